@@ -1,0 +1,21 @@
+//! Sans-IO core of ppspp-web: the Peer-to-Peer Streaming Peer Protocol (RFC 7574).
+//!
+//! Nothing in this crate opens a socket, reads a clock or spawns a thread: time and bytes
+//! come in as parameters and results come out as values, so the same code runs natively,
+//! in WebAssembly and inside a deterministic simulator.
+//!
+//! - [`bin`]: bin numbers, the addressing shared by chunk ranges and Merkle tree nodes.
+//! - [`binmap`]: compressed chunk-availability maps.
+//! - [`avail`]: per-rarity availability across peers, for rarest-first picking.
+//! - [`merkle`]: Merkle hash trees (SHA-1, SHA-256): building, proving and verifying chunks.
+//! - [`codec`]: the datagram and message wire format.
+#![forbid(unsafe_code)]
+#![warn(missing_debug_implementations)]
+
+pub mod avail;
+pub mod bin;
+pub mod binmap;
+pub mod codec;
+pub mod merkle;
+
+pub use bin::Bin;
