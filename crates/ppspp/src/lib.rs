@@ -9,6 +9,8 @@
 //! - [`avail`]: per-rarity availability across peers, for rarest-first picking.
 //! - [`merkle`]: Merkle hash trees (SHA-1, SHA-256): building, proving and verifying chunks.
 //! - [`codec`]: the datagram and message wire format.
+//! - [`congestion`]: per-channel congestion control: LEDBAT with the DTL fixes, MulTCP.
+//! - [`time`]: the time type every call takes instead of reading a clock.
 #![forbid(unsafe_code)]
 #![warn(missing_debug_implementations)]
 
@@ -16,6 +18,8 @@ pub mod avail;
 pub mod bin;
 pub mod binmap;
 pub mod codec;
+pub mod congestion;
 pub mod merkle;
+pub mod time;
 
 pub use bin::Bin;

@@ -1,0 +1,70 @@
+//! `ppspp root FILE`: hash a file into its Merkle root, streaming so size costs no memory.
+
+use clap::Args;
+use ppspp::merkle::{HashAlgorithm, MerkleTree};
+use std::fs::File;
+use std::io::{ErrorKind, Read};
+use std::path::PathBuf;
+
+/// The RFC's recommended chunk size.
+pub const DEFAULT_CHUNK_SIZE: usize = 1024;
+/// Chunks larger than this would not fit a WebRTC message or a UDP datagram.
+pub const MAX_CHUNK_SIZE: usize = 1 << 20;
+
+#[derive(Args, Debug)]
+pub struct RootArgs {
+    /// The file to hash.
+    file: PathBuf,
+    /// Merkle hash function: sha1 (the RFC default), sha224, sha256, sha384 or sha512.
+    #[arg(long = "hash", default_value = "sha1")]
+    hash: HashAlgorithm,
+    /// Chunk size in bytes (1 to 1 MiB; the RFC recommends 1024).
+    #[arg(long = "chunk-size", default_value_t = DEFAULT_CHUNK_SIZE, value_parser = parse_chunk_size)]
+    chunk_size: usize,
+}
+
+fn parse_chunk_size(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a whole number of bytes"))?;
+    if n == 0 || n > MAX_CHUNK_SIZE {
+        return Err(format!(
+            "chunk size must be between 1 and {MAX_CHUNK_SIZE} bytes"
+        ));
+    }
+    Ok(n)
+}
+
+pub fn run(args: &RootArgs) -> Result<(), String> {
+    let tree = hash_file(args)?;
+    println!(
+        "{} {} chunks ({} bytes, {} B chunks, {})",
+        tree.root().to_hex(),
+        tree.chunk_count(),
+        tree.content_len(),
+        tree.chunk_size(),
+        tree.algorithm()
+    );
+    Ok(())
+}
+
+fn hash_file(args: &RootArgs) -> Result<MerkleTree, String> {
+    let path = args.file.display();
+    let mut file = File::open(&args.file).map_err(|e| format!("cannot open {path}: {e}"))?;
+    if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+        return Err(format!("{path} is a directory, not a file"));
+    }
+    let mut builder = MerkleTree::builder(args.hash, args.chunk_size);
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => builder.push(&buf[..n]),
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("cannot read {path}: {e}")),
+        }
+    }
+    builder
+        .finish()
+        .map_err(|e| format!("cannot hash {path}: {e}"))
+}

@@ -1,0 +1,115 @@
+//! `ppspp root` as a user runs it: the real binary, real files, exit codes and messages.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn m74() -> PathBuf {
+    let dir = std::env::var_os("PPSPP_VECTORS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors")
+        });
+    let file = dir.join("m74.jpg");
+    assert!(file.is_file(), "missing vector {}", file.display());
+    file
+}
+
+fn ppspp(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ppspp"))
+        .args(args)
+        .output()
+        .expect("run ppspp")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn m74_sha1_root_is_the_recorded_swarm_id() {
+    let file = m74();
+    let out = ppspp(&["root", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let mut tokens = text.split_whitespace();
+    assert_eq!(
+        tokens.next(),
+        Some("c89800bfc82ed01ed6e3bfd5408c51274491f7d4")
+    );
+    assert_eq!(tokens.next(), Some("26"));
+}
+
+#[test]
+fn m74_sha256_root() {
+    let file = m74();
+    let out = ppspp(&["root", file.to_str().unwrap(), "--hash", "sha256"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out)
+            .starts_with("12d0e382fc4a5a8bfca5c693355872fa69d30304ea01fb1c973dc8bad95ce177 26 ")
+    );
+}
+
+#[test]
+fn chunk_size_changes_the_chunk_count() {
+    let file = m74();
+    let out = ppspp(&["root", file.to_str().unwrap(), "--chunk-size", "4096"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // 26121 bytes in 4 KiB chunks is 7 chunks, and a different root.
+    let text = stdout(&out);
+    let tokens: Vec<&str> = text.split_whitespace().collect();
+    assert_eq!(tokens[1], "7");
+    assert_ne!(tokens[0], "c89800bfc82ed01ed6e3bfd5408c51274491f7d4");
+    assert_eq!(tokens[0].len(), 40);
+}
+
+#[test]
+fn missing_file_is_a_clear_error() {
+    let out = ppspp(&["root", "/nonexistent/video.webm"]);
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    let err = stderr(&out);
+    assert!(err.contains("cannot open /nonexistent/video.webm"), "{err}");
+}
+
+#[test]
+fn directory_is_a_clear_error() {
+    let out = ppspp(&["root", env!("CARGO_MANIFEST_DIR")]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("directory"), "{}", stderr(&out));
+}
+
+#[test]
+fn bad_flags_are_rejected() {
+    let file = m74();
+    let f = file.to_str().unwrap();
+    for args in [
+        vec!["root", f, "--hash", "md5"],
+        vec!["root", f, "--chunk-size", "0"],
+        vec!["root", f, "--chunk-size", "lots"],
+        vec!["root", f, "--chunk-size", "99999999"],
+        vec!["root", f, "--bogus"],
+        vec!["root"],
+        vec!["frobnicate"],
+    ] {
+        let out = ppspp(&args);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(!stderr(&out).is_empty(), "{args:?} said nothing");
+    }
+}
+
+#[test]
+fn empty_file_is_a_clear_error() {
+    let dir = std::env::temp_dir().join(format!("ppspp-root-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let empty = dir.join("empty.bin");
+    std::fs::write(&empty, b"").unwrap();
+    let out = ppspp(&["root", empty.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("cannot hash"), "{}", stderr(&out));
+}

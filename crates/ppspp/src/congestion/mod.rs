@@ -1,0 +1,464 @@
+//! Congestion control per channel, with DTL's runtime priority:
+//!
+//! - priority 0: LEDBAT (RFC 6817), a delay-based controller that keeps the queue it adds
+//!   near `target` and yields to loss-based traffic, with the two DTL fixes for intra-LEDBAT
+//!   fairness: slow start at flow start (so a late-comer sees the true base delay) and a
+//!   multiplicative decrease by `beta` per acknowledged datagram while over target (so
+//!   faster flows give back more);
+//! - priority N > 0: MulTCP, a loss-based AIMD that behaves like N TCP flows (increase N
+//!   datagrams per round trip, decrease by 1/(2N) of the window on loss).
+//!
+//! The window counts datagrams, as in libswift: every datagram carries at most one chunk
+//! plus its hashes, so datagrams and bytes are proportional.
+
+pub mod delay;
+pub mod rtt;
+
+use crate::time::Time;
+use core::fmt;
+use core::time::Duration;
+use delay::{BaseDelay, CurrentDelay};
+
+/// Tunables; [`CongestionConfig::default`] gives the values used everywhere unless a test
+/// or an experiment says otherwise.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CongestionConfig {
+    /// LEDBAT's TARGET queuing delay; RFC 6817 requires at most 100 ms.
+    pub target: Duration,
+    /// LEDBAT's GAIN for increases; RFC 6817 requires at most 1.
+    pub gain: f64,
+    /// DTL's multiplicative decrease per datagram acknowledged over target; 1.0 turns it
+    /// off and leaves the RFC's additive decrease.
+    pub beta: f64,
+    /// DTL's slow start at flow start; off gives the RFC's plain linear controller.
+    pub slow_start: bool,
+    /// RFC 6817 MIN_CWND (and INIT_CWND), in datagrams.
+    pub min_cwnd: f64,
+    /// Upper bound, in datagrams, on bursts and on sender state per channel.
+    pub max_cwnd: f64,
+    /// RFC 6817 ALLOWED_INCREASE: the window may exceed what is in flight by this much.
+    pub allowed_increase: f64,
+    /// Base-delay history: `base_history` minima of `base_interval` each.
+    pub base_history: usize,
+    pub base_interval: Duration,
+    /// 0 = LEDBAT; N > 0 = MulTCP emulating N TCP flows.
+    pub priority: u32,
+}
+
+impl Default for CongestionConfig {
+    fn default() -> Self {
+        CongestionConfig {
+            // libswift's value: low enough to keep a viewer's calls and page loads snappy.
+            target: Duration::from_millis(25),
+            gain: 1.0,
+            beta: 0.99,
+            slow_start: true,
+            min_cwnd: 2.0,
+            max_cwnd: 4096.0,
+            allowed_increase: 1.0,
+            base_history: 10,
+            base_interval: Duration::from_secs(60),
+            priority: 0,
+        }
+    }
+}
+
+/// Why a [`CongestionConfig`] was refused.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfigError(pub &'static str);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid congestion control setting: {}", self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Largest priority accepted: DTL found no gain beyond about 4 and loss grows with N.
+pub const MAX_PRIORITY: u32 = 16;
+
+impl CongestionConfig {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.target.is_zero() || self.target > Duration::from_millis(100) {
+            return Err(ConfigError(
+                "target must be above 0 and at most 100 ms (RFC 6817)",
+            ));
+        }
+        if !(self.gain > 0.0 && self.gain <= 1.0) {
+            return Err(ConfigError("gain must be in (0, 1] (RFC 6817)"));
+        }
+        if !(self.beta > 0.0 && self.beta <= 1.0) {
+            return Err(ConfigError("beta must be in (0, 1]"));
+        }
+        if !(self.min_cwnd >= 1.0 && self.max_cwnd >= self.min_cwnd && self.max_cwnd.is_finite()) {
+            return Err(ConfigError("need 1 <= min_cwnd <= max_cwnd < infinity"));
+        }
+        if !(self.allowed_increase > 0.0 && self.allowed_increase.is_finite()) {
+            return Err(ConfigError("allowed_increase must be above 0 (RFC 6817)"));
+        }
+        if self.base_history == 0 || self.base_interval.is_zero() {
+            return Err(ConfigError(
+                "base delay history needs at least one interval",
+            ));
+        }
+        if self.priority > MAX_PRIORITY {
+            return Err(ConfigError("priority must be at most 16"));
+        }
+        Ok(())
+    }
+}
+
+/// Where the window's growth comes from at the moment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Exponential growth: one datagram per datagram acknowledged.
+    SlowStart,
+    /// LEDBAT's delay-based control (priority 0) or MulTCP's AIMD (priority > 0).
+    Avoidance,
+}
+
+/// The per-channel congestion window.
+#[derive(Clone, Debug)]
+pub struct Controller {
+    config: CongestionConfig,
+    cwnd: f64,
+    ssthresh: f64,
+    phase: Phase,
+    base: BaseDelay,
+    current: CurrentDelay,
+    /// Losses shrink the window at most once per round trip.
+    last_decrease: Option<Time>,
+}
+
+impl Controller {
+    /// A controller for a new flow; the configuration must pass [`CongestionConfig::validate`].
+    pub fn new(config: CongestionConfig) -> Result<Controller, ConfigError> {
+        config.validate()?;
+        Ok(Controller {
+            cwnd: config.min_cwnd,
+            ssthresh: config.max_cwnd,
+            phase: if config.slow_start || config.priority > 0 {
+                Phase::SlowStart
+            } else {
+                Phase::Avoidance
+            },
+            base: BaseDelay::new(config.base_interval, config.base_history),
+            current: CurrentDelay::default(),
+            last_decrease: None,
+            config,
+        })
+    }
+
+    /// Datagrams that may be in flight.
+    pub fn cwnd(&self) -> f64 {
+        self.cwnd
+    }
+
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    pub fn priority(&self) -> u32 {
+        self.config.priority
+    }
+
+    pub fn config(&self) -> &CongestionConfig {
+        &self.config
+    }
+
+    /// Switches between LEDBAT and MulTCP on a live flow (DTL runtime priority). The window
+    /// carries over so the flow is not disrupted; above `MAX_PRIORITY` it is clamped.
+    pub fn set_priority(&mut self, priority: u32) {
+        self.config.priority = priority.min(MAX_PRIORITY);
+        // The loss-based controller starts from where the delay-based one was, not from a
+        // fresh slow start.
+        if self.phase == Phase::Avoidance {
+            self.ssthresh = self.cwnd;
+        }
+    }
+
+    /// Records a one-way-delay sample (from an ACK) taken at `now`.
+    pub fn on_delay_sample(&mut self, now: Time, owd_us: i64, rtt: Duration) {
+        self.base.update(now, owd_us);
+        self.current.update(now, owd_us, rtt);
+    }
+
+    /// Estimated queuing delay (current minus base), once samples exist.
+    pub fn queuing_delay(&self) -> Option<Duration> {
+        let q = self.current.get()?.saturating_sub(self.base.get()?);
+        Some(Duration::from_micros(q.max(0) as u64))
+    }
+
+    /// `acked` datagrams were newly acknowledged while `in_flight` were outstanding (before
+    /// this acknowledgement).
+    pub fn on_ack(&mut self, acked: u32, in_flight: u32) {
+        if acked == 0 {
+            return;
+        }
+        let acked = f64::from(acked);
+        let queuing = self.queuing_delay();
+        let over_target = queuing.is_some_and(|q| q > self.config.target);
+        if self.phase == Phase::SlowStart {
+            if self.config.priority == 0 && over_target {
+                // The queue has started to build: slow start has found the base delay.
+                self.phase = Phase::Avoidance;
+                self.ssthresh = self.cwnd;
+            } else {
+                self.cwnd += acked;
+                if self.cwnd >= self.ssthresh {
+                    self.phase = Phase::Avoidance;
+                }
+            }
+        } else if self.config.priority > 0 {
+            self.cwnd += f64::from(self.config.priority) * acked / self.cwnd;
+        } else if let Some(q) = queuing {
+            let target = self.config.target.as_secs_f64();
+            let off_target = (target - q.as_secs_f64()) / target;
+            if off_target < 0.0 && self.config.beta < 1.0 {
+                self.cwnd *= self.config.beta.powf(acked);
+            } else {
+                self.cwnd += self.config.gain * off_target * acked / self.cwnd;
+            }
+        }
+        // RFC 6817: never grow past what the sender actually uses.
+        let cap = f64::from(in_flight) + self.config.allowed_increase;
+        self.cwnd = self
+            .cwnd
+            .min(cap.max(self.config.min_cwnd))
+            .clamp(self.config.min_cwnd, self.config.max_cwnd);
+    }
+
+    /// A datagram was detected lost at `now` (timeout-based detection with data still
+    /// being acknowledged). At most one decrease per `rtt`.
+    pub fn on_loss(&mut self, now: Time, rtt: Duration) {
+        if self
+            .last_decrease
+            .is_some_and(|t| now.saturating_since(t) < rtt)
+        {
+            return;
+        }
+        self.last_decrease = Some(now);
+        let factor = match self.config.priority {
+            0 => 0.5,
+            n => 1.0 - 1.0 / (2.0 * f64::from(n)),
+        };
+        self.cwnd = (self.cwnd * factor).max(self.config.min_cwnd);
+        self.ssthresh = self.cwnd;
+        self.phase = Phase::Avoidance;
+    }
+
+    /// Nothing was acknowledged for a whole retransmission timeout: the path may have
+    /// changed completely, so start over from one datagram (RFC 6817 §2.4.2).
+    pub fn on_timeout(&mut self, now: Time) {
+        self.ssthresh = (self.cwnd / 2.0).max(self.config.min_cwnd);
+        self.cwnd = 1.0;
+        self.phase = Phase::SlowStart;
+        self.last_decrease = Some(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RTT: Duration = Duration::from_millis(50);
+
+    fn controller(priority: u32) -> Controller {
+        Controller::new(CongestionConfig {
+            priority,
+            ..CongestionConfig::default()
+        })
+        .unwrap()
+    }
+
+    /// Feeds `n` acknowledgements, each with a delay sample `base + queue`.
+    fn ack_with_queue(c: &mut Controller, now: &mut Time, n: u32, queue_ms: i64) {
+        for _ in 0..n {
+            *now += Duration::from_millis(1);
+            c.on_delay_sample(*now, 40_000 + queue_ms * 1000, RTT);
+            let in_flight = c.cwnd() as u32 + 1;
+            c.on_ack(1, in_flight);
+        }
+    }
+
+    #[test]
+    fn config_limits_follow_the_rfc() {
+        let ok = CongestionConfig::default();
+        assert!(ok.validate().is_ok());
+        for bad in [
+            CongestionConfig {
+                target: Duration::from_millis(101),
+                ..ok.clone()
+            },
+            CongestionConfig {
+                target: Duration::ZERO,
+                ..ok.clone()
+            },
+            CongestionConfig {
+                gain: 1.5,
+                ..ok.clone()
+            },
+            CongestionConfig {
+                gain: f64::NAN,
+                ..ok.clone()
+            },
+            CongestionConfig {
+                beta: 0.0,
+                ..ok.clone()
+            },
+            CongestionConfig {
+                min_cwnd: 0.5,
+                ..ok.clone()
+            },
+            CongestionConfig {
+                max_cwnd: f64::INFINITY,
+                ..ok.clone()
+            },
+            CongestionConfig {
+                base_history: 0,
+                ..ok.clone()
+            },
+            CongestionConfig {
+                priority: 17,
+                ..ok.clone()
+            },
+        ] {
+            assert!(Controller::new(bad.clone()).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn slow_start_grows_until_the_queue_passes_target() {
+        let mut c = controller(0);
+        let mut now = Time::ZERO;
+        assert_eq!(c.phase(), Phase::SlowStart);
+        ack_with_queue(&mut c, &mut now, 1, 0);
+        ack_with_queue(&mut c, &mut now, 20, 1);
+        assert_eq!(c.phase(), Phase::SlowStart);
+        assert!(c.cwnd() > 20.0, "cwnd {}", c.cwnd());
+        // The MIN filter reacts once the queue has lasted a whole round trip.
+        ack_with_queue(&mut c, &mut now, 60, 30);
+        assert_eq!(c.phase(), Phase::Avoidance);
+    }
+
+    #[test]
+    fn ledbat_grows_below_target_and_shrinks_above() {
+        let mut c = controller(0);
+        let mut now = Time::ZERO;
+        ack_with_queue(&mut c, &mut now, 1, 0);
+        ack_with_queue(&mut c, &mut now, 80, 30); // leave slow start
+        assert_eq!(c.phase(), Phase::Avoidance);
+        let w = c.cwnd();
+        ack_with_queue(&mut c, &mut now, 30, 5);
+        let grown = c.cwnd();
+        assert!(grown > w, "{grown} <= {w}");
+        ack_with_queue(&mut c, &mut now, 100, 60);
+        let shrunk = c.cwnd();
+        // Multiplicative: some 50 acks over target at beta 0.99 cut about 40 %.
+        assert!(shrunk < grown * 0.8, "{shrunk} vs {grown}");
+    }
+
+    #[test]
+    fn without_the_dtl_fix_decrease_is_additive_and_smaller() {
+        let md = controller(0);
+        let ad = Controller::new(CongestionConfig {
+            beta: 1.0,
+            ..CongestionConfig::default()
+        })
+        .unwrap();
+        let (mut a, mut b) = (md, ad);
+        let mut now = Time::ZERO;
+        let mut now2 = Time::ZERO;
+        for (c, t) in [(&mut a, &mut now), (&mut b, &mut now2)] {
+            ack_with_queue(c, t, 1, 0);
+            ack_with_queue(c, t, 200, 10);
+            ack_with_queue(c, t, 150, 60);
+        }
+        assert!(a.cwnd() < b.cwnd(), "{} vs {}", a.cwnd(), b.cwnd());
+    }
+
+    #[test]
+    fn window_never_outgrows_use_or_bounds() {
+        let mut c = controller(0);
+        let mut now = Time::ZERO;
+        for _ in 0..1000 {
+            now += Duration::from_millis(1);
+            c.on_delay_sample(now, 10_000, RTT);
+            c.on_ack(1, 3); // application-limited: 3 in flight
+        }
+        assert!(c.cwnd() <= 4.0);
+        assert!(c.cwnd() >= 2.0);
+    }
+
+    #[test]
+    fn loss_halves_once_per_rtt() {
+        let mut c = controller(0);
+        let mut now = Time::ZERO;
+        ack_with_queue(&mut c, &mut now, 1, 0);
+        ack_with_queue(&mut c, &mut now, 40, 1);
+        let w = c.cwnd();
+        c.on_loss(now, RTT);
+        assert_eq!(c.cwnd(), w / 2.0);
+        c.on_loss(now + Duration::from_millis(10), RTT);
+        assert_eq!(c.cwnd(), w / 2.0, "second loss in the same RTT ignored");
+        c.on_loss(now + Duration::from_millis(60), RTT);
+        assert_eq!(c.cwnd(), w / 4.0);
+        c.on_timeout(now + Duration::from_secs(2));
+        assert_eq!(c.cwnd(), 1.0);
+        assert_eq!(c.phase(), Phase::SlowStart);
+    }
+
+    #[test]
+    fn multcp_grows_n_times_faster_and_backs_off_less() {
+        let mut one = controller(1);
+        let mut two = controller(2);
+        for c in [&mut one, &mut two] {
+            c.on_loss(Time::ZERO, RTT); // leave slow start at the same window
+        }
+        let start = one.cwnd();
+        // Ten round trips, each acknowledging a whole window.
+        for _ in 0..10 {
+            for c in [&mut one, &mut two] {
+                let window = c.cwnd() as u32;
+                for _ in 0..window {
+                    // A window-limited sender: everything the window allows is in flight.
+                    let in_flight = c.cwnd() as u32;
+                    c.on_ack(1, in_flight);
+                }
+            }
+        }
+        let g1 = one.cwnd() - start;
+        let g2 = two.cwnd() - start;
+        // About one datagram per round trip per emulated flow (less the whole-datagram
+        // rounding of small windows).
+        assert!((6.0..=10.0).contains(&g1), "one flow grew {g1} in 10 RTTs");
+        assert!(
+            (1.7..=2.3).contains(&(g2 / g1)),
+            "two flows grew {g2}, one {g1}"
+        );
+        let (w1, w2) = (one.cwnd(), two.cwnd());
+        one.on_loss(Time::from_millis(1000), RTT);
+        two.on_loss(Time::from_millis(1000), RTT);
+        assert!((one.cwnd() - w1 * 0.5).abs() < 1e-9);
+        assert!((two.cwnd() - w2 * 0.75).abs() < 1e-9);
+    }
+
+    #[test]
+    fn priority_changes_keep_the_window() {
+        let mut c = controller(0);
+        let mut now = Time::ZERO;
+        ack_with_queue(&mut c, &mut now, 1, 0);
+        ack_with_queue(&mut c, &mut now, 80, 40);
+        assert_eq!(c.phase(), Phase::Avoidance);
+        let w = c.cwnd();
+        c.set_priority(2);
+        assert_eq!(c.priority(), 2);
+        assert_eq!(c.cwnd(), w);
+        // Now loss-based: delay over target no longer shrinks the window.
+        ack_with_queue(&mut c, &mut now, 30, 80);
+        assert!(c.cwnd() > w);
+        c.set_priority(99);
+        assert_eq!(c.priority(), MAX_PRIORITY);
+    }
+}
