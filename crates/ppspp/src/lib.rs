@@ -10,6 +10,8 @@
 //! - [`merkle`]: Merkle hash trees (SHA-1, SHA-256): building, proving and verifying chunks.
 //! - [`codec`]: the datagram and message wire format.
 //! - [`congestion`]: per-channel congestion control: LEDBAT with the DTL fixes, MulTCP.
+//! - [`rate_limit`]: token buckets for upload and download limits.
+//! - [`store`]: the chunk-store trait and an in-memory store.
 //! - [`time`]: the time type every call takes instead of reading a clock.
 #![forbid(unsafe_code)]
 #![warn(missing_debug_implementations)]
@@ -20,6 +22,8 @@ pub mod binmap;
 pub mod codec;
 pub mod congestion;
 pub mod merkle;
+pub mod rate_limit;
+pub mod store;
 pub mod time;
 
 pub use bin::Bin;
