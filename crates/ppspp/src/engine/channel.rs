@@ -1,0 +1,196 @@
+//! The state the engine keeps per peer: one PPSPP channel.
+
+use super::event::SendState;
+use super::request::InterArrival;
+use crate::Bin;
+use crate::binmap::Binmap;
+use crate::codec::CodecConfig;
+use crate::congestion::rtt::RttEstimator;
+use crate::congestion::{CongestionConfig, Controller};
+use crate::merkle::Hash;
+use crate::time::Time;
+use core::time::Duration;
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+
+/// A DATA datagram waiting for its acknowledgement.
+#[derive(Clone, Debug)]
+pub(crate) struct InFlight {
+    pub chunk: u64,
+    pub sent: Time,
+    /// Karn's rule: acknowledgements of retransmissions give no RTT sample.
+    pub retransmission: bool,
+}
+
+/// The initiator's handshake retries.
+#[derive(Clone, Debug)]
+pub(crate) struct HandshakeRetry {
+    pub tries: u32,
+    pub next: Time,
+}
+
+/// How a channel gets closed once the close is sent.
+#[derive(Clone, Debug)]
+pub(crate) struct Closing {
+    pub reason: super::event::CloseReason,
+    /// Send an explicit close first (not to peers that broke the protocol).
+    pub notify: bool,
+}
+
+#[derive(Debug)]
+pub(crate) struct Channel<A> {
+    pub addr: A,
+    pub local_id: u32,
+    /// The peer's channel ID, 0 until its handshake arrives.
+    pub remote_id: u32,
+    pub established: bool,
+    /// We sent the first handshake and wait for the answer.
+    pub handshake: Option<HandshakeRetry>,
+    /// Our handshake must go out (again) in the next datagram.
+    pub send_handshake: bool,
+    pub handshake_sent: Option<Time>,
+    pub codec: CodecConfig,
+
+    /// What the peer holds (its HAVEs and ACKs).
+    pub peer_have: Binmap,
+    /// What we announced to the peer.
+    pub have_out: Binmap,
+    /// Hashes received ahead of the DATA they protect.
+    pub pending_hashes: Vec<(Bin, Hash)>,
+
+    // Receiving from this peer.
+    /// Requested chunks not yet received, with the time of the request.
+    pub requests: BTreeMap<u64, Time>,
+    pub pending_requests: Vec<Bin>,
+    pub pending_cancels: Vec<Bin>,
+    pub pending_acks: Vec<(u64, i64)>,
+    pub dip: InterArrival,
+    pub choked_by_peer: bool,
+    /// Requests that expired since this peer last delivered a chunk.
+    pub expired_without_data: u32,
+
+    // Sending to this peer.
+    pub serve: VecDeque<(u64, Time)>,
+    pub in_flight: VecDeque<InFlight>,
+    pub retransmit: VecDeque<u64>,
+    pub cc: Controller,
+    pub rtt: RttEstimator,
+    /// A DATA was acknowledged at least once (ping-pong is over).
+    pub acked_data: bool,
+    pub last_ack: Option<Time>,
+    pub next_data: Time,
+    pub choking: bool,
+    pub pending_choke: Option<bool>,
+
+    // PEX.
+    pub pex_request_due: Option<Time>,
+    pub pending_pex_req: bool,
+    pub pending_pex_res: Vec<SocketAddr>,
+
+    // Liveness.
+    pub last_recv: Time,
+    pub last_send: Time,
+    pub sent_since_recv: u32,
+    pub keepalive: Duration,
+    pub closing: Option<Closing>,
+
+    // Figures.
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+}
+
+/// RFC 7574 §8.15 / libswift: a keep-alive at most every 58 s.
+pub(crate) const MAX_KEEPALIVE: Duration = Duration::from_secs(58);
+
+impl<A> Channel<A> {
+    pub fn new(
+        addr: A,
+        local_id: u32,
+        codec: CodecConfig,
+        congestion: &CongestionConfig,
+        now: Time,
+    ) -> Channel<A> {
+        Channel {
+            addr,
+            local_id,
+            remote_id: 0,
+            established: false,
+            handshake: None,
+            send_handshake: false,
+            handshake_sent: None,
+            codec,
+            peer_have: Binmap::new(),
+            have_out: Binmap::new(),
+            pending_hashes: Vec::new(),
+            requests: BTreeMap::new(),
+            pending_requests: Vec::new(),
+            pending_cancels: Vec::new(),
+            pending_acks: Vec::new(),
+            dip: InterArrival::new(Duration::from_secs(1)),
+            choked_by_peer: false,
+            expired_without_data: 0,
+            serve: VecDeque::new(),
+            in_flight: VecDeque::new(),
+            retransmit: VecDeque::new(),
+            // The configuration was validated when the engine was built.
+            cc: Controller::new(congestion.clone()).unwrap_or_else(|_| {
+                Controller::new(CongestionConfig::default()).expect("default config is valid")
+            }),
+            rtt: RttEstimator::default(),
+            acked_data: false,
+            last_ack: None,
+            next_data: now,
+            choking: false,
+            pending_choke: None,
+            pex_request_due: None,
+            pending_pex_req: false,
+            pending_pex_res: Vec::new(),
+            last_recv: now,
+            last_send: now,
+            sent_since_recv: 0,
+            keepalive: Duration::from_secs(1),
+            closing: None,
+            bytes_up: 0,
+            bytes_down: 0,
+        }
+    }
+
+    /// Datagrams with DATA that may be unacknowledged at once.
+    pub fn window(&self) -> usize {
+        if self.acked_data {
+            (self.cc.cwnd() as usize).max(1)
+        } else {
+            1
+        }
+    }
+
+    pub fn send_state(&self, has_work: bool) -> SendState {
+        if !self.acked_data {
+            SendState::PingPong
+        } else if !has_work && self.in_flight.is_empty() {
+            SendState::KeepAlive
+        } else {
+            SendState::Window(self.cc.phase())
+        }
+    }
+
+    /// Control messages waiting to go out.
+    pub fn has_control(&self) -> bool {
+        self.send_handshake
+            || !self.pending_acks.is_empty()
+            || !self.pending_requests.is_empty()
+            || !self.pending_cancels.is_empty()
+            || self.pending_choke.is_some()
+            || self.pending_pex_req
+            || !self.pending_pex_res.is_empty()
+            || self.closing.is_some()
+    }
+
+    /// Pacing interval between DATA datagrams: one round trip spread over the window.
+    pub fn send_interval(&self) -> Duration {
+        if !self.acked_data {
+            return Duration::ZERO;
+        }
+        self.rtt.srtt().div_f64(self.cc.cwnd().max(1.0))
+    }
+}

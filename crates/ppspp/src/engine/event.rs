@@ -1,0 +1,109 @@
+//! What the engine reports to its adapter.
+
+use crate::congestion::Phase;
+use crate::merkle::VerifyError;
+use core::fmt;
+use core::time::Duration;
+
+/// Why a channel ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CloseReason {
+    /// The peer sent an explicit close.
+    ClosedByPeer,
+    /// We closed it ([`Engine::close`](super::Engine::close) or shutdown).
+    ClosedLocally,
+    /// Our handshakes went unanswered.
+    Unreachable,
+    /// Nothing heard for three minutes despite our datagrams (RFC 7574 dead-peer rule).
+    Timeout,
+    /// The peer sent data that failed verification, or broke the protocol.
+    Misbehaving(String),
+    /// The engine already has as many channels as it allows.
+    TooManyPeers,
+}
+
+impl fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CloseReason::ClosedByPeer => f.write_str("closed by the peer"),
+            CloseReason::ClosedLocally => f.write_str("closed locally"),
+            CloseReason::Unreachable => f.write_str("no answer to our handshakes"),
+            CloseReason::Timeout => f.write_str("peer went silent"),
+            CloseReason::Misbehaving(why) => write!(f, "peer misbehaved: {why}"),
+            CloseReason::TooManyPeers => f.write_str("too many peers"),
+        }
+    }
+}
+
+/// Something that happened, for the adapter to act on or show.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event<A> {
+    /// The three-way handshake completed.
+    PeerConnected { peer: A },
+    /// A channel ended; its requests go to other peers.
+    PeerClosed { peer: A, reason: CloseReason },
+    /// PEX told us about a peer (the engine connects by itself when it has room).
+    PeerDiscovered { peer: A },
+    /// A chunk passed verification and is in the store.
+    ChunkVerified { chunk: u64, from: A },
+    /// A chunk failed verification; nothing of it was stored and the peer was dropped.
+    ChunkRejected {
+        chunk: u64,
+        from: A,
+        reason: VerifyError,
+    },
+    /// How much of the content we hold (coalesced: one per poll at most).
+    Progress { have: u64, total: u64 },
+    /// Every chunk is verified and stored.
+    Complete,
+}
+
+/// The engine's current figures, see [`Engine::stats`](super::Engine::stats).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Stats {
+    pub chunks_have: u64,
+    pub chunk_count: u64,
+    /// Payload bytes of verified chunks received (duplicates excluded).
+    pub bytes_downloaded: u64,
+    /// Payload bytes of chunks that arrived again after we had them.
+    pub bytes_duplicate: u64,
+    /// Payload bytes of DATA sent, retransmissions included.
+    pub bytes_uploaded: u64,
+    pub chunks_verified: u64,
+    pub chunks_rejected: u64,
+    pub datagrams_sent: u64,
+    pub datagrams_received: u64,
+    /// Datagrams dropped before processing (undecodable, unknown channel, wrong swarm).
+    pub datagrams_dropped: u64,
+    pub retransmissions: u64,
+    pub peers: usize,
+}
+
+/// Figures of one channel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChannelStats<A> {
+    pub peer: A,
+    pub established: bool,
+    pub send_state: SendState,
+    pub cwnd: f64,
+    pub srtt: Duration,
+    pub queuing_delay: Option<Duration>,
+    pub priority: u32,
+    pub in_flight: usize,
+    pub requests_outstanding: usize,
+    pub serve_queue: usize,
+    pub peer_chunks: u64,
+    pub bytes_uploaded: u64,
+    pub bytes_downloaded: u64,
+}
+
+/// Sending state of a channel (libswift report §3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendState {
+    /// Before the first acknowledged DATA: one datagram in flight at a time.
+    PingPong,
+    /// Window-based sending; the phase says slow start or congestion avoidance.
+    Window(Phase),
+    /// Nothing to send; keep-alives only.
+    KeepAlive,
+}

@@ -1,0 +1,73 @@
+//! Handshake options we send and what we accept (RFC 7574 §7).
+//!
+//! The profile is one libswift accepts: version 1 with min version 1, Merkle trees, the
+//! hash function, chunk addressing; the swarm ID only from the initiator (libswift's reply
+//! omits it too); the chunk-size option only when it differs from the 1024-byte default,
+//! since draft-era peers such as libswift do not know option 9; no supported-messages
+//! bitmap, since we support them all.
+
+use super::ContentInfo;
+use crate::codec::{ChunkAddressing, ContentIntegrity, HandshakeOptions};
+
+/// The RFC's default chunk size, which needs no option.
+const DEFAULT_CHUNK_SIZE: u32 = 1024;
+
+pub(crate) fn our_options<'a>(
+    content: &ContentInfo,
+    swarm_id: Option<&'a [u8]>,
+    cam: ChunkAddressing,
+) -> HandshakeOptions<'a> {
+    HandshakeOptions {
+        version: Some(1),
+        min_version: Some(1),
+        swarm_id,
+        content_integrity: Some(ContentIntegrity::MerkleTree),
+        merkle_hash_function: Some(content.hash.wire_code()),
+        chunk_addressing: Some(cam),
+        chunk_size: (content.chunk_size != DEFAULT_CHUNK_SIZE).then_some(content.chunk_size),
+        ..HandshakeOptions::default()
+    }
+}
+
+/// Checks a peer's handshake against our swarm; `Err` says why it cannot work.
+/// `initiator` is true when the peer opened the channel (then it must name the swarm).
+pub(crate) fn check_peer_options(
+    content: &ContentInfo,
+    options: &HandshakeOptions<'_>,
+    initiator: bool,
+) -> Result<(), String> {
+    if let Some(v) = options.version
+        && v != 1
+        && options.min_version.is_none_or(|m| m > 1)
+    {
+        return Err(format!("protocol version {v} is not supported"));
+    }
+    match options.swarm_id {
+        Some(id) if id != content.root.as_bytes() => {
+            return Err("handshake for another swarm".into());
+        }
+        None if initiator => return Err("initiator did not name the swarm".into()),
+        _ => {}
+    }
+    if let Some(cipm) = options.content_integrity
+        && cipm != ContentIntegrity::MerkleTree
+    {
+        return Err(format!("content integrity method {cipm:?} is not supported"));
+    }
+    // RFC 7574: SHA-1 when the option is absent.
+    let hash = options.merkle_hash_function.unwrap_or(0);
+    if hash != content.hash.wire_code() {
+        return Err(format!(
+            "Merkle hash function {hash} differs from the swarm's ({})",
+            content.hash
+        ));
+    }
+    let chunk_size = options.chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE);
+    if chunk_size != content.chunk_size {
+        return Err(format!(
+            "chunk size {chunk_size} differs from the swarm's ({})",
+            content.chunk_size
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,515 @@
+//! The PPSPP peer as a sans-IO state machine, in the manner of quinn-proto and str0m.
+//!
+//! One [`Engine`] takes part in one swarm. The adapter feeds it datagrams
+//! ([`Engine::handle_datagram`]) and the time ([`Engine::handle_timeout`] when
+//! [`Engine::poll_timeout`] says so), sends what [`Engine::poll_transmit`] returns, and reads
+//! [`Engine::poll_event`]. Peers are opaque [`PeerAddr`]s, so the same engine runs over UDP,
+//! WebRTC data channels and the simulator.
+//!
+//! Inside: per channel a handshake, a sender (serve queue, ping-pong then LEDBAT/MulTCP
+//! windows with pacing, loss detection and retransmission) and a receiver (libswift's
+//! Algorithm 1 pulling from a picker, request expiry, ACKs with one-way-delay samples,
+//! HAVEs). Every chunk is verified against the Merkle root before it is acknowledged,
+//! announced, stored or served; a peer whose data fails is reported and dropped.
+
+mod addr;
+mod channel;
+mod event;
+mod handshake;
+mod recv;
+pub mod request;
+mod rng;
+mod schedule;
+mod send;
+mod timers;
+
+pub use addr::{PeerAddr, is_private};
+pub use event::{ChannelStats, CloseReason, Event, SendState, Stats};
+
+use crate::Bin;
+use crate::avail::Availability;
+use crate::binmap::Binmap;
+use crate::codec::{ChunkAddressing, CodecConfig};
+use crate::congestion::{CongestionConfig, ConfigError};
+use crate::merkle::{Hash, HashAlgorithm, MerkleTree, VerifyingTree};
+use crate::picker::{Live, Picker, RarestFirst, Sequential, Vod};
+use crate::rate_limit::TokenBucket;
+use crate::store::ChunkStore;
+use crate::time::Time;
+use channel::Channel;
+use core::fmt;
+use rng::Rng;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// Which piece picker the receiver uses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PickerKind {
+    /// In order; `twist` spreads parallel channels.
+    Sequential { twist: bool },
+    /// Rarest chunks first (files).
+    RarestFirst,
+    /// In order inside `window` chunks ahead of the playhead, then rarest-first (video).
+    Vod { window: u64 },
+    /// From the live edge, never older than `discard_window` chunks.
+    Live { discard_window: u64 },
+}
+
+impl PickerKind {
+    fn build(&self) -> Box<dyn Picker + Send> {
+        match *self {
+            PickerKind::Sequential { twist } => Box::new(Sequential { twist }),
+            PickerKind::RarestFirst => Box::new(RarestFirst),
+            PickerKind::Vod { window } => Box::new(Vod::new(window)),
+            PickerKind::Live { discard_window } => Box::new(Live::new(discard_window)),
+        }
+    }
+}
+
+/// Engine settings. [`EngineConfig::default`] suits a browser or native peer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EngineConfig {
+    /// How chunks are addressed on channels we open (chunk32 is mandatory to implement and
+    /// what libswift speaks; we accept any method a peer opens with).
+    pub chunk_addressing: ChunkAddressing,
+    pub congestion: CongestionConfig,
+    pub picker: PickerKind,
+    /// Upload and download limits in bytes per second (`None`: unlimited).
+    pub upload_limit: Option<u64>,
+    pub download_limit: Option<u64>,
+    /// Most channels at once (RFC 7574 suggests limiting; libswift opens 20 itself).
+    pub max_peers: usize,
+    /// Most peers we serve at once; the rest are choked.
+    pub max_unchoked: usize,
+    /// Chunks queued for one peer; REQUESTs beyond are ignored (bounded memory).
+    pub max_serve_queue: usize,
+    /// Chunks requested from one peer before its rate is known, and at most ever.
+    pub min_request_pipeline: u64,
+    pub max_request_pipeline: u64,
+    /// Datagrams above this size send their hashes in a datagram of their own first.
+    pub mtu: usize,
+    /// Ask peers for more peers (PEX).
+    pub pex: bool,
+    /// Seed for channel IDs and picker randomness; adapters pass real entropy.
+    pub seed: u64,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            chunk_addressing: ChunkAddressing::Chunk32,
+            congestion: CongestionConfig::default(),
+            picker: PickerKind::RarestFirst,
+            upload_limit: None,
+            download_limit: None,
+            max_peers: 64,
+            max_unchoked: 32,
+            max_serve_queue: 4096,
+            min_request_pipeline: 8,
+            max_request_pipeline: 2048,
+            mtu: 1500,
+            pex: true,
+            seed: 0,
+        }
+    }
+}
+
+/// What identifies the content: the swarm metadata every peer must agree on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContentInfo {
+    /// The Merkle root, which is the swarm ID.
+    pub root: Hash,
+    pub hash: HashAlgorithm,
+    pub chunk_size: u32,
+    pub content_len: u64,
+}
+
+/// Why an engine could not be built.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EngineError {
+    Congestion(ConfigError),
+    /// The content description is unusable (empty, zero chunk size, wrong root length).
+    Content(String),
+    /// A setting is out of range.
+    Config(&'static str),
+}
+
+impl fmt::Display for EngineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EngineError::Congestion(e) => e.fmt(f),
+            EngineError::Content(why) => write!(f, "invalid content description: {why}"),
+            EngineError::Config(why) => write!(f, "invalid engine setting: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for EngineError {}
+
+/// A datagram to send.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transmit<A> {
+    pub to: A,
+    pub payload: Vec<u8>,
+}
+
+/// Events kept at most; the oldest go first if the adapter never reads them.
+const MAX_EVENTS: usize = 65_536;
+
+/// One peer's part in one swarm.
+pub struct Engine<A: PeerAddr, S: ChunkStore> {
+    config: EngineConfig,
+    content: ContentInfo,
+    chunk_count: u64,
+    root_bin: Bin,
+    tree: VerifyingTree,
+    store: S,
+    /// Chunks verified and stored.
+    have: Binmap,
+    /// Chunks we have, have requested, or that lie past the end: what pickers avoid.
+    exclude: Binmap,
+    avail: Availability,
+    picker: Box<dyn Picker + Send>,
+    channels: BTreeMap<u32, Channel<A>>,
+    by_addr: BTreeMap<A, u32>,
+    banned: BTreeSet<A>,
+    rng: Rng,
+    events: VecDeque<Event<A>>,
+    stats: Stats,
+    upload: TokenBucket,
+    download: TokenBucket,
+    /// Round-robin position among channels for sending.
+    cursor: u32,
+    complete_reported: bool,
+    scratch: Vec<u8>,
+}
+
+impl<A: PeerAddr, S: ChunkStore> fmt::Debug for Engine<A, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Engine")
+            .field("root", &self.content.root)
+            .field("have", &self.have.count_filled())
+            .field("chunks", &self.chunk_count)
+            .field("channels", &self.channels.len())
+            .finish()
+    }
+}
+
+impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
+    /// A leecher: it knows the content's metadata and holds nothing yet (whatever `store`
+    /// holds is ignored until verified by download).
+    pub fn new(
+        config: EngineConfig,
+        content: ContentInfo,
+        store: S,
+        now: Time,
+    ) -> Result<Self, EngineError> {
+        let tree = VerifyingTree::new(
+            content.hash,
+            content.root,
+            content.chunk_size as usize,
+            content.content_len,
+        )
+        .map_err(|e| EngineError::Content(e.to_string()))?;
+        Engine::with_tree(config, content, tree, store, now)
+    }
+
+    /// A seeder: it holds all of the content described by `tree` in `store`.
+    pub fn new_seeder(
+        config: EngineConfig,
+        tree: &MerkleTree,
+        store: S,
+        now: Time,
+    ) -> Result<Self, EngineError> {
+        let content = ContentInfo {
+            root: tree.root(),
+            hash: tree.algorithm(),
+            chunk_size: u32::try_from(tree.chunk_size())
+                .map_err(|_| EngineError::Content("chunk size above 4 GiB".into()))?,
+            content_len: tree.content_len(),
+        };
+        let verifying = VerifyingTree::from_tree(tree);
+        let mut engine = Engine::with_tree(config, content, verifying, store, now)?;
+        let all = engine.content_bins();
+        for b in all {
+            engine.have.set(b);
+            engine.exclude.set(b);
+        }
+        engine.complete_reported = true;
+        engine.stats.chunks_have = engine.chunk_count;
+        Ok(engine)
+    }
+
+    fn with_tree(
+        config: EngineConfig,
+        content: ContentInfo,
+        tree: VerifyingTree,
+        store: S,
+        now: Time,
+    ) -> Result<Self, EngineError> {
+        config
+            .congestion
+            .validate()
+            .map_err(EngineError::Congestion)?;
+        if config.max_peers == 0 {
+            return Err(EngineError::Config("max_peers must be at least 1"));
+        }
+        if config.min_request_pipeline == 0
+            || config.max_request_pipeline < config.min_request_pipeline
+        {
+            return Err(EngineError::Config(
+                "need 1 <= min_request_pipeline <= max_request_pipeline",
+            ));
+        }
+        let chunk_count = tree
+            .chunk_count()
+            .ok_or_else(|| EngineError::Content("content size unknown".into()))?;
+        let root_bin = Bin::covering(chunk_count)
+            .ok_or_else(|| EngineError::Content("no chunks".into()))?;
+        let mut exclude = Binmap::new();
+        // Chunks past the end are never wanted.
+        for b in Bin::from_chunk_range(chunk_count, root_bin.last_chunk()) {
+            exclude.set(b);
+        }
+        let burst = |rate: u64| rate.max(4 * (content.chunk_size as u64 + 512));
+        Ok(Engine {
+            picker: config.picker.build(),
+            rng: Rng::new(config.seed),
+            upload: config
+                .upload_limit
+                .map_or_else(TokenBucket::unlimited, |r| TokenBucket::new(r, burst(r) / 4, now)),
+            download: config
+                .download_limit
+                .map_or_else(TokenBucket::unlimited, |r| TokenBucket::new(r, burst(r) / 4, now)),
+            config,
+            content,
+            chunk_count,
+            root_bin,
+            tree,
+            store,
+            have: Binmap::new(),
+            exclude,
+            avail: Availability::new(),
+            channels: BTreeMap::new(),
+            by_addr: BTreeMap::new(),
+            banned: BTreeSet::new(),
+            events: VecDeque::new(),
+            stats: Stats {
+                chunk_count,
+                ..Stats::default()
+            },
+            cursor: 0,
+            complete_reported: false,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// The bins covering exactly the content's chunks.
+    fn content_bins(&self) -> Vec<Bin> {
+        Bin::from_chunk_range(0, self.chunk_count - 1).collect()
+    }
+
+    pub fn content(&self) -> &ContentInfo {
+        &self.content
+    }
+
+    pub fn chunk_count(&self) -> u64 {
+        self.chunk_count
+    }
+
+    /// Chunks verified and stored.
+    pub fn have(&self) -> &Binmap {
+        &self.have
+    }
+
+    pub fn is_complete(&self) -> bool {
+        self.have.count_filled() >= self.chunk_count
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    pub fn store_mut(&mut self) -> &mut S {
+        &mut self.store
+    }
+
+    /// Consumes the engine, returning its store (e.g. the downloaded content).
+    pub fn into_store(self) -> S {
+        self.store
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// Opens a channel to `peer` (the initiator's handshake goes out on the next
+    /// [`poll_transmit`](Self::poll_transmit)). Does nothing if one exists, the peer was
+    /// banned, or the engine is full.
+    pub fn connect(&mut self, peer: A, now: Time) {
+        if self.by_addr.contains_key(&peer)
+            || self.banned.contains(&peer)
+            || self.channels.len() >= self.config.max_peers
+        {
+            return;
+        }
+        let id = self.new_channel(peer, now);
+        if let Some(ch) = self.channels.get_mut(&id) {
+            ch.handshake = Some(channel::HandshakeRetry {
+                tries: 0,
+                next: now,
+            });
+            ch.send_handshake = true;
+        }
+    }
+
+    /// Closes the channel to `peer` with an explicit close.
+    pub fn close(&mut self, peer: &A) {
+        if let Some(ch) = self
+            .by_addr
+            .get(peer)
+            .and_then(|id| self.channels.get_mut(id))
+        {
+            ch.closing = Some(channel::Closing {
+                reason: CloseReason::ClosedLocally,
+                notify: ch.remote_id != 0,
+            });
+        }
+    }
+
+    /// Closes every channel (call `poll_transmit` afterwards to send the closes).
+    pub fn close_all(&mut self) {
+        let peers: Vec<A> = self.by_addr.keys().cloned().collect();
+        for p in peers {
+            self.close(&p);
+        }
+    }
+
+    /// The transport to `peer` is gone (WebRTC connection closed): forget the channel
+    /// without sending anything.
+    pub fn peer_lost(&mut self, peer: &A) {
+        if let Some(id) = self.by_addr.get(peer).copied() {
+            self.remove_channel(id, CloseReason::ClosedByPeer);
+        }
+    }
+
+    /// Changes the congestion-control priority towards `peer` (0 = LEDBAT, N = N TCPs),
+    /// on the live channel.
+    pub fn set_priority(&mut self, peer: &A, priority: u32) {
+        if let Some(ch) = self
+            .by_addr
+            .get(peer)
+            .and_then(|id| self.channels.get_mut(id))
+        {
+            ch.cc.set_priority(priority);
+        }
+    }
+
+    /// Moves the picker's playhead (VoD: seek or playback progress).
+    pub fn set_playhead(&mut self, chunk: u64) {
+        self.picker.set_playhead(chunk.min(self.chunk_count.saturating_sub(1)));
+    }
+
+    /// Connected (or connecting) peers.
+    pub fn peers(&self) -> impl Iterator<Item = &A> {
+        self.by_addr.keys()
+    }
+
+    pub fn poll_event(&mut self) -> Option<Event<A>> {
+        self.events.pop_front()
+    }
+
+    pub fn stats(&self) -> Stats {
+        Stats {
+            chunks_have: self.have.count_filled().min(self.chunk_count),
+            peers: self.channels.len(),
+            ..self.stats.clone()
+        }
+    }
+
+    /// Per-channel figures (window, RTT, queuing delay…), for charts and `--stats-json`.
+    pub fn channel_stats(&self) -> Vec<ChannelStats<A>> {
+        self.channels
+            .values()
+            .map(|ch| ChannelStats {
+                peer: ch.addr.clone(),
+                established: ch.established,
+                send_state: ch.send_state(!ch.serve.is_empty() || !ch.retransmit.is_empty()),
+                cwnd: ch.cc.cwnd(),
+                srtt: ch.rtt.srtt(),
+                queuing_delay: ch.cc.queuing_delay(),
+                priority: ch.cc.priority(),
+                in_flight: ch.in_flight.len(),
+                requests_outstanding: ch.requests.len(),
+                serve_queue: ch.serve.len(),
+                peer_chunks: ch.peer_have.count_filled_in(self.root_bin).min(self.chunk_count),
+                bytes_uploaded: ch.bytes_up,
+                bytes_downloaded: ch.bytes_down,
+            })
+            .collect()
+    }
+
+    fn push_event(&mut self, event: Event<A>) {
+        if let (Event::Progress { .. }, Some(Event::Progress { .. })) = (&event, self.events.back())
+        {
+            self.events.pop_back();
+        }
+        if self.events.len() >= MAX_EVENTS {
+            self.events.pop_front();
+        }
+        self.events.push_back(event);
+    }
+
+    fn new_channel(&mut self, peer: A, now: Time) -> u32 {
+        let mut id = self.rng.channel_id();
+        while self.channels.contains_key(&id) {
+            id = self.rng.channel_id();
+        }
+        let codec = CodecConfig {
+            chunk_addressing: self.config.chunk_addressing,
+            hash_size: self.content.hash.size(),
+            chunk_size: self.content.chunk_size,
+            ..CodecConfig::default()
+        };
+        let ch = Channel::new(peer.clone(), id, codec, &self.config.congestion, now);
+        self.channels.insert(id, ch);
+        self.by_addr.insert(peer, id);
+        id
+    }
+
+    /// Forgets a channel: its requests return to the pool, its map leaves availability.
+    fn remove_channel(&mut self, id: u32, reason: CloseReason) {
+        let Some(ch) = self.channels.remove(&id) else {
+            return;
+        };
+        if self.by_addr.get(&ch.addr) == Some(&id) {
+            self.by_addr.remove(&ch.addr);
+        }
+        for &chunk in ch.requests.keys() {
+            self.release_request(chunk);
+        }
+        if ch.established {
+            self.avail.remove_peer(&ch.peer_have);
+        }
+        self.push_event(Event::PeerClosed {
+            peer: ch.addr,
+            reason,
+        });
+    }
+
+    /// A request for `chunk` ended without the chunk: let pickers choose it again.
+    fn release_request(&mut self, chunk: u64) {
+        if let Some(b) = Bin::chunk(chunk)
+            && !self.have.is_filled(b)
+        {
+            self.exclude.reset(b);
+        }
+    }
+
+    /// Drops a peer that broke the rules and never talks to it again.
+    fn ban(&mut self, id: u32, why: String) {
+        if let Some(ch) = self.channels.get(&id) {
+            self.banned.insert(ch.addr.clone());
+        }
+        self.remove_channel(id, CloseReason::Misbehaving(why));
+    }
+}

@@ -1,0 +1,552 @@
+//! Incoming datagrams: handshakes, then each message in order.
+
+use super::channel::{Channel, Closing};
+use super::event::{CloseReason, Event};
+use super::handshake::check_peer_options;
+use super::{Engine, PeerAddr, is_private};
+use crate::Bin;
+use crate::codec::{ChunkSpec, CodecConfig, Handshake, Message, decode_datagram};
+use crate::merkle::{Hash, VerifyError};
+use crate::store::ChunkStore;
+use crate::time::Time;
+use core::time::Duration;
+use std::net::{SocketAddr, SocketAddrV4, SocketAddrV6};
+
+/// Hashes kept per channel while waiting for the DATA they protect.
+const MAX_PENDING_HASHES: usize = 256;
+/// Peers offered per PEX request.
+const PEX_ANSWERS: usize = 4;
+/// PEX only offers peers heard from this recently (RFC 7574 §3.10).
+const PEX_FRESHNESS: Duration = Duration::from_secs(60);
+
+/// What the caller must do with a channel after processing.
+enum Verdict {
+    Keep,
+    Close(CloseReason),
+    Ban(String),
+}
+
+impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
+    /// Processes one datagram from `from`, received at `now`. Malformed or unexpected input
+    /// is dropped (and counted); a peer whose data fails verification is dropped and banned.
+    pub fn handle_datagram(&mut self, now: Time, from: A, bytes: &[u8]) {
+        self.stats.datagrams_received += 1;
+        if self.banned.contains(&from) {
+            self.stats.datagrams_dropped += 1;
+            return;
+        }
+        let base = self.base_codec();
+        let Ok(datagram) = decode_datagram(bytes, &base) else {
+            self.stats.datagrams_dropped += 1;
+            return;
+        };
+        if datagram.channel == 0 {
+            self.handle_opening(now, from, bytes);
+            return;
+        }
+        let id = datagram.channel;
+        let Some(mut ch) = self.channels.remove(&id) else {
+            self.stats.datagrams_dropped += 1;
+            return;
+        };
+        if ch.addr != from {
+            self.channels.insert(id, ch);
+            self.stats.datagrams_dropped += 1;
+            return;
+        }
+        let verdict = self.handle_on_channel(now, &mut ch, bytes);
+        self.finish(id, ch, verdict);
+        self.schedule_requests(now, Some(id));
+    }
+
+    fn base_codec(&self) -> CodecConfig {
+        CodecConfig {
+            chunk_addressing: self.config.chunk_addressing,
+            hash_size: self.content.hash.size(),
+            chunk_size: self.content.chunk_size,
+            ..CodecConfig::default()
+        }
+    }
+
+    /// Puts a processed channel back, or ends it.
+    fn finish(&mut self, id: u32, ch: Channel<A>, verdict: Verdict) {
+        self.channels.insert(id, ch);
+        match verdict {
+            Verdict::Keep => {}
+            Verdict::Close(reason) => self.remove_channel(id, reason),
+            Verdict::Ban(why) => self.ban(id, why),
+        }
+    }
+
+    /// A datagram to channel 0: a peer opening a channel to us.
+    fn handle_opening(&mut self, now: Time, from: A, bytes: &[u8]) {
+        let base = self.base_codec();
+        let Ok(datagram) = decode_datagram(bytes, &base) else {
+            return;
+        };
+        let mut messages = datagram.messages();
+        let Some(Ok(Message::Handshake(hs))) = messages.next() else {
+            self.stats.datagrams_dropped += 1;
+            return;
+        };
+        if hs.is_close() || check_peer_options(&self.content, &hs.options, true).is_err() {
+            self.stats.datagrams_dropped += 1;
+            return;
+        }
+        if let Some(&existing) = self.by_addr.get(&from) {
+            let Some(ch) = self.channels.get_mut(&existing) else {
+                return;
+            };
+            if ch.remote_id == hs.source_channel {
+                // Our answer was lost: send it again.
+                ch.send_handshake = !ch.established || ch.handshake_sent.is_some();
+                return;
+            }
+            if ch.handshake.is_some() && !ch.established && ch.local_id < hs.source_channel {
+                // Both sides opened at once: the lower channel ID keeps the initiator role,
+                // and the other side yields the same way.
+                return;
+            }
+            let old = existing;
+            self.remove_channel(old, CloseReason::ClosedByPeer);
+        }
+        if self.channels.len() >= self.config.max_peers {
+            self.stats.datagrams_dropped += 1;
+            return;
+        }
+        let id = self.new_channel(from, now);
+        let Some(mut ch) = self.channels.remove(&id) else {
+            return;
+        };
+        ch.remote_id = hs.source_channel;
+        ch.codec.apply_handshake(&hs.options);
+        ch.send_handshake = true;
+        ch.last_recv = now;
+        // Light messages may follow the handshake (HAVE, REQUEST); never DATA this early.
+        let mut verdict = Verdict::Keep;
+        for msg in messages {
+            let Ok(msg) = msg else { break };
+            if matches!(msg, Message::Data { .. }) {
+                break;
+            }
+            verdict = self.handle_message(now, &mut ch, msg, &mut Vec::new());
+            if !matches!(verdict, Verdict::Keep) {
+                break;
+            }
+        }
+        self.finish(id, ch, verdict);
+    }
+
+    fn handle_on_channel(&mut self, now: Time, ch: &mut Channel<A>, bytes: &[u8]) -> Verdict {
+        let Ok(datagram) = decode_datagram(bytes, &ch.codec) else {
+            return Verdict::Keep;
+        };
+        ch.last_recv = now;
+        ch.sent_since_recv = 0;
+        let mut hashes: Vec<(Bin, Hash)> = std::mem::take(&mut ch.pending_hashes);
+        let mut saw_data = false;
+        let mut first = true;
+        for msg in datagram.messages() {
+            let msg = match msg {
+                Ok(m) => m,
+                // RFC 7574 §7: no error messages; a peer that sends garbage is abandoned.
+                Err(e) => return Verdict::Close(CloseReason::Misbehaving(e.to_string())),
+            };
+            if let Message::Handshake(hs) = msg {
+                if let Some(v) = self.handle_handshake(now, ch, &hs, first) {
+                    return v;
+                }
+                first = false;
+                continue;
+            }
+            first = false;
+            if !ch.established {
+                // The initiator's third datagram completes the handshake for a responder.
+                if ch.handshake.is_some() {
+                    return Verdict::Keep;
+                }
+                self.establish(now, ch);
+            }
+            saw_data |= matches!(msg, Message::Data { .. });
+            let v = self.handle_message(now, ch, msg, &mut hashes);
+            if !matches!(v, Verdict::Keep) {
+                return v;
+            }
+        }
+        if !ch.established && ch.handshake.is_none() {
+            // A keep-alive or empty datagram also completes the responder's handshake.
+            self.establish(now, ch);
+        }
+        if !saw_data {
+            hashes.truncate(MAX_PENDING_HASHES);
+            ch.pending_hashes = hashes;
+        }
+        Verdict::Keep
+    }
+
+    /// A HANDSHAKE on an open channel: the responder's answer, a close, or a repeat.
+    fn handle_handshake(
+        &mut self,
+        now: Time,
+        ch: &mut Channel<A>,
+        hs: &Handshake<'_>,
+        first: bool,
+    ) -> Option<Verdict> {
+        if hs.is_close() {
+            return Some(Verdict::Close(CloseReason::ClosedByPeer));
+        }
+        if !first || ch.handshake.is_none() {
+            return None; // a repeat; harmless
+        }
+        if let Err(why) = check_peer_options(&self.content, &hs.options, false) {
+            return Some(Verdict::Close(CloseReason::Misbehaving(why)));
+        }
+        ch.remote_id = hs.source_channel;
+        ch.codec.apply_handshake(&hs.options);
+        ch.handshake = None;
+        self.establish(now, ch);
+        None
+    }
+
+    fn establish(&mut self, now: Time, ch: &mut Channel<A>) {
+        if ch.established {
+            return;
+        }
+        ch.established = true;
+        if let Some(sent) = ch.handshake_sent {
+            ch.rtt.on_sample(now.saturating_since(sent));
+        }
+        self.avail.add_peer(&ch.peer_have);
+        if self.config.pex {
+            ch.pex_request_due = Some(now);
+        }
+        ch.keepalive = ch.rtt.srtt().max(Duration::from_secs(1));
+        self.push_event(Event::PeerConnected {
+            peer: ch.addr.clone(),
+        });
+    }
+
+    fn handle_message(
+        &mut self,
+        now: Time,
+        ch: &mut Channel<A>,
+        msg: Message<'_>,
+        hashes: &mut Vec<(Bin, Hash)>,
+    ) -> Verdict {
+        match msg {
+            Message::Have(spec) => self.on_have(ch, &spec),
+            Message::Ack { chunks, delay_us } => self.on_ack(now, ch, &chunks, delay_us),
+            Message::Request(spec) => self.on_request(now, ch, &spec),
+            Message::Cancel(spec) => {
+                if let Some((first, last)) = self.clip(&spec) {
+                    ch.serve.retain(|(c, _)| *c < first || *c > last);
+                }
+            }
+            Message::Integrity { chunks, hash } => {
+                let mut bins = chunks.bins(self.content.chunk_size);
+                if let (Some(bin), None, Some(hash)) =
+                    (bins.next(), bins.next(), Hash::from_slice(hash))
+                    && hashes.len() < MAX_PENDING_HASHES
+                {
+                    hashes.push((bin, hash));
+                }
+            }
+            Message::Data {
+                chunks,
+                timestamp,
+                payload,
+            } => return self.on_data(now, ch, &chunks, timestamp, payload, hashes),
+            Message::PexReq => self.on_pex_request(now, ch),
+            Message::PexResV4(a) => self.on_pex_peer(now, SocketAddr::V4(a)),
+            Message::PexResV6(a) => self.on_pex_peer(now, SocketAddr::V6(a)),
+            Message::Choke => {
+                ch.choked_by_peer = true;
+                let requested: Vec<u64> = ch.requests.keys().copied().collect();
+                ch.requests.clear();
+                for c in requested {
+                    self.release_request(c);
+                }
+            }
+            Message::Unchoke => ch.choked_by_peer = false,
+            // Live-stream signatures and certificate PEX belong to features we do not
+            // negotiate; a peer sending them anyway is ignored, not dropped.
+            Message::SignedIntegrity { .. } | Message::PexResCert(_) | Message::Handshake(_) => {}
+        }
+        Verdict::Keep
+    }
+
+    /// The chunks of `spec` that exist in this content, or `None`.
+    fn clip(&self, spec: &ChunkSpec) -> Option<(u64, u64)> {
+        let (first, last) = spec.chunk_range(self.content.chunk_size)?;
+        if first >= self.chunk_count {
+            return None;
+        }
+        Some((first, last.min(self.chunk_count - 1)))
+    }
+
+    /// The peer now holds chunks `first..=last`.
+    fn peer_gained(&mut self, ch: &mut Channel<A>, first: u64, last: u64) {
+        for b in Bin::from_chunk_range(first, last) {
+            if ch.peer_have.is_filled(b) {
+                continue;
+            }
+            if ch.established {
+                self.avail.apply_have(&ch.peer_have, b);
+            }
+            ch.peer_have.set(b);
+        }
+    }
+
+    fn on_have(&mut self, ch: &mut Channel<A>, spec: &ChunkSpec) {
+        if let Some((first, last)) = self.clip(spec) {
+            self.peer_gained(ch, first, last);
+        }
+    }
+
+    fn on_ack(&mut self, now: Time, ch: &mut Channel<A>, spec: &ChunkSpec, delay_us: i64) {
+        let Some((first, last)) = self.clip(spec) else {
+            return;
+        };
+        let in_flight_before = ch.in_flight.len() as u32;
+        let mut acked = 0u32;
+        let mut sample = None;
+        ch.in_flight.retain(|f| {
+            if f.chunk < first || f.chunk > last {
+                return true;
+            }
+            acked += 1;
+            if !f.retransmission {
+                sample = Some(now.saturating_since(f.sent));
+            }
+            false
+        });
+        ch.retransmit.retain(|c| *c < first || *c > last);
+        self.peer_gained(ch, first, last);
+        if let Some(s) = sample {
+            ch.rtt.on_sample(s);
+        }
+        if acked > 0 {
+            ch.cc.on_delay_sample(now, delay_us, ch.rtt.srtt());
+            ch.cc.on_ack(acked, in_flight_before);
+            ch.acked_data = true;
+            ch.last_ack = Some(now);
+            ch.keepalive = ch.rtt.srtt().max(Duration::from_secs(1));
+        }
+    }
+
+    fn on_request(&mut self, now: Time, ch: &mut Channel<A>, spec: &ChunkSpec) {
+        if ch.choking {
+            return;
+        }
+        let Some((first, last)) = self.clip(spec) else {
+            return;
+        };
+        for chunk in first..=last {
+            if ch.serve.len() >= self.config.max_serve_queue {
+                break;
+            }
+            let Some(bin) = Bin::chunk(chunk) else { break };
+            if !self.have.is_filled(bin)
+                || ch.peer_have.is_filled(bin)
+                || ch.serve.iter().any(|(c, _)| *c == chunk)
+                || ch.in_flight.iter().any(|f| f.chunk == chunk)
+            {
+                continue;
+            }
+            ch.serve.push_back((chunk, now));
+        }
+    }
+
+    fn on_data(
+        &mut self,
+        now: Time,
+        ch: &mut Channel<A>,
+        spec: &ChunkSpec,
+        timestamp: u64,
+        payload: &[u8],
+        hashes: &mut Vec<(Bin, Hash)>,
+    ) -> Verdict {
+        let Some((first, last)) = self.clip(spec) else {
+            return Verdict::Ban("DATA outside the content".into());
+        };
+        ch.dip.on_data(now);
+        let delay = now.signed_micros_since(Time::from_micros(timestamp));
+        let cs = self.content.chunk_size as usize;
+        let mut offset = 0usize;
+        for chunk in first..=last {
+            let len = self.chunk_len(chunk);
+            let Some(data) = payload.get(offset..offset + len) else {
+                return Verdict::Ban(format!("DATA for chunk {chunk} is truncated"));
+            };
+            offset += len;
+            let verdict = self.on_chunk(now, ch, chunk, data, hashes);
+            if !matches!(verdict, Verdict::Keep) {
+                return verdict;
+            }
+            ch.pending_acks.push((chunk, delay));
+            debug_assert!(len <= cs);
+        }
+        if offset != payload.len() {
+            return Verdict::Ban("DATA longer than its chunks".into());
+        }
+        hashes.clear();
+        Verdict::Keep
+    }
+
+    fn chunk_len(&self, chunk: u64) -> usize {
+        crate::store::chunk_span(
+            self.content.content_len,
+            self.content.chunk_size as usize,
+            chunk,
+        )
+        .map_or(0, |r| (r.end - r.start) as usize)
+    }
+
+    /// Verifies one chunk; only verified data is stored, acknowledged or announced.
+    fn on_chunk(
+        &mut self,
+        now: Time,
+        ch: &mut Channel<A>,
+        chunk: u64,
+        data: &[u8],
+        hashes: &[(Bin, Hash)],
+    ) -> Verdict {
+        let Some(leaf) = Bin::chunk(chunk) else {
+            return Verdict::Ban("chunk index out of range".into());
+        };
+        ch.bytes_down += data.len() as u64;
+        self.forget_request(ch, chunk);
+        if self.have.is_filled(leaf) {
+            self.stats.bytes_duplicate += data.len() as u64;
+            return Verdict::Keep;
+        }
+        if let Err(reason) = self.check_peaks(hashes) {
+            return self.reject(ch, chunk, reason);
+        }
+        // Hashes for this chunk's path; anything else in the datagram is not for us.
+        let uncles: Vec<(Bin, Hash)> = hashes
+            .iter()
+            .filter(|(b, _)| !b.contains(leaf) && b.parent().contains(leaf))
+            .copied()
+            .collect();
+        if let Err(reason) = self.tree.verify_chunk(chunk, data, &uncles) {
+            // A hash we lack is not proof of bad faith (the sender may think we know it);
+            // the chunk is dropped unacknowledged and will come again.
+            if matches!(reason, VerifyError::MissingHash(_)) {
+                return Verdict::Keep;
+            }
+            return self.reject(ch, chunk, reason);
+        }
+        if let Err(e) = self.store.write_chunk(chunk, data) {
+            // Storage trouble is ours, not the peer's: the chunk stays wanted.
+            self.stats.datagrams_dropped += 1;
+            let _ = e;
+            return Verdict::Keep;
+        }
+        self.have.set(leaf);
+        self.exclude.set(leaf);
+        ch.expired_without_data = 0;
+        self.stats.chunks_verified += 1;
+        self.stats.bytes_downloaded += data.len() as u64;
+        self.push_event(Event::ChunkVerified {
+            chunk,
+            from: ch.addr.clone(),
+        });
+        let have = self.have.count_filled();
+        self.push_event(Event::Progress {
+            have,
+            total: self.chunk_count,
+        });
+        if have >= self.chunk_count && !self.complete_reported {
+            self.complete_reported = true;
+            self.push_event(Event::Complete);
+        }
+        let _ = now;
+        Verdict::Keep
+    }
+
+    /// Peak hashes (sent before the first chunk, digest §2.3) are checked against the root
+    /// as a set; a wrong set is as bad as a wrong chunk.
+    fn check_peaks(&mut self, hashes: &[(Bin, Hash)]) -> Result<(), VerifyError> {
+        let peaks: Vec<Bin> = Bin::peaks(self.chunk_count).collect();
+        if peaks.len() < 2 || peaks.iter().all(|p| self.tree.is_verified(*p)) {
+            return Ok(());
+        }
+        let given: Vec<(Bin, Hash)> = peaks
+            .iter()
+            .filter_map(|p| hashes.iter().find(|(b, _)| b == p).copied())
+            .collect();
+        if given.len() == peaks.len() {
+            self.tree.add_peaks(&given)?;
+        }
+        Ok(())
+    }
+
+    fn reject(&mut self, ch: &mut Channel<A>, chunk: u64, reason: VerifyError) -> Verdict {
+        self.stats.chunks_rejected += 1;
+        let why = format!("chunk {chunk} failed verification: {reason}");
+        self.push_event(Event::ChunkRejected {
+            chunk,
+            from: ch.addr.clone(),
+            reason,
+        });
+        Verdict::Ban(why)
+    }
+
+    /// `chunk` arrived from `ch`: it is no longer outstanding anywhere.
+    fn forget_request(&mut self, ch: &mut Channel<A>, chunk: u64) {
+        if ch.requests.remove(&chunk).is_none() {
+            for other in self.channels.values_mut() {
+                if other.requests.remove(&chunk).is_some() {
+                    break;
+                }
+            }
+        }
+    }
+
+    fn on_pex_request(&mut self, now: Time, ch: &mut Channel<A>) {
+        let requester_private = ch.addr.socket_addr().is_none_or(|a| is_private(&a));
+        let mut candidates: Vec<SocketAddr> = self
+            .channels
+            .values()
+            .filter(|o| o.established && now.saturating_since(o.last_recv) <= PEX_FRESHNESS)
+            .filter_map(|o| o.addr.socket_addr())
+            .filter(|a| requester_private || !is_private(a))
+            .collect();
+        while candidates.len() > PEX_ANSWERS {
+            let i = self.rng.below(candidates.len());
+            candidates.swap_remove(i);
+        }
+        ch.pending_pex_res = candidates;
+    }
+
+    fn on_pex_peer(&mut self, now: Time, addr: SocketAddr) {
+        let Some(peer) = A::from_socket_addr(addr) else {
+            return;
+        };
+        if self.by_addr.contains_key(&peer) || self.banned.contains(&peer) {
+            return;
+        }
+        self.push_event(Event::PeerDiscovered { peer: peer.clone() });
+        self.connect(peer, now);
+    }
+}
+
+/// PEX addresses as the codec wants them.
+pub(crate) fn pex_message(addr: SocketAddr) -> Message<'static> {
+    match addr {
+        SocketAddr::V4(a) => Message::PexResV4(SocketAddrV4::new(*a.ip(), a.port())),
+        SocketAddr::V6(a) => Message::PexResV6(SocketAddrV6::new(*a.ip(), a.port(), 0, 0)),
+    }
+}
+
+impl<A> Channel<A> {
+    /// Marks the channel to close with an explicit close datagram.
+    #[allow(dead_code)]
+    pub(crate) fn close_with(&mut self, reason: CloseReason) {
+        self.closing = Some(Closing {
+            reason,
+            notify: self.remote_id != 0,
+        });
+    }
+}
