@@ -471,3 +471,46 @@ fn constructor_errors() {
     assert_eq!(rx.root_bin(), Some(Bin::ALL));
     assert_eq!(rx.stored_hashes(), 1);
 }
+
+/// A seeder's tree built from the full tree proves chunks exactly as the full tree does,
+/// and a leecher relays each chunk it verified with a proof that verifies elsewhere.
+#[test]
+fn verifying_trees_serve_the_proofs_they_checked() {
+    let content = common::content("file:m74.jpg");
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha1, 1024, &content).unwrap();
+    let seeder = VerifyingTree::from_tree(&tree);
+    for c in 0..tree.chunk_count() {
+        assert_eq!(
+            seeder.uncles(c, |_| false),
+            tree.uncles(c, |_| false),
+            "chunk {c}"
+        );
+        assert!(seeder.is_verified(Bin::chunk(c).unwrap()));
+    }
+    assert_eq!(seeder.peaks(), Some(tree.peaks()));
+    let mut leecher =
+        VerifyingTree::new(HashAlgorithm::Sha1, tree.root(), 1024, content.len() as u64).unwrap();
+    assert_eq!(
+        leecher.uncles(3, |_| false),
+        Vec::new(),
+        "nothing verified yet"
+    );
+    for c in [3u64, 20, 25] {
+        let span = (c as usize * 1024)..((c as usize + 1) * 1024).min(content.len());
+        leecher
+            .verify_chunk(c, &content[span.clone()], &seeder.uncles(c, |_| false))
+            .unwrap();
+        // Relay to a third peer that knows only the root.
+        let mut third =
+            VerifyingTree::new(HashAlgorithm::Sha1, tree.root(), 1024, content.len() as u64)
+                .unwrap();
+        third
+            .verify_chunk(c, &content[span], &leecher.uncles(c, |_| false))
+            .unwrap();
+    }
+    assert_eq!(
+        leecher.uncles(4, |_| false),
+        Vec::new(),
+        "chunk 4 was never verified"
+    );
+}

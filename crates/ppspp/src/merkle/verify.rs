@@ -1,8 +1,8 @@
 //! Receiver side: verifies chunks and peak hashes against a trusted root.
 
 use super::store::NodeStore;
-use super::tree::chunk_count_of;
-use super::{Hash, HashAlgorithm, MerkleError, VerifyError};
+use super::tree::{chunk_count_of, layer_count};
+use super::{Hash, HashAlgorithm, MerkleError, MerkleTree, VerifyError};
 use crate::Bin;
 
 /// The part of a Merkle tree a receiver has verified, rooted at a trusted root hash.
@@ -69,6 +69,69 @@ impl VerifyingTree {
             shape: None,
             store: NodeStore::new(alg.size()),
         })
+    }
+
+    /// A tree that has verified everything in `tree`: what a seeder serves its own content
+    /// from, so seeders and relaying leechers answer with the same code.
+    pub fn from_tree(tree: &MerkleTree) -> VerifyingTree {
+        let n = tree.chunk_count();
+        let root_bin = tree.root_bin();
+        let mut t = VerifyingTree {
+            alg: tree.algorithm(),
+            root: tree.root(),
+            chunk_size: tree.chunk_size(),
+            content_len: Some(tree.content_len()),
+            shape: None,
+            store: NodeStore::new(tree.algorithm().size()),
+        };
+        t.set_shape(n, root_bin);
+        for layer in 0..=root_bin.layer() {
+            for offset in 0..layer_count(n, layer) {
+                if let Some(bin) = Bin::new(layer, offset)
+                    && let Some(hash) = tree.node(bin)
+                {
+                    t.store.insert(bin, &hash);
+                }
+            }
+        }
+        t
+    }
+
+    /// The hashes a receiver needs to verify `chunk`, taken from what this tree verified:
+    /// the same walk and order as [`MerkleTree::uncles`], so a leecher relays chunks with
+    /// the proofs it checked them with. Empty for a chunk this tree has not verified.
+    pub fn uncles(&self, chunk: u64, receiver_knows: impl Fn(Bin) -> bool) -> Vec<(Bin, Hash)> {
+        let mut out = Vec::new();
+        let Some((n, root_bin)) = self.shape else {
+            return out;
+        };
+        let Some(mut node) = Bin::chunk(chunk) else {
+            return out;
+        };
+        if chunk >= n || !self.store.contains(node) {
+            return out;
+        }
+        while node != root_bin && !receiver_knows(node) {
+            let sib = node.sibling();
+            if sib.base_offset() < n && !receiver_knows(sib) {
+                match self.store.get(sib) {
+                    Some(hash) => out.push((sib, hash)),
+                    // Every verified node's sibling is stored; a gap means no proof.
+                    None => return Vec::new(),
+                }
+            }
+            node = node.parent();
+        }
+        out.reverse();
+        out
+    }
+
+    /// The verified peak hashes, left to right, if all of them are verified.
+    pub fn peaks(&self) -> Option<Vec<(Bin, Hash)>> {
+        let (n, _) = self.shape?;
+        Bin::peaks(n)
+            .map(|p| self.verified_hash(p).map(|h| (p, h)))
+            .collect()
     }
 
     fn set_shape(&mut self, n: u64, root_bin: Bin) {
