@@ -1,0 +1,80 @@
+//! Asking peers for chunks: Algorithm 1's budget per channel, the picker's choice, and the
+//! download rate limit.
+
+use super::request::request_budget;
+use super::{Engine, PeerAddr};
+use crate::picker::PickContext;
+use crate::store::ChunkStore;
+use crate::time::Time;
+
+impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
+    /// Tops up the requests of one channel (`Some(id)`) or of all.
+    pub(crate) fn schedule_requests(&mut self, now: Time, only: Option<u32>) {
+        if self.is_complete() {
+            return;
+        }
+        let Engine {
+            channels,
+            picker,
+            exclude,
+            avail,
+            rng,
+            download,
+            config,
+            content,
+            root_bin,
+            chunk_count,
+            ..
+        } = self;
+        let ids: Vec<u32> = match only {
+            Some(id) => vec![id],
+            None => channels.keys().copied().collect(),
+        };
+        for id in ids {
+            let Some(ch) = channels.get_mut(&id) else {
+                continue;
+            };
+            if !ch.established || ch.choked_by_peer || ch.closing.is_some() {
+                continue;
+            }
+            let outstanding = ch.requests.len() as u64;
+            let mut budget = request_budget(
+                now,
+                ch.rtt.srtt(),
+                &ch.dip,
+                outstanding,
+                config.min_request_pipeline,
+            )
+            .min(config.max_request_pipeline.saturating_sub(outstanding));
+            while budget > 0 {
+                let ctx = PickContext {
+                    exclude,
+                    avail,
+                    range: *root_bin,
+                    chunk_count: *chunk_count,
+                    twist: rng.next_u64(),
+                };
+                let Some(mut bin) = picker.pick(&ctx, &ch.peer_have, budget) else {
+                    break;
+                };
+                // The download limit is spent when asking, so what we ask for can arrive
+                // at the allowed rate.
+                while !download.try_take(now, bin.base_length() * u64::from(content.chunk_size))
+                {
+                    if bin.is_base() {
+                        return;
+                    }
+                    bin = bin.left();
+                }
+                exclude.set(bin);
+                if let Some((first, last)) = bin.chunk_range() {
+                    for c in first..=last {
+                        ch.requests.insert(c, now);
+                    }
+                }
+                ch.pending_requests.push(bin);
+                budget = budget.saturating_sub(bin.base_length());
+            }
+        }
+    }
+}

@@ -1,0 +1,326 @@
+//! Outgoing datagrams: handshakes, control messages, and DATA with its hashes.
+
+use super::channel::{Channel, InFlight, MAX_KEEPALIVE};
+use super::handshake::our_options;
+use super::recv::pex_message;
+use super::{Engine, PeerAddr, Transmit};
+use crate::Bin;
+use crate::codec::{ChunkSpec, CodecConfig, Handshake, Message, encode_message};
+use crate::merkle::Hash;
+use crate::store::ChunkStore;
+use crate::time::Time;
+use core::time::Duration;
+
+/// Initiator handshake attempts before the peer counts as unreachable (1+2+4+8+16 s).
+pub(crate) const HANDSHAKE_TRIES: u32 = 5;
+/// Messages of one kind per datagram, so control datagrams stay near one MTU.
+const MAX_ACKS: usize = 48;
+const MAX_HAVES: usize = 16;
+const MAX_REQUESTS: usize = 32;
+
+/// Appends messages to one datagram; a message the codec refuses is skipped (it could only
+/// come from a range the negotiated addressing cannot express).
+struct Writer {
+    out: Vec<u8>,
+    codec: CodecConfig,
+    messages: usize,
+}
+
+impl Writer {
+    fn new(channel: u32, codec: CodecConfig) -> Writer {
+        Writer {
+            out: channel.to_be_bytes().to_vec(),
+            codec,
+            messages: 0,
+        }
+    }
+
+    fn push(&mut self, msg: &Message<'_>) {
+        if encode_message(msg, &self.codec, &mut self.out).is_ok() {
+            self.messages += 1;
+            if let Message::Handshake(h) = msg {
+                self.codec.apply_handshake(&h.options);
+            }
+        }
+    }
+
+    fn spec(&self, bin: Bin) -> Option<ChunkSpec> {
+        ChunkSpec::from_bin(bin, self.codec.chunk_addressing, self.codec.chunk_size).ok()
+    }
+}
+
+impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
+    /// The next datagram to send, if any. Call until it returns `None` after every
+    /// `handle_*` call.
+    pub fn poll_transmit(&mut self, now: Time) -> Option<Transmit<A>> {
+        let ids: Vec<u32> = self
+            .channels
+            .range(self.cursor.saturating_add(1)..)
+            .chain(self.channels.range(..=self.cursor))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            let Some(mut ch) = self.channels.remove(&id) else {
+                continue;
+            };
+            let built = self.build(now, &mut ch);
+            let to = ch.addr.clone();
+            // A closing channel ends once its close (if any) is out.
+            let ended = ch.closing.take_if(|c| !c.notify);
+            self.channels.insert(id, ch);
+            if let Some(closing) = ended {
+                self.remove_channel(id, closing.reason);
+            }
+            if let Some(payload) = built {
+                self.cursor = id;
+                self.stats.datagrams_sent += 1;
+                return Some(Transmit { to, payload });
+            }
+        }
+        None
+    }
+
+    fn build(&mut self, now: Time, ch: &mut Channel<A>) -> Option<Vec<u8>> {
+        if let Some(closing) = &ch.closing {
+            if !closing.notify {
+                return None;
+            }
+            let mut w = Writer::new(ch.remote_id, ch.codec);
+            w.push(&Message::Handshake(Handshake::close()));
+            ch.closing.as_mut()?.notify = false;
+            return Some(self.sent(now, ch, w));
+        }
+        if let Some(retry) = &ch.handshake {
+            // Initiator: only the opening handshake until the answer arrives.
+            if !ch.send_handshake && now < retry.next {
+                return None;
+            }
+            return Some(self.opening(now, ch));
+        }
+        let mut w = Writer::new(ch.remote_id, ch.codec);
+        if ch.send_handshake {
+            ch.send_handshake = false;
+            ch.handshake_sent = Some(now);
+            let options = our_options(&self.content, None, ch.codec.chunk_addressing);
+            w.push(&Message::Handshake(Handshake {
+                source_channel: ch.local_id,
+                options,
+            }));
+        }
+        self.push_haves(ch, &mut w);
+        if !ch.established {
+            // A responder says nothing more before the initiator's third datagram.
+            return (w.messages > 0).then(|| self.sent(now, ch, w));
+        }
+        self.push_control(ch, &mut w);
+        if self.push_data(now, ch, &mut w) {
+            return Some(self.sent(now, ch, w));
+        }
+        if w.messages > 0 {
+            return Some(self.sent(now, ch, w));
+        }
+        if now.saturating_since(ch.last_send) >= ch.keepalive {
+            // A keep-alive is the bare channel ID; the interval doubles while idle.
+            ch.keepalive = (ch.keepalive * 2).min(MAX_KEEPALIVE);
+            return Some(self.sent(now, ch, w));
+        }
+        None
+    }
+
+    fn sent(&mut self, now: Time, ch: &mut Channel<A>, w: Writer) -> Vec<u8> {
+        ch.last_send = now;
+        ch.sent_since_recv = ch.sent_since_recv.saturating_add(1);
+        w.out
+    }
+
+    /// The initiator's first datagram (datagram 1 of the three-way handshake).
+    fn opening(&mut self, now: Time, ch: &mut Channel<A>) -> Vec<u8> {
+        ch.send_handshake = false;
+        ch.handshake_sent = Some(now);
+        if let Some(retry) = ch.handshake.as_mut() {
+            retry.next = now + Duration::from_secs(1 << retry.tries.min(HANDSHAKE_TRIES));
+            retry.tries += 1;
+        }
+        let root = self.content.root;
+        let options = our_options(&self.content, Some(root.as_bytes()), ch.codec.chunk_addressing);
+        let mut w = Writer::new(0, ch.codec);
+        w.push(&Message::Handshake(Handshake {
+            source_channel: ch.local_id,
+            options,
+        }));
+        // Our HAVEs ride along only in the datagrams that follow: the opening one must stay
+        // small, and a retry must not claim they were delivered.
+        self.sent(now, ch, w)
+    }
+
+    /// HAVEs for verified chunks the peer has not been told about: each the largest
+    /// complete interval around the news, so every chunk is announced about log n times.
+    fn push_haves(&mut self, ch: &mut Channel<A>, w: &mut Writer) {
+        if ch.peer_have.is_filled(self.root_bin) || self.have.is_clear() {
+            return;
+        }
+        for _ in 0..MAX_HAVES {
+            let Some(news) =
+                crate::binmap::Binmap::find_complement(&ch.have_out, &self.have, self.root_bin, 0)
+            else {
+                break;
+            };
+            let bin = match self.have.cover(news) {
+                b if !b.is_none() && self.root_bin.contains(b) => b,
+                _ => news,
+            };
+            ch.have_out.set(bin);
+            if let Some(spec) = w.spec(bin) {
+                w.push(&Message::Have(spec));
+            }
+        }
+    }
+
+    fn push_control(&mut self, ch: &mut Channel<A>, w: &mut Writer) {
+        let acks: Vec<(u64, i64)> = ch
+            .pending_acks
+            .drain(..ch.pending_acks.len().min(MAX_ACKS))
+            .collect();
+        for (chunk, delay_us) in acks {
+            if let Some(spec) = Bin::chunk(chunk).and_then(|b| w.spec(b)) {
+                w.push(&Message::Ack {
+                    chunks: spec,
+                    delay_us,
+                });
+            }
+        }
+        if let Some(choke) = ch.pending_choke.take() {
+            w.push(if choke { &Message::Choke } else { &Message::Unchoke });
+        }
+        for bin in std::mem::take(&mut ch.pending_cancels) {
+            if let Some(spec) = w.spec(bin) {
+                w.push(&Message::Cancel(spec));
+            }
+        }
+        let requests: Vec<Bin> = ch
+            .pending_requests
+            .drain(..ch.pending_requests.len().min(MAX_REQUESTS))
+            .collect();
+        for bin in requests {
+            if let Some(spec) = w.spec(bin) {
+                w.push(&Message::Request(spec));
+            }
+        }
+        if std::mem::take(&mut ch.pending_pex_req) {
+            w.push(&Message::PexReq);
+        }
+        for addr in std::mem::take(&mut ch.pending_pex_res) {
+            w.push(&pex_message(addr));
+        }
+    }
+
+    /// Adds INTEGRITY and DATA if the window, pacing and upload limit allow; true if it did.
+    fn push_data(&mut self, now: Time, ch: &mut Channel<A>, w: &mut Writer) -> bool {
+        if ch.in_flight.len() >= ch.window() || now < ch.next_data {
+            return false;
+        }
+        let Some((chunk, retransmission)) = self.next_chunk(ch) else {
+            return false;
+        };
+        let len = self.chunk_len_out(chunk) as u64;
+        match self.upload.wait_for(now, len) {
+            Some(d) if d.is_zero() => {}
+            _ => {
+                // Not yet: put it back in front and wait for tokens.
+                if retransmission {
+                    ch.retransmit.push_front(chunk);
+                } else {
+                    ch.serve.push_front((chunk, now));
+                }
+                return false;
+            }
+        }
+        self.scratch.clear();
+        let mut data = std::mem::take(&mut self.scratch);
+        let read = self.store.read_chunk(chunk, &mut data);
+        if !matches!(read, Ok(true)) {
+            self.scratch = data;
+            return false;
+        }
+        let Some(spec) = Bin::chunk(chunk).and_then(|b| w.spec(b)) else {
+            self.scratch = data;
+            return false;
+        };
+        for (bin, hash) in self.integrity_for(ch, chunk) {
+            if let Some(s) = w.spec(bin) {
+                w.push(&Message::Integrity {
+                    chunks: s,
+                    hash: hash.as_bytes(),
+                });
+            }
+        }
+        w.push(&Message::Data {
+            chunks: spec,
+            timestamp: now.as_micros(),
+            payload: &data,
+        });
+        self.upload.try_take(now, len);
+        ch.in_flight.push_back(InFlight {
+            chunk,
+            sent: now,
+            retransmission,
+        });
+        ch.next_data = now + ch.send_interval();
+        ch.bytes_up += len;
+        self.stats.bytes_uploaded += len;
+        if retransmission {
+            self.stats.retransmissions += 1;
+        }
+        self.scratch = data;
+        true
+    }
+
+    fn chunk_len_out(&self, chunk: u64) -> usize {
+        crate::store::chunk_span(
+            self.content.content_len,
+            self.content.chunk_size as usize,
+            chunk,
+        )
+        .map_or(0, |r| (r.end - r.start) as usize)
+    }
+
+    /// The next chunk to send: retransmissions first, then requests in arrival order,
+    /// skipping what the peer got meanwhile or we cannot serve.
+    fn next_chunk(&mut self, ch: &mut Channel<A>) -> Option<(u64, bool)> {
+        while let Some(c) = ch.retransmit.pop_front() {
+            if self.peer_lacks(ch, c) {
+                return Some((c, true));
+            }
+        }
+        while let Some((c, _)) = ch.serve.pop_front() {
+            if self.peer_lacks(ch, c) {
+                return Some((c, false));
+            }
+        }
+        None
+    }
+
+    fn peer_lacks(&self, ch: &Channel<A>, chunk: u64) -> bool {
+        Bin::chunk(chunk).is_some_and(|b| self.have.is_filled(b) && !ch.peer_have.is_filled(b))
+    }
+
+    /// Hashes to send before `chunk` (data-atomic datagrams, digest §2.2): all peaks while
+    /// the peer holds nothing (libswift expects them first), then the uncles up to the
+    /// lowest node the peer has verified a chunk under (or the root).
+    fn integrity_for(&self, ch: &Channel<A>, chunk: u64) -> Vec<(Bin, Hash)> {
+        let mut list = Vec::new();
+        if ch.peer_have.is_empty(self.root_bin)
+            && let Some(peaks) = self.tree.peaks()
+            && peaks.len() > 1
+        {
+            list.extend(peaks);
+        }
+        let peer = &ch.peer_have;
+        for u in self.tree.uncles(chunk, |b| !peer.is_empty(b)) {
+            if !list.iter().any(|(b, _)| *b == u.0) {
+                list.push(u);
+            }
+        }
+        list
+    }
+}
