@@ -488,6 +488,34 @@ mod tests {
     }
 
     #[test]
+    fn builder_reuses_buffers_and_tracks_handshakes() {
+        let c = CodecConfig::default();
+        let mut b = DatagramBuilder::with_buffer(vec![1, 2, 3], 0x0A0B_0C0D, &c);
+        assert_eq!(b.len(), 4);
+        let hs = Message::Handshake(Handshake {
+            source_channel: 2,
+            options: HandshakeOptions {
+                chunk_addressing: Some(ChunkAddressing::Bin64),
+                ..Default::default()
+            },
+        });
+        b.push(&hs).unwrap();
+        assert_eq!(b.config().chunk_addressing, ChunkAddressing::Bin64);
+        assert!(matches!(
+            b.push(&Message::Have(ChunkSpec::Chunk32 { start: 0, end: 0 })),
+            Err(EncodeError::AddressingMismatch { .. })
+        ));
+        b.push(&Message::Have(ChunkSpec::Bin64(Bin::ALL))).unwrap();
+        let bytes = b.finish();
+        assert_eq!(&bytes[..4], &[0x0A, 0x0B, 0x0C, 0x0D]);
+        let msgs = decode_datagram(&bytes, &c)
+            .unwrap()
+            .collect_messages()
+            .unwrap();
+        assert_eq!(msgs, [hs, Message::Have(ChunkSpec::Bin64(Bin::ALL))]);
+    }
+
+    #[test]
     fn iteration_stops_after_an_error() {
         let c = CodecConfig::default();
         let d = decode_datagram(&[0, 0, 0, 0, 0x0A, 0x42, 0x0B], &c).unwrap();
