@@ -1,0 +1,429 @@
+//! Chunk addressing methods and chunk specifications (RFC 7574 §4.3–§4.5, digest §1.5).
+
+use super::error::{DecodeError, EncodeError};
+use super::reader::Reader;
+use crate::Bin;
+use crate::bin::ChunkRangeBins;
+
+/// How chunk specs are written on the wire (handshake option 6). The discriminant is the
+/// wire code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(u8)]
+pub enum ChunkAddressing {
+    /// One 32-bit bin.
+    Bin32 = 0,
+    /// A 64-bit byte range `start..=end`.
+    Byte64 = 1,
+    /// A 32-bit chunk range `start..=end` (the RFC default, and what libswift sends).
+    #[default]
+    Chunk32 = 2,
+    /// One 64-bit bin.
+    Bin64 = 3,
+    /// A 64-bit chunk range `start..=end`.
+    Chunk64 = 4,
+}
+
+impl ChunkAddressing {
+    /// Every method, in wire-code order.
+    pub const ALL: [ChunkAddressing; 5] = [
+        ChunkAddressing::Bin32,
+        ChunkAddressing::Byte64,
+        ChunkAddressing::Chunk32,
+        ChunkAddressing::Bin64,
+        ChunkAddressing::Chunk64,
+    ];
+
+    /// The method for a handshake option value, or `None` for codes above 4.
+    pub const fn from_wire_code(code: u8) -> Option<ChunkAddressing> {
+        match code {
+            0 => Some(ChunkAddressing::Bin32),
+            1 => Some(ChunkAddressing::Byte64),
+            2 => Some(ChunkAddressing::Chunk32),
+            3 => Some(ChunkAddressing::Bin64),
+            4 => Some(ChunkAddressing::Chunk64),
+            _ => None,
+        }
+    }
+
+    pub const fn wire_code(self) -> u8 {
+        self as u8
+    }
+
+    /// True for the 32-bit methods; the live discard window has the same width.
+    pub const fn is_32bit(self) -> bool {
+        matches!(self, ChunkAddressing::Bin32 | ChunkAddressing::Chunk32)
+    }
+
+    /// Bytes taken by one chunk spec.
+    pub const fn spec_len(self) -> usize {
+        match self {
+            ChunkAddressing::Bin32 => 4,
+            ChunkAddressing::Bin64 | ChunkAddressing::Chunk32 => 8,
+            ChunkAddressing::Byte64 | ChunkAddressing::Chunk64 => 16,
+        }
+    }
+}
+
+/// A set of chunks as written in a message. Ranges are inclusive at both ends.
+///
+/// Decoding keeps exactly what the peer sent (including bins such as
+/// [`Bin::NONE`] and byte ranges that are not chunk-aligned), so a decoded spec re-encodes
+/// to the same bytes. Only ranges whose start lies after their end are rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChunkSpec {
+    Bin32(Bin),
+    Bin64(Bin),
+    Chunk32 { start: u32, end: u32 },
+    Chunk64 { start: u64, end: u64 },
+    Byte64 { start: u64, end: u64 },
+}
+
+impl ChunkSpec {
+    /// The addressing method this spec is written in.
+    pub const fn addressing(&self) -> ChunkAddressing {
+        match self {
+            ChunkSpec::Bin32(_) => ChunkAddressing::Bin32,
+            ChunkSpec::Bin64(_) => ChunkAddressing::Bin64,
+            ChunkSpec::Chunk32 { .. } => ChunkAddressing::Chunk32,
+            ChunkSpec::Chunk64 { .. } => ChunkAddressing::Chunk64,
+            ChunkSpec::Byte64 { .. } => ChunkAddressing::Byte64,
+        }
+    }
+
+    /// The spec for `bin` in addressing method `cam`. Byte ranges cover whole chunks of
+    /// `chunk_size` bytes.
+    ///
+    /// Errors: a bin that does not fit 32 bits ([`EncodeError::BinNotRepresentable`]);
+    /// [`Bin::NONE`] with a range method, [`Bin::ALL`] or any range past `u32::MAX` with
+    /// chunk32, byte offsets past `u64::MAX` or `chunk_size == 0` with byte64
+    /// ([`EncodeError::InvalidChunkSpec`]).
+    pub fn from_bin(
+        bin: Bin,
+        cam: ChunkAddressing,
+        chunk_size: u32,
+    ) -> Result<ChunkSpec, EncodeError> {
+        if cam == ChunkAddressing::Bin32 {
+            return match bin.to_u32() {
+                Some(_) => Ok(ChunkSpec::Bin32(bin)),
+                None => Err(EncodeError::BinNotRepresentable { bin }),
+            };
+        }
+        if cam == ChunkAddressing::Bin64 {
+            return Ok(ChunkSpec::Bin64(bin));
+        }
+        let Some((first, last)) = bin.chunk_range() else {
+            return Err(EncodeError::InvalidChunkSpec {
+                reason: "the empty bin has no range form",
+            });
+        };
+        ChunkSpec::from_chunk_range(first, last, cam, chunk_size)
+    }
+
+    /// The range spec for chunks `first..=last` in a range method (chunk32, chunk64,
+    /// byte64). With a bin method the range must be exactly one aligned bin.
+    pub fn from_chunk_range(
+        first: u64,
+        last: u64,
+        cam: ChunkAddressing,
+        chunk_size: u32,
+    ) -> Result<ChunkSpec, EncodeError> {
+        if first > last {
+            return Err(EncodeError::InvalidChunkSpec {
+                reason: "range starts after its end",
+            });
+        }
+        match cam {
+            ChunkAddressing::Chunk32 => match (u32::try_from(first), u32::try_from(last)) {
+                (Ok(start), Ok(end)) => Ok(ChunkSpec::Chunk32 { start, end }),
+                _ => Err(EncodeError::InvalidChunkSpec {
+                    reason: "chunk range does not fit 32 bits",
+                }),
+            },
+            ChunkAddressing::Chunk64 => Ok(ChunkSpec::Chunk64 {
+                start: first,
+                end: last,
+            }),
+            ChunkAddressing::Byte64 => {
+                let cs = u64::from(chunk_size);
+                if cs == 0 {
+                    return Err(EncodeError::InvalidChunkSpec {
+                        reason: "chunk size 0",
+                    });
+                }
+                let start = first.checked_mul(cs);
+                let end = last
+                    .checked_add(1)
+                    .and_then(|n| n.checked_mul(cs))
+                    .and_then(|e| e.checked_sub(1));
+                match (start, end) {
+                    (Some(start), Some(end)) => Ok(ChunkSpec::Byte64 { start, end }),
+                    _ => Err(EncodeError::InvalidChunkSpec {
+                        reason: "byte range does not fit 64 bits",
+                    }),
+                }
+            }
+            ChunkAddressing::Bin32 | ChunkAddressing::Bin64 => {
+                let mut bins = Bin::from_chunk_range(first, last);
+                match (bins.next(), bins.next()) {
+                    (Some(bin), None) if bin.chunk_range() == Some((first, last)) => {
+                        ChunkSpec::from_bin(bin, cam, chunk_size)
+                    }
+                    _ => Err(EncodeError::InvalidChunkSpec {
+                        reason: "range is not a single aligned bin",
+                    }),
+                }
+            }
+        }
+    }
+
+    /// The chunks covered, as an inclusive `(first, last)` pair; `None` for
+    /// [`Bin::NONE`], for an inverted range and (byte64) for `chunk_size == 0`.
+    /// A byte range is widened to the chunks it touches.
+    pub fn chunk_range(&self, chunk_size: u32) -> Option<(u64, u64)> {
+        match *self {
+            ChunkSpec::Bin32(bin) | ChunkSpec::Bin64(bin) => bin.chunk_range(),
+            ChunkSpec::Chunk32 { start, end } => {
+                (start <= end).then_some((u64::from(start), u64::from(end)))
+            }
+            ChunkSpec::Chunk64 { start, end } => (start <= end).then_some((start, end)),
+            ChunkSpec::Byte64 { start, end } => {
+                let cs = u64::from(chunk_size);
+                if start > end || cs == 0 {
+                    return None;
+                }
+                Some((start / cs, end / cs))
+            }
+        }
+    }
+
+    /// The minimal aligned bins covering [`chunk_range`](Self::chunk_range), left to
+    /// right (one bin for a bin spec; nothing when the range is empty).
+    pub fn bins(&self, chunk_size: u32) -> ChunkSpecBins {
+        match *self {
+            ChunkSpec::Bin32(bin) | ChunkSpec::Bin64(bin) => {
+                ChunkSpecBins::One(if bin.is_none() { None } else { Some(bin) })
+            }
+            _ => match self.chunk_range(chunk_size) {
+                Some((first, last)) => ChunkSpecBins::Range(Bin::from_chunk_range(first, last)),
+                None => ChunkSpecBins::One(None),
+            },
+        }
+    }
+
+    /// Checks that this spec can be written with method `cam`.
+    pub(crate) fn check(&self, cam: ChunkAddressing) -> Result<(), EncodeError> {
+        if self.addressing() != cam {
+            return Err(EncodeError::AddressingMismatch {
+                expected: cam,
+                found: self.addressing(),
+            });
+        }
+        let inverted = match *self {
+            ChunkSpec::Bin32(bin) => {
+                if bin.to_u32().is_none() {
+                    return Err(EncodeError::BinNotRepresentable { bin });
+                }
+                false
+            }
+            ChunkSpec::Bin64(_) => false,
+            ChunkSpec::Chunk32 { start, end } => start > end,
+            ChunkSpec::Chunk64 { start, end } | ChunkSpec::Byte64 { start, end } => start > end,
+        };
+        if inverted {
+            return Err(EncodeError::InvalidChunkSpec {
+                reason: "range starts after its end",
+            });
+        }
+        Ok(())
+    }
+
+    /// Appends the wire form (no checks: call [`check`](Self::check) first).
+    pub(crate) fn write(&self, out: &mut Vec<u8>) {
+        match *self {
+            ChunkSpec::Bin32(bin) => out.extend_from_slice(&bin.to_u32_or_none().to_be_bytes()),
+            ChunkSpec::Bin64(bin) => out.extend_from_slice(&bin.raw().to_be_bytes()),
+            ChunkSpec::Chunk32 { start, end } => {
+                out.extend_from_slice(&start.to_be_bytes());
+                out.extend_from_slice(&end.to_be_bytes());
+            }
+            ChunkSpec::Chunk64 { start, end } | ChunkSpec::Byte64 { start, end } => {
+                out.extend_from_slice(&start.to_be_bytes());
+                out.extend_from_slice(&end.to_be_bytes());
+            }
+        }
+    }
+
+    pub(crate) fn read(r: &mut Reader<'_>, cam: ChunkAddressing) -> Result<ChunkSpec, DecodeError> {
+        let offset = r.offset();
+        let spec = match cam {
+            ChunkAddressing::Bin32 => ChunkSpec::Bin32(Bin::from_u32(r.u32("bin32 chunk spec")?)),
+            ChunkAddressing::Bin64 => ChunkSpec::Bin64(Bin::from_raw(r.u64("bin64 chunk spec")?)),
+            ChunkAddressing::Chunk32 => {
+                // Take both halves at once so a truncated spec reports its full size.
+                let what = "chunk32 chunk spec";
+                let mut sub = Reader::new(r.take(8, what)?, offset);
+                let start = sub.u32(what)?;
+                let end = sub.u32(what)?;
+                ChunkSpec::Chunk32 { start, end }
+            }
+            ChunkAddressing::Chunk64 | ChunkAddressing::Byte64 => {
+                let what = if cam == ChunkAddressing::Chunk64 {
+                    "chunk64 chunk spec"
+                } else {
+                    "byte64 chunk spec"
+                };
+                let mut sub = Reader::new(r.take(16, what)?, offset);
+                let start = sub.u64(what)?;
+                let end = sub.u64(what)?;
+                if cam == ChunkAddressing::Chunk64 {
+                    ChunkSpec::Chunk64 { start, end }
+                } else {
+                    ChunkSpec::Byte64 { start, end }
+                }
+            }
+        };
+        let (start, end) = match spec {
+            ChunkSpec::Chunk32 { start, end } => (u64::from(start), u64::from(end)),
+            ChunkSpec::Chunk64 { start, end } | ChunkSpec::Byte64 { start, end } => (start, end),
+            ChunkSpec::Bin32(_) | ChunkSpec::Bin64(_) => return Ok(spec),
+        };
+        if start > end {
+            return Err(DecodeError::InvalidChunkSpec { offset, start, end });
+        }
+        Ok(spec)
+    }
+}
+
+/// Iterator returned by [`ChunkSpec::bins`].
+#[derive(Debug, Clone)]
+pub enum ChunkSpecBins {
+    One(Option<Bin>),
+    Range(ChunkRangeBins),
+}
+
+impl Iterator for ChunkSpecBins {
+    type Item = Bin;
+
+    fn next(&mut self) -> Option<Bin> {
+        match self {
+            ChunkSpecBins::One(b) => b.take(),
+            ChunkSpecBins::Range(it) => it.next(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(layer: u32, offset: u64) -> Bin {
+        Bin::new(layer, offset).unwrap()
+    }
+
+    #[test]
+    fn wire_codes() {
+        for (i, cam) in ChunkAddressing::ALL.iter().enumerate() {
+            assert_eq!(cam.wire_code() as usize, i);
+            assert_eq!(ChunkAddressing::from_wire_code(i as u8), Some(*cam));
+        }
+        assert_eq!(ChunkAddressing::from_wire_code(5), None);
+        assert_eq!(ChunkAddressing::default(), ChunkAddressing::Chunk32);
+    }
+
+    #[test]
+    fn from_bin_in_every_method() {
+        let x = b(2, 1); // chunks 4..=7, bin 11
+        assert_eq!(
+            ChunkSpec::from_bin(x, ChunkAddressing::Chunk32, 1024),
+            Ok(ChunkSpec::Chunk32 { start: 4, end: 7 })
+        );
+        assert_eq!(
+            ChunkSpec::from_bin(x, ChunkAddressing::Byte64, 1024),
+            Ok(ChunkSpec::Byte64 {
+                start: 4096,
+                end: 8191
+            })
+        );
+        assert_eq!(
+            ChunkSpec::from_bin(x, ChunkAddressing::Bin32, 1024),
+            Ok(ChunkSpec::Bin32(x))
+        );
+        assert_eq!(
+            ChunkSpec::from_bin(b(40, 18), ChunkAddressing::Bin32, 1024),
+            Err(EncodeError::BinNotRepresentable { bin: b(40, 18) })
+        );
+        assert!(ChunkSpec::from_bin(Bin::NONE, ChunkAddressing::Chunk64, 1024).is_err());
+        assert!(ChunkSpec::from_bin(Bin::ALL, ChunkAddressing::Chunk32, 1024).is_err());
+        assert!(ChunkSpec::from_bin(Bin::ALL, ChunkAddressing::Byte64, 1024).is_err());
+        assert!(ChunkSpec::from_bin(x, ChunkAddressing::Byte64, 0).is_err());
+        assert_eq!(
+            ChunkSpec::from_bin(Bin::ALL, ChunkAddressing::Chunk64, 1024),
+            Ok(ChunkSpec::Chunk64 {
+                start: 0,
+                end: (1 << 63) - 1
+            })
+        );
+        for cam in ChunkAddressing::ALL {
+            let spec = ChunkSpec::from_bin(x, cam, 1024).unwrap();
+            assert_eq!(spec.addressing(), cam);
+            assert_eq!(spec.chunk_range(1024), Some((4, 7)));
+            assert_eq!(spec.bins(1024).collect::<Vec<_>>(), [x]);
+        }
+    }
+
+    #[test]
+    fn ranges_to_bins() {
+        let spec = ChunkSpec::Chunk32 { start: 5, end: 25 };
+        let raws: Vec<u64> = spec.bins(1024).map(Bin::raw).collect();
+        assert_eq!(raws, [10, 13, 23, 39, 49]);
+        // A byte range touching chunks 1..=2 partially.
+        let spec = ChunkSpec::Byte64 {
+            start: 1500,
+            end: 2049,
+        };
+        assert_eq!(spec.chunk_range(1024), Some((1, 2)));
+        assert_eq!(spec.chunk_range(0), None);
+        assert_eq!(ChunkSpec::Bin64(Bin::NONE).bins(1).count(), 0);
+        assert_eq!(ChunkSpec::Chunk64 { start: 3, end: 2 }.chunk_range(1), None);
+        assert_eq!(
+            ChunkSpec::from_chunk_range(4, 7, ChunkAddressing::Bin64, 1),
+            Ok(ChunkSpec::Bin64(b(2, 1)))
+        );
+        assert!(ChunkSpec::from_chunk_range(4, 8, ChunkAddressing::Bin64, 1).is_err());
+        assert!(ChunkSpec::from_chunk_range(8, 4, ChunkAddressing::Chunk64, 1).is_err());
+    }
+
+    #[test]
+    fn read_rejects_inverted_ranges_but_keeps_special_bins() {
+        let bytes = [0, 0, 0, 5, 0, 0, 0, 4];
+        let mut r = Reader::new(&bytes, 5);
+        assert_eq!(
+            ChunkSpec::read(&mut r, ChunkAddressing::Chunk32),
+            Err(DecodeError::InvalidChunkSpec {
+                offset: 5,
+                start: 5,
+                end: 4
+            })
+        );
+        let ff = [0xFF; 8];
+        let mut r = Reader::new(&ff, 0);
+        assert_eq!(
+            ChunkSpec::read(&mut r, ChunkAddressing::Bin32),
+            Ok(ChunkSpec::Bin32(Bin::NONE))
+        );
+        let mut r = Reader::new(&ff, 0);
+        assert_eq!(
+            ChunkSpec::read(&mut r, ChunkAddressing::Bin64),
+            Ok(ChunkSpec::Bin64(Bin::NONE))
+        );
+        let mut r = Reader::new(&ff[..7], 0);
+        assert!(matches!(
+            ChunkSpec::read(&mut r, ChunkAddressing::Chunk32),
+            Err(DecodeError::Truncated {
+                needed: 8,
+                available: 7,
+                ..
+            })
+        ));
+    }
+}

@@ -1,0 +1,397 @@
+//! Messages (RFC 7574 §8, digest §1.2): one type byte, then a layout fixed by the type,
+//! the chunk addressing method and the hash and signature sizes in effect.
+
+use core::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
+
+use super::CodecConfig;
+use super::chunk_spec::ChunkSpec;
+use super::error::{DecodeError, EncodeError};
+use super::options::HandshakeOptions;
+use super::reader::Reader;
+
+/// Message type codes. The discriminant is the wire code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum MessageType {
+    Handshake = 0,
+    Data = 1,
+    Ack = 2,
+    Have = 3,
+    Integrity = 4,
+    PexResV4 = 5,
+    PexReq = 6,
+    SignedIntegrity = 7,
+    Request = 8,
+    Cancel = 9,
+    Choke = 10,
+    Unchoke = 11,
+    PexResV6 = 12,
+    PexResCert = 13,
+}
+
+impl MessageType {
+    /// Every type, in code order.
+    pub const ALL: [MessageType; 14] = [
+        MessageType::Handshake,
+        MessageType::Data,
+        MessageType::Ack,
+        MessageType::Have,
+        MessageType::Integrity,
+        MessageType::PexResV4,
+        MessageType::PexReq,
+        MessageType::SignedIntegrity,
+        MessageType::Request,
+        MessageType::Cancel,
+        MessageType::Choke,
+        MessageType::Unchoke,
+        MessageType::PexResV6,
+        MessageType::PexResCert,
+    ];
+
+    /// The type with this code, or `None` for 14–255.
+    pub const fn from_code(code: u8) -> Option<MessageType> {
+        if (code as usize) < MessageType::ALL.len() {
+            Some(MessageType::ALL[code as usize])
+        } else {
+            None
+        }
+    }
+
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+}
+
+/// A HANDSHAKE: the sender's own channel ID and its protocol options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Handshake<'a> {
+    pub source_channel: u32,
+    pub options: HandshakeOptions<'a>,
+}
+
+impl Handshake<'_> {
+    /// An explicit close: source channel 0 (libswift sends `00 00000000 FF`).
+    pub const fn is_close(&self) -> bool {
+        self.source_channel == 0
+    }
+
+    /// The close message libswift sends: source channel 0, no options.
+    pub fn close() -> Handshake<'static> {
+        Handshake {
+            source_channel: 0,
+            options: HandshakeOptions::default(),
+        }
+    }
+}
+
+/// One decoded message. Byte fields borrow from the datagram.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Message<'a> {
+    Handshake(Handshake<'a>),
+    /// `timestamp` is the sender's clock in µs (libswift: since the Unix epoch). The
+    /// payload runs to the end of the datagram, so DATA is always the last message.
+    Data {
+        chunks: ChunkSpec,
+        timestamp: u64,
+        payload: &'a [u8],
+    },
+    /// `delay_us` is the one-way-delay sample (receiver clock − DATA timestamp), signed:
+    /// it is negative when the receiver's clock is behind.
+    Ack {
+        chunks: ChunkSpec,
+        delay_us: i64,
+    },
+    Have(ChunkSpec),
+    /// `hash` is [`CodecConfig::hash_size`] bytes.
+    Integrity {
+        chunks: ChunkSpec,
+        hash: &'a [u8],
+    },
+    PexResV4(SocketAddrV4),
+    PexReq,
+    /// `timestamp` is 64-bit NTP; `signature` is [`CodecConfig::signature_size`] bytes.
+    SignedIntegrity {
+        chunks: ChunkSpec,
+        timestamp: u64,
+        signature: &'a [u8],
+    },
+    Request(ChunkSpec),
+    Cancel(ChunkSpec),
+    Choke,
+    Unchoke,
+    /// Flow info and scope ID are not on the wire and decode as 0.
+    PexResV6(SocketAddrV6),
+    /// A DER X.509v3 membership certificate (u16 length on the wire).
+    PexResCert(&'a [u8]),
+}
+
+impl<'a> Message<'a> {
+    pub const fn message_type(&self) -> MessageType {
+        match self {
+            Message::Handshake(_) => MessageType::Handshake,
+            Message::Data { .. } => MessageType::Data,
+            Message::Ack { .. } => MessageType::Ack,
+            Message::Have(_) => MessageType::Have,
+            Message::Integrity { .. } => MessageType::Integrity,
+            Message::PexResV4(_) => MessageType::PexResV4,
+            Message::PexReq => MessageType::PexReq,
+            Message::SignedIntegrity { .. } => MessageType::SignedIntegrity,
+            Message::Request(_) => MessageType::Request,
+            Message::Cancel(_) => MessageType::Cancel,
+            Message::Choke => MessageType::Choke,
+            Message::Unchoke => MessageType::Unchoke,
+            Message::PexResV6(_) => MessageType::PexResV6,
+            Message::PexResCert(_) => MessageType::PexResCert,
+        }
+    }
+
+    /// The chunk spec, for the message types that carry one.
+    pub const fn chunk_spec(&self) -> Option<&ChunkSpec> {
+        match self {
+            Message::Data { chunks, .. }
+            | Message::Ack { chunks, .. }
+            | Message::Integrity { chunks, .. }
+            | Message::SignedIntegrity { chunks, .. }
+            | Message::Have(chunks)
+            | Message::Request(chunks)
+            | Message::Cancel(chunks) => Some(chunks),
+            _ => None,
+        }
+    }
+
+    /// Reads one message. DATA takes everything left.
+    pub(crate) fn read(
+        r: &mut Reader<'a>,
+        config: &CodecConfig,
+    ) -> Result<Message<'a>, DecodeError> {
+        let offset = r.offset();
+        let code = r.u8("message type")?;
+        let Some(t) = MessageType::from_code(code) else {
+            return Err(DecodeError::UnknownMessageType { offset, code });
+        };
+        let cam = config.chunk_addressing;
+        Ok(match t {
+            MessageType::Handshake => Message::Handshake(Handshake {
+                source_channel: r.u32("handshake source channel")?,
+                options: HandshakeOptions::read(r, config)?,
+            }),
+            MessageType::Data => Message::Data {
+                chunks: ChunkSpec::read(r, cam)?,
+                timestamp: r.u64("DATA timestamp")?,
+                payload: r.rest(),
+            },
+            MessageType::Ack => Message::Ack {
+                chunks: ChunkSpec::read(r, cam)?,
+                delay_us: r.u64("ACK delay sample")? as i64,
+            },
+            MessageType::Have => Message::Have(ChunkSpec::read(r, cam)?),
+            MessageType::Integrity => Message::Integrity {
+                chunks: ChunkSpec::read(r, cam)?,
+                hash: r.take(config.hash_size, "INTEGRITY hash")?,
+            },
+            MessageType::PexResV4 => {
+                let ip = Ipv4Addr::from(r.u32("PEX_RESv4 address")?);
+                Message::PexResV4(SocketAddrV4::new(ip, r.u16("PEX_RESv4 port")?))
+            }
+            MessageType::PexReq => Message::PexReq,
+            MessageType::SignedIntegrity => Message::SignedIntegrity {
+                chunks: ChunkSpec::read(r, cam)?,
+                timestamp: r.u64("SIGNED_INTEGRITY timestamp")?,
+                signature: r.take(config.signature_size, "SIGNED_INTEGRITY signature")?,
+            },
+            MessageType::Request => Message::Request(ChunkSpec::read(r, cam)?),
+            MessageType::Cancel => Message::Cancel(ChunkSpec::read(r, cam)?),
+            MessageType::Choke => Message::Choke,
+            MessageType::Unchoke => Message::Unchoke,
+            MessageType::PexResV6 => {
+                let hi = u128::from(r.u64("PEX_RESv6 address")?);
+                let lo = u128::from(r.u64("PEX_RESv6 address")?);
+                let ip = Ipv6Addr::from((hi << 64) | lo);
+                Message::PexResV6(SocketAddrV6::new(ip, r.u16("PEX_RESv6 port")?, 0, 0))
+            }
+            MessageType::PexResCert => {
+                let len = r.u16("PEX_REScert length")?;
+                Message::PexResCert(r.take(usize::from(len), "PEX_REScert certificate")?)
+            }
+        })
+    }
+
+    /// Appends the wire form; on error `out` is unchanged.
+    pub(crate) fn write(&self, config: &CodecConfig, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        if let Some(spec) = self.chunk_spec() {
+            spec.check(config.chunk_addressing)?;
+        }
+        match self {
+            Message::Integrity { hash, .. } if hash.len() != config.hash_size => {
+                return Err(EncodeError::HashLength {
+                    expected: config.hash_size,
+                    found: hash.len(),
+                });
+            }
+            Message::SignedIntegrity { signature, .. }
+                if signature.len() != config.signature_size =>
+            {
+                return Err(EncodeError::SignatureLength {
+                    expected: config.signature_size,
+                    found: signature.len(),
+                });
+            }
+            Message::PexResCert(cert) if u16::try_from(cert.len()).is_err() => {
+                return Err(EncodeError::ValueTooLong {
+                    what: "PEX_REScert certificate",
+                    len: cert.len(),
+                    max: usize::from(u16::MAX),
+                });
+            }
+            _ => {}
+        }
+        let start = out.len();
+        out.push(self.message_type().code());
+        match self {
+            Message::Handshake(h) => {
+                out.extend_from_slice(&h.source_channel.to_be_bytes());
+                if let Err(e) = h.options.encode(config, out) {
+                    out.truncate(start);
+                    return Err(e);
+                }
+            }
+            Message::Data {
+                chunks,
+                timestamp,
+                payload,
+            } => {
+                chunks.write(out);
+                out.extend_from_slice(&timestamp.to_be_bytes());
+                out.extend_from_slice(payload);
+            }
+            Message::Ack { chunks, delay_us } => {
+                chunks.write(out);
+                out.extend_from_slice(&delay_us.to_be_bytes());
+            }
+            Message::Have(c) | Message::Request(c) | Message::Cancel(c) => c.write(out),
+            Message::Integrity { chunks, hash } => {
+                chunks.write(out);
+                out.extend_from_slice(hash);
+            }
+            Message::PexResV4(a) => {
+                out.extend_from_slice(&a.ip().octets());
+                out.extend_from_slice(&a.port().to_be_bytes());
+            }
+            Message::SignedIntegrity {
+                chunks,
+                timestamp,
+                signature,
+            } => {
+                chunks.write(out);
+                out.extend_from_slice(&timestamp.to_be_bytes());
+                out.extend_from_slice(signature);
+            }
+            Message::PexResV6(a) => {
+                out.extend_from_slice(&a.ip().octets());
+                out.extend_from_slice(&a.port().to_be_bytes());
+            }
+            Message::PexResCert(cert) => {
+                // Length checked above.
+                out.extend_from_slice(&(cert.len() as u16).to_be_bytes());
+                out.extend_from_slice(cert);
+            }
+            Message::PexReq | Message::Choke | Message::Unchoke => {}
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_codes() {
+        for (i, t) in MessageType::ALL.iter().enumerate() {
+            assert_eq!(t.code() as usize, i);
+            assert_eq!(MessageType::from_code(i as u8), Some(*t));
+        }
+        assert_eq!(MessageType::from_code(14), None);
+        assert_eq!(MessageType::from_code(255), None);
+    }
+
+    #[test]
+    fn ack_delay_is_signed() {
+        let c = CodecConfig::default();
+        let mut bytes = vec![2, 0, 0, 0, 1, 0, 0, 0, 1];
+        bytes.extend_from_slice(&(-1500i64).to_be_bytes());
+        let mut r = Reader::new(&bytes, 0);
+        assert_eq!(
+            Message::read(&mut r, &c),
+            Ok(Message::Ack {
+                chunks: ChunkSpec::Chunk32 { start: 1, end: 1 },
+                delay_us: -1500
+            })
+        );
+    }
+
+    #[test]
+    fn pex_v6_layout() {
+        let c = CodecConfig::default();
+        let a = SocketAddrV6::new(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1), 6778, 0, 0);
+        let mut out = Vec::new();
+        Message::PexResV6(a).write(&c, &mut out).unwrap();
+        assert_eq!(out.len(), 1 + 16 + 2);
+        assert_eq!(&out[..3], &[12, 0x20, 0x01]);
+        assert_eq!(&out[17..], &[0x1a, 0x7a]);
+        let mut r = Reader::new(&out, 0);
+        assert_eq!(Message::read(&mut r, &c), Ok(Message::PexResV6(a)));
+    }
+
+    #[test]
+    fn encode_errors_leave_output_alone() {
+        let c = CodecConfig::default();
+        let mut out = vec![9, 9];
+        let cases: [(Message<'_>, EncodeError); 3] = [
+            (
+                Message::Integrity {
+                    chunks: ChunkSpec::Chunk32 { start: 0, end: 0 },
+                    hash: &[0; 19],
+                },
+                EncodeError::HashLength {
+                    expected: 20,
+                    found: 19,
+                },
+            ),
+            (
+                Message::Have(ChunkSpec::Chunk64 { start: 0, end: 0 }),
+                EncodeError::AddressingMismatch {
+                    expected: super::super::ChunkAddressing::Chunk32,
+                    found: super::super::ChunkAddressing::Chunk64,
+                },
+            ),
+            (
+                Message::Request(ChunkSpec::Chunk32 { start: 2, end: 1 }),
+                EncodeError::InvalidChunkSpec {
+                    reason: "range starts after its end",
+                },
+            ),
+        ];
+        for (m, e) in cases {
+            assert_eq!(m.write(&c, &mut out), Err(e));
+            assert_eq!(out, [9, 9]);
+        }
+        let big = vec![0u8; 70_000];
+        assert!(matches!(
+            Message::PexResCert(&big).write(&c, &mut out),
+            Err(EncodeError::ValueTooLong { .. })
+        ));
+        let h = Message::Handshake(Handshake {
+            source_channel: 1,
+            options: HandshakeOptions {
+                merkle_hash_function: Some(9),
+                ..Default::default()
+            },
+        });
+        assert_eq!(
+            h.write(&c, &mut out),
+            Err(EncodeError::UnknownHashFunction { code: 9 })
+        );
+        assert_eq!(out, [9, 9]);
+    }
+}
