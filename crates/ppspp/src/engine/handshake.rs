@@ -52,7 +52,9 @@ pub(crate) fn check_peer_options(
     if let Some(cipm) = options.content_integrity
         && cipm != ContentIntegrity::MerkleTree
     {
-        return Err(format!("content integrity method {cipm:?} is not supported"));
+        return Err(format!(
+            "content integrity method {cipm:?} is not supported"
+        ));
     }
     // RFC 7574: SHA-1 when the option is absent.
     let hash = options.merkle_hash_function.unwrap_or(0);

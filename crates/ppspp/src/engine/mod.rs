@@ -30,7 +30,7 @@ use crate::Bin;
 use crate::avail::Availability;
 use crate::binmap::Binmap;
 use crate::codec::{ChunkAddressing, CodecConfig};
-use crate::congestion::{CongestionConfig, ConfigError};
+use crate::congestion::{ConfigError, CongestionConfig};
 use crate::merkle::{Hash, HashAlgorithm, MerkleTree, VerifyingTree};
 use crate::picker::{Live, Picker, RarestFirst, Sequential, Vod};
 use crate::rate_limit::TokenBucket;
@@ -263,8 +263,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let chunk_count = tree
             .chunk_count()
             .ok_or_else(|| EngineError::Content("content size unknown".into()))?;
-        let root_bin = Bin::covering(chunk_count)
-            .ok_or_else(|| EngineError::Content("no chunks".into()))?;
+        let root_bin =
+            Bin::covering(chunk_count).ok_or_else(|| EngineError::Content("no chunks".into()))?;
         let mut exclude = Binmap::new();
         // Chunks past the end are never wanted.
         for b in Bin::from_chunk_range(chunk_count, root_bin.last_chunk()) {
@@ -276,10 +276,14 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             rng: Rng::new(config.seed),
             upload: config
                 .upload_limit
-                .map_or_else(TokenBucket::unlimited, |r| TokenBucket::new(r, burst(r) / 4, now)),
+                .map_or_else(TokenBucket::unlimited, |r| {
+                    TokenBucket::new(r, burst(r) / 4, now)
+                }),
             download: config
                 .download_limit
-                .map_or_else(TokenBucket::unlimited, |r| TokenBucket::new(r, burst(r) / 4, now)),
+                .map_or_else(TokenBucket::unlimited, |r| {
+                    TokenBucket::new(r, burst(r) / 4, now)
+                }),
             config,
             content,
             chunk_count,
@@ -406,7 +410,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
 
     /// Moves the picker's playhead (VoD: seek or playback progress).
     pub fn set_playhead(&mut self, chunk: u64) {
-        self.picker.set_playhead(chunk.min(self.chunk_count.saturating_sub(1)));
+        self.picker
+            .set_playhead(chunk.min(self.chunk_count.saturating_sub(1)));
     }
 
     /// Connected (or connecting) peers.
@@ -441,7 +446,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 in_flight: ch.in_flight.len(),
                 requests_outstanding: ch.requests.len(),
                 serve_queue: ch.serve.len(),
-                peer_chunks: ch.peer_have.count_filled_in(self.root_bin).min(self.chunk_count),
+                peer_chunks: ch
+                    .peer_have
+                    .count_filled_in(self.root_bin)
+                    .min(self.chunk_count),
                 bytes_uploaded: ch.bytes_up,
                 bytes_downloaded: ch.bytes_down,
             })

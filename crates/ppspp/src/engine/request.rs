@@ -104,11 +104,17 @@ mod tests {
             now += Duration::from_millis(10);
             dip.on_data(now);
         }
-        assert_eq!(dip.period(now, Duration::from_millis(500)), Duration::from_millis(10));
+        assert_eq!(
+            dip.period(now, Duration::from_millis(500)),
+            Duration::from_millis(10)
+        );
         assert_eq!(request_budget(now, rtt, &dip, 30, 4), 70);
         assert_eq!(request_budget(now, rtt, &dip, 500, 4), 0);
         // A slow path plans 4 RTTs ahead.
-        assert_eq!(plan_ahead(Duration::from_millis(500)), Duration::from_secs(2));
+        assert_eq!(
+            plan_ahead(Duration::from_millis(500)),
+            Duration::from_secs(2)
+        );
     }
 
     #[test]
@@ -124,7 +130,10 @@ mod tests {
             dip.on_data(now);
         }
         // The fast samples are older than the window: only the four slow ones count.
-        assert_eq!(dip.period(now, Duration::from_millis(250)), Duration::from_millis(100));
+        assert_eq!(
+            dip.period(now, Duration::from_millis(250)),
+            Duration::from_millis(100)
+        );
         assert!(dip.period(now, Duration::from_secs(10)) < Duration::from_millis(40));
     }
 }

@@ -59,8 +59,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 };
                 // The download limit is spent when asking, so what we ask for can arrive
                 // at the allowed rate.
-                while !download.try_take(now, bin.base_length() * u64::from(content.chunk_size))
-                {
+                while !download.try_take(now, bin.base_length() * u64::from(content.chunk_size)) {
                     if bin.is_base() {
                         return;
                     }

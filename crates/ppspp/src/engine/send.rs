@@ -142,7 +142,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             retry.tries += 1;
         }
         let root = self.content.root;
-        let options = our_options(&self.content, Some(root.as_bytes()), ch.codec.chunk_addressing);
+        let options = our_options(
+            &self.content,
+            Some(root.as_bytes()),
+            ch.codec.chunk_addressing,
+        );
         let mut w = Writer::new(0, ch.codec);
         w.push(&Message::Handshake(Handshake {
             source_channel: ch.local_id,
@@ -190,7 +194,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             }
         }
         if let Some(choke) = ch.pending_choke.take() {
-            w.push(if choke { &Message::Choke } else { &Message::Unchoke });
+            w.push(if choke {
+                &Message::Choke
+            } else {
+                &Message::Unchoke
+            });
         }
         for bin in std::mem::take(&mut ch.pending_cancels) {
             if let Some(spec) = w.spec(bin) {

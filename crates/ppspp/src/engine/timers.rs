@@ -79,7 +79,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             }
             return None;
         }
-        if now.saturating_since(ch.last_recv) >= DEAD_PEER && ch.sent_since_recv >= DEAD_PEER_DATAGRAMS
+        if now.saturating_since(ch.last_recv) >= DEAD_PEER
+            && ch.sent_since_recv >= DEAD_PEER_DATAGRAMS
         {
             return Some(CloseReason::Timeout);
         }

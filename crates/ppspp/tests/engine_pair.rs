@@ -1,0 +1,184 @@
+//! Two real engines over a tiny deterministic network (fixed delay, seeded loss): the
+//! engine's own behaviour, before the full simulator gets involved.
+
+mod common;
+
+use ppspp::engine::{ContentInfo, Engine, EngineConfig, Event};
+use ppspp::merkle::{HashAlgorithm, MerkleTree};
+use ppspp::store::MemoryStore;
+use ppspp::time::Time;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::Duration;
+
+type Node = Engine<u32, MemoryStore>;
+
+/// Datagrams in flight: (arrival time, sequence, from, to, bytes).
+struct Net {
+    queue: BinaryHeap<Reverse<(Time, u64, u32, u32, Vec<u8>)>>,
+    seq: u64,
+    delay: Duration,
+    loss_per_mille: u64,
+    rng: u64,
+    delivered: u64,
+    dropped: u64,
+}
+
+impl Net {
+    fn new(delay: Duration, loss_per_mille: u64, seed: u64) -> Net {
+        Net {
+            queue: BinaryHeap::new(),
+            seq: 0,
+            delay,
+            loss_per_mille,
+            rng: seed | 1,
+            delivered: 0,
+            dropped: 0,
+        }
+    }
+
+    fn random(&mut self) -> u64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        self.rng
+    }
+
+    fn send(&mut self, now: Time, from: u32, to: u32, bytes: Vec<u8>) {
+        if self.random() % 1000 < self.loss_per_mille {
+            self.dropped += 1;
+            return;
+        }
+        self.seq += 1;
+        self.queue
+            .push(Reverse((now + self.delay, self.seq, from, to, bytes)));
+    }
+}
+
+fn drain(now: Time, id: u32, node: &mut Node, net: &mut Net) {
+    while let Some(t) = node.poll_transmit(now) {
+        net.send(now, id, t.to, t.payload);
+    }
+}
+
+/// Runs until `done` or `limit`; returns the time reached.
+fn run(nodes: &mut [Node], net: &mut Net, limit: Time, done: impl Fn(&[Node]) -> bool) -> Time {
+    let mut now = Time::ZERO;
+    for (i, n) in nodes.iter_mut().enumerate() {
+        drain(now, i as u32, n, net);
+    }
+    while now < limit && !done(nodes) {
+        let next_timer = nodes
+            .iter()
+            .filter_map(|n| n.poll_timeout())
+            .min()
+            .unwrap_or(Time::NEVER);
+        let next_packet = net
+            .queue
+            .peek()
+            .map(|Reverse((t, ..))| *t)
+            .unwrap_or(Time::NEVER);
+        let next = next_timer.min(next_packet).max(now);
+        if next == Time::NEVER {
+            break;
+        }
+        now = next;
+        while net.queue.peek().is_some_and(|Reverse((t, ..))| *t <= now) {
+            let Reverse((_, _, from, to, bytes)) = net.queue.pop().unwrap();
+            net.delivered += 1;
+            nodes[to as usize].handle_datagram(now, from, &bytes);
+            drain(now, to, &mut nodes[to as usize], net);
+        }
+        for (i, n) in nodes.iter_mut().enumerate() {
+            if n.poll_timeout().is_some_and(|t| t <= now) {
+                n.handle_timeout(now);
+            }
+            drain(now, i as u32, n, net);
+        }
+    }
+    now
+}
+
+fn content(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 7 + i / 1024) as u8).collect()
+}
+
+fn pair(data: &[u8], chunk_size: usize, config: EngineConfig) -> Vec<Node> {
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha1, chunk_size, data).unwrap();
+    let seeder = Engine::new_seeder(
+        EngineConfig {
+            seed: 1,
+            ..config.clone()
+        },
+        &tree,
+        MemoryStore::with_content(data.to_vec(), chunk_size),
+        Time::ZERO,
+    )
+    .unwrap();
+    let info = ContentInfo {
+        root: tree.root(),
+        hash: HashAlgorithm::Sha1,
+        chunk_size: chunk_size as u32,
+        content_len: data.len() as u64,
+    };
+    let mut leecher = Engine::new(
+        EngineConfig { seed: 2, ..config },
+        info,
+        MemoryStore::new(data.len(), chunk_size),
+        Time::ZERO,
+    )
+    .unwrap();
+    leecher.connect(0, Time::ZERO);
+    vec![seeder, leecher]
+}
+
+fn events(node: &mut Node) -> Vec<Event<u32>> {
+    std::iter::from_fn(|| node.poll_event()).collect()
+}
+
+#[test]
+fn leecher_gets_identical_content_from_a_seeder() {
+    let data = content(300 * 1024 + 77);
+    let mut nodes = pair(&data, 1024, EngineConfig::default());
+    let mut net = Net::new(Duration::from_millis(10), 0, 1);
+    let end = run(&mut nodes, &mut net, Time::from_millis(60_000), |n| {
+        n[1].is_complete()
+    });
+    assert!(
+        nodes[1].is_complete(),
+        "incomplete at {end:?}: {:?}",
+        nodes[1].stats()
+    );
+    assert_eq!(nodes[1].store().bytes(), &data[..]);
+    let ev = events(&mut nodes[1]);
+    assert!(ev.contains(&Event::PeerConnected { peer: 0 }));
+    assert!(ev.contains(&Event::Complete));
+    let stats = nodes[1].stats();
+    assert_eq!(stats.bytes_downloaded, data.len() as u64);
+    assert_eq!(stats.chunks_rejected, 0);
+}
+
+#[test]
+fn completes_through_five_percent_loss_without_double_counting() {
+    let data = content(200 * 1024);
+    let mut nodes = pair(&data, 1024, EngineConfig::default());
+    let mut net = Net::new(Duration::from_millis(20), 50, 7);
+    let end = run(&mut nodes, &mut net, Time::from_millis(300_000), |n| {
+        n[1].is_complete()
+    });
+    assert!(
+        nodes[1].is_complete(),
+        "incomplete at {end:?}: {:?}",
+        nodes[1].stats()
+    );
+    assert_eq!(nodes[1].store().bytes(), &data[..]);
+    assert!(net.dropped > 0);
+    let leecher = nodes[1].stats();
+    // Every chunk counted once, however often it came.
+    assert_eq!(leecher.bytes_downloaded, data.len() as u64);
+    assert_eq!(leecher.chunks_verified, 200);
+    assert!(
+        nodes[0].stats().retransmissions > 0,
+        "loss must cause retransmissions"
+    );
+}
