@@ -179,6 +179,9 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     download: TokenBucket,
     /// Round-robin position among channels for sending.
     cursor: u32,
+    /// When the rate limits will next allow what is waiting for them.
+    upload_ready_at: Option<Time>,
+    download_ready_at: Option<Time>,
     complete_reported: bool,
     scratch: Vec<u8>,
 }
@@ -302,6 +305,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 ..Stats::default()
             },
             cursor: 0,
+            upload_ready_at: None,
+            download_ready_at: None,
             complete_reported: false,
             scratch: Vec::new(),
         })

@@ -20,6 +20,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             avail,
             rng,
             download,
+            download_ready_at,
             config,
             content,
             root_bin,
@@ -59,8 +60,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 };
                 // The download limit is spent when asking, so what we ask for can arrive
                 // at the allowed rate.
-                while !download.try_take(now, bin.base_length() * u64::from(content.chunk_size)) {
+                let bytes = |b: crate::Bin| b.base_length() * u64::from(content.chunk_size);
+                while !download.try_take(now, bytes(bin)) {
                     if bin.is_base() {
+                        *download_ready_at = download.wait_for(now, bytes(bin)).map(|d| now + d);
                         return;
                     }
                     bin = bin.left();

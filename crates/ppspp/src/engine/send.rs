@@ -233,7 +233,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let len = self.chunk_len_out(chunk) as u64;
         match self.upload.wait_for(now, len) {
             Some(d) if d.is_zero() => {}
-            _ => {
+            wait => {
+                self.upload_ready_at = wait.map(|d| now + d);
                 // Not yet: put it back in front and wait for tokens.
                 if retransmission {
                     ch.retransmit.push_front(chunk);
