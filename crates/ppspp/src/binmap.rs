@@ -636,13 +636,28 @@ impl Binmap {
         }
     }
 
+    /// [`Binmap::first`] over the whole space, starting at the root rather than at
+    /// [`Bin::ALL`] (everything right of the root is empty), which saves up to 56 levels.
+    fn first_top(&self, target: bool, from: u64, end: u64) -> Option<u64> {
+        let root_end = self.root_bin.base_length();
+        let inside = if from < root_end {
+            self.first(self.root_view(), target, from, end.min(root_end))
+        } else {
+            None
+        };
+        match inside {
+            None if !target && end > root_end => Some(from.max(root_end)),
+            r => r,
+        }
+    }
+
     fn find_value(&self, target: bool, within: Range<u64>) -> Option<Bin> {
         let end = within.end.min(END);
         if within.start >= end {
             return None;
         }
-        let p = self.first(self.top(), target, within.start, end)?;
-        let q = self.first(self.top(), !target, p, end).unwrap_or(end);
+        let p = self.first_top(target, within.start, end)?;
+        let q = self.first_top(!target, p, end).unwrap_or(end);
         let align = if p == 0 { 63 } else { p.trailing_zeros() };
         let layer = align.min((q - p).ilog2());
         Bin::new(layer, p >> layer)
@@ -707,6 +722,10 @@ impl Binmap {
             if acc & lm == 0 {
                 return None;
             }
+        }
+        if bin.is_base() {
+            // A chunk is never mixed; this only guards the shift below.
+            return None;
         }
         let right_first = (twist >> (bin.layer() - 1)) & 1 == 1;
         for right in [right_first, !right_first] {
@@ -857,12 +876,11 @@ impl Iterator for FilledRanges<'_> {
         if self.next >= END {
             return None;
         }
-        let top = self.map.top();
-        let Some(a) = self.map.first(top, true, self.next, END) else {
+        let Some(a) = self.map.first_top(true, self.next, END) else {
             self.next = END;
             return None;
         };
-        let b = self.map.first(top, false, a, END).unwrap_or(END);
+        let b = self.map.first_top(false, a, END).unwrap_or(END);
         self.next = b;
         Some(a..b)
     }
