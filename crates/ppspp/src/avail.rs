@@ -38,15 +38,23 @@ impl Availability {
         }
     }
 
-    /// Moves the chunks set in `chunks` one level up.
-    fn raise(&mut self, chunks: &Binmap) {
+    /// The chunks of level `k` that are set in `chunks`, which lies inside `scope`: only
+    /// that part of the level is copied, so a HAVE costs what its bin covers.
+    fn moving(&self, k: usize, chunks: &Binmap, scope: Bin) -> Binmap {
+        let mut moving = Binmap::new();
+        moving.copy_range(&self.levels[k], scope);
+        moving.intersect(chunks);
+        moving
+    }
+
+    /// Moves the chunks set in `chunks` (all inside `scope`) one level up.
+    fn raise(&mut self, chunks: &Binmap, scope: Bin) {
         // Top down, so that a chunk moved into level k+1 is not moved again.
         for k in (0..self.levels.len()).rev() {
-            if Binmap::find_match(&self.levels[k], chunks, Bin::ALL, 0).is_none() {
+            if Binmap::find_match(&self.levels[k], chunks, scope, 0).is_none() {
                 continue;
             }
-            let mut moving = self.levels[k].clone();
-            moving.intersect(chunks);
+            let moving = self.moving(k, chunks, scope);
             self.levels[k].subtract(chunks);
             if k + 1 == self.levels.len() {
                 self.levels.push(Binmap::new());
@@ -62,8 +70,7 @@ impl Availability {
             if Binmap::find_match(&self.levels[k], chunks, Bin::ALL, 0).is_none() {
                 continue;
             }
-            let mut moving = self.levels[k].clone();
-            moving.intersect(chunks);
+            let moving = self.moving(k, chunks, Bin::ALL);
             self.levels[k].subtract(chunks);
             self.levels[k - 1].fill(&moving);
         }
@@ -83,7 +90,7 @@ impl Availability {
         if have.is_filled(Bin::ALL) {
             self.seeders += 1;
         } else {
-            self.raise(have);
+            self.raise(have, Bin::ALL);
         }
     }
 
@@ -118,7 +125,7 @@ impl Availability {
         let mut new = Binmap::new();
         new.set(bin);
         new.subtract(peer_have);
-        self.raise(&new);
+        self.raise(&new, bin);
         let (lo, hi) = (bin.base_offset(), bin.last_chunk().saturating_add(1));
         let complete =
             peer_have.find_empty(0..lo).is_none() && peer_have.find_empty(hi..u64::MAX).is_none();

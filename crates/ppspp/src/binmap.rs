@@ -659,7 +659,7 @@ impl Binmap {
         let p = self.first_top(target, within.start, end)?;
         let q = self.first_top(!target, p, end).unwrap_or(end);
         let align = if p == 0 { 63 } else { p.trailing_zeros() };
-        let layer = align.min((q - p).ilog2());
+        let layer = align.min(q.saturating_sub(p).max(1).ilog2());
         Bin::new(layer, p >> layer)
     }
 
