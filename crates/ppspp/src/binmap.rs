@@ -432,6 +432,12 @@ impl Binmap {
                 Some(c) => c,
                 None => {
                     let d = self.cells[cell][side];
+                    if let Act::Uniform(v) = act
+                        && (d != 0) == v
+                    {
+                        // Already uniformly `v` here: nothing to split or write.
+                        return;
+                    }
                     let c = self.alloc([d, d], 0);
                     self.set_half_ref(cell, side, c);
                     c
@@ -502,7 +508,7 @@ impl Binmap {
 
     /// Fills every chunk of `bin`. [`Bin::NONE`] is a no-op; [`Bin::ALL`] fills everything.
     pub fn set(&mut self, bin: Bin) {
-        if bin.is_none() || self.is_filled(bin) {
+        if bin.is_none() {
             return;
         }
         self.grow_to(bin);
@@ -511,12 +517,16 @@ impl Binmap {
 
     /// Empties every chunk of `bin`. [`Bin::NONE`] is a no-op.
     pub fn reset(&mut self, bin: Bin) {
-        if bin.is_none() || self.is_empty(bin) {
+        if bin.is_none() {
             return;
         }
         if bin.contains(self.root_bin) {
             // Everything that is set lies inside the root, hence inside `bin`.
             self.clear();
+            return;
+        }
+        if !self.root_bin.contains(bin) {
+            // Bins nest or are disjoint: this one lies in the empty space past the root.
             return;
         }
         self.write(bin, Act::Uniform(false));
