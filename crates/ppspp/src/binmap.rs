@@ -689,6 +689,10 @@ impl Binmap {
     /// the first in the order of [`Bin::twisted`]`(twist)`: at a node of layer `l + 1`
     /// the right child is scanned first when bit `l` of `twist` is set.
     /// [`Binmap::find_complement`] and [`Binmap::find_match`] are the two-map cases.
+    ///
+    /// Cost: O(depth) when the first subtree tried qualifies; at worst every cell where
+    /// the maps are all mixed is visited (as in libswift), e.g. when `dst` already holds
+    /// all of a fragmented `src`.
     pub fn find_all<const N: usize>(
         maps: [(&Binmap, bool); N],
         range: Bin,
@@ -774,12 +778,12 @@ impl Binmap {
         }
     }
 
-    /// Number of filled chunks (a completely filled map counts `2^63`).
+    /// Number of filled chunks (a completely filled map counts `2^63`). O(cells).
     pub fn count_filled(&self) -> u64 {
         self.count_rec(self.top())
     }
 
-    /// Number of filled chunks inside `range` (0 for [`Bin::NONE`]).
+    /// Number of filled chunks inside `range` (0 for [`Bin::NONE`]). O(cells inside).
     pub fn count_filled_in(&self, range: Bin) -> u64 {
         if range.is_none() {
             return 0;
@@ -923,7 +927,7 @@ impl Clone for Binmap {
     }
 }
 
-/// Semantic equality: the same chunks are set, whatever the arena layout.
+/// Semantic equality: the same chunks are set, whatever the arena layout. O(cells).
 impl PartialEq for Binmap {
     fn eq(&self, other: &Binmap) -> bool {
         Binmap::eq_rec(self, self.top(), other, other.top())
