@@ -79,9 +79,11 @@ fn engine_throughput(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(CONTENT as u64));
     for chunk_size in [1024usize, 8192] {
         let tree = MerkleTree::from_content(HashAlgorithm::Sha1, chunk_size, &data).unwrap();
-        group.bench_with_input(BenchmarkId::from_parameter(chunk_size), &chunk_size, |b, &cs| {
-            b.iter(|| black_box(transfer(&data, &tree, cs)))
-        });
+        group.bench_with_input(
+            BenchmarkId::from_parameter(chunk_size),
+            &chunk_size,
+            |b, &cs| b.iter(|| black_box(transfer(&data, &tree, cs))),
+        );
     }
     group.finish();
 }

@@ -13,9 +13,11 @@ use std::time::Duration;
 
 type Node = Engine<u32, MemoryStore>;
 
-/// Datagrams in flight: (arrival time, sequence, from, to, bytes).
+/// A datagram in flight: (arrival time, sequence, from, to, bytes).
+type InFlight = Reverse<(Time, u64, u32, u32, Vec<u8>)>;
+
 struct Net {
-    queue: BinaryHeap<Reverse<(Time, u64, u32, u32, Vec<u8>)>>,
+    queue: BinaryHeap<InFlight>,
     seq: u64,
     delay: Duration,
     loss_per_mille: u64,

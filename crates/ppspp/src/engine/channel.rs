@@ -174,18 +174,6 @@ impl<A> Channel<A> {
         }
     }
 
-    /// Control messages waiting to go out.
-    pub fn has_control(&self) -> bool {
-        self.send_handshake
-            || !self.pending_acks.is_empty()
-            || !self.pending_requests.is_empty()
-            || !self.pending_cancels.is_empty()
-            || self.pending_choke.is_some()
-            || self.pending_pex_req
-            || !self.pending_pex_res.is_empty()
-            || self.closing.is_some()
-    }
-
     /// Pacing interval between DATA datagrams: one round trip spread over the window.
     pub fn send_interval(&self) -> Duration {
         if !self.acked_data {

@@ -1,6 +1,6 @@
 //! Incoming datagrams: handshakes, then each message in order.
 
-use super::channel::{Channel, Closing};
+use super::channel::Channel;
 use super::event::{CloseReason, Event};
 use super::handshake::check_peer_options;
 use super::{Engine, PeerAddr, is_private};
@@ -537,16 +537,5 @@ pub(crate) fn pex_message(addr: SocketAddr) -> Message<'static> {
     match addr {
         SocketAddr::V4(a) => Message::PexResV4(SocketAddrV4::new(*a.ip(), a.port())),
         SocketAddr::V6(a) => Message::PexResV6(SocketAddrV6::new(*a.ip(), a.port(), 0, 0)),
-    }
-}
-
-impl<A> Channel<A> {
-    /// Marks the channel to close with an explicit close datagram.
-    #[allow(dead_code)]
-    pub(crate) fn close_with(&mut self, reason: CloseReason) {
-        self.closing = Some(Closing {
-            reason,
-            notify: self.remote_id != 0,
-        });
     }
 }
