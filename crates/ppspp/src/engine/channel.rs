@@ -10,7 +10,7 @@ use crate::congestion::{CongestionConfig, Controller};
 use crate::merkle::Hash;
 use crate::time::Time;
 use core::time::Duration;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::SocketAddr;
 
 /// A DATA datagram waiting for its acknowledgement.
@@ -53,6 +53,8 @@ pub(crate) struct Channel<A> {
 
     /// What the peer holds (its HAVEs and ACKs).
     pub peer_have: Binmap,
+    /// The peer holds every chunk (it counts as a seeder in availability).
+    pub peer_complete: bool,
     /// What we announced to the peer.
     pub have_out: Binmap,
     /// Hashes received ahead of the DATA they protect.
@@ -71,6 +73,9 @@ pub(crate) struct Channel<A> {
 
     // Sending to this peer.
     pub serve: VecDeque<(u64, Time)>,
+    /// Chunks in `serve`, `in_flight` or `retransmit`, so a repeated REQUEST is cheap to
+    /// recognise.
+    pub outgoing: BTreeSet<u64>,
     pub in_flight: VecDeque<InFlight>,
     pub retransmit: VecDeque<u64>,
     pub cc: Controller,
@@ -120,6 +125,7 @@ impl<A> Channel<A> {
             handshake_sent: None,
             codec,
             peer_have: Binmap::new(),
+            peer_complete: false,
             have_out: Binmap::new(),
             pending_hashes: Vec::new(),
             requests: BTreeMap::new(),
@@ -130,6 +136,7 @@ impl<A> Channel<A> {
             choked_by_peer: false,
             expired_without_data: 0,
             serve: VecDeque::new(),
+            outgoing: BTreeSet::new(),
             in_flight: VecDeque::new(),
             retransmit: VecDeque::new(),
             // The configuration was validated when the engine was built.

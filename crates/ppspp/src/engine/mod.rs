@@ -163,13 +163,15 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     root_bin: Bin,
     tree: VerifyingTree,
     store: S,
-    /// Chunks verified and stored.
+    /// Chunks verified and stored, and how many.
     have: Binmap,
+    have_count: u64,
     /// Chunks we have, have requested, or that lie past the end: what pickers avoid.
     exclude: Binmap,
     avail: Availability,
     picker: Box<dyn Picker + Send>,
-    channels: BTreeMap<u32, Channel<A>>,
+    /// Boxed: channels move in and out of the map around every datagram.
+    channels: BTreeMap<u32, Box<Channel<A>>>,
     by_addr: BTreeMap<A, u32>,
     banned: BTreeSet<A>,
     rng: Rng,
@@ -190,7 +192,7 @@ impl<A: PeerAddr, S: ChunkStore> fmt::Debug for Engine<A, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Engine")
             .field("root", &self.content.root)
-            .field("have", &self.have.count_filled())
+            .field("have", &self.have_count)
             .field("chunks", &self.chunk_count)
             .field("channels", &self.channels.len())
             .finish()
@@ -237,6 +239,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             engine.have.set(b);
             engine.exclude.set(b);
         }
+        engine.have_count = engine.chunk_count;
         engine.complete_reported = true;
         engine.stats.chunks_have = engine.chunk_count;
         Ok(engine)
@@ -294,6 +297,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             tree,
             store,
             have: Binmap::new(),
+            have_count: 0,
             exclude,
             avail: Availability::new(),
             channels: BTreeMap::new(),
@@ -331,7 +335,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     }
 
     pub fn is_complete(&self) -> bool {
-        self.have.count_filled() >= self.chunk_count
+        self.have_count >= self.chunk_count
     }
 
     pub fn store(&self) -> &S {
@@ -430,7 +434,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
 
     pub fn stats(&self) -> Stats {
         Stats {
-            chunks_have: self.have.count_filled().min(self.chunk_count),
+            chunks_have: self.have_count,
             peers: self.channels.len(),
             ..self.stats.clone()
         }
@@ -484,7 +488,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             ..CodecConfig::default()
         };
         let ch = Channel::new(peer.clone(), id, codec, &self.config.congestion, now);
-        self.channels.insert(id, ch);
+        self.channels.insert(id, Box::new(ch));
         self.by_addr.insert(peer, id);
         id
     }
@@ -500,8 +504,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         for &chunk in ch.requests.keys() {
             self.release_request(chunk);
         }
-        if ch.established {
-            self.avail.remove_peer(&ch.peer_have);
+        if ch.established && !self.is_complete() {
+            if ch.peer_complete {
+                self.avail.remove_seeder();
+            } else {
+                self.avail.remove_peer(&ch.peer_have);
+            }
         }
         self.push_event(Event::PeerClosed {
             peer: ch.addr,

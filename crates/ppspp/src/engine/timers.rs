@@ -180,7 +180,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 if !ch.choking && busy(ch) {
                     ch.choking = true;
                     ch.pending_choke = Some(true);
-                    ch.serve.clear();
+                    for (c, _) in ch.serve.drain(..) {
+                        ch.outgoing.remove(&c);
+                    }
                     excess -= 1;
                 }
             }
