@@ -359,3 +359,39 @@ fn the_engine_accepts_no_more_peers_than_configured() {
     run(&mut nodes, &mut net, Time::from_millis(5_000), |_| false);
     assert_eq!(nodes[0].peers().count(), 2);
 }
+
+#[test]
+fn urgent_vod_requests_raise_the_channel_priority_until_served() {
+    let data = content(64 * 1024);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha1, 1024, &data).unwrap();
+    let mut nodes = pair(&data, 1024, EngineConfig::default());
+    nodes[1] = Engine::new(
+        EngineConfig {
+            seed: 2,
+            picker: ppspp::engine::PickerKind::Vod { window: 8 },
+            urgent_priority: Some(2),
+            ..EngineConfig::default()
+        },
+        info(&tree),
+        MemoryStore::new(data.len(), 1024),
+        Time::ZERO,
+    )
+    .unwrap();
+    nodes[1].connect(0, Time::ZERO);
+    let mut net = Net::new(Duration::from_millis(50), 0, 8);
+    // Just after the handshake the first requests (the playhead window) are urgent.
+    let t = run(&mut nodes, &mut net, Time::from_millis(10_000), |n| {
+        n[1].channel_stats()
+            .iter()
+            .any(|c| c.requests_outstanding > 0)
+    });
+    assert_eq!(nodes[1].channel_stats()[0].priority, 2, "at {t:?}");
+    let t = run_from(t, &mut nodes, &mut net, Time::from_millis(60_000), |n| {
+        n[1].is_complete()
+    });
+    assert!(nodes[1].is_complete());
+    // Complete: nothing urgent is outstanding, so the next pass restores the priority.
+    nodes[1].handle_timeout(t);
+    assert_eq!(nodes[1].channel_stats()[0].requests_outstanding, 0);
+    assert_eq!(nodes[1].channel_stats()[0].priority, 0);
+}

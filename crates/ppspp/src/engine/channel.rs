@@ -85,6 +85,8 @@ pub(crate) struct Channel<A> {
     pub last_ack: Option<Time>,
     pub next_data: Time,
     pub choking: bool,
+    /// The priority is raised for urgent requests.
+    pub urgent: bool,
     pub pending_choke: Option<bool>,
 
     // PEX.
@@ -148,6 +150,7 @@ impl<A> Channel<A> {
             last_ack: None,
             next_data: now,
             choking: false,
+            urgent: false,
             pending_choke: None,
             pex_request_due: None,
             pending_pex_req: false,

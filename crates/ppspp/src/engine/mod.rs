@@ -89,6 +89,10 @@ pub struct EngineConfig {
     pub mtu: usize,
     /// Ask peers for more peers (PEX).
     pub pex: bool,
+    /// While a channel carries requests the picker marks urgent (VoD: chunks just ahead of
+    /// the playhead), raise its congestion priority to this (DTL runtime priority). It acts
+    /// on our side of the channel only: PPSPP has no message to make a peer send harder.
+    pub urgent_priority: Option<u32>,
     /// Seed for channel IDs and picker randomness; adapters pass real entropy.
     pub seed: u64,
 }
@@ -108,6 +112,7 @@ impl Default for EngineConfig {
             max_request_pipeline: 2048,
             mtu: 1500,
             pex: true,
+            urgent_priority: None,
             seed: 0,
         }
     }
