@@ -98,7 +98,8 @@ fn run_from(
             .map(|Reverse((t, ..))| *t)
             .unwrap_or(Time::NEVER);
         let next = next_timer.min(next_packet).max(now);
-        if next == Time::NEVER {
+        if next > limit {
+            now = limit;
             break;
         }
         now = next;
@@ -394,4 +395,29 @@ fn urgent_vod_requests_raise_the_channel_priority_until_served() {
     nodes[1].handle_timeout(t);
     assert_eq!(nodes[1].channel_stats()[0].requests_outstanding, 0);
     assert_eq!(nodes[1].channel_stats()[0].priority, 0);
+}
+
+#[test]
+fn stats_events_come_at_the_configured_interval() {
+    let data = content(32 * 1024);
+    let mut nodes = pair(
+        &data,
+        1024,
+        EngineConfig {
+            stats_interval: Some(Duration::from_secs(1)),
+            ..EngineConfig::default()
+        },
+    );
+    let mut net = Net::new(Duration::from_millis(5), 0, 9);
+    run(&mut nodes, &mut net, Time::from_millis(10_500), |_| false);
+    let stats: Vec<_> = events(&mut nodes[1])
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Stats(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stats.len(), 10, "one per second for 10.5 s");
+    assert_eq!(stats.last().unwrap().chunks_have, 32);
+    assert_eq!(stats.last().unwrap().peers, 1);
 }

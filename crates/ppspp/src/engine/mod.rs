@@ -93,6 +93,8 @@ pub struct EngineConfig {
     /// the playhead), raise its congestion priority to this (DTL runtime priority). It acts
     /// on our side of the channel only: PPSPP has no message to make a peer send harder.
     pub urgent_priority: Option<u32>,
+    /// Emit [`Event::Stats`] this often (`None`: never; `stats()` can always be called).
+    pub stats_interval: Option<core::time::Duration>,
     /// Seed for channel IDs and picker randomness; adapters pass real entropy.
     pub seed: u64,
 }
@@ -113,6 +115,7 @@ impl Default for EngineConfig {
             mtu: 1500,
             pex: true,
             urgent_priority: None,
+            stats_interval: None,
             seed: 0,
         }
     }
@@ -189,6 +192,7 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     /// When the rate limits will next allow what is waiting for them.
     upload_ready_at: Option<Time>,
     download_ready_at: Option<Time>,
+    next_stats: Option<Time>,
     complete_reported: bool,
     scratch: Vec<u8>,
 }
@@ -282,6 +286,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             exclude.set(b);
         }
         let burst = |rate: u64| rate.max(4 * (content.chunk_size as u64 + 512));
+        let next_stats = config.stats_interval.map(|d| now + d);
         Ok(Engine {
             picker: config.picker.build(),
             rng: Rng::new(config.seed),
@@ -316,6 +321,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             cursor: 0,
             upload_ready_at: None,
             download_ready_at: None,
+            next_stats,
             complete_reported: false,
             scratch: Vec::new(),
         })

@@ -1,7 +1,7 @@
 //! Everything that happens because time passed: handshake retries, loss detection and
 //! retransmission, request expiry, keep-alives, the dead-peer rule, PEX and choking.
 
-use super::event::CloseReason;
+use super::event::{CloseReason, Event};
 use super::request::plan_ahead;
 use super::send::HANDSHAKE_TRIES;
 use super::{Engine, PeerAddr};
@@ -27,11 +27,15 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     pub fn poll_timeout(&self) -> Option<Time> {
         // Output that is ready now goes out through `poll_transmit`, which adapters drain
         // after every call; only waiting produces a deadline here.
-        let mut next = [self.upload_ready_at, self.download_ready_at]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap_or(Time::NEVER);
+        let mut next = [
+            self.upload_ready_at,
+            self.download_ready_at,
+            self.next_stats,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(Time::NEVER);
         for ch in self.channels.values() {
             if let Some(retry) = &ch.handshake {
                 next = next.min(retry.next);
@@ -67,6 +71,13 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         if self.download_ready_at.is_some_and(|t| t <= now) {
             self.download_ready_at = None;
+        }
+        if let (Some(due), Some(every)) = (self.next_stats, self.config.stats_interval)
+            && due <= now
+        {
+            self.next_stats = Some(now + every);
+            let stats = self.stats();
+            self.push_event(Event::Stats(stats));
         }
         let ids: Vec<u32> = self.channels.keys().copied().collect();
         for id in ids {
