@@ -243,7 +243,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
 
     /// Adds INTEGRITY and DATA if the window, pacing and upload limit allow; true if it did.
     fn push_data(&mut self, now: Time, ch: &mut Channel<A>, w: &mut Writer) -> bool {
-        if ch.in_flight.len() >= ch.window() || now < ch.next_data {
+        let slack = self.config.pacing_granularity;
+        if ch.in_flight.len() >= ch.window() || now + slack < ch.next_data {
             return false;
         }
         let Some((chunk, retransmission)) = self.next_chunk(ch) else {
@@ -295,7 +296,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             sent: now,
             retransmission,
         });
-        ch.next_data = now + ch.send_interval();
+        ch.cc.on_sent(now, ch.in_flight.len() as u32, ch.rtt.srtt());
+        // Pace from the schedule, not from now, so a burst of at most `slack` is the only
+        // deviation from one window per round trip.
+        ch.next_data = ch.next_data.max(now - slack) + ch.send_interval();
         ch.bytes_up += len;
         self.stats.bytes_uploaded += len;
         if retransmission {
