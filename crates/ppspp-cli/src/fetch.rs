@@ -32,13 +32,31 @@ pub struct FetchArgs {
     /// Print one JSON line of figures per second on stdout.
     #[arg(long = "stats-json")]
     stats_json: bool,
+    /// Give up if no peer has answered after this many seconds.
+    #[arg(long = "give-up-after", default_value_t = 30)]
+    give_up_after: u64,
 }
 
 /// How the fetch ended.
 enum Outcome {
     Complete,
     NoPeers(Vec<String>),
+    Failed(String),
     Interrupted,
+}
+
+/// Resolves if no peer connected within `secs`, or on Ctrl-C/SIGTERM.
+async fn give_up(secs: u64, connected: &std::cell::Cell<bool>) {
+    let deadline = async {
+        tokio::time::sleep(std::time::Duration::from_secs(secs)).await;
+        if connected.get() {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        _ = deadline => {}
+        _ = crate::shutdown_signal() => {}
+    }
 }
 
 pub fn run(args: &FetchArgs) -> Result<(), String> {
@@ -95,6 +113,7 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
         let mut closed: Vec<String> = Vec::new();
         let keep = args.keep_seeding;
         let stats = args.stats_json.then(StatsPrinter::new);
+        let connected = std::cell::Cell::new(false);
         udp::run(
             &mut engine,
             &socket,
@@ -107,6 +126,10 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
                             .min(content.content_len),
                     );
                     let _ = total;
+                    Flow::Continue
+                }
+                Event::PeerConnected { .. } => {
+                    connected.set(true);
                     Flow::Continue
                 }
                 Event::ChunkRejected {
@@ -127,6 +150,12 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
                 }
                 Event::Complete => {
                     progress.finish_and_clear();
+                    // Into place now: with --keep-seeding the process may run for long.
+                    if let Err(e) = engine.store_mut().commit() {
+                        outcome =
+                            Outcome::Failed(format!("cannot write {}: {e}", args.output.display()));
+                        return Flow::Stop;
+                    }
                     outcome = Outcome::Complete;
                     if keep {
                         eprintln!("complete; still serving others (Ctrl-C stops)");
@@ -137,15 +166,23 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
                 }
                 _ => Flow::Continue,
             },
-            crate::shutdown_signal(),
+            give_up(args.give_up_after, &connected),
         )
         .await;
         progress.finish_and_clear();
+        if !connected.get() && !matches!(outcome, Outcome::NoPeers(_)) {
+            let tried: Vec<String> = peers.iter().map(|p| format!("{p}: no answer")).collect();
+            outcome = Outcome::NoPeers(tried);
+        }
         Ok::<_, String>((outcome, engine))
     })?;
     let stats = engine.stats();
     let complete = engine.is_complete();
-    let store = engine.into_store();
+    let mut store = engine.into_store();
+    if let Outcome::Failed(why) = outcome {
+        store.abandon();
+        return Err(why);
+    }
     if !complete {
         store.abandon();
         return Err(match outcome {
@@ -160,7 +197,7 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
         });
     }
     let path = store
-        .finish()
+        .commit()
         .map_err(|e| format!("cannot write {}: {e}", args.output.display()))?;
     let secs = started.elapsed().as_secs_f64();
     eprintln!(

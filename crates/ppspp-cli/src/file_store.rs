@@ -14,8 +14,9 @@ pub struct FileStore {
     chunk_size: usize,
     /// Which chunks the file holds (all of them for a seeder).
     held: Vec<bool>,
-    /// For a fetch: the temporary path and the final one.
+    /// For a fetch: the temporary path and the final one, until committed.
     paths: Option<(PathBuf, PathBuf)>,
+    committed: Option<PathBuf>,
 }
 
 impl FileStore {
@@ -30,6 +31,7 @@ impl FileStore {
             chunk_size,
             held: vec![true; chunks],
             paths: None,
+            committed: None,
         })
     }
 
@@ -56,18 +58,21 @@ impl FileStore {
             chunk_size,
             held: vec![false; chunks],
             paths: Some((part, output.to_path_buf())),
+            committed: None,
         })
     }
 
-    /// Flushes the verified content to disk and moves it to its final name.
-    pub fn finish(self) -> std::io::Result<PathBuf> {
+    /// Flushes the verified content to disk and moves it to its final name; the store
+    /// keeps serving from the renamed file. Returns the final path.
+    pub fn commit(&mut self) -> std::io::Result<PathBuf> {
         self.file.sync_all()?;
-        match &self.paths {
+        match self.paths.take() {
             Some((part, output)) => {
-                std::fs::rename(part, output)?;
-                Ok(output.clone())
+                std::fs::rename(&part, &output)?;
+                self.committed = Some(output.clone());
+                Ok(output)
             }
-            None => Ok(PathBuf::new()),
+            None => Ok(self.committed.clone().unwrap_or_default()),
         }
     }
 

@@ -70,6 +70,9 @@ pub async fn run<S: ChunkStore>(
         while let Some(event) = engine.poll_event() {
             if let Flow::Stop = on_event(engine, event) {
                 flush(engine, socket, clock).await;
+                if let Some(s) = stats.as_mut() {
+                    s.print(engine, clock.now());
+                }
                 return;
             }
         }
@@ -102,6 +105,9 @@ pub async fn run<S: ChunkStore>(
             _ = &mut stop => {
                 engine.close_all();
                 flush(engine, socket, clock).await;
+                if let Some(s) = stats.as_mut() {
+                    s.print(engine, clock.now());
+                }
                 return;
             }
         }
