@@ -1,0 +1,167 @@
+//! `ppspp-signal`: the WebSocket signaling server and tracker of ppspp-web.
+//!
+//! Peers of one swarm (one piece of content, named by its Merkle root) meet in a room:
+//! `join` tells a newcomer its server-assigned peer id and a random sample of the peers
+//! already there; the newcomer then opens WebRTC connections to them by relaying
+//! offers, answers and ICE candidates through `signal` messages. The protocol is specified
+//! in `docs/SIGNALING.md`.
+//!
+//! Run it in-process (tests of other crates do) with [`serve`]:
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let url = format!("ws://{}/ws", listener.local_addr()?);
+//! let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+//! let server = tokio::spawn(ppspp_signal::serve(
+//!     listener,
+//!     ppspp_signal::Config::default(),
+//!     async move {
+//!         let _ = stopped.await;
+//!     },
+//! ));
+//! // ... connect peers to `url` ...
+//! let _ = stop.send(());
+//! server.await.expect("server task")?;
+//! # Ok(()) }
+//! ```
+
+mod config;
+mod conn;
+pub mod protocol;
+mod registry;
+
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::Router;
+use axum::extract::State;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+
+pub use config::Config;
+pub use protocol::{PROTOCOL_VERSION, WS_PATH};
+
+/// The path of the health endpoint.
+pub const HEALTH_PATH: &str = "/health";
+
+pub(crate) struct Shared {
+    pub(crate) config: Config,
+    pub(crate) registry: registry::Registry,
+    /// One permit per open WebSocket connection.
+    connections: Arc<Semaphore>,
+    /// Capacity of `connections`.
+    max_connections: u32,
+    /// Becomes `true` when the server starts shutting down.
+    pub(crate) shutdown: watch::Receiver<bool>,
+}
+
+impl Shared {
+    fn open_connections(&self) -> usize {
+        (self.max_connections as usize).saturating_sub(self.connections.available_permits())
+    }
+}
+
+/// Serves signaling on `listener` until `shutdown` resolves: WebSocket clients on
+/// [`WS_PATH`] (`/ws`), health on [`HEALTH_PATH`] (`/health`).
+///
+/// On shutdown it stops accepting, sends every client a close frame (1001, going away) and
+/// returns once all connections are closed or `config.shutdown_grace` has passed.
+/// Fails at once with `InvalidInput` if `config` does not validate.
+pub async fn serve(
+    listener: TcpListener,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    config
+        .validate()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let max_connections = u32::try_from(config.max_connections)
+        .unwrap_or(u32::MAX)
+        .min(u32::try_from(Semaphore::MAX_PERMITS).unwrap_or(u32::MAX));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let shared = Arc::new(Shared {
+        config,
+        registry: registry::Registry::default(),
+        connections: Arc::new(Semaphore::new(max_connections as usize)),
+        max_connections,
+        shutdown: stop_rx,
+    });
+    let app = Router::new()
+        .route(WS_PATH, get(ws_handler))
+        .route(HEALTH_PATH, get(health))
+        .with_state(shared.clone());
+    if let Ok(addr) = listener.local_addr() {
+        tracing::info!(%addr, "serving signaling");
+    }
+    let signal = async move {
+        shutdown.await;
+        tracing::info!("shutting down");
+        let _ = stop_tx.send(true);
+    };
+    axum::serve(listener, app)
+        .with_graceful_shutdown(signal)
+        .await?;
+    // Upgraded connections are not tracked by axum: wait for our own tasks, each of which
+    // has seen the shutdown and is closing its socket.
+    let grace = shared.config.shutdown_grace;
+    let all = shared.connections.acquire_many(max_connections);
+    match tokio::time::timeout(grace, all).await {
+        Ok(_) => tracing::info!("all connections closed"),
+        Err(_) => tracing::warn!(
+            open = shared.open_connections(),
+            "shutdown grace period over with connections still open"
+        ),
+    }
+    Ok(())
+}
+
+fn unavailable(message: &str) -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        Json(serde_json::json!({ "status": "unavailable", "message": message })),
+    )
+        .into_response()
+}
+
+async fn ws_handler(State(shared): State<Arc<Shared>>, ws: WebSocketUpgrade) -> Response {
+    if *shared.shutdown.borrow() {
+        return unavailable("shutting down");
+    }
+    let Ok(permit) = shared.connections.clone().try_acquire_owned() else {
+        tracing::info!("connection refused: max_connections reached");
+        return unavailable("too many connections");
+    };
+    let cfg = &shared.config;
+    // Frames up to the transport limit are read and answered with `too-large`; anything
+    // bigger is cut off by the WebSocket layer, and the server still tries to say why.
+    let transport_limit = conn::transport_limit(cfg.max_message_bytes);
+    ws.read_buffer_size(conn::READ_BUFFER)
+        .write_buffer_size(0)
+        .max_write_buffer_size(transport_limit * 2)
+        .max_message_size(transport_limit)
+        .max_frame_size(transport_limit)
+        .on_upgrade(move |socket| conn::run(socket, shared, permit))
+}
+
+async fn health(State(shared): State<Arc<Shared>>) -> Json<serde_json::Value> {
+    let counts = shared.registry.counts();
+    let status = if *shared.shutdown.borrow() {
+        "shutting-down"
+    } else {
+        "ok"
+    };
+    Json(serde_json::json!({
+        "status": status,
+        "v": PROTOCOL_VERSION,
+        "rooms": counts.rooms,
+        "peers": counts.peers,
+        "connections": shared.open_connections(),
+    }))
+}
