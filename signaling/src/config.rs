@@ -47,7 +47,7 @@ impl Default for Config {
             rate_burst: 50.0,
             idle_timeout: Duration::from_secs(60),
             ping_interval: Duration::from_secs(20),
-            outbound_queue: 64,
+            outbound_queue: 256,
             write_timeout: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(5),
         }

@@ -216,7 +216,7 @@ mod tests {
         let mut rxs = Vec::new();
         let mut ids = Vec::new();
         for _ in 0..30 {
-            let (tx, rx) = mpsc::channel(4);
+            let (tx, rx) = mpsc::channel(64);
             let (id, sample) = reg.join(&swarm('a'), tx, 10, 100, 5).unwrap();
             assert_eq!(id.len(), 32);
             assert!(sample.len() <= 5 && sample.len() <= ids.len());
