@@ -23,6 +23,10 @@ pub(crate) const READ_BUFFER: usize = 4096;
 /// long, so the client receives the error and close frame instead of a TCP reset.
 const DRAIN: Duration = Duration::from_secs(2);
 
+/// How long a connection whose input failed stays open after the close frame, so the
+/// client can read the frames before the TCP reset that unread input causes.
+const LINGER: Duration = Duration::from_millis(500);
+
 /// The WebSocket layer's own frame limit: frames between `max_message_bytes` and this are
 /// read whole and answered with `too-large`; bigger ones fail in the WebSocket layer.
 pub(crate) fn transport_limit(max_message_bytes: usize) -> usize {
@@ -93,6 +97,8 @@ struct Conn {
     ws: WebSocket,
     shared: Arc<Shared>,
     joined: Option<Joined>,
+    /// The WebSocket layer returned an error: nothing more can be read.
+    read_failed: bool,
 }
 
 impl Conn {
@@ -244,6 +250,7 @@ impl Conn {
             None => return Err(End::Gone),
             Some(Err(e)) => {
                 tracing::debug!(error = %e, "read failed");
+                self.read_failed = true;
                 // The WebSocket layer refuses frames over its own limit; say why if the
                 // socket still takes a write.
                 let too_big = e.to_string().to_ascii_lowercase();
@@ -294,6 +301,12 @@ impl Conn {
         if !self.send(Message::Close(Some(frame))).await {
             return;
         }
+        if self.read_failed {
+            // The WebSocket layer can read no more, and closing now would reset the
+            // connection (unread input) before the client reads our last frames.
+            tokio::time::sleep(LINGER).await;
+            return;
+        }
         let _ = timeout(DRAIN, async {
             while let Some(Ok(_)) = self.ws.recv().await {}
         })
@@ -309,6 +322,7 @@ pub(crate) async fn run(ws: WebSocket, shared: Arc<Shared>, _permit: OwnedSemaph
         ws,
         shared,
         joined: None,
+        read_failed: false,
     };
     let mut bucket = Bucket::new(cfg.rate_per_sec, cfg.rate_burst);
     let mut ping = tokio::time::interval_at(Instant::now() + cfg.ping_interval, cfg.ping_interval);

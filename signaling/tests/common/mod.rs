@@ -180,14 +180,17 @@ impl Client {
     /// Reads to the end of the stream, skipping text and pings, and says how it ended.
     pub async fn ending(&mut self) -> Ending {
         let fut = async {
-            loop {
+            let code = loop {
                 match self.ws.next().await {
-                    Some(Ok(Message::Close(Some(f)))) => return Ending::Closed(u16::from(f.code)),
-                    Some(Ok(Message::Close(None))) => return Ending::Closed(1005),
+                    Some(Ok(Message::Close(Some(f)))) => break u16::from(f.code),
+                    Some(Ok(Message::Close(None))) => break 1005,
                     Some(Ok(_)) => {}
                     Some(Err(_)) | None => return Ending::Dropped,
                 }
-            }
+            };
+            // Reading on sends our close reply and sees the server end the stream.
+            while let Some(Ok(_)) = self.ws.next().await {}
+            Ending::Closed(code)
         };
         timeout(WAIT, fut).await.expect("connection did not end in time")
     }
