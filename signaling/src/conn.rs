@@ -257,7 +257,10 @@ impl Conn {
                 if too_big.contains("too long") || too_big.contains("too big") {
                     let max = self.shared.config.max_message_bytes;
                     return self
-                        .fail(ErrorCode::TooLarge, format!("frame exceeds the limit of {max}"))
+                        .fail(
+                            ErrorCode::TooLarge,
+                            format!("frame exceeds the limit of {max}"),
+                        )
                         .await;
                 }
                 return Err(End::Gone);
@@ -344,8 +347,11 @@ pub(crate) async fn run(ws: WebSocket, shared: Arc<Shared>, _permit: OwnedSemaph
             Event::Shutdown => Err(End::Close(close_code::GOING_AWAY, "server shutting down")),
             Event::Idle => {
                 let secs = cfg.idle_timeout.as_secs_f64();
-                conn.fail(ErrorCode::IdleTimeout, format!("nothing received for {secs} s"))
-                    .await
+                conn.fail(
+                    ErrorCode::IdleTimeout,
+                    format!("nothing received for {secs} s"),
+                )
+                .await
             }
             Event::Queued(Some(text)) => {
                 if conn.send(Message::Text(text)).await {

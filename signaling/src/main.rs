@@ -88,31 +88,29 @@ impl Args {
 /// Raises the soft open-file limit towards what `connections` sockets need.
 #[cfg(unix)]
 fn raise_fd_limit(connections: usize) {
-    let want = (connections as u64).saturating_add(256);
+    let want = libc::rlim_t::try_from(connections.saturating_add(256)).unwrap_or(libc::rlim_t::MAX);
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: getrlimit/setrlimit only read/write the struct we pass.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            return;
-        }
-        let before = lim.rlim_cur;
-        if before >= want as libc::rlim_t {
-            return;
-        }
-        lim.rlim_cur = (want as libc::rlim_t).min(lim.rlim_max);
-        if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0 {
-            tracing::debug!(from = before, to = lim.rlim_cur, "raised open-file limit");
-        }
-        if (lim.rlim_cur as u64) < want {
-            tracing::warn!(
-                limit = lim.rlim_cur,
-                max_connections = connections,
-                "open-file limit is below what max_connections needs"
-            );
-        }
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 || lim.rlim_cur >= want {
+        return;
+    }
+    let before = lim.rlim_cur;
+    lim.rlim_cur = want.min(lim.rlim_max);
+    // SAFETY: as above.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } == 0 {
+        tracing::debug!(from = before, to = lim.rlim_cur, "raised open-file limit");
+    } else {
+        lim.rlim_cur = before;
+    }
+    if lim.rlim_cur < want {
+        tracing::warn!(
+            limit = lim.rlim_cur,
+            max_connections = connections,
+            "open-file limit is below what max_connections needs"
+        );
     }
 }
 

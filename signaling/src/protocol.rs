@@ -74,7 +74,9 @@ pub fn parse_client(text: &str) -> Result<ClientMessage, ParseError> {
     let value: Value =
         serde_json::from_str(text).map_err(|e| ParseError::BadJson(e.to_string()))?;
     let Value::Object(map) = &value else {
-        return Err(ParseError::BadMessage("a message must be a JSON object".into()));
+        return Err(ParseError::BadMessage(
+            "a message must be a JSON object".into(),
+        ));
     };
     let ty = match map.get("type") {
         Some(Value::String(t)) => t.as_str(),
@@ -281,7 +283,10 @@ mod tests {
                 data: serde_json::json!({"sdp":"y"})
             })
         );
-        assert_eq!(parse_client(r#"{"type":"leave"}"#), Ok(ClientMessage::Leave));
+        assert_eq!(
+            parse_client(r#"{"type":"leave"}"#),
+            Ok(ClientMessage::Leave)
+        );
     }
 
     #[test]
@@ -293,7 +298,10 @@ mod tests {
         assert_eq!(code(r#"{"v":1}"#), ErrorCode::BadMessage);
         assert_eq!(code(r#"{"type":7}"#), ErrorCode::BadMessage);
         assert_eq!(code(r#"{"type":"join","v":1}"#), ErrorCode::BadMessage);
-        assert_eq!(code(r#"{"type":"join","v":"1","swarm":"a"}"#), ErrorCode::BadMessage);
+        assert_eq!(
+            code(r#"{"type":"join","v":"1","swarm":"a"}"#),
+            ErrorCode::BadMessage
+        );
         assert_eq!(code(r#"{"type":"signal","to":"x"}"#), ErrorCode::BadMessage);
         assert_eq!(code(r#"{"type":"signal","data":1}"#), ErrorCode::BadMessage);
         assert_eq!(code(r#"{"type":"hello"}"#), ErrorCode::UnknownType);

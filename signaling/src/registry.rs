@@ -178,10 +178,10 @@ fn remove_and_announce(inner: &mut Inner, peer_id: &str, pending: &mut Vec<Strin
         return;
     };
     room.members.swap_remove(entry.index);
-    if let Some(moved) = room.members.get(entry.index) {
-        if let Some(p) = inner.peers.get_mut(moved) {
-            p.index = entry.index;
-        }
+    if let Some(moved) = room.members.get(entry.index)
+        && let Some(p) = inner.peers.get_mut(moved)
+    {
+        p.index = entry.index;
     }
     if room.members.is_empty() {
         inner.rooms.remove(&entry.swarm);
@@ -193,11 +193,11 @@ fn remove_and_announce(inner: &mut Inner, peer_id: &str, pending: &mut Vec<Strin
     .to_json()
     .into();
     for member in &room.members {
-        if let Some(p) = inner.peers.get(member) {
-            if let Err(mpsc::error::TrySendError::Full(_)) = p.tx.try_send(text.clone()) {
-                tracing::info!(peer = %member, "outbound queue full; disconnecting slow reader");
-                pending.push(member.clone());
-            }
+        if let Some(p) = inner.peers.get(member)
+            && let Err(mpsc::error::TrySendError::Full(_)) = p.tx.try_send(text.clone())
+        {
+            tracing::info!(peer = %member, "outbound queue full; disconnecting slow reader");
+            pending.push(member.clone());
         }
     }
 }

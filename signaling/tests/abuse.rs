@@ -63,8 +63,16 @@ async fn malformed_input_is_fatal_for_the_sender_only() {
         (Message::text("{not json"), "bad-json", 1008),
         (Message::text("[1,2]"), "bad-message", 1008),
         (Message::text(r#"{"to":"x"}"#), "bad-message", 1008),
-        (Message::text(r#"{"type":"signal","data":1}"#), "bad-message", 1008),
-        (Message::text(r#"{"type":"signal","to":"x"}"#), "bad-message", 1008),
+        (
+            Message::text(r#"{"type":"signal","data":1}"#),
+            "bad-message",
+            1008,
+        ),
+        (
+            Message::text(r#"{"type":"signal","to":"x"}"#),
+            "bad-message",
+            1008,
+        ),
         (Message::text(r#"{"type":"hello"}"#), "unknown-type", 1008),
         (Message::binary(vec![1u8, 2, 3]), "binary-frame", 1003),
         // Just over the limit, and far over the WebSocket layer's own limit.
@@ -95,7 +103,10 @@ async fn malformed_input_is_fatal_for_the_sender_only() {
     let from = pair.a.id().to_owned();
     pair.b.expect_signal(&from, &Value::String(pad)).await;
     let h = server.health().await;
-    assert_eq!((h["peers"].as_u64(), h["connections"].as_u64()), (Some(2), Some(2)));
+    assert_eq!(
+        (h["peers"].as_u64(), h["connections"].as_u64()),
+        (Some(2), Some(2))
+    );
     server.stop().await.expect("serve");
 }
 
@@ -130,7 +141,10 @@ async fn flooding_is_rate_limited() {
         }
     }
     // Allow a token or two of refill while the frames were in flight.
-    assert!((49..=52).contains(&unknown), "{unknown} messages before the limit");
+    assert!(
+        (49..=52).contains(&unknown),
+        "{unknown} messages before the limit"
+    );
     assert_eq!(flood.ending().await, Ending::Closed(1008));
     pair.check(&flood_id).await;
 
@@ -203,8 +217,11 @@ async fn slow_reader_is_disconnected() {
     let mut left = false;
     for _ in 0..2000 {
         fast.signal(&slow_id, json!(blob)).await;
-        if let Ok(Some(Ok(Message::Text(t)))) =
-            tokio::time::timeout(Duration::from_millis(1), futures_util::StreamExt::next(&mut fast.ws)).await
+        if let Ok(Some(Ok(Message::Text(t)))) = tokio::time::timeout(
+            Duration::from_millis(1),
+            futures_util::StreamExt::next(&mut fast.ws),
+        )
+        .await
         {
             let m: Value = serde_json::from_str(t.as_str()).expect("json");
             assert_eq!(m["type"], "peer-left", "{m}");
@@ -215,7 +232,9 @@ async fn slow_reader_is_disconnected() {
     }
     assert!(left, "slow reader was never disconnected");
     server
-        .wait_health("slow reader gone", |h| h["peers"] == 1 && h["connections"] == 1)
+        .wait_health("slow reader gone", |h| {
+            h["peers"] == 1 && h["connections"] == 1
+        })
         .await;
     drop(slow);
     server.stop().await.expect("serve");

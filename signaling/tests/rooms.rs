@@ -41,7 +41,10 @@ async fn many_clients_three_rooms() {
         clients.push((room, c));
     }
     let h = server.health().await;
-    assert_eq!((h["rooms"].as_u64(), h["peers"].as_u64()), (Some(3), Some(50)));
+    assert_eq!(
+        (h["rooms"].as_u64(), h["peers"].as_u64()),
+        (Some(3), Some(50))
+    );
     assert_eq!(h["connections"], 50);
 
     // Every client signals the next client of its room, which receives it from the right
@@ -71,15 +74,15 @@ async fn many_clients_three_rooms() {
     let me = clients[0].1.id().to_owned();
     clients[0].1.signal(&me, json!(1)).await;
     clients[0].1.expect_error("unknown-peer").await;
-    clients[1].1.expect_nothing(Duration::from_millis(100)).await;
+    clients[1]
+        .1
+        .expect_nothing(Duration::from_millis(100))
+        .await;
 
     // Client 3 (room 0) leaves by message, client 4 (room 1) by closing. Each room hears
     // about its own and nothing else.
     let left0 = clients[3].1.id().to_owned();
-    clients[3]
-        .1
-        .send(json!({"type": "leave"}))
-        .await;
+    clients[3].1.send(json!({"type": "leave"})).await;
     let left1 = clients[4].1.id().to_owned();
     let (_, c4) = clients.remove(4);
     c4.close().await;
@@ -138,7 +141,12 @@ async fn state_errors_keep_the_connection() {
     c.expect_error("not-joined").await;
     c.send(json!({"type": "leave"})).await;
     c.expect_error("not-joined").await;
-    for bad in ["AB".repeat(20), "ab".repeat(21), "xy".repeat(20), String::new()] {
+    for bad in [
+        "AB".repeat(20),
+        "ab".repeat(21),
+        "xy".repeat(20),
+        String::new(),
+    ] {
         c.send(json!({"type": "join", "v": 1, "swarm": bad})).await;
         c.expect_error("bad-swarm").await;
     }
@@ -157,7 +165,10 @@ async fn state_errors_keep_the_connection() {
     let from = d.id().to_owned();
     c.expect_signal(&from, &json!({"ice": 1})).await;
     let h = server.health().await;
-    assert_eq!((h["rooms"].as_u64(), h["peers"].as_u64()), (Some(1), Some(2)));
+    assert_eq!(
+        (h["rooms"].as_u64(), h["peers"].as_u64()),
+        (Some(1), Some(2))
+    );
     server.stop().await.expect("serve");
 }
 

@@ -59,18 +59,7 @@ impl Server {
 
     /// Polls `/health` until `pred` holds; panics after `WAIT`.
     pub async fn wait_health(&self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-        let deadline = tokio::time::Instant::now() + WAIT;
-        loop {
-            let h = self.health().await;
-            if pred(&h) {
-                return h;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "health never showed {what}: {h}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        wait_health_at(self.addr, what, pred).await
     }
 
     /// Resolves the shutdown future and waits for `serve` to return.
@@ -192,7 +181,9 @@ impl Client {
             while let Some(Ok(_)) = self.ws.next().await {}
             Ending::Closed(code)
         };
-        timeout(WAIT, fut).await.expect("connection did not end in time")
+        timeout(WAIT, fut)
+            .await
+            .expect("connection did not end in time")
     }
 
     /// Expects error `code` and then a close frame with `close`.
@@ -246,6 +237,142 @@ impl Client {
 
     pub async fn close(mut self) {
         let _ = timeout(WAIT, self.ws.close(None)).await;
-        let _ = timeout(WAIT, async { while let Some(Ok(_)) = self.ws.next().await {} }).await;
+        let _ = timeout(WAIT, async {
+            while let Some(Ok(_)) = self.ws.next().await {}
+        })
+        .await;
+    }
+}
+
+/// The `ppspp-signal` binary, run as a child process; killed if dropped while running.
+pub struct Binary {
+    pub child: std::process::Child,
+    pub addr: SocketAddr,
+    /// The line it printed on startup.
+    pub banner: String,
+}
+
+impl Binary {
+    /// Starts the binary on an ephemeral loopback port with `args` added, and reads the
+    /// address it prints.
+    pub fn start(args: &[&str]) -> Binary {
+        use std::io::BufRead;
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ppspp-signal"))
+            .args(["--bind", "127.0.0.1:0"])
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn ppspp-signal");
+        let stdout = child.stdout.take().expect("stdout");
+        // Read the banner on a thread so a silent binary cannot hang the test.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let mut r = std::io::BufReader::new(stdout);
+            let _ = r.read_line(&mut line);
+            let _ = tx.send(line);
+            // Keep the pipe open (and drained) until the child exits.
+            let mut sink = String::new();
+            while r.read_line(&mut sink).is_ok_and(|n| n > 0) {
+                sink.clear();
+            }
+        });
+        let banner = match rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(l) => l.trim_end().to_owned(),
+            Err(_) => {
+                let _ = child.kill();
+                panic!("ppspp-signal printed no address");
+            }
+        };
+        let addr = banner
+            .strip_prefix("ppspp-signal listening on ws://")
+            .and_then(|rest| rest.strip_suffix("/ws"))
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected banner {banner:?}"));
+        Binary {
+            child,
+            addr,
+            banner,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("ws://{}/ws", self.addr)
+    }
+
+    /// Resident memory of the child in bytes, from /proc/PID/statm.
+    pub fn rss_bytes(&self) -> u64 {
+        let statm = std::fs::read_to_string(format!("/proc/{}/statm", self.child.id()))
+            .expect("read statm");
+        let pages: u64 = statm
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .expect("statm resident");
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        pages * u64::try_from(page).expect("page size")
+    }
+
+    /// Sends SIGTERM and waits (bounded) for the exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = libc::pid_t::try_from(self.child.id()).expect("pid");
+        // SAFETY: signalling our own child process by its pid.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0, "kill");
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "ppspp-signal did not exit after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Raises this process's soft open-file limit to its hard limit (children inherit it).
+pub fn raise_fd_limit() -> libc::rlim_t {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain calls on a struct we own.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim), 0);
+        lim.rlim_cur = lim.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim), 0);
+    }
+    lim.rlim_cur
+}
+
+/// `health` polled until `pred` holds; panics after `WAIT`.
+pub async fn wait_health_at(addr: SocketAddr, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let h = health(addr).await.1;
+        if pred(&h) {
+            return h;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "health never showed {what}: {h}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
