@@ -16,6 +16,12 @@ pub struct Config {
     pub max_rooms: usize,
     /// Most WebSocket connections open at once. Upgrades beyond get HTTP 503.
     pub max_connections: usize,
+    /// Most HTTP connections not (yet) upgraded to WebSocket (health checks, handshakes in
+    /// progress). A new TCP connection beyond is closed at once.
+    pub max_http_connections: usize,
+    /// An HTTP connection that does not deliver a complete request head within this long
+    /// (also between requests on a kept-alive connection) is closed.
+    pub http_header_timeout: Duration,
     /// Most peers listed in a `welcome` (a uniform random sample of the room).
     pub sample_size: usize,
     /// Token-bucket refill: frames per second a client may send on average.
@@ -42,6 +48,8 @@ impl Default for Config {
             max_peers_per_room: 1000,
             max_rooms: 10_000,
             max_connections: 10_000,
+            max_http_connections: 256,
+            http_header_timeout: Duration::from_secs(10),
             sample_size: 20,
             rate_per_sec: 20.0,
             rate_burst: 50.0,
@@ -63,6 +71,7 @@ impl Config {
             ("max_peers_per_room", self.max_peers_per_room),
             ("max_rooms", self.max_rooms),
             ("max_connections", self.max_connections),
+            ("max_http_connections", self.max_http_connections),
             ("outbound_queue", self.outbound_queue),
         ];
         for (name, value) in positive {
@@ -83,6 +92,7 @@ impl Config {
             ("idle_timeout", self.idle_timeout),
             ("ping_interval", self.ping_interval),
             ("write_timeout", self.write_timeout),
+            ("http_header_timeout", self.http_header_timeout),
         ] {
             if d.is_zero() {
                 return Err(format!("{name} must be greater than zero"));

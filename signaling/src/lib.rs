@@ -42,6 +42,11 @@ use axum::extract::ws::WebSocketUpgrade;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 
@@ -73,6 +78,7 @@ impl Shared {
 ///
 /// On shutdown it stops accepting, sends every client a close frame (1001, going away) and
 /// returns once all connections are closed or `config.shutdown_grace` has passed.
+/// Connections are served over HTTP/1.1 (WebSocket upgrades need nothing else).
 /// Fails at once with `InvalidInput` if `config` does not validate.
 pub async fn serve(
     listener: TcpListener,
@@ -100,19 +106,69 @@ pub async fn serve(
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "serving signaling");
     }
-    let signal = async move {
-        shutdown.await;
-        tracing::info!("shutting down");
-        let _ = stop_tx.send(true);
-    };
-    axum::serve(listener, app)
-        .with_graceful_shutdown(signal)
-        .await?;
-    // Upgraded connections are not tracked by axum: wait for our own tasks, each of which
-    // has seen the shutdown and is closing its socket.
+    let cfg = &shared.config;
+    let http_capacity = u32::try_from(cfg.max_http_connections)
+        .unwrap_or(u32::MAX)
+        .min(u32::try_from(Semaphore::MAX_PERMITS).unwrap_or(u32::MAX));
+    let http_slots = Arc::new(Semaphore::new(http_capacity as usize));
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            biased;
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(slot) = http_slots.clone().try_acquire_owned() else {
+            tracing::debug!(%peer, "connection refused: max_http_connections reached");
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let service = TowerToHyperService::new(app.clone());
+        let conn = http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(cfg.http_header_timeout)
+            .serve_connection(TokioIo::new(stream), service)
+            .with_upgrades();
+        let mut stop = shared.shutdown.clone();
+        tokio::spawn(async move {
+            let mut conn = std::pin::pin!(conn);
+            let result = tokio::select! {
+                r = conn.as_mut() => r,
+                _ = stop.changed() => {
+                    // Finish the request in flight, then close; idle ones close now.
+                    conn.as_mut().graceful_shutdown();
+                    conn.await
+                }
+            };
+            if let Err(e) = result {
+                tracing::trace!(%peer, error = %e, "HTTP connection ended with an error");
+            }
+            // Also when the connection was upgraded: WebSocket connections are counted
+            // by their own permits.
+            drop(slot);
+        });
+    }
+    drop(listener);
+    tracing::info!("shutting down");
+    let _ = stop_tx.send(true);
     let grace = shared.config.shutdown_grace;
+    let deadline = tokio::time::Instant::now() + grace;
+    // HTTP connections finish their request in flight; idle ones close now.
+    let http_all = http_slots.acquire_many(http_capacity);
+    if tokio::time::timeout_at(deadline, http_all).await.is_err() {
+        tracing::warn!("shutdown grace period over with HTTP connections still open");
+    }
+    // WebSocket connections: each task has seen the shutdown and is closing its socket.
     let all = shared.connections.acquire_many(max_connections);
-    match tokio::time::timeout(grace, all).await {
+    match tokio::time::timeout_at(deadline, all).await {
         Ok(_) => tracing::info!("all connections closed"),
         Err(_) => tracing::warn!(
             open = shared.open_connections(),

@@ -34,6 +34,13 @@ struct Args {
     /// when the hard limit allows).
     #[arg(long, env = "PPSPP_SIGNAL_MAX_CONNECTIONS", default_value_t = Config::default().max_connections)]
     max_connections: usize,
+    /// Most HTTP connections not upgraded to WebSocket (health checks, handshakes in
+    /// progress); further TCP connections are closed at once.
+    #[arg(long, env = "PPSPP_SIGNAL_MAX_HTTP_CONNECTIONS", default_value_t = Config::default().max_http_connections)]
+    max_http_connections: usize,
+    /// Seconds an HTTP connection may take to send a request head.
+    #[arg(long, env = "PPSPP_SIGNAL_HTTP_HEADER_TIMEOUT", default_value_t = Config::default().http_header_timeout.as_secs_f64())]
+    http_header_timeout: f64,
     /// Most peers listed in a `welcome`.
     #[arg(long, env = "PPSPP_SIGNAL_SAMPLE_SIZE", default_value_t = Config::default().sample_size)]
     sample_size: usize,
@@ -71,6 +78,8 @@ impl Args {
             max_peers_per_room: self.max_peers_per_room,
             max_rooms: self.max_rooms,
             max_connections: self.max_connections,
+            max_http_connections: self.max_http_connections,
+            http_header_timeout: seconds("http-header-timeout", self.http_header_timeout)?,
             sample_size: self.sample_size,
             rate_per_sec: self.rate,
             rate_burst: self.burst,
@@ -156,7 +165,11 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    raise_fd_limit(config.max_connections);
+    raise_fd_limit(
+        config
+            .max_connections
+            .saturating_add(config.max_http_connections),
+    );
     let listener = match tokio::net::TcpListener::bind(args.bind).await {
         Ok(l) => l,
         Err(e) => {
