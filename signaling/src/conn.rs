@@ -167,12 +167,11 @@ impl Conn {
                 if self.shared.registry.relay(&j.peer_id, &to, text) {
                     return Ok(());
                 }
-                let msg = ServerMessage::Error {
-                    code: ErrorCode::UnknownPeer,
-                    message: "no such peer in this room".into(),
-                    to: Some(to),
-                    supported: None,
-                };
+                let mut msg =
+                    ServerMessage::error(ErrorCode::UnknownPeer, "no such peer in this room");
+                if let ServerMessage::Error { to: t, .. } = &mut msg {
+                    *t = Some(to);
+                }
                 self.error(msg).await
             }
             ClientMessage::Leave => {
@@ -187,12 +186,13 @@ impl Conn {
 
     async fn on_join(&mut self, v: u64, swarm: String) -> Result<(), End> {
         if v != PROTOCOL_VERSION {
-            let msg = ServerMessage::Error {
-                code: ErrorCode::UnsupportedVersion,
-                message: format!("protocol version {v} is not supported"),
-                to: None,
-                supported: Some(vec![PROTOCOL_VERSION]),
-            };
+            let mut msg = ServerMessage::error(
+                ErrorCode::UnsupportedVersion,
+                format!("protocol version {v} is not supported"),
+            );
+            if let ServerMessage::Error { supported, .. } = &mut msg {
+                *supported = Some(vec![PROTOCOL_VERSION]);
+            }
             return self.error(msg).await;
         }
         if self.joined.is_some() {

@@ -233,6 +233,8 @@ pub enum ServerMessage {
     Error {
         code: ErrorCode,
         message: String,
+        /// Whether the server closes the connection after this error.
+        fatal: bool,
         /// For `unknown-peer`: the addressee that was not found.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         to: Option<String>,
@@ -248,6 +250,7 @@ impl ServerMessage {
         ServerMessage::Error {
             code,
             message: message.into(),
+            fatal: code.is_fatal(),
             to: None,
             supported: None,
         }
@@ -258,7 +261,8 @@ impl ServerMessage {
         // Serializing these types cannot fail: string keys, no non-finite floats that
         // did not come from parsed JSON.
         serde_json::to_string(self).unwrap_or_else(|_| {
-            r#"{"type":"error","code":"bad-message","message":"unprintable"}"#.to_owned()
+            r#"{"type":"error","code":"bad-message","message":"unprintable","fatal":true}"#
+                .to_owned()
         })
     }
 }
@@ -331,7 +335,7 @@ mod tests {
         let e = ServerMessage::error(ErrorCode::UnknownPeer, "no");
         assert_eq!(
             e.to_json(),
-            r#"{"type":"error","code":"unknown-peer","message":"no"}"#
+            r#"{"type":"error","code":"unknown-peer","message":"no","fatal":false}"#
         );
         for code in [ErrorCode::BadJson, ErrorCode::TooManyRooms] {
             let json = serde_json::to_value(code).unwrap();

@@ -68,6 +68,7 @@ async fn many_clients_three_rooms() {
     clients[0].1.signal(&other, json!("x")).await; // from room 0
     let e = clients[0].1.expect_error("unknown-peer").await;
     assert_eq!(e["to"], other.as_str());
+    assert_eq!(e["fatal"], false);
     // A stranger, and oneself, are unknown too.
     clients[0].1.signal(&"0".repeat(32), json!(1)).await;
     clients[0].1.expect_error("unknown-peer").await;

@@ -163,6 +163,7 @@ impl Client {
         assert_eq!(m["type"], "error", "expected error {code}, got {m}");
         assert_eq!(m["code"], code, "expected error {code}, got {m}");
         assert!(m["message"].as_str().is_some_and(|s| !s.is_empty()), "{m}");
+        assert!(m["fatal"].is_boolean(), "{m}");
         m
     }
 
@@ -188,7 +189,8 @@ impl Client {
 
     /// Expects error `code` and then a close frame with `close`.
     pub async fn expect_fatal(&mut self, code: &str, close: u16) {
-        self.expect_error(code).await;
+        let m = self.expect_error(code).await;
+        assert_eq!(m["fatal"], true, "{m}");
         assert_eq!(self.ending().await, Ending::Closed(close));
     }
 
