@@ -140,9 +140,9 @@ async fn flooding_is_rate_limited() {
             _ => panic!("unexpected {m}"),
         }
     }
-    // Allow a token or two of refill while the frames were in flight.
+    // Allow some refill while the frames were in flight; the limit must still bite.
     assert!(
-        (49..=52).contains(&unknown),
+        (49..60).contains(&unknown),
         "{unknown} messages before the limit"
     );
     assert_eq!(flood.ending().await, Ending::Closed(1008));
