@@ -90,6 +90,18 @@ async fn binary_health_and_sigterm() {
     assert!(status.success(), "exit status {status}");
 }
 
+/// SIGINT (Ctrl-C) shuts down the same way.
+#[tokio::test]
+async fn binary_sigint() {
+    let mut bin = Binary::start(&["--max-connections", "16"]);
+    let mut a = Client::connect(&bin.url()).await;
+    a.join(&swarm(3)).await;
+    let exit = tokio::task::spawn_blocking(move || bin.signal(libc::SIGINT));
+    assert_eq!(a.ending().await, Ending::Closed(1001));
+    let status = exit.await.expect("join");
+    assert!(status.success(), "exit status {status}");
+}
+
 /// Flags are validated: a bad value exits non-zero with a message.
 #[test]
 fn binary_rejects_bad_flags() {

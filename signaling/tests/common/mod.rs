@@ -321,9 +321,14 @@ impl Binary {
 
     /// Sends SIGTERM and waits (bounded) for the exit status.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
+        self.signal(libc::SIGTERM)
+    }
+
+    /// Sends `sig` and waits (bounded) for the exit status.
+    pub fn signal(&mut self, sig: libc::c_int) -> std::process::ExitStatus {
         let pid = libc::pid_t::try_from(self.child.id()).expect("pid");
         // SAFETY: signalling our own child process by its pid.
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0, "kill");
+        assert_eq!(unsafe { libc::kill(pid, sig) }, 0, "kill");
         let deadline = std::time::Instant::now() + Duration::from_secs(15);
         loop {
             if let Some(status) = self.child.try_wait().expect("wait") {
