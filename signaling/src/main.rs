@@ -1,6 +1,6 @@
 //! `ppspp-signal`: runs the signaling server. A thin wrapper over [`ppspp_signal::serve`].
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -157,6 +157,7 @@ async fn main() -> ExitCode {
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let config = match args.config() {
         Ok(c) => c,
