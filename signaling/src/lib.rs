@@ -6,23 +6,19 @@
 //! offers, answers and ICE candidates through `signal` messages. The protocol is specified
 //! in `docs/SIGNALING.md`.
 //!
-//! Run it in-process (tests of other crates do) with [`serve`]:
+//! Run it in-process (tests of other crates do) with [`spawn`], or with [`serve`] on a
+//! listener of your own:
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
-//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-//! let url = format!("ws://{}/ws", listener.local_addr()?);
-//! let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-//! let server = tokio::spawn(ppspp_signal::serve(
-//!     listener,
+//! let server = ppspp_signal::spawn(
+//!     "127.0.0.1:0".parse().expect("address"),
 //!     ppspp_signal::Config::default(),
-//!     async move {
-//!         let _ = stopped.await;
-//!     },
-//! ));
+//! )
+//! .await?;
+//! let url = server.url(); // ws://127.0.0.1:PORT/ws
 //! // ... connect peers to `url` ...
-//! let _ = stop.send(());
-//! server.await.expect("server task")?;
+//! server.shutdown().await?;
 //! # Ok(()) }
 //! ```
 
@@ -42,13 +38,15 @@ use axum::extract::ws::WebSocketUpgrade;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::{Semaphore, oneshot, watch};
+use tokio::task::JoinHandle;
 
 pub use config::Config;
 pub use protocol::{PROTOCOL_VERSION, WS_PATH};
@@ -176,6 +174,65 @@ pub async fn serve(
         ),
     }
     Ok(())
+}
+
+/// A server started by [`spawn`], running on the current tokio runtime.
+#[derive(Debug)]
+pub struct Running {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<io::Result<()>>,
+}
+
+impl Running {
+    /// The address it listens on (the real port when bound to port 0).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The WebSocket URL clients connect to, e.g. `ws://127.0.0.1:41227/ws`.
+    pub fn url(&self) -> String {
+        format!("ws://{}{WS_PATH}", self.addr)
+    }
+
+    /// Shuts the server down gracefully and waits for [`serve`] to return.
+    pub async fn shutdown(mut self) -> io::Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match (&mut self.task).await {
+            Ok(result) => result,
+            Err(e) => Err(io::Error::other(e)),
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // Dropped without `shutdown`: stop it anyway (gracefully, in the background).
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// Binds `bind` (e.g. `127.0.0.1:0`) and runs [`serve`] in a task on the current tokio
+/// runtime: the in-process server for other crates' tests.
+pub async fn spawn(bind: SocketAddr, config: Config) -> io::Result<Running> {
+    config
+        .validate()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let listener = TcpListener::bind(bind).await?;
+    let addr = listener.local_addr()?;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(serve(listener, config, async move {
+        let _ = stopped.await;
+    }));
+    Ok(Running {
+        addr,
+        stop: Some(stop),
+        task,
+    })
 }
 
 fn unavailable(message: &str) -> Response {

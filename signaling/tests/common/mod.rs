@@ -10,9 +10,7 @@ use futures_util::{SinkExt, StreamExt};
 use ppspp_signal::Config;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
+use tokio::net::TcpStream;
 use tokio::time::timeout;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
@@ -26,27 +24,22 @@ pub fn swarm(n: u32) -> String {
 
 pub struct Server {
     pub addr: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    pub task: JoinHandle<std::io::Result<()>>,
+    running: ppspp_signal::Running,
 }
 
 impl Server {
     pub async fn start(config: Config) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(ppspp_signal::serve(listener, config, async move {
-            let _ = stopped.await;
-        }));
+        let running = ppspp_signal::spawn("127.0.0.1:0".parse().expect("addr"), config)
+            .await
+            .expect("spawn server");
         Server {
-            addr,
-            stop: Some(stop),
-            task,
+            addr: running.addr(),
+            running,
         }
     }
 
     pub fn url(&self) -> String {
-        format!("ws://{}/ws", self.addr)
+        self.running.url()
     }
 
     pub async fn client(&self) -> Client {
@@ -62,15 +55,11 @@ impl Server {
         wait_health_at(self.addr, what, pred).await
     }
 
-    /// Resolves the shutdown future and waits for `serve` to return.
-    pub async fn stop(mut self) -> std::io::Result<()> {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        timeout(Duration::from_secs(10), &mut self.task)
+    /// Resolves the shutdown future and waits (bounded) for `serve` to return.
+    pub async fn stop(self) -> std::io::Result<()> {
+        timeout(Duration::from_secs(10), self.running.shutdown())
             .await
             .expect("serve did not return after shutdown")
-            .expect("serve panicked")
     }
 }
 
