@@ -56,6 +56,15 @@ async fn serve_rejects_a_bad_config() {
         r.expect_err("bad config").kind(),
         std::io::ErrorKind::InvalidInput
     );
+    let bad = Config {
+        max_message_bytes: 0,
+        ..Config::default()
+    };
+    let r = ppspp_signal::spawn("127.0.0.1:0".parse().expect("addr"), bad).await;
+    assert_eq!(
+        r.expect_err("bad config").kind(),
+        std::io::ErrorKind::InvalidInput
+    );
 }
 
 /// The binary prints its real address for `--bind 127.0.0.1:0`, serves health and
