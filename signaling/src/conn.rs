@@ -335,8 +335,8 @@ pub(crate) async fn run(ws: WebSocket, shared: Arc<Shared>, _permit: OwnedSemaph
     tracing::debug!("connection open");
 
     let end = loop {
+        // Unbiased: a busy queue must not starve reading (and so pongs) or the reverse.
         let event = tokio::select! {
-            biased;
             _ = shutdown.changed() => Event::Shutdown,
             _ = &mut idle => Event::Idle,
             q = next_queued(&mut conn.joined) => Event::Queued(q),
