@@ -2,7 +2,7 @@
 //! `NAME.part` next to the output and renames it only once every chunk is verified, so an
 //! interrupted or failed fetch never leaves a file that looks complete.
 
-use ppspp::store::{ChunkStore, StoreError, chunk_span};
+use ppspp::store::{ChunkStore, StoreError, checked_span, chunk_span};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -97,14 +97,7 @@ fn backend(e: std::io::Error) -> StoreError {
 
 impl ChunkStore for FileStore {
     fn write_chunk(&mut self, chunk: u64, data: &[u8]) -> Result<(), StoreError> {
-        let span = self.span(chunk)?;
-        if (span.end - span.start) as usize != data.len() {
-            return Err(StoreError::WrongLength {
-                chunk,
-                expected: (span.end - span.start) as usize,
-                got: data.len(),
-            });
-        }
+        let span = checked_span(self.len, self.chunk_size, chunk, data.len())?;
         self.file
             .seek(SeekFrom::Start(span.start))
             .map_err(backend)?;

@@ -332,6 +332,16 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         })
     }
 
+    /// Bytes in `chunk` (the last one may be short; 0 past the end).
+    fn chunk_len(&self, chunk: u64) -> usize {
+        crate::store::chunk_span(
+            self.content.content_len,
+            self.content.chunk_size as usize,
+            chunk,
+        )
+        .map_or(0, |r| (r.end - r.start) as usize)
+    }
+
     /// The bins covering exactly the content's chunks.
     fn content_bins(&self) -> Vec<Bin> {
         Bin::from_chunk_range(0, self.chunk_count - 1).collect()

@@ -250,7 +250,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let Some((chunk, retransmission)) = self.next_chunk(ch) else {
             return false;
         };
-        let len = self.chunk_len_out(chunk) as u64;
+        let len = self.chunk_len(chunk) as u64;
         match self.upload.wait_for(now, len) {
             Some(d) if d.is_zero() => {}
             wait => {
@@ -307,15 +307,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         self.scratch = data;
         true
-    }
-
-    fn chunk_len_out(&self, chunk: u64) -> usize {
-        crate::store::chunk_span(
-            self.content.content_len,
-            self.content.chunk_size as usize,
-            chunk,
-        )
-        .map_or(0, |r| (r.end - r.start) as usize)
     }
 
     /// The next chunk to send: retransmissions first, then requests in arrival order,
