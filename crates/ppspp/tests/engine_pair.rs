@@ -26,6 +26,12 @@ struct Net {
     dropped: u64,
     /// Nodes cut off from the network (their datagrams vanish both ways).
     cut: Vec<u32>,
+    /// Drop the next datagram from this node.
+    drop_next_from: Option<u32>,
+    /// Flip a payload byte in every DATA-sized datagram from this node.
+    corrupt_from: Option<u32>,
+    /// Timer wake-ups that sent nothing (a driver obeying poll_timeout would spin on them).
+    idle_wakeups: u64,
 }
 
 impl Net {
@@ -39,6 +45,9 @@ impl Net {
             delivered: 0,
             dropped: 0,
             cut: Vec::new(),
+            drop_next_from: None,
+            corrupt_from: None,
+            idle_wakeups: 0,
         }
     }
 
@@ -49,7 +58,16 @@ impl Net {
         self.rng
     }
 
-    fn send(&mut self, now: Time, from: u32, to: u32, bytes: Vec<u8>) {
+    fn send(&mut self, now: Time, from: u32, to: u32, mut bytes: Vec<u8>) {
+        if self.drop_next_from == Some(from) {
+            self.drop_next_from = None;
+            self.dropped += 1;
+            return;
+        }
+        if self.corrupt_from == Some(from) && bytes.len() > 512 {
+            let last = bytes.len() - 1;
+            bytes[last] ^= 0x55;
+        }
         if self.cut.contains(&from) || self.cut.contains(&to) {
             self.dropped += 1;
             return;
@@ -83,10 +101,14 @@ fn run_from(
     done: impl Fn(&[Node]) -> bool,
 ) -> Time {
     let mut now = start;
+    // An engine that keeps asking to be woken "now" must fail a test, not hang it.
+    let mut steps = 0u64;
     for (i, n) in nodes.iter_mut().enumerate() {
         drain(now, i as u32, n, net);
     }
     while now < limit && !done(nodes) {
+        steps += 1;
+        assert!(steps < 2_000_000, "the engines spun at {now:?}");
         let next_timer = nodes
             .iter()
             .filter_map(|n| n.poll_timeout())
@@ -115,8 +137,12 @@ fn run_from(
         for (i, n) in nodes.iter_mut().enumerate() {
             if n.poll_timeout().is_some_and(|t| t <= now) {
                 n.handle_timeout(now);
+                let before = net.seq + net.dropped;
+                drain(now, i as u32, n, net);
+                if net.seq + net.dropped == before && n.poll_timeout().is_some_and(|t| t <= now) {
+                    net.idle_wakeups += 1;
+                }
             }
-            drain(now, i as u32, n, net);
         }
     }
     now
@@ -420,4 +446,91 @@ fn stats_events_come_at_the_configured_interval() {
     assert_eq!(stats.len(), 10, "one per second for 10.5 s");
     assert_eq!(stats.last().unwrap().chunks_have, 32);
     assert_eq!(stats.last().unwrap().peers, 1);
+}
+
+#[test]
+fn a_lost_handshake_answer_is_repeated_with_its_haves() {
+    let data = content(50 * 1024);
+    let mut nodes = pair(&data, 1024, EngineConfig::default());
+    let mut net = Net::new(Duration::from_millis(20), 0, 10);
+    net.drop_next_from = Some(0);
+    let end = run(&mut nodes, &mut net, Time::from_millis(30_000), |n| {
+        n[1].is_complete()
+    });
+    assert!(
+        nodes[1].is_complete(),
+        "stalled at {end:?}: {:?}",
+        nodes[1].channel_stats()
+    );
+    assert_eq!(net.dropped, 1);
+}
+
+#[test]
+fn a_rejected_chunk_is_fetched_again_from_an_honest_peer() {
+    let data = content(64 * 1024);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha1, 1024, &data).unwrap();
+    let mut nodes = pair(&data, 1024, EngineConfig::default());
+    // Node 2: a second seeder whose DATA is corrupted on the way.
+    nodes.push(
+        Engine::new_seeder(
+            EngineConfig {
+                seed: 5,
+                ..EngineConfig::default()
+            },
+            &tree,
+            MemoryStore::with_content(data.clone(), 1024),
+            Time::ZERO,
+        )
+        .unwrap(),
+    );
+    nodes[1].connect(2, Time::ZERO);
+    let mut net = Net::new(Duration::from_millis(5), 0, 11);
+    net.corrupt_from = Some(2);
+    let end = run(&mut nodes, &mut net, Time::from_millis(60_000), |n| {
+        n[1].is_complete()
+    });
+    assert!(
+        nodes[1].is_complete(),
+        "stuck at {end:?}: {:?}",
+        nodes[1].stats()
+    );
+    assert_eq!(nodes[1].store().bytes(), &data[..]);
+    let ev = events(&mut nodes[1]);
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, Event::ChunkRejected { from: 2, .. }))
+    );
+    assert!(ev.iter().any(|e| matches!(
+        e,
+        Event::PeerClosed {
+            peer: 2,
+            reason: ppspp::engine::CloseReason::Misbehaving(_)
+        }
+    )));
+}
+
+#[test]
+fn a_rate_limited_seeder_holds_its_rate_and_is_not_taken_for_a_withholder() {
+    let data = content(300 * 1024);
+    let mut nodes = pair(
+        &data,
+        1024,
+        EngineConfig {
+            upload_limit: Some(50_000),
+            ..EngineConfig::default()
+        },
+    );
+    let mut net = Net::new(Duration::from_millis(30), 0, 12);
+    let end = run(&mut nodes, &mut net, Time::from_millis(60_000), |n| {
+        n[1].is_complete()
+    });
+    assert!(nodes[1].is_complete(), "at {end:?}: {:?}", nodes[1].stats());
+    // 307 200 bytes at 50 000 B/s is 6.1 s (plus the initial burst allowance).
+    let secs = end.as_micros() as f64 / 1e6;
+    assert!((5.5..7.0).contains(&secs), "took {secs} s");
+    assert!(
+        net.idle_wakeups < 100,
+        "{} wake-ups with nothing to do",
+        net.idle_wakeups
+    );
 }

@@ -68,8 +68,10 @@ pub(crate) struct Channel<A> {
     pub pending_acks: Vec<(u64, i64)>,
     pub dip: InterArrival,
     pub choked_by_peer: bool,
-    /// Requests that expired since this peer last delivered a chunk.
-    pub expired_without_data: u32,
+    /// When this peer last delivered a verified chunk (or the channel opened).
+    pub last_delivery: Time,
+    /// When our HAVEs were last re-announced in full (they travel unreliably).
+    pub haves_refreshed: Time,
 
     // Sending to this peer.
     pub serve: VecDeque<(u64, Time)>,
@@ -136,7 +138,8 @@ impl<A> Channel<A> {
             pending_acks: Vec::new(),
             dip: InterArrival::new(Duration::from_secs(1)),
             choked_by_peer: false,
-            expired_without_data: 0,
+            last_delivery: now,
+            haves_refreshed: now,
             serve: VecDeque::new(),
             outgoing: BTreeSet::new(),
             in_flight: VecDeque::new(),
@@ -175,10 +178,10 @@ impl<A> Channel<A> {
     }
 
     pub fn send_state(&self, has_work: bool) -> SendState {
-        if !self.acked_data {
-            SendState::PingPong
-        } else if !has_work && self.in_flight.is_empty() {
+        if !has_work && self.in_flight.is_empty() {
             SendState::KeepAlive
+        } else if !self.acked_data {
+            SendState::PingPong
         } else {
             SendState::Window(self.cc.phase())
         }

@@ -98,8 +98,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 return;
             };
             if ch.remote_id == hs.source_channel {
-                // Our answer was lost: send it again.
-                ch.send_handshake = !ch.established || ch.handshake_sent.is_some();
+                // Our answer was lost, and the HAVEs that rode with it: send both again.
+                ch.send_handshake = true;
+                ch.have_out.clear();
                 return;
             }
             if ch.handshake.is_some() && !ch.established && ch.local_id < hs.source_channel {
@@ -440,12 +441,13 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return Verdict::Ban("chunk index out of range".into());
         };
         ch.bytes_down += data.len() as u64;
-        self.forget_request(ch, chunk);
         if self.have.is_filled(leaf) {
+            self.forget_request(ch, chunk);
             self.stats.bytes_duplicate += data.len() as u64;
             return Verdict::Keep;
         }
         if let Err(reason) = self.check_peaks(hashes) {
+            self.unrequest(ch, chunk);
             return self.reject(ch, chunk, reason);
         }
         // Hashes for this chunk's path; anything else in the datagram is not for us.
@@ -457,21 +459,23 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if let Err(reason) = self.tree.verify_chunk(chunk, data, &uncles) {
             // A hash we lack is not proof of bad faith (the sender may think we know it);
             // the chunk is dropped unacknowledged and will come again.
+            self.unrequest(ch, chunk);
             if matches!(reason, VerifyError::MissingHash(_)) {
                 return Verdict::Keep;
             }
             return self.reject(ch, chunk, reason);
         }
-        if let Err(e) = self.store.write_chunk(chunk, data) {
+        if self.store.write_chunk(chunk, data).is_err() {
             // Storage trouble is ours, not the peer's: the chunk stays wanted.
+            self.unrequest(ch, chunk);
             self.stats.datagrams_dropped += 1;
-            let _ = e;
             return Verdict::Keep;
         }
+        self.forget_request(ch, chunk);
         self.have.set(leaf);
         self.have_count += 1;
         self.exclude.set(leaf);
-        ch.expired_without_data = 0;
+        ch.last_delivery = now;
         self.stats.chunks_verified += 1;
         self.stats.bytes_downloaded += data.len() as u64;
         self.push_event(Event::ChunkVerified {
@@ -489,7 +493,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             self.avail = crate::avail::Availability::new();
             self.push_event(Event::Complete);
         }
-        let _ = now;
         Verdict::Keep
     }
 
@@ -519,6 +522,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             reason,
         });
         Verdict::Ban(why)
+    }
+
+    /// `chunk` arrived but could not be used: it is wanted again, from anyone.
+    fn unrequest(&mut self, ch: &mut Channel<A>, chunk: u64) {
+        self.forget_request(ch, chunk);
+        self.release_request(chunk);
     }
 
     /// `chunk` arrived from `ch`: it is no longer outstanding anywhere.

@@ -78,6 +78,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     ch.urgent = true;
                 }
                 exclude.set(bin);
+                if ch.requests.is_empty() {
+                    // A new wait for this peer starts now (see WITHHOLDING).
+                    ch.last_delivery = now;
+                }
                 if let Some((first, last)) = bin.chunk_range() {
                     for c in first..=last {
                         ch.requests.insert(c, now);

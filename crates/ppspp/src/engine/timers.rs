@@ -15,9 +15,13 @@ const DEAD_PEER: Duration = Duration::from_secs(180);
 const DEAD_PEER_DATAGRAMS: u32 = 3;
 /// A new PEX request this often while we have room for peers.
 const PEX_INTERVAL: Duration = Duration::from_secs(30);
-/// Request expiries in a row without a single chunk before a peer that keeps announcing
-/// chunks it never delivers is dropped.
-const MAX_FRUITLESS_EXPIRIES: u32 = 3;
+/// A peer that announced chunks but has delivered none of those we asked for in this long
+/// (and in three expiry windows) is dropped. A slow peer still delivers: even a LEDBAT
+/// flow yielding to TCP keeps a window of two; only a peer that withholds stays silent.
+const WITHHOLDING: Duration = Duration::from_secs(30);
+/// Our HAVEs are re-announced in full this often on an idle channel: a lost HAVE would
+/// otherwise hide chunks from the peer for good.
+const HAVE_REFRESH: Duration = Duration::from_secs(30);
 /// A responder waits this long for the initiator's third datagram.
 const UNANSWERED_RESPONSE: Duration = Duration::from_secs(30);
 
@@ -47,7 +51,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             }
             let has_data = !ch.retransmit.is_empty() || !ch.serve.is_empty();
             if has_data && ch.in_flight.len() < ch.window() {
-                next = next.min(ch.next_data - self.config.pacing_granularity);
+                // While the upload limit holds data back, its refill is the deadline.
+                let paced = ch.next_data - self.config.pacing_granularity;
+                next = next.min(paced.max(self.upload_ready_at.unwrap_or(Time::ZERO)));
             }
             if let Some(oldest) = ch.in_flight.front() {
                 next = next.min(oldest.sent + ch.rtt.timeout());
@@ -146,18 +152,24 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     ch.pending_cancels.push(b);
                 }
             }
-            ch.expired_without_data += 1;
-            let fruitless = ch.expired_without_data >= MAX_FRUITLESS_EXPIRIES;
+            let silent = now.saturating_since(ch.last_delivery);
+            let withholding = silent >= WITHHOLDING.max(3 * expiry);
             for c in expired {
                 self.release_request(c);
             }
-            if fruitless {
+            if withholding {
                 return Some(CloseReason::Misbehaving(
                     "announced chunks it did not deliver".into(),
                 ));
             }
         }
         let ch = self.channels.get_mut(&id)?;
+        if now.saturating_since(ch.haves_refreshed) >= HAVE_REFRESH
+            && now.saturating_since(ch.last_send) >= ch.keepalive.min(HAVE_REFRESH)
+        {
+            ch.haves_refreshed = now;
+            ch.have_out.clear();
+        }
         if ch.pex_request_due.is_some_and(|due| due <= now) {
             ch.pending_pex_req = room_for_peers;
             ch.pex_request_due = room_for_peers.then_some(now + PEX_INTERVAL);
