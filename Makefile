@@ -39,7 +39,7 @@ fuzz:
 	cd crates/ppspp && $(CARGO) +nightly fuzz run decode_datagram -- -max_total_time=$(FUZZ_SECONDS)
 
 bench: setup
-	$(CARGO) bench -p ppspp --locked
+	$(CARGO) bench -p ppspp --locked --benches
 
 demo:
 	@echo "make demo: the browser demo is not built yet; it arrives with the browser peer (see README, Status)." >&2

@@ -298,6 +298,24 @@ mod tests {
     }
 
     #[test]
+    fn levels_grow_past_libswift_cap() {
+        let mut av = Availability::new();
+        let peers: Vec<Binmap> = (0..30u64).map(|i| map(&[c(0), c(i + 1)])).collect();
+        for p in &peers {
+            av.add_peer(p);
+        }
+        av.check_invariants().unwrap();
+        assert_eq!(av.levels(), 31);
+        assert_eq!((av.rarity(0), av.rarity(5), av.rarity(40)), (30, 1, 0));
+        assert!(av.level(30).unwrap().is_filled(c(0)));
+        assert_eq!(av.level(31), None);
+        for p in &peers {
+            av.remove_peer(p);
+        }
+        assert_eq!(av, Availability::new());
+    }
+
+    #[test]
     fn rarest_first() {
         let mut av = Availability::new();
         // Chunks 0..8 held by three peers, 8..12 by one, 12..16 by two.

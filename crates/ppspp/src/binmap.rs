@@ -432,6 +432,12 @@ impl Binmap {
                 Some(c) => c,
                 None => {
                     let d = self.cells[cell][side];
+                    if let Act::Uniform(v) = act
+                        && (d != 0) == v
+                    {
+                        // Already uniformly `v` here: nothing to split or write.
+                        return;
+                    }
                     let c = self.alloc([d, d], 0);
                     self.set_half_ref(cell, side, c);
                     c
@@ -502,7 +508,7 @@ impl Binmap {
 
     /// Fills every chunk of `bin`. [`Bin::NONE`] is a no-op; [`Bin::ALL`] fills everything.
     pub fn set(&mut self, bin: Bin) {
-        if bin.is_none() || self.is_filled(bin) {
+        if bin.is_none() {
             return;
         }
         self.grow_to(bin);
@@ -511,12 +517,16 @@ impl Binmap {
 
     /// Empties every chunk of `bin`. [`Bin::NONE`] is a no-op.
     pub fn reset(&mut self, bin: Bin) {
-        if bin.is_none() || self.is_empty(bin) {
+        if bin.is_none() {
             return;
         }
         if bin.contains(self.root_bin) {
             // Everything that is set lies inside the root, hence inside `bin`.
             self.clear();
+            return;
+        }
+        if !self.root_bin.contains(bin) {
+            // Bins nest or are disjoint: this one lies in the empty space past the root.
             return;
         }
         self.write(bin, Act::Uniform(false));
@@ -679,6 +689,10 @@ impl Binmap {
     /// the first in the order of [`Bin::twisted`]`(twist)`: at a node of layer `l + 1`
     /// the right child is scanned first when bit `l` of `twist` is set.
     /// [`Binmap::find_complement`] and [`Binmap::find_match`] are the two-map cases.
+    ///
+    /// Cost: O(depth) when the first subtree tried qualifies; at worst every cell where
+    /// the maps are all mixed is visited (as in libswift), e.g. when `dst` already holds
+    /// all of a fragmented `src`.
     pub fn find_all<const N: usize>(
         maps: [(&Binmap, bool); N],
         range: Bin,
@@ -764,12 +778,12 @@ impl Binmap {
         }
     }
 
-    /// Number of filled chunks (a completely filled map counts `2^63`).
+    /// Number of filled chunks (a completely filled map counts `2^63`). O(cells).
     pub fn count_filled(&self) -> u64 {
         self.count_rec(self.top())
     }
 
-    /// Number of filled chunks inside `range` (0 for [`Bin::NONE`]).
+    /// Number of filled chunks inside `range` (0 for [`Bin::NONE`]). O(cells inside).
     pub fn count_filled_in(&self, range: Bin) -> u64 {
         if range.is_none() {
             return 0;
@@ -913,7 +927,7 @@ impl Clone for Binmap {
     }
 }
 
-/// Semantic equality: the same chunks are set, whatever the arena layout.
+/// Semantic equality: the same chunks are set, whatever the arena layout. O(cells).
 impl PartialEq for Binmap {
     fn eq(&self, other: &Binmap) -> bool {
         Binmap::eq_rec(self, self.top(), other, other.top())

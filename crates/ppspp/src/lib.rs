@@ -10,9 +10,12 @@
 //! - [`merkle`]: Merkle hash trees (SHA-1, SHA-256): building, proving and verifying chunks.
 //! - [`codec`]: the datagram and message wire format.
 //! - [`congestion`]: per-channel congestion control: LEDBAT with the DTL fixes, MulTCP.
+//! - [`engine`]: the PPSPP peer as a sans-IO state machine (`handle_*` / `poll_*`).
+//! - [`picker`]: piece pickers (sequential, rarest-first, VoD, live).
 //! - [`rate_limit`]: token buckets for upload and download limits.
 //! - [`store`]: the chunk-store trait and an in-memory store.
 //! - [`time`]: the time type every call takes instead of reading a clock.
+//! - [`uri`]: swarm URIs (`ppspp://<root>?len=…`), shared by the CLI and the browser.
 #![forbid(unsafe_code)]
 #![warn(missing_debug_implementations)]
 
@@ -27,5 +30,6 @@ pub mod picker;
 pub mod rate_limit;
 pub mod store;
 pub mod time;
+pub mod uri;
 
 pub use bin::Bin;

@@ -245,9 +245,15 @@ mod tests {
         assert_eq!(b.chunk_range(), Some((4, 7)));
         // Nothing past the content, nothing the peer lacks.
         let ex = exclude(20, 0..20);
-        assert_eq!(Sequential::default().pick(&ctx(20, &ex, &avail), &offer, 4), None);
+        assert_eq!(
+            Sequential::default().pick(&ctx(20, &ex, &avail), &offer, 4),
+            None
+        );
         let ex = exclude(20, []);
-        assert_eq!(Sequential::default().pick(&ctx(20, &ex, &avail), &map([]), 4), None);
+        assert_eq!(
+            Sequential::default().pick(&ctx(20, &ex, &avail), &map([]), 4),
+            None
+        );
     }
 
     #[test]
@@ -256,10 +262,16 @@ mod tests {
         let ex = exclude(64, 0..10);
         let offer = map(5..40);
         for twist in [1u64, 7, 21, 63, 0xdead_beef] {
-            let c = PickContext { twist, ..ctx(64, &ex, &avail) };
+            let c = PickContext {
+                twist,
+                ..ctx(64, &ex, &avail)
+            };
             let b = Sequential { twist: true }.pick(&c, &offer, 2).unwrap();
             let (first, last) = b.chunk_range().unwrap();
-            assert!(first >= 10 && last < 40 && last - first < 2, "{b:?} for twist {twist}");
+            assert!(
+                first >= 10 && last < 40 && last - first < 2,
+                "{b:?} for twist {twist}"
+            );
         }
     }
 
@@ -306,7 +318,11 @@ mod tests {
         let offer = map(0..500);
         let mut live = Live::new(50);
         let b = live.pick(&ctx(1000, &ex, &avail), &offer, 4).unwrap();
-        assert_eq!(b.chunk_range(), Some((499, 499)), "hooks in at the newest chunk");
+        assert_eq!(
+            b.chunk_range(),
+            Some((499, 499)),
+            "hooks in at the newest chunk"
+        );
         live.set_playhead(10);
         let b = live.pick(&ctx(1000, &ex, &avail), &offer, 4).unwrap();
         assert_eq!(b.base_offset(), 450, "never behind the discard window");

@@ -13,15 +13,19 @@ use std::time::Duration;
 
 type Node = Engine<u32, MemoryStore>;
 
-/// Datagrams in flight: (arrival time, sequence, from, to, bytes).
+/// A datagram in flight: (arrival time, sequence, from, to, bytes).
+type InFlight = Reverse<(Time, u64, u32, u32, Vec<u8>)>;
+
 struct Net {
-    queue: BinaryHeap<Reverse<(Time, u64, u32, u32, Vec<u8>)>>,
+    queue: BinaryHeap<InFlight>,
     seq: u64,
     delay: Duration,
     loss_per_mille: u64,
     rng: u64,
     delivered: u64,
     dropped: u64,
+    /// Nodes cut off from the network (their datagrams vanish both ways).
+    cut: Vec<u32>,
 }
 
 impl Net {
@@ -34,6 +38,7 @@ impl Net {
             rng: seed | 1,
             delivered: 0,
             dropped: 0,
+            cut: Vec::new(),
         }
     }
 
@@ -45,6 +50,10 @@ impl Net {
     }
 
     fn send(&mut self, now: Time, from: u32, to: u32, bytes: Vec<u8>) {
+        if self.cut.contains(&from) || self.cut.contains(&to) {
+            self.dropped += 1;
+            return;
+        }
         if self.random() % 1000 < self.loss_per_mille {
             self.dropped += 1;
             return;
@@ -63,7 +72,17 @@ fn drain(now: Time, id: u32, node: &mut Node, net: &mut Net) {
 
 /// Runs until `done` or `limit`; returns the time reached.
 fn run(nodes: &mut [Node], net: &mut Net, limit: Time, done: impl Fn(&[Node]) -> bool) -> Time {
-    let mut now = Time::ZERO;
+    run_from(Time::ZERO, nodes, net, limit, done)
+}
+
+fn run_from(
+    start: Time,
+    nodes: &mut [Node],
+    net: &mut Net,
+    limit: Time,
+    done: impl Fn(&[Node]) -> bool,
+) -> Time {
+    let mut now = start;
     for (i, n) in nodes.iter_mut().enumerate() {
         drain(now, i as u32, n, net);
     }
@@ -79,12 +98,16 @@ fn run(nodes: &mut [Node], net: &mut Net, limit: Time, done: impl Fn(&[Node]) ->
             .map(|Reverse((t, ..))| *t)
             .unwrap_or(Time::NEVER);
         let next = next_timer.min(next_packet).max(now);
-        if next == Time::NEVER {
+        if next > limit {
+            now = limit;
             break;
         }
         now = next;
         while net.queue.peek().is_some_and(|Reverse((t, ..))| *t <= now) {
             let Reverse((_, _, from, to, bytes)) = net.queue.pop().unwrap();
+            if net.cut.contains(&to) {
+                continue;
+            }
             net.delivered += 1;
             nodes[to as usize].handle_datagram(now, from, &bytes);
             drain(now, to, &mut nodes[to as usize], net);
@@ -101,6 +124,28 @@ fn run(nodes: &mut [Node], net: &mut Net, limit: Time, done: impl Fn(&[Node]) ->
 
 fn content(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 7 + i / 1024) as u8).collect()
+}
+
+fn info(tree: &MerkleTree) -> ContentInfo {
+    ContentInfo {
+        root: tree.root(),
+        hash: tree.algorithm(),
+        chunk_size: tree.chunk_size() as u32,
+        content_len: tree.content_len(),
+    }
+}
+
+fn leecher(tree: &MerkleTree, seed: u64) -> Node {
+    Engine::new(
+        EngineConfig {
+            seed,
+            ..EngineConfig::default()
+        },
+        info(tree),
+        MemoryStore::new(tree.content_len() as usize, tree.chunk_size()),
+        Time::ZERO,
+    )
+    .unwrap()
 }
 
 fn pair(data: &[u8], chunk_size: usize, config: EngineConfig) -> Vec<Node> {
@@ -181,4 +226,198 @@ fn completes_through_five_percent_loss_without_double_counting() {
         nodes[0].stats().retransmissions > 0,
         "loss must cause retransmissions"
     );
+}
+
+#[test]
+fn a_late_leecher_completes_from_another_leecher_after_the_seeder_leaves() {
+    let data = content(150 * 1024);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha1, 1024, &data).unwrap();
+    let mut nodes = pair(&data, 1024, EngineConfig::default());
+    nodes.push(leecher(&tree, 3));
+    let mut net = Net::new(Duration::from_millis(5), 0, 3);
+    let t = run(&mut nodes, &mut net, Time::from_millis(60_000), |n| {
+        n[1].is_complete()
+    });
+    assert!(nodes[1].is_complete());
+    // The seeder leaves; node 2 knows only node 1.
+    net.cut.push(0);
+    nodes[1].peer_lost(&0);
+    nodes[2].connect(1, t);
+    let end = run_from(t, &mut nodes, &mut net, t + Duration::from_secs(60), |n| {
+        n[2].is_complete()
+    });
+    assert!(nodes[2].is_complete(), "at {end:?}: {:?}", nodes[2].stats());
+    assert_eq!(nodes[2].store().bytes(), &data[..]);
+    assert_eq!(nodes[1].stats().bytes_uploaded, data.len() as u64);
+}
+
+#[test]
+fn explicit_close_ends_the_channel_on_both_sides() {
+    let data = content(20 * 1024);
+    let mut nodes = pair(&data, 1024, EngineConfig::default());
+    let mut net = Net::new(Duration::from_millis(5), 0, 4);
+    let t = run(&mut nodes, &mut net, Time::from_millis(10_000), |n| {
+        n[1].is_complete()
+    });
+    events(&mut nodes[0]);
+    nodes[1].close(&0);
+    run_from(t, &mut nodes, &mut net, t + Duration::from_secs(1), |_| {
+        false
+    });
+    assert_eq!(nodes[1].peers().count(), 0);
+    assert_eq!(nodes[0].peers().count(), 0);
+    assert!(events(&mut nodes[0]).contains(&Event::PeerClosed {
+        peer: 1,
+        reason: ppspp::engine::CloseReason::ClosedByPeer
+    }));
+}
+
+#[test]
+fn idle_channels_keep_alive_and_silent_peers_are_declared_dead() {
+    let data = content(20 * 1024);
+    let mut nodes = pair(&data, 1024, EngineConfig::default());
+    let mut net = Net::new(Duration::from_millis(5), 0, 5);
+    let t = run(&mut nodes, &mut net, Time::from_millis(10_000), |n| {
+        n[1].is_complete()
+    });
+    // Ten idle minutes: keep-alives only, the channel stays up.
+    let sent = nodes[0].stats().datagrams_sent;
+    let uploaded = nodes[0].stats().bytes_uploaded;
+    let t = run_from(
+        t,
+        &mut nodes,
+        &mut net,
+        t + Duration::from_secs(600),
+        |_| false,
+    );
+    assert_eq!(nodes[1].peers().count(), 1, "idle but alive");
+    let keepalives = nodes[0].stats().datagrams_sent - sent;
+    assert!(
+        (5..=60).contains(&keepalives),
+        "{keepalives} keep-alives in 10 min"
+    );
+    assert_eq!(
+        nodes[0].stats().bytes_uploaded,
+        uploaded,
+        "no data while idle"
+    );
+    // The seeder vanishes: after three minutes of silence the leecher gives up on it.
+    net.cut.push(0);
+    events(&mut nodes[1]);
+    run_from(
+        t,
+        &mut nodes,
+        &mut net,
+        t + Duration::from_secs(400),
+        |_| false,
+    );
+    assert_eq!(nodes[1].peers().count(), 0);
+    assert!(events(&mut nodes[1]).contains(&Event::PeerClosed {
+        peer: 0,
+        reason: ppspp::engine::CloseReason::Timeout
+    }));
+}
+
+#[test]
+fn a_handshake_for_another_swarm_goes_unanswered() {
+    let data = content(20 * 1024);
+    let other = MerkleTree::from_content(HashAlgorithm::Sha1, 1024, &content(30 * 1024)).unwrap();
+    let mut nodes = pair(&data, 1024, EngineConfig::default());
+    nodes[1] = leecher(&other, 9);
+    nodes[1].connect(0, Time::ZERO);
+    let mut net = Net::new(Duration::from_millis(5), 0, 6);
+    run(&mut nodes, &mut net, Time::from_millis(60_000), |_| false);
+    assert_eq!(nodes[0].peers().count(), 0);
+    let ev = events(&mut nodes[1]);
+    assert!(
+        ev.contains(&Event::PeerClosed {
+            peer: 0,
+            reason: ppspp::engine::CloseReason::Unreachable
+        }),
+        "{ev:?}"
+    );
+    assert!(nodes[0].stats().datagrams_dropped >= 5);
+}
+
+#[test]
+fn the_engine_accepts_no_more_peers_than_configured() {
+    let data = content(20 * 1024);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha1, 1024, &data).unwrap();
+    let mut nodes = pair(
+        &data,
+        1024,
+        EngineConfig {
+            max_peers: 2,
+            ..EngineConfig::default()
+        },
+    );
+    for seed in 3..6 {
+        let mut l = leecher(&tree, seed);
+        l.connect(0, Time::ZERO);
+        nodes.push(l);
+    }
+    let mut net = Net::new(Duration::from_millis(5), 0, 7);
+    run(&mut nodes, &mut net, Time::from_millis(5_000), |_| false);
+    assert_eq!(nodes[0].peers().count(), 2);
+}
+
+#[test]
+fn urgent_vod_requests_raise_the_channel_priority_until_served() {
+    let data = content(64 * 1024);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha1, 1024, &data).unwrap();
+    let mut nodes = pair(&data, 1024, EngineConfig::default());
+    nodes[1] = Engine::new(
+        EngineConfig {
+            seed: 2,
+            picker: ppspp::engine::PickerKind::Vod { window: 8 },
+            urgent_priority: Some(2),
+            ..EngineConfig::default()
+        },
+        info(&tree),
+        MemoryStore::new(data.len(), 1024),
+        Time::ZERO,
+    )
+    .unwrap();
+    nodes[1].connect(0, Time::ZERO);
+    let mut net = Net::new(Duration::from_millis(50), 0, 8);
+    // Just after the handshake the first requests (the playhead window) are urgent.
+    let t = run(&mut nodes, &mut net, Time::from_millis(10_000), |n| {
+        n[1].channel_stats()
+            .iter()
+            .any(|c| c.requests_outstanding > 0)
+    });
+    assert_eq!(nodes[1].channel_stats()[0].priority, 2, "at {t:?}");
+    let t = run_from(t, &mut nodes, &mut net, Time::from_millis(60_000), |n| {
+        n[1].is_complete()
+    });
+    assert!(nodes[1].is_complete());
+    // Complete: nothing urgent is outstanding, so the next pass restores the priority.
+    nodes[1].handle_timeout(t);
+    assert_eq!(nodes[1].channel_stats()[0].requests_outstanding, 0);
+    assert_eq!(nodes[1].channel_stats()[0].priority, 0);
+}
+
+#[test]
+fn stats_events_come_at_the_configured_interval() {
+    let data = content(32 * 1024);
+    let mut nodes = pair(
+        &data,
+        1024,
+        EngineConfig {
+            stats_interval: Some(Duration::from_secs(1)),
+            ..EngineConfig::default()
+        },
+    );
+    let mut net = Net::new(Duration::from_millis(5), 0, 9);
+    run(&mut nodes, &mut net, Time::from_millis(10_500), |_| false);
+    let stats: Vec<_> = events(&mut nodes[1])
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Stats(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stats.len(), 10, "one per second for 10.5 s");
+    assert_eq!(stats.last().unwrap().chunks_have, 32);
+    assert_eq!(stats.last().unwrap().peers, 1);
 }

@@ -10,7 +10,7 @@ use crate::congestion::{CongestionConfig, Controller};
 use crate::merkle::Hash;
 use crate::time::Time;
 use core::time::Duration;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::SocketAddr;
 
 /// A DATA datagram waiting for its acknowledgement.
@@ -53,6 +53,8 @@ pub(crate) struct Channel<A> {
 
     /// What the peer holds (its HAVEs and ACKs).
     pub peer_have: Binmap,
+    /// The peer holds every chunk (it counts as a seeder in availability).
+    pub peer_complete: bool,
     /// What we announced to the peer.
     pub have_out: Binmap,
     /// Hashes received ahead of the DATA they protect.
@@ -71,6 +73,9 @@ pub(crate) struct Channel<A> {
 
     // Sending to this peer.
     pub serve: VecDeque<(u64, Time)>,
+    /// Chunks in `serve`, `in_flight` or `retransmit`, so a repeated REQUEST is cheap to
+    /// recognise.
+    pub outgoing: BTreeSet<u64>,
     pub in_flight: VecDeque<InFlight>,
     pub retransmit: VecDeque<u64>,
     pub cc: Controller,
@@ -80,6 +85,8 @@ pub(crate) struct Channel<A> {
     pub last_ack: Option<Time>,
     pub next_data: Time,
     pub choking: bool,
+    /// The priority is raised for urgent requests.
+    pub urgent: bool,
     pub pending_choke: Option<bool>,
 
     // PEX.
@@ -120,6 +127,7 @@ impl<A> Channel<A> {
             handshake_sent: None,
             codec,
             peer_have: Binmap::new(),
+            peer_complete: false,
             have_out: Binmap::new(),
             pending_hashes: Vec::new(),
             requests: BTreeMap::new(),
@@ -130,6 +138,7 @@ impl<A> Channel<A> {
             choked_by_peer: false,
             expired_without_data: 0,
             serve: VecDeque::new(),
+            outgoing: BTreeSet::new(),
             in_flight: VecDeque::new(),
             retransmit: VecDeque::new(),
             // The configuration was validated when the engine was built.
@@ -141,6 +150,7 @@ impl<A> Channel<A> {
             last_ack: None,
             next_data: now,
             choking: false,
+            urgent: false,
             pending_choke: None,
             pex_request_due: None,
             pending_pex_req: false,
@@ -172,18 +182,6 @@ impl<A> Channel<A> {
         } else {
             SendState::Window(self.cc.phase())
         }
-    }
-
-    /// Control messages waiting to go out.
-    pub fn has_control(&self) -> bool {
-        self.send_handshake
-            || !self.pending_acks.is_empty()
-            || !self.pending_requests.is_empty()
-            || !self.pending_cancels.is_empty()
-            || self.pending_choke.is_some()
-            || self.pending_pex_req
-            || !self.pending_pex_res.is_empty()
-            || self.closing.is_some()
     }
 
     /// Pacing interval between DATA datagrams: one round trip spread over the window.

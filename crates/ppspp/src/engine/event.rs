@@ -56,6 +56,8 @@ pub enum Event<A> {
     Progress { have: u64, total: u64 },
     /// Every chunk is verified and stored.
     Complete,
+    /// The periodic figures, when [`EngineConfig::stats_interval`](super::EngineConfig) is set.
+    Stats(Stats),
 }
 
 /// The engine's current figures, see [`Engine::stats`](super::Engine::stats).

@@ -89,6 +89,12 @@ pub struct EngineConfig {
     pub mtu: usize,
     /// Ask peers for more peers (PEX).
     pub pex: bool,
+    /// While a channel carries requests the picker marks urgent (VoD: chunks just ahead of
+    /// the playhead), raise its congestion priority to this (DTL runtime priority). It acts
+    /// on our side of the channel only: PPSPP has no message to make a peer send harder.
+    pub urgent_priority: Option<u32>,
+    /// Emit [`Event::Stats`] this often (`None`: never; `stats()` can always be called).
+    pub stats_interval: Option<core::time::Duration>,
     /// Seed for channel IDs and picker randomness; adapters pass real entropy.
     pub seed: u64,
 }
@@ -108,6 +114,8 @@ impl Default for EngineConfig {
             max_request_pipeline: 2048,
             mtu: 1500,
             pex: true,
+            urgent_priority: None,
+            stats_interval: None,
             seed: 0,
         }
     }
@@ -163,13 +171,15 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     root_bin: Bin,
     tree: VerifyingTree,
     store: S,
-    /// Chunks verified and stored.
+    /// Chunks verified and stored, and how many.
     have: Binmap,
+    have_count: u64,
     /// Chunks we have, have requested, or that lie past the end: what pickers avoid.
     exclude: Binmap,
     avail: Availability,
     picker: Box<dyn Picker + Send>,
-    channels: BTreeMap<u32, Channel<A>>,
+    /// Boxed: channels move in and out of the map around every datagram.
+    channels: BTreeMap<u32, Box<Channel<A>>>,
     by_addr: BTreeMap<A, u32>,
     banned: BTreeSet<A>,
     rng: Rng,
@@ -179,6 +189,10 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     download: TokenBucket,
     /// Round-robin position among channels for sending.
     cursor: u32,
+    /// When the rate limits will next allow what is waiting for them.
+    upload_ready_at: Option<Time>,
+    download_ready_at: Option<Time>,
+    next_stats: Option<Time>,
     complete_reported: bool,
     scratch: Vec<u8>,
 }
@@ -187,7 +201,7 @@ impl<A: PeerAddr, S: ChunkStore> fmt::Debug for Engine<A, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Engine")
             .field("root", &self.content.root)
-            .field("have", &self.have.count_filled())
+            .field("have", &self.have_count)
             .field("chunks", &self.chunk_count)
             .field("channels", &self.channels.len())
             .finish()
@@ -234,6 +248,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             engine.have.set(b);
             engine.exclude.set(b);
         }
+        engine.have_count = engine.chunk_count;
         engine.complete_reported = true;
         engine.stats.chunks_have = engine.chunk_count;
         Ok(engine)
@@ -271,6 +286,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             exclude.set(b);
         }
         let burst = |rate: u64| rate.max(4 * (content.chunk_size as u64 + 512));
+        let next_stats = config.stats_interval.map(|d| now + d);
         Ok(Engine {
             picker: config.picker.build(),
             rng: Rng::new(config.seed),
@@ -291,6 +307,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             tree,
             store,
             have: Binmap::new(),
+            have_count: 0,
             exclude,
             avail: Availability::new(),
             channels: BTreeMap::new(),
@@ -302,6 +319,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 ..Stats::default()
             },
             cursor: 0,
+            upload_ready_at: None,
+            download_ready_at: None,
+            next_stats,
             complete_reported: false,
             scratch: Vec::new(),
         })
@@ -326,7 +346,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     }
 
     pub fn is_complete(&self) -> bool {
-        self.have.count_filled() >= self.chunk_count
+        self.have_count >= self.chunk_count
     }
 
     pub fn store(&self) -> &S {
@@ -425,7 +445,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
 
     pub fn stats(&self) -> Stats {
         Stats {
-            chunks_have: self.have.count_filled().min(self.chunk_count),
+            chunks_have: self.have_count,
             peers: self.channels.len(),
             ..self.stats.clone()
         }
@@ -479,7 +499,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             ..CodecConfig::default()
         };
         let ch = Channel::new(peer.clone(), id, codec, &self.config.congestion, now);
-        self.channels.insert(id, ch);
+        self.channels.insert(id, Box::new(ch));
         self.by_addr.insert(peer, id);
         id
     }
@@ -495,8 +515,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         for &chunk in ch.requests.keys() {
             self.release_request(chunk);
         }
-        if ch.established {
-            self.avail.remove_peer(&ch.peer_have);
+        if ch.established && !self.is_complete() {
+            if ch.peer_complete {
+                self.avail.remove_seeder();
+            } else {
+                self.avail.remove_peer(&ch.peer_have);
+            }
         }
         self.push_event(Event::PeerClosed {
             peer: ch.addr,

@@ -1,6 +1,6 @@
 //! Incoming datagrams: handshakes, then each message in order.
 
-use super::channel::{Channel, Closing};
+use super::channel::Channel;
 use super::event::{CloseReason, Event};
 use super::handshake::check_peer_options;
 use super::{Engine, PeerAddr, is_private};
@@ -69,7 +69,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     }
 
     /// Puts a processed channel back, or ends it.
-    fn finish(&mut self, id: u32, ch: Channel<A>, verdict: Verdict) {
+    fn finish(&mut self, id: u32, ch: Box<Channel<A>>, verdict: Verdict) {
         self.channels.insert(id, ch);
         match verdict {
             Verdict::Keep => {}
@@ -216,7 +216,13 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if let Some(sent) = ch.handshake_sent {
             ch.rtt.on_sample(now.saturating_since(sent));
         }
-        self.avail.add_peer(&ch.peer_have);
+        if !self.is_complete() {
+            if ch.peer_complete {
+                self.avail.add_seeder();
+            } else {
+                self.avail.add_peer(&ch.peer_have);
+            }
+        }
         if self.config.pex {
             ch.pex_request_due = Some(now);
         }
@@ -239,7 +245,14 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             Message::Request(spec) => self.on_request(now, ch, &spec),
             Message::Cancel(spec) => {
                 if let Some((first, last)) = self.clip(&spec) {
-                    ch.serve.retain(|(c, _)| *c < first || *c > last);
+                    let outgoing = &mut ch.outgoing;
+                    ch.serve.retain(|(c, _)| {
+                        let keep = *c < first || *c > last;
+                        if !keep {
+                            outgoing.remove(c);
+                        }
+                        keep
+                    });
                 }
             }
             Message::Integrity { chunks, hash } => {
@@ -284,16 +297,29 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         Some((first, last.min(self.chunk_count - 1)))
     }
 
-    /// The peer now holds chunks `first..=last`.
+    /// The peer now holds chunks `first..=last`. Availability is kept only while we still
+    /// pick chunks; a peer holding everything counts as a seeder there (O(1) to add and
+    /// remove).
     fn peer_gained(&mut self, ch: &mut Channel<A>, first: u64, last: u64) {
+        if ch.peer_complete {
+            return;
+        }
+        let track = ch.established && !self.is_complete();
         for b in Bin::from_chunk_range(first, last) {
             if ch.peer_have.is_filled(b) {
                 continue;
             }
-            if ch.established {
+            if track {
                 self.avail.apply_have(&ch.peer_have, b);
             }
             ch.peer_have.set(b);
+        }
+        if ch.peer_have.find_empty(0..self.chunk_count).is_none() {
+            ch.peer_complete = true;
+            if track {
+                self.avail.remove_peer(&ch.peer_have);
+                self.avail.add_seeder();
+            }
         }
     }
 
@@ -310,17 +336,25 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let in_flight_before = ch.in_flight.len() as u32;
         let mut acked = 0u32;
         let mut sample = None;
+        let outgoing = &mut ch.outgoing;
         ch.in_flight.retain(|f| {
             if f.chunk < first || f.chunk > last {
                 return true;
             }
+            outgoing.remove(&f.chunk);
             acked += 1;
             if !f.retransmission {
                 sample = Some(now.saturating_since(f.sent));
             }
             false
         });
-        ch.retransmit.retain(|c| *c < first || *c > last);
+        ch.retransmit.retain(|c| {
+            let keep = *c < first || *c > last;
+            if !keep {
+                outgoing.remove(c);
+            }
+            keep
+        });
         self.peer_gained(ch, first, last);
         if let Some(s) = sample {
             ch.rtt.on_sample(s);
@@ -346,13 +380,13 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 break;
             }
             let Some(bin) = Bin::chunk(chunk) else { break };
-            if !self.have.is_filled(bin)
+            if ch.outgoing.contains(&chunk)
+                || !self.have.is_filled(bin)
                 || ch.peer_have.is_filled(bin)
-                || ch.serve.iter().any(|(c, _)| *c == chunk)
-                || ch.in_flight.iter().any(|f| f.chunk == chunk)
             {
                 continue;
             }
+            ch.outgoing.insert(chunk);
             ch.serve.push_back((chunk, now));
         }
     }
@@ -444,6 +478,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return Verdict::Keep;
         }
         self.have.set(leaf);
+        self.have_count += 1;
         self.exclude.set(leaf);
         ch.expired_without_data = 0;
         self.stats.chunks_verified += 1;
@@ -452,13 +487,15 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             chunk,
             from: ch.addr.clone(),
         });
-        let have = self.have.count_filled();
+        let have = self.have_count;
         self.push_event(Event::Progress {
             have,
             total: self.chunk_count,
         });
         if have >= self.chunk_count && !self.complete_reported {
             self.complete_reported = true;
+            // Nothing left to pick: availability is no longer needed.
+            self.avail = crate::avail::Availability::new();
             self.push_event(Event::Complete);
         }
         let _ = now;
@@ -537,16 +574,5 @@ pub(crate) fn pex_message(addr: SocketAddr) -> Message<'static> {
     match addr {
         SocketAddr::V4(a) => Message::PexResV4(SocketAddrV4::new(*a.ip(), a.port())),
         SocketAddr::V6(a) => Message::PexResV6(SocketAddrV6::new(*a.ip(), a.port(), 0, 0)),
-    }
-}
-
-impl<A> Channel<A> {
-    /// Marks the channel to close with an explicit close datagram.
-    #[allow(dead_code)]
-    pub(crate) fn close_with(&mut self, reason: CloseReason) {
-        self.closing = Some(Closing {
-            reason,
-            notify: self.remote_id != 0,
-        });
     }
 }

@@ -10,6 +10,7 @@ use crate::time::Time;
 impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// Tops up the requests of one channel (`Some(id)`) or of all.
     pub(crate) fn schedule_requests(&mut self, now: Time, only: Option<u32>) {
+        self.relax_priorities();
         if self.is_complete() {
             return;
         }
@@ -20,6 +21,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             avail,
             rng,
             download,
+            download_ready_at,
             config,
             content,
             root_bin,
@@ -37,6 +39,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             if !ch.established || ch.choked_by_peer || ch.closing.is_some() {
                 continue;
             }
+
             let outstanding = ch.requests.len() as u64;
             let mut budget = request_budget(
                 now,
@@ -59,11 +62,20 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 };
                 // The download limit is spent when asking, so what we ask for can arrive
                 // at the allowed rate.
-                while !download.try_take(now, bin.base_length() * u64::from(content.chunk_size)) {
+                let bytes = |b: crate::Bin| b.base_length() * u64::from(content.chunk_size);
+                while !download.try_take(now, bytes(bin)) {
                     if bin.is_base() {
+                        *download_ready_at = download.wait_for(now, bytes(bin)).map(|d| now + d);
                         return;
                     }
                     bin = bin.left();
+                }
+                if let Some(p) = config.urgent_priority
+                    && p > ch.cc.priority()
+                    && picker.is_urgent(bin)
+                {
+                    ch.cc.set_priority(p);
+                    ch.urgent = true;
                 }
                 exclude.set(bin);
                 if let Some((first, last)) = bin.chunk_range() {
@@ -73,6 +85,21 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 }
                 ch.pending_requests.push(bin);
                 budget = budget.saturating_sub(bin.base_length());
+            }
+        }
+    }
+
+    /// Channels with nothing urgent left go back to the configured priority.
+    fn relax_priorities(&mut self) {
+        let base = self.config.congestion.priority;
+        for ch in self.channels.values_mut().filter(|c| c.urgent) {
+            let urgent_left = ch
+                .requests
+                .keys()
+                .any(|c| crate::Bin::chunk(*c).is_some_and(|b| self.picker.is_urgent(b)));
+            if !urgent_left {
+                ch.urgent = false;
+                ch.cc.set_priority(base);
             }
         }
     }

@@ -53,13 +53,32 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// The next datagram to send, if any. Call until it returns `None` after every
     /// `handle_*` call.
     pub fn poll_transmit(&mut self, now: Time) -> Option<Transmit<A>> {
-        let ids: Vec<u32> = self
+        // Round robin: every channel once, starting after the last one that sent.
+        let start = self.cursor;
+        let mut next = self
             .channels
-            .range(self.cursor.saturating_add(1)..)
-            .chain(self.channels.range(..=self.cursor))
-            .map(|(id, _)| *id)
-            .collect();
-        for id in ids {
+            .range(start.saturating_add(1)..)
+            .next()
+            .map(|(id, _)| *id);
+        let mut wrapped = false;
+        loop {
+            let id = match next {
+                Some(id) if !wrapped || id <= start => id,
+                Some(_) => break,
+                None if !wrapped => {
+                    wrapped = true;
+                    match self.channels.keys().next() {
+                        Some(&id) if id <= start => id,
+                        _ => break,
+                    }
+                }
+                None => break,
+            };
+            next = self
+                .channels
+                .range(id.saturating_add(1)..)
+                .next()
+                .map(|(id, _)| *id);
             let Some(mut ch) = self.channels.remove(&id) else {
                 continue;
             };
@@ -160,7 +179,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// HAVEs for verified chunks the peer has not been told about: each the largest
     /// complete interval around the news, so every chunk is announced about log n times.
     fn push_haves(&mut self, ch: &mut Channel<A>, w: &mut Writer) {
-        if ch.peer_have.is_filled(self.root_bin) || self.have.is_clear() {
+        if ch.peer_complete || self.have_count == 0 {
             return;
         }
         for _ in 0..MAX_HAVES {
@@ -233,7 +252,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let len = self.chunk_len_out(chunk) as u64;
         match self.upload.wait_for(now, len) {
             Some(d) if d.is_zero() => {}
-            _ => {
+            wait => {
+                self.upload_ready_at = wait.map(|d| now + d);
                 // Not yet: put it back in front and wait for tokens.
                 if retransmission {
                     ch.retransmit.push_front(chunk);
@@ -247,6 +267,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let mut data = std::mem::take(&mut self.scratch);
         let read = self.store.read_chunk(chunk, &mut data);
         if !matches!(read, Ok(true)) {
+            // The store lost it (or never had it): nothing to send for this request.
+            ch.outgoing.remove(&chunk);
             self.scratch = data;
             return false;
         }
@@ -299,11 +321,13 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             if self.peer_lacks(ch, c) {
                 return Some((c, true));
             }
+            ch.outgoing.remove(&c);
         }
         while let Some((c, _)) = ch.serve.pop_front() {
             if self.peer_lacks(ch, c) {
                 return Some((c, false));
             }
+            ch.outgoing.remove(&c);
         }
         None
     }

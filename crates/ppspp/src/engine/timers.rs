@@ -1,7 +1,7 @@
 //! Everything that happens because time passed: handshake retries, loss detection and
 //! retransmission, request expiry, keep-alives, the dead-peer rule, PEX and choking.
 
-use super::event::CloseReason;
+use super::event::{CloseReason, Event};
 use super::request::plan_ahead;
 use super::send::HANDSHAKE_TRIES;
 use super::{Engine, PeerAddr};
@@ -18,22 +18,31 @@ const PEX_INTERVAL: Duration = Duration::from_secs(30);
 /// Request expiries in a row without a single chunk before a peer that keeps announcing
 /// chunks it never delivers is dropped.
 const MAX_FRUITLESS_EXPIRIES: u32 = 3;
+/// A responder waits this long for the initiator's third datagram.
+const UNANSWERED_RESPONSE: Duration = Duration::from_secs(30);
 
 impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// When [`handle_timeout`](Self::handle_timeout) should next be called (`None`: only
     /// when a datagram arrives).
     pub fn poll_timeout(&self) -> Option<Time> {
-        let mut next = Time::NEVER;
+        // Output that is ready now goes out through `poll_transmit`, which adapters drain
+        // after every call; only waiting produces a deadline here.
+        let mut next = [
+            self.upload_ready_at,
+            self.download_ready_at,
+            self.next_stats,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(Time::NEVER);
         for ch in self.channels.values() {
-            if ch.closing.is_some() || ch.has_control() {
-                return Some(Time::ZERO);
-            }
             if let Some(retry) = &ch.handshake {
                 next = next.min(retry.next);
                 continue;
             }
             if !ch.established {
-                next = next.min(ch.last_recv + DEAD_PEER);
+                next = next.min(ch.last_recv + UNANSWERED_RESPONSE);
                 continue;
             }
             let has_data = !ch.retransmit.is_empty() || !ch.serve.is_empty();
@@ -57,6 +66,19 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
 
     /// Advances timers to `now`. Afterwards drain [`poll_transmit`](Self::poll_transmit).
     pub fn handle_timeout(&mut self, now: Time) {
+        if self.upload_ready_at.is_some_and(|t| t <= now) {
+            self.upload_ready_at = None;
+        }
+        if self.download_ready_at.is_some_and(|t| t <= now) {
+            self.download_ready_at = None;
+        }
+        if let (Some(due), Some(every)) = (self.next_stats, self.config.stats_interval)
+            && due <= now
+        {
+            self.next_stats = Some(now + every);
+            let stats = self.stats();
+            self.push_event(Event::Stats(stats));
+        }
         let ids: Vec<u32> = self.channels.keys().copied().collect();
         for id in ids {
             if let Some(reason) = self.channel_timers(now, id) {
@@ -85,6 +107,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return Some(CloseReason::Timeout);
         }
         if !ch.established {
+            // We answered a handshake and the initiator never came back.
+            if now.saturating_since(ch.last_recv) >= UNANSWERED_RESPONSE {
+                return Some(CloseReason::Unreachable);
+            }
             return None;
         }
         // Loss detection: DATA unacknowledged after the retransmission timeout is lost.
@@ -165,7 +191,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 if !ch.choking && busy(ch) {
                     ch.choking = true;
                     ch.pending_choke = Some(true);
-                    ch.serve.clear();
+                    for (c, _) in ch.serve.drain(..) {
+                        ch.outgoing.remove(&c);
+                    }
                     excess -= 1;
                 }
             }
