@@ -3,6 +3,7 @@
 //! with TCP-like competing flows and poisoning adversaries. See docs/EXPERIMENTS.md.
 
 pub mod adversary;
+pub mod bulk;
 pub mod link;
 pub mod net;
 pub mod rng;
