@@ -73,6 +73,9 @@ pub struct Sample {
 pub struct BulkRun {
     pub samples: Vec<Sample>,
     pub content_len: usize,
+    /// Per flow: when and why the leecher closed its channel to the seeder, if it did
+    /// (an honest seeder closed as "misbehaving" is an engine bug, see EXPERIMENTS.md).
+    pub closed: Vec<Option<(f64, String)>>,
 }
 
 impl BulkRun {
@@ -207,9 +210,22 @@ pub fn run(b: &Bulk) -> BulkRun {
         last_wire = wire;
         samples.push(sample);
     }
+    let closed = flows
+        .iter()
+        .map(|f| match &net.nodes[f.receiver as usize].kind {
+            NodeKind::Peer(p) => p.events.iter().find_map(|(t, e)| match e {
+                ppspp::engine::Event::PeerClosed { reason, .. } => {
+                    Some((t.as_micros() as f64 / 1e6, reason.to_string()))
+                }
+                _ => None,
+            }),
+            _ => None,
+        })
+        .collect();
     BulkRun {
         samples,
         content_len: len,
+        closed,
     }
 }
 

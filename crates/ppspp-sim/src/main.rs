@@ -4,7 +4,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use ppspp::congestion::CongestionConfig;
-use ppspp_sim::bulk::{Bulk, BulkRun, Flow, run};
+use ppspp_sim::bulk::{Bulk, BulkRun, Flow};
 use ppspp_sim::plot::{Series, csv, lines};
 use ppspp_sim::scenario::jain;
 use ppspp_sim::swarm::{self, Latency, SwarmParams};
@@ -94,6 +94,10 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(mut summary) => {
+            let c = CLOSED.with(|c| c.borrow().clone());
+            if !c.is_empty() {
+                summary["leecher_closed_seeder"] = json!(c);
+            }
             summary["experiment"] = json!(name);
             summary["out"] = json!(out.display().to_string());
             summary["wall_s"] = json!(round(started.elapsed().as_secs_f64(), 1));
@@ -108,6 +112,32 @@ fn main() -> ExitCode {
 }
 
 type Res = Result<Value, String>;
+
+thread_local! {
+    /// Every run in which a leecher closed its channel to the seeder: (run, time, reason).
+    static CLOSED: std::cell::RefCell<Vec<Value>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs a scenario and records any channel the leecher closed (see `CLOSED`).
+fn run(b: &Bulk) -> BulkRun {
+    let r = ppspp_sim::bulk::run(b);
+    for (i, c) in r.closed.iter().enumerate() {
+        if let Some((t, why)) = c {
+            let label = format!(
+                "{} Mbit/s, owd {} ms, queue {} B, loss {}, flow {i}",
+                b.bandwidth_bps / 1_000_000,
+                b.owd.as_millis(),
+                b.queue_bytes,
+                b.loss
+            );
+            CLOSED.with(|v| {
+                v.borrow_mut()
+                    .push(json!({"run": label, "t_s": round(*t, 2), "reason": why}))
+            });
+        }
+    }
+    r
+}
 
 fn round(x: f64, digits: i32) -> f64 {
     let m = 10f64.powi(digits);

@@ -23,7 +23,7 @@ fn swarm_of_fifty_completes_clean() {
     assert_eq!(v["complete"], 50, "{last}");
     assert_eq!(v["corrupt_chunks"], 0);
     let ratio = v["seeder_upload_ratio"].as_f64().unwrap();
-    assert!(ratio >= 1.0 && ratio < 3.0, "seeder upload ratio {ratio}");
+    assert!((1.0..3.0).contains(&ratio), "seeder upload ratio {ratio}");
     assert!(out.join("swarm.csv").exists());
     assert!(out.join("swarm_completion.png").exists());
     let _ = std::fs::remove_dir_all(&out);
