@@ -1,7 +1,13 @@
 //! `ppspp`: the native command-line peer. This adapter only parses arguments, does file I/O
 //! and prints; all protocol logic lives in the `ppspp` crate.
 
+mod fetch;
+mod file_store;
+mod progress;
 mod root;
+mod seed;
+mod stats;
+mod udp;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -21,12 +27,18 @@ struct Cli {
 enum Command {
     /// Print the Merkle root hash (the swarm ID) of a file, then its chunk count.
     Root(root::RootArgs),
+    /// Serve a file to the swarm; prints its swarm URI first.
+    Seed(seed::SeedArgs),
+    /// Download and verify content from a swarm URI.
+    Fetch(fetch::FetchArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Root(args) => root::run(&args),
+        Command::Seed(args) => seed::run(&args),
+        Command::Fetch(args) => fetch::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -34,5 +46,39 @@ fn main() -> ExitCode {
             eprintln!("ppspp: error: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Seed for the engine's channel IDs and picker randomness: not cryptographic, only
+/// different per process (std's hasher keys come from the OS).
+pub fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        h.write_u128(t.as_nanos());
+    }
+    h.finish()
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
     }
 }

@@ -4,7 +4,7 @@ use clap::Args;
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
 use std::fs::File;
 use std::io::{ErrorKind, Read};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The RFC's recommended chunk size.
 pub const DEFAULT_CHUNK_SIZE: usize = 1024;
@@ -23,7 +23,7 @@ pub struct RootArgs {
     chunk_size: usize,
 }
 
-fn parse_chunk_size(s: &str) -> Result<usize, String> {
+pub fn parse_chunk_size(s: &str) -> Result<usize, String> {
     let n: usize = s
         .parse()
         .map_err(|_| format!("'{s}' is not a whole number of bytes"))?;
@@ -36,7 +36,7 @@ fn parse_chunk_size(s: &str) -> Result<usize, String> {
 }
 
 pub fn run(args: &RootArgs) -> Result<(), String> {
-    let tree = hash_file(args)?;
+    let tree = hash_with_progress(&args.file, args.hash, args.chunk_size)?;
     println!(
         "{} {} chunks ({} bytes, {} B chunks, {})",
         tree.root().to_hex(),
@@ -48,23 +48,37 @@ pub fn run(args: &RootArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn hash_file(args: &RootArgs) -> Result<MerkleTree, String> {
-    let path = args.file.display();
-    let mut file = File::open(&args.file).map_err(|e| format!("cannot open {path}: {e}"))?;
-    if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-        return Err(format!("{path} is a directory, not a file"));
+/// Hashes a file into its Merkle tree, reading it in 64 KiB pieces (size costs no memory
+/// beyond the tree) and showing progress on stderr.
+pub fn hash_with_progress(
+    path: &Path,
+    hash: HashAlgorithm,
+    chunk_size: usize,
+) -> Result<MerkleTree, String> {
+    let shown = path.display();
+    let mut file = File::open(path).map_err(|e| format!("cannot open {shown}: {e}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if meta.is_dir() {
+        return Err(format!("{shown} is a directory, not a file"));
     }
-    let mut builder = MerkleTree::builder(args.hash, args.chunk_size);
+    let progress = crate::progress::hashing_bar(meta.len());
+    let mut builder = MerkleTree::builder(hash, chunk_size);
     let mut buf = vec![0u8; 1 << 16];
     loop {
         match file.read(&mut buf) {
             Ok(0) => break,
-            Ok(n) => builder.push(&buf[..n]),
+            Ok(n) => {
+                builder.push(&buf[..n]);
+                progress.inc(n as u64);
+            }
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) => return Err(format!("cannot read {path}: {e}")),
+            Err(e) => return Err(format!("cannot read {shown}: {e}")),
         }
     }
+    progress.finish_and_clear();
     builder
         .finish()
-        .map_err(|e| format!("cannot hash {path}: {e}"))
+        .map_err(|e| format!("cannot hash {shown}: {e}"))
 }

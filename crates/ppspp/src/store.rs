@@ -61,6 +61,29 @@ pub fn chunk_span(len: u64, chunk_size: usize, chunk: u64) -> Option<core::ops::
     Some(start..(start + size).min(len))
 }
 
+/// The byte range where `data` for `chunk` goes, after checking the chunk exists and the
+/// data has its exact length: the checks every store makes before writing.
+pub fn checked_span(
+    len: u64,
+    chunk_size: usize,
+    chunk: u64,
+    data_len: usize,
+) -> Result<core::ops::Range<u64>, StoreError> {
+    let span = chunk_span(len, chunk_size, chunk).ok_or(StoreError::OutOfRange {
+        chunk,
+        chunks: chunk_count(len, chunk_size),
+    })?;
+    let expected = (span.end - span.start) as usize;
+    if expected != data_len {
+        return Err(StoreError::WrongLength {
+            chunk,
+            expected,
+            got: data_len,
+        });
+    }
+    Ok(span)
+}
+
 /// Chunks of content of `len` bytes (zero for empty content).
 pub fn chunk_count(len: u64, chunk_size: usize) -> u64 {
     len.div_ceil(chunk_size.max(1) as u64)
@@ -135,14 +158,8 @@ impl MemoryStore {
 
 impl ChunkStore for MemoryStore {
     fn write_chunk(&mut self, chunk: u64, data: &[u8]) -> Result<(), StoreError> {
-        let span = self.span(chunk)?;
-        if span.len() != data.len() {
-            return Err(StoreError::WrongLength {
-                chunk,
-                expected: span.len(),
-                got: data.len(),
-            });
-        }
+        let span = checked_span(self.data.len() as u64, self.chunk_size, chunk, data.len())?;
+        let span = span.start as usize..span.end as usize;
         self.data[span].copy_from_slice(data);
         self.held[chunk as usize] = true;
         Ok(())

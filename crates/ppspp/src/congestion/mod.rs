@@ -129,6 +129,13 @@ pub struct Controller {
     current: CurrentDelay,
     /// Losses shrink the window at most once per round trip.
     last_decrease: Option<Time>,
+    /// Most datagrams in flight during this round trip and the previous one: what the
+    /// sender really used. RFC 6817 caps the window at flightsize + ALLOWED_INCREASE so an
+    /// idle sender does not grow it; measured per acknowledgement that cap would pin the
+    /// window when acknowledgements arrive in a batch and each one sees a smaller flight.
+    flight_max: u32,
+    flight_prev: u32,
+    flight_epoch: Time,
 }
 
 impl Controller {
@@ -146,6 +153,9 @@ impl Controller {
             base: BaseDelay::new(config.base_interval, config.base_history),
             current: CurrentDelay::default(),
             last_decrease: None,
+            flight_max: 0,
+            flight_prev: 0,
+            flight_epoch: Time::ZERO,
             config,
         })
     }
@@ -190,6 +200,16 @@ impl Controller {
         Some(Duration::from_micros(q.max(0) as u64))
     }
 
+    /// A datagram went out, leaving `in_flight` outstanding.
+    pub fn on_sent(&mut self, now: Time, in_flight: u32, rtt: Duration) {
+        if now.saturating_since(self.flight_epoch) > rtt {
+            self.flight_prev = self.flight_max;
+            self.flight_max = 0;
+            self.flight_epoch = now;
+        }
+        self.flight_max = self.flight_max.max(in_flight);
+    }
+
     /// `acked` datagrams were newly acknowledged while `in_flight` were outstanding (before
     /// this acknowledgement).
     pub fn on_ack(&mut self, acked: u32, in_flight: u32) {
@@ -222,7 +242,13 @@ impl Controller {
             }
         }
         // RFC 6817: never grow past what the sender actually uses.
-        let cap = f64::from(in_flight) + self.config.allowed_increase;
+        let used = f64::from(in_flight.max(self.flight_max).max(self.flight_prev));
+        // Slow start doubles a used window per round trip; avoidance adds at most
+        // ALLOWED_INCREASE beyond it (RFC 6817).
+        let cap = match self.phase {
+            Phase::SlowStart => 2.0 * used + self.config.allowed_increase,
+            Phase::Avoidance => used + self.config.allowed_increase,
+        };
         self.cwnd = self
             .cwnd
             .min(cap.max(self.config.min_cwnd))
@@ -387,8 +413,34 @@ mod tests {
             c.on_delay_sample(now, 10_000, RTT);
             c.on_ack(1, 3); // application-limited: 3 in flight
         }
-        assert!(c.cwnd() <= 4.0);
+        // Still in slow start (the queue stays under target): at most twice what is used.
+        assert_eq!(c.phase(), Phase::SlowStart);
+        assert!(c.cwnd() <= 7.0, "cwnd {}", c.cwnd());
         assert!(c.cwnd() >= 2.0);
+    }
+
+    #[test]
+    fn a_batch_of_acknowledgements_does_not_pin_a_full_window() {
+        let mut c = controller(0);
+        let mut now = Time::ZERO;
+        c.on_delay_sample(now, 1000, RTT);
+        for round in 0..5 {
+            // Fill the window, then every acknowledgement arrives at once.
+            let window = c.cwnd() as u32;
+            for i in 1..=window {
+                c.on_sent(now, i, RTT);
+            }
+            now += RTT;
+            for left in (1..=window).rev() {
+                c.on_delay_sample(now, 1000, RTT);
+                c.on_ack(1, left);
+            }
+            assert_eq!(
+                c.cwnd() as u32,
+                2 * window,
+                "round {round}: slow start doubles"
+            );
+        }
     }
 
     #[test]

@@ -89,6 +89,10 @@ pub struct EngineConfig {
     pub mtu: usize,
     /// Ask peers for more peers (PEX).
     pub pex: bool,
+    /// The adapter's timer granularity: pacing may send this much ahead of schedule in one
+    /// burst, since a timer cannot wake it for each datagram of a fast path (tokio: 1 ms;
+    /// browsers: about 4 ms).
+    pub pacing_granularity: core::time::Duration,
     /// While a channel carries requests the picker marks urgent (VoD: chunks just ahead of
     /// the playhead), raise its congestion priority to this (DTL runtime priority). It acts
     /// on our side of the channel only: PPSPP has no message to make a peer send harder.
@@ -114,6 +118,7 @@ impl Default for EngineConfig {
             max_request_pipeline: 2048,
             mtu: 1500,
             pex: true,
+            pacing_granularity: core::time::Duration::from_millis(1),
             urgent_priority: None,
             stats_interval: None,
             seed: 0,
@@ -325,6 +330,16 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             complete_reported: false,
             scratch: Vec::new(),
         })
+    }
+
+    /// Bytes in `chunk` (the last one may be short; 0 past the end).
+    fn chunk_len(&self, chunk: u64) -> usize {
+        crate::store::chunk_span(
+            self.content.content_len,
+            self.content.chunk_size as usize,
+            chunk,
+        )
+        .map_or(0, |r| (r.end - r.start) as usize)
     }
 
     /// The bins covering exactly the content's chunks.

@@ -427,15 +427,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         Verdict::Keep
     }
 
-    fn chunk_len(&self, chunk: u64) -> usize {
-        crate::store::chunk_span(
-            self.content.content_len,
-            self.content.chunk_size as usize,
-            chunk,
-        )
-        .map_or(0, |r| (r.end - r.start) as usize)
-    }
-
     /// Verifies one chunk; only verified data is stored, acknowledged or announced.
     fn on_chunk(
         &mut self,

@@ -243,13 +243,14 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
 
     /// Adds INTEGRITY and DATA if the window, pacing and upload limit allow; true if it did.
     fn push_data(&mut self, now: Time, ch: &mut Channel<A>, w: &mut Writer) -> bool {
-        if ch.in_flight.len() >= ch.window() || now < ch.next_data {
+        let slack = self.config.pacing_granularity;
+        if ch.in_flight.len() >= ch.window() || now + slack < ch.next_data {
             return false;
         }
         let Some((chunk, retransmission)) = self.next_chunk(ch) else {
             return false;
         };
-        let len = self.chunk_len_out(chunk) as u64;
+        let len = self.chunk_len(chunk) as u64;
         match self.upload.wait_for(now, len) {
             Some(d) if d.is_zero() => {}
             wait => {
@@ -295,7 +296,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             sent: now,
             retransmission,
         });
-        ch.next_data = now + ch.send_interval();
+        ch.cc.on_sent(now, ch.in_flight.len() as u32, ch.rtt.srtt());
+        // Pace from the schedule, not from now, so a burst of at most `slack` is the only
+        // deviation from one window per round trip.
+        ch.next_data = ch.next_data.max(now - slack) + ch.send_interval();
         ch.bytes_up += len;
         self.stats.bytes_uploaded += len;
         if retransmission {
@@ -303,15 +307,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         self.scratch = data;
         true
-    }
-
-    fn chunk_len_out(&self, chunk: u64) -> usize {
-        crate::store::chunk_span(
-            self.content.content_len,
-            self.content.chunk_size as usize,
-            chunk,
-        )
-        .map_or(0, |r| (r.end - r.start) as usize)
     }
 
     /// The next chunk to send: retransmissions first, then requests in arrival order,

@@ -47,7 +47,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             }
             let has_data = !ch.retransmit.is_empty() || !ch.serve.is_empty();
             if has_data && ch.in_flight.len() < ch.window() {
-                next = next.min(ch.next_data);
+                next = next.min(ch.next_data - self.config.pacing_granularity);
             }
             if let Some(oldest) = ch.in_flight.front() {
                 next = next.min(oldest.sent + ch.rtt.timeout());

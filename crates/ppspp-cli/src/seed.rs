@@ -1,0 +1,100 @@
+//! `ppspp seed FILE`: hash the file, print its swarm URI, serve it until interrupted.
+
+use crate::file_store::FileStore;
+use crate::root::{DEFAULT_CHUNK_SIZE, hash_with_progress, parse_chunk_size};
+use crate::stats::StatsPrinter;
+use crate::udp::{self, Clock, Flow};
+use clap::Args;
+use ppspp::engine::{Engine, EngineConfig, Event};
+use ppspp::merkle::HashAlgorithm;
+use ppspp::uri::SwarmUri;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct SeedArgs {
+    /// The file to serve.
+    file: PathBuf,
+    /// Serve plain RFC 7574 over UDP on this address (e.g. 127.0.0.1:7000; port 0 picks one).
+    #[arg(long)]
+    udp: Option<SocketAddr>,
+    /// Signaling server for WebRTC peers (ws://HOST:PORT/ws).
+    #[arg(long)]
+    signal: Option<String>,
+    /// Chunk size in bytes (1 to 1 MiB; the RFC recommends 1024).
+    #[arg(long = "chunk-size", default_value_t = DEFAULT_CHUNK_SIZE, value_parser = parse_chunk_size)]
+    chunk_size: usize,
+    /// Merkle hash function: sha1 (the RFC default), sha224, sha256, sha384 or sha512.
+    #[arg(long = "hash", default_value = "sha1")]
+    hash: HashAlgorithm,
+    /// Upload limit in bytes per second.
+    #[arg(long = "upload-limit")]
+    upload_limit: Option<u64>,
+    /// Print one JSON line of figures per second on stdout (after the URI line).
+    #[arg(long = "stats-json")]
+    stats_json: bool,
+}
+
+pub fn run(args: &SeedArgs) -> Result<(), String> {
+    if args.signal.is_some() {
+        return Err(
+            "--signal (WebRTC peers) is not available in this build yet; serve native peers with --udp"
+                .into(),
+        );
+    }
+    let Some(udp_addr) = args.udp else {
+        return Err("say where to serve: --udp ADDR (e.g. --udp 127.0.0.1:7000)".into());
+    };
+    let tree = hash_with_progress(&args.file, args.hash, args.chunk_size)?;
+    let store = FileStore::open_complete(&args.file, args.chunk_size)
+        .map_err(|e| format!("cannot open {}: {e}", args.file.display()))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async {
+        let socket = udp::bind(udp_addr).map_err(|e| format!("cannot bind UDP {udp_addr}: {e}"))?;
+        let local = socket
+            .local_addr()
+            .map_err(|e| format!("cannot read the bound address: {e}"))?;
+        let clock = Clock::new();
+        let config = EngineConfig {
+            upload_limit: args.upload_limit,
+            seed: crate::random_seed(),
+            ..EngineConfig::default()
+        };
+        let mut engine = Engine::new_seeder(config, &tree, store, clock.now())
+            .map_err(|e| format!("cannot start: {e}"))?;
+        let mut uri = SwarmUri::new(engine.content());
+        uri.udp.push(local.to_string());
+        uri.name = args
+            .file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        println!("{uri}");
+        let _ = std::io::stdout().flush();
+        eprintln!(
+            "seeding {} on udp {local}; Ctrl-C stops",
+            args.file.display()
+        );
+        let stats = args.stats_json.then(StatsPrinter::new);
+        udp::run(
+            &mut engine,
+            &socket,
+            &clock,
+            stats,
+            |_, event| {
+                match event {
+                    Event::PeerConnected { peer } => eprintln!("peer {peer} connected"),
+                    Event::PeerClosed { peer, reason } => eprintln!("peer {peer} left: {reason}"),
+                    _ => {}
+                }
+                Flow::Continue
+            },
+            crate::shutdown_signal(),
+        )
+        .await;
+        Ok(())
+    })
+}

@@ -1,0 +1,309 @@
+//! `ppspp seed` and `ppspp fetch` over UDP on loopback, as a user runs them: real
+//! processes, real sockets, every wait bounded.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// A child process killed when the test ends, however it ends.
+struct Running {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Running {
+    fn next_line(&self, within: Duration) -> String {
+        self.lines
+            .recv_timeout(within)
+            .expect("the process printed nothing in time")
+    }
+
+    /// Lines printed so far and until `within` passes without a new one.
+    fn lines_until_quiet(&self, within: Duration) -> Vec<String> {
+        std::iter::from_fn(|| self.lines.recv_timeout(within).ok()).collect()
+    }
+}
+
+fn ppspp() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ppspp"))
+}
+
+fn spawn(args: &[&str]) -> Running {
+    let mut child = ppspp()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start ppspp");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    Running { child, lines }
+}
+
+/// Runs a command to completion, killing it after `limit`.
+fn run(args: &[&str], limit: Duration) -> Output {
+    let mut child = ppspp()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start ppspp");
+    let deadline = std::time::Instant::now() + limit;
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("ppspp {args:?} did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ppspp-udp-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn content(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn seed(file: &Path, extra: &[&str]) -> (Running, String) {
+    let mut args = vec!["seed", file.to_str().unwrap(), "--udp", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let seeder = spawn(&args);
+    let uri = seeder.next_line(Duration::from_secs(30));
+    assert!(uri.starts_with("ppspp://"), "first line is the URI: {uri}");
+    assert!(uri.contains("udp=127.0.0.1:"), "{uri}");
+    (seeder, uri)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn three_fetchers_get_identical_files() {
+    let dir = temp_dir("three");
+    let data = content(600 * 1024 + 123, 1);
+    let file = dir.join("video.webm");
+    std::fs::write(&file, &data).unwrap();
+    let (_seeder, uri) = seed(&file, &[]);
+    let outputs: Vec<PathBuf> = (0..3).map(|i| dir.join(format!("out{i}.webm"))).collect();
+    let fetchers: Vec<_> = outputs
+        .iter()
+        .map(|o| {
+            ppspp()
+                .args(["fetch", &uri, "-o", o.to_str().unwrap()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (mut f, out) in fetchers.into_iter().zip(&outputs) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while f.try_wait().unwrap().is_none() {
+            assert!(std::time::Instant::now() < deadline, "fetch timed out");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let o = f.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("chunks verified, 0 rejected"),
+            "{}",
+            stderr(&o)
+        );
+        assert_eq!(std::fs::read(out).unwrap(), data);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_late_fetcher_uses_an_earlier_one_and_finishes_without_the_seeder() {
+    let dir = temp_dir("late");
+    let data = content(400 * 1024, 2);
+    let file = dir.join("movie.mp4");
+    std::fs::write(&file, &data).unwrap();
+    let (seeder, uri) = seed(&file, &["--upload-limit", "200000"]);
+    // The first fetcher completes, then stays to serve others.
+    let first_out = dir.join("first.mp4");
+    let first = spawn(&[
+        "fetch",
+        &uri,
+        "-o",
+        first_out.to_str().unwrap(),
+        "--keep-seeding",
+        "--stats-json",
+    ]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !first_out.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "first fetch timed out"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(std::fs::read(&first_out).unwrap(), data);
+    // The late fetcher learns of the first one through PEX and fetches from both; the
+    // seeder's upload limit makes the other peer worth using.
+    let late_out = dir.join("late.mp4");
+    // Its download limit keeps it busy past the seeder's death (400 KB at 150 KB/s).
+    let late = spawn(&[
+        "fetch",
+        &uri,
+        "-o",
+        late_out.to_str().unwrap(),
+        "--stats-json",
+        "--download-limit",
+        "150000",
+    ]);
+    std::thread::sleep(Duration::from_millis(1200));
+    drop(seeder); // killed mid-transfer
+    assert!(!late_out.exists(), "still fetching when the seeder died");
+    let lines = late.lines_until_quiet(Duration::from_secs(20));
+    assert_eq!(
+        std::fs::read(&late_out).unwrap(),
+        data,
+        "late fetch completed"
+    );
+    let peers_with_data: usize = lines
+        .iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|v| {
+            v["channels"].as_array().map_or(0, |cs| {
+                cs.iter()
+                    .filter(|c| c["bytes_down"].as_u64() > Some(0))
+                    .count()
+            })
+        })
+        .max()
+        .unwrap_or(0);
+    assert_eq!(
+        peers_with_data, 2,
+        "fetched from both the seeder and the first fetcher"
+    );
+    drop(first);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_wrong_root_is_a_clear_error_and_leaves_no_file() {
+    let dir = temp_dir("wrongroot");
+    let file = dir.join("a.bin");
+    std::fs::write(&file, content(50 * 1024, 3)).unwrap();
+    let (_seeder, uri) = seed(&file, &[]);
+    // Flip the first hex digit of the root.
+    let root_at = "ppspp://".len();
+    let first = &uri[root_at..root_at + 1];
+    let flipped = if first == "0" { "1" } else { "0" };
+    let wrong = format!("{}{}{}", &uri[..root_at], flipped, &uri[root_at + 1..]);
+    let out = dir.join("b.bin");
+    let o = run(
+        &[
+            "fetch",
+            &wrong,
+            "-o",
+            out.to_str().unwrap(),
+            "--give-up-after",
+            "3",
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("no peer"), "{}", stderr(&o));
+    assert!(
+        !out.exists() && !dir.join("b.bin.part").exists(),
+        "nothing left behind"
+    );
+    // Not a URI at all, and a bare root: clear errors too.
+    let o = run(
+        &["fetch", "http://x", "-o", out.to_str().unwrap()],
+        Duration::from_secs(10),
+    );
+    assert!(
+        stderr(&o).contains("not a usable swarm URI"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(
+        &[
+            "fetch",
+            &uri[root_at..root_at + 40],
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        Duration::from_secs(10),
+    );
+    assert!(stderr(&o).contains("bare root hash"), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_corrupted_seeder_file_is_rejected_and_said_so() {
+    let dir = temp_dir("corrupt");
+    let data = content(100 * 1024, 4);
+    let file = dir.join("c.bin");
+    std::fs::write(&file, &data).unwrap();
+    let (_seeder, uri) = seed(&file, &[]);
+    // Change bytes after the seeder hashed the file.
+    let mut bad = data.clone();
+    for b in &mut bad[10 * 1024..10 * 1024 + 16] {
+        *b ^= 0xff;
+    }
+    std::fs::write(&file, &bad).unwrap();
+    let out = dir.join("d.bin");
+    let o = run(
+        &["fetch", &uri, "-o", out.to_str().unwrap()],
+        Duration::from_secs(60),
+    );
+    assert!(
+        !o.status.success(),
+        "a fetch from a lying seeder cannot succeed"
+    );
+    let err = stderr(&o);
+    assert!(err.contains("rejected chunk 10 from 127.0.0.1:"), "{err}");
+    assert!(err.contains("no peer left"), "{err}");
+    assert!(
+        !out.exists() && !dir.join("d.bin.part").exists(),
+        "nothing left behind"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn seed_needs_a_transport() {
+    let dir = temp_dir("noflags");
+    let file = dir.join("e.bin");
+    std::fs::write(&file, b"hello").unwrap();
+    let o = run(&["seed", file.to_str().unwrap()], Duration::from_secs(10));
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--udp"), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,106 @@
+//! Server limits. Every resource a client can make the server spend is bounded by one of
+//! these.
+
+use std::time::Duration;
+
+/// Limits and timers of a signaling server. `Config::default()` is what the binary runs
+/// with when no flag or environment variable says otherwise.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Largest text frame a client may send, in bytes. A larger one gets `too-large` and
+    /// the connection is closed.
+    pub max_message_bytes: usize,
+    /// Most peers in one room (swarm). A `join` beyond gets `room-full`.
+    pub max_peers_per_room: usize,
+    /// Most rooms open at once. A `join` that would open one more gets `too-many-rooms`.
+    pub max_rooms: usize,
+    /// Most WebSocket connections open at once. Upgrades beyond get HTTP 503.
+    pub max_connections: usize,
+    /// Most HTTP connections not (yet) upgraded to WebSocket (health checks, handshakes in
+    /// progress). A new TCP connection beyond is closed at once.
+    pub max_http_connections: usize,
+    /// An HTTP connection that does not deliver a complete request head within this long
+    /// (also between requests on a kept-alive connection) is closed.
+    pub http_header_timeout: Duration,
+    /// Most peers listed in a `welcome` (a uniform random sample of the room).
+    pub sample_size: usize,
+    /// Token-bucket refill: frames per second a client may send on average.
+    pub rate_per_sec: f64,
+    /// Token-bucket depth: frames a client may send in a burst.
+    pub rate_burst: f64,
+    /// A connection that sends nothing (no message, no pong) for this long is closed.
+    pub idle_timeout: Duration,
+    /// How often the server pings each client. Should be well under `idle_timeout`.
+    pub ping_interval: Duration,
+    /// Messages queued for one client (relayed signals, `peer-left`). A client whose queue
+    /// is full is disconnected as a slow reader.
+    pub outbound_queue: usize,
+    /// A single write to a client that takes longer than this closes the connection.
+    pub write_timeout: Duration,
+    /// On shutdown, how long `serve` waits for connections to close before returning.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_message_bytes: 16 * 1024,
+            max_peers_per_room: 1000,
+            max_rooms: 10_000,
+            max_connections: 10_000,
+            max_http_connections: 256,
+            http_header_timeout: Duration::from_secs(10),
+            sample_size: 20,
+            rate_per_sec: 50.0,
+            rate_burst: 200.0,
+            idle_timeout: Duration::from_secs(60),
+            ping_interval: Duration::from_secs(20),
+            outbound_queue: 256,
+            write_timeout: Duration::from_secs(10),
+            shutdown_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+impl Config {
+    /// Checks that the limits make sense (non-zero sizes, ping interval under the idle
+    /// timeout), so a bad flag fails at startup rather than at the first client.
+    pub fn validate(&self) -> Result<(), String> {
+        let positive = [
+            ("max_message_bytes", self.max_message_bytes),
+            ("max_peers_per_room", self.max_peers_per_room),
+            ("max_rooms", self.max_rooms),
+            ("max_connections", self.max_connections),
+            ("max_http_connections", self.max_http_connections),
+            ("outbound_queue", self.outbound_queue),
+        ];
+        for (name, value) in positive {
+            if value == 0 {
+                return Err(format!("{name} must be at least 1"));
+            }
+        }
+        if self.max_message_bytes < 256 {
+            return Err("max_message_bytes must be at least 256".into());
+        }
+        if !(self.rate_per_sec.is_finite() && self.rate_per_sec > 0.0) {
+            return Err("rate_per_sec must be a positive number".into());
+        }
+        if !(self.rate_burst.is_finite() && self.rate_burst >= 1.0) {
+            return Err("rate_burst must be at least 1".into());
+        }
+        for (name, d) in [
+            ("idle_timeout", self.idle_timeout),
+            ("ping_interval", self.ping_interval),
+            ("write_timeout", self.write_timeout),
+            ("http_header_timeout", self.http_header_timeout),
+        ] {
+            if d.is_zero() {
+                return Err(format!("{name} must be greater than zero"));
+            }
+        }
+        if self.ping_interval >= self.idle_timeout {
+            return Err("ping_interval must be shorter than idle_timeout".into());
+        }
+        Ok(())
+    }
+}

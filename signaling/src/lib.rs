@@ -1,0 +1,280 @@
+//! `ppspp-signal`: the WebSocket signaling server and tracker of ppspp-web.
+//!
+//! Peers of one swarm (one piece of content, named by its Merkle root) meet in a room:
+//! `join` tells a newcomer its server-assigned peer id and a random sample of the peers
+//! already there; the newcomer then opens WebRTC connections to them by relaying
+//! offers, answers and ICE candidates through `signal` messages. The protocol is specified
+//! in `docs/SIGNALING.md`.
+//!
+//! Run it in-process (tests of other crates do) with [`spawn`], or with [`serve`] on a
+//! listener of your own:
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! let server = ppspp_signal::spawn(
+//!     "127.0.0.1:0".parse().expect("address"),
+//!     ppspp_signal::Config::default(),
+//! )
+//! .await?;
+//! let url = server.url(); // ws://127.0.0.1:PORT/ws
+//! // ... connect peers to `url` ...
+//! server.shutdown().await?;
+//! # Ok(()) }
+//! ```
+
+mod config;
+mod conn;
+pub mod protocol;
+mod registry;
+
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::Router;
+use axum::extract::State;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, oneshot, watch};
+use tokio::task::JoinHandle;
+
+pub use config::Config;
+pub use protocol::{PROTOCOL_VERSION, WS_PATH};
+
+/// The path of the health endpoint.
+pub const HEALTH_PATH: &str = "/health";
+
+pub(crate) struct Shared {
+    pub(crate) config: Config,
+    pub(crate) registry: registry::Registry,
+    /// One permit per open WebSocket connection.
+    connections: Arc<Semaphore>,
+    /// Capacity of `connections`.
+    max_connections: u32,
+    /// Becomes `true` when the server starts shutting down.
+    pub(crate) shutdown: watch::Receiver<bool>,
+}
+
+impl Shared {
+    fn open_connections(&self) -> usize {
+        (self.max_connections as usize).saturating_sub(self.connections.available_permits())
+    }
+}
+
+/// Serves signaling on `listener` until `shutdown` resolves: WebSocket clients on
+/// [`WS_PATH`] (`/ws`), health on [`HEALTH_PATH`] (`/health`).
+///
+/// On shutdown it stops accepting, sends every client a close frame (1001, going away) and
+/// returns once all connections are closed or `config.shutdown_grace` has passed.
+/// Connections are served over HTTP/1.1 (WebSocket upgrades need nothing else).
+/// Fails at once with `InvalidInput` if `config` does not validate.
+pub async fn serve(
+    listener: TcpListener,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    config
+        .validate()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let max_connections = u32::try_from(config.max_connections)
+        .unwrap_or(u32::MAX)
+        .min(u32::try_from(Semaphore::MAX_PERMITS).unwrap_or(u32::MAX));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let shared = Arc::new(Shared {
+        config,
+        registry: registry::Registry::default(),
+        connections: Arc::new(Semaphore::new(max_connections as usize)),
+        max_connections,
+        shutdown: stop_rx,
+    });
+    let app = Router::new()
+        .route(WS_PATH, get(ws_handler))
+        .route(HEALTH_PATH, get(health))
+        .with_state(shared.clone());
+    if let Ok(addr) = listener.local_addr() {
+        tracing::info!(%addr, "serving signaling");
+    }
+    let cfg = &shared.config;
+    let http_capacity = u32::try_from(cfg.max_http_connections)
+        .unwrap_or(u32::MAX)
+        .min(u32::try_from(Semaphore::MAX_PERMITS).unwrap_or(u32::MAX));
+    let http_slots = Arc::new(Semaphore::new(http_capacity as usize));
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            biased;
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(slot) = http_slots.clone().try_acquire_owned() else {
+            tracing::debug!(%peer, "connection refused: max_http_connections reached");
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let service = TowerToHyperService::new(app.clone());
+        let conn = http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(cfg.http_header_timeout)
+            .serve_connection(TokioIo::new(stream), service)
+            .with_upgrades();
+        let mut stop = shared.shutdown.clone();
+        tokio::spawn(async move {
+            let mut conn = std::pin::pin!(conn);
+            let result = tokio::select! {
+                r = conn.as_mut() => r,
+                _ = stop.changed() => {
+                    // Finish the request in flight, then close; idle ones close now.
+                    conn.as_mut().graceful_shutdown();
+                    conn.await
+                }
+            };
+            if let Err(e) = result {
+                tracing::trace!(%peer, error = %e, "HTTP connection ended with an error");
+            }
+            // Also when the connection was upgraded: WebSocket connections are counted
+            // by their own permits.
+            drop(slot);
+        });
+    }
+    drop(listener);
+    tracing::info!("shutting down");
+    let _ = stop_tx.send(true);
+    let grace = shared.config.shutdown_grace;
+    let deadline = tokio::time::Instant::now() + grace;
+    // HTTP connections finish their request in flight; idle ones close now.
+    let http_all = http_slots.acquire_many(http_capacity);
+    if tokio::time::timeout_at(deadline, http_all).await.is_err() {
+        tracing::warn!("shutdown grace period over with HTTP connections still open");
+    }
+    // WebSocket connections: each task has seen the shutdown and is closing its socket.
+    let all = shared.connections.acquire_many(max_connections);
+    match tokio::time::timeout_at(deadline, all).await {
+        Ok(_) => tracing::info!("all connections closed"),
+        Err(_) => tracing::warn!(
+            open = shared.open_connections(),
+            "shutdown grace period over with connections still open"
+        ),
+    }
+    Ok(())
+}
+
+/// A server started by [`spawn`], running on the current tokio runtime.
+#[derive(Debug)]
+pub struct Running {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<io::Result<()>>,
+}
+
+impl Running {
+    /// The address it listens on (the real port when bound to port 0).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The WebSocket URL clients connect to, e.g. `ws://127.0.0.1:41227/ws`.
+    pub fn url(&self) -> String {
+        format!("ws://{}{WS_PATH}", self.addr)
+    }
+
+    /// Shuts the server down gracefully and waits for [`serve`] to return.
+    pub async fn shutdown(mut self) -> io::Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match (&mut self.task).await {
+            Ok(result) => result,
+            Err(e) => Err(io::Error::other(e)),
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // Dropped without `shutdown`: stop it anyway (gracefully, in the background).
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// Binds `bind` (e.g. `127.0.0.1:0`) and runs [`serve`] in a task on the current tokio
+/// runtime: the in-process server for other crates' tests.
+pub async fn spawn(bind: SocketAddr, config: Config) -> io::Result<Running> {
+    config
+        .validate()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let listener = TcpListener::bind(bind).await?;
+    let addr = listener.local_addr()?;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(serve(listener, config, async move {
+        let _ = stopped.await;
+    }));
+    Ok(Running {
+        addr,
+        stop: Some(stop),
+        task,
+    })
+}
+
+fn unavailable(message: &str) -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        Json(serde_json::json!({ "status": "unavailable", "message": message })),
+    )
+        .into_response()
+}
+
+async fn ws_handler(State(shared): State<Arc<Shared>>, ws: WebSocketUpgrade) -> Response {
+    if *shared.shutdown.borrow() {
+        return unavailable("shutting down");
+    }
+    let Ok(permit) = shared.connections.clone().try_acquire_owned() else {
+        tracing::info!("connection refused: max_connections reached");
+        return unavailable("too many connections");
+    };
+    let cfg = &shared.config;
+    // Frames up to the transport limit are read and answered with `too-large`; anything
+    // bigger is cut off by the WebSocket layer, and the server still tries to say why.
+    let transport_limit = conn::transport_limit(cfg.max_message_bytes);
+    ws.read_buffer_size(conn::READ_BUFFER)
+        .write_buffer_size(0)
+        .max_write_buffer_size(transport_limit * 2)
+        .max_message_size(transport_limit)
+        .max_frame_size(transport_limit)
+        .on_upgrade(move |socket| conn::run(socket, shared, permit))
+}
+
+async fn health(State(shared): State<Arc<Shared>>) -> Json<serde_json::Value> {
+    let counts = shared.registry.counts();
+    let status = if *shared.shutdown.borrow() {
+        "shutting-down"
+    } else {
+        "ok"
+    };
+    Json(serde_json::json!({
+        "status": status,
+        "v": PROTOCOL_VERSION,
+        "rooms": counts.rooms,
+        "peers": counts.peers,
+        "connections": shared.open_connections(),
+    }))
+}

@@ -1,0 +1,203 @@
+//! `ppspp-signal`: runs the signaling server. A thin wrapper over [`ppspp_signal::serve`].
+
+use std::io::{IsTerminal, Write};
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use ppspp_signal::{Config, WS_PATH};
+use tracing_subscriber::EnvFilter;
+
+/// WebSocket signaling server and tracker for ppspp-web peers.
+///
+/// Every flag can also be set by the environment variable named in its help. Logs go to
+/// stderr (filter with RUST_LOG, default "info"); the first line on stdout is the address,
+/// e.g. "ppspp-signal listening on ws://127.0.0.1:8787/ws".
+#[derive(Parser, Debug)]
+#[command(name = "ppspp-signal", version, about, long_about = None)]
+struct Args {
+    /// Address to listen on; port 0 picks a free port. Loopback by default: put a TLS
+    /// proxy in front to serve the Internet.
+    #[arg(long, env = "PPSPP_SIGNAL_BIND", default_value = "127.0.0.1:8787")]
+    bind: SocketAddr,
+    /// Largest client frame in bytes; larger ones get `too-large` and are closed.
+    #[arg(long, env = "PPSPP_SIGNAL_MAX_MESSAGE_BYTES", default_value_t = Config::default().max_message_bytes)]
+    max_message_bytes: usize,
+    /// Most peers in one room.
+    #[arg(long, env = "PPSPP_SIGNAL_MAX_PEERS_PER_ROOM", default_value_t = Config::default().max_peers_per_room)]
+    max_peers_per_room: usize,
+    /// Most rooms at once.
+    #[arg(long, env = "PPSPP_SIGNAL_MAX_ROOMS", default_value_t = Config::default().max_rooms)]
+    max_rooms: usize,
+    /// Most WebSocket connections at once (the process raises its open-file limit to fit
+    /// when the hard limit allows).
+    #[arg(long, env = "PPSPP_SIGNAL_MAX_CONNECTIONS", default_value_t = Config::default().max_connections)]
+    max_connections: usize,
+    /// Most HTTP connections not upgraded to WebSocket (health checks, handshakes in
+    /// progress); further TCP connections are closed at once.
+    #[arg(long, env = "PPSPP_SIGNAL_MAX_HTTP_CONNECTIONS", default_value_t = Config::default().max_http_connections)]
+    max_http_connections: usize,
+    /// Seconds an HTTP connection may take to send a request head.
+    #[arg(long, env = "PPSPP_SIGNAL_HTTP_HEADER_TIMEOUT", default_value_t = Config::default().http_header_timeout.as_secs_f64())]
+    http_header_timeout: f64,
+    /// Most peers listed in a `welcome`.
+    #[arg(long, env = "PPSPP_SIGNAL_SAMPLE_SIZE", default_value_t = Config::default().sample_size)]
+    sample_size: usize,
+    /// Messages per second a client may send on average (token-bucket refill).
+    #[arg(long, env = "PPSPP_SIGNAL_RATE", default_value_t = Config::default().rate_per_sec)]
+    rate: f64,
+    /// Messages a client may send in a burst (token-bucket depth).
+    #[arg(long, env = "PPSPP_SIGNAL_BURST", default_value_t = Config::default().rate_burst)]
+    burst: f64,
+    /// Seconds without any frame from a client (not even a pong) before it is closed.
+    #[arg(long, env = "PPSPP_SIGNAL_IDLE_TIMEOUT", default_value_t = Config::default().idle_timeout.as_secs_f64())]
+    idle_timeout: f64,
+    /// Seconds between the server's pings.
+    #[arg(long, env = "PPSPP_SIGNAL_PING_INTERVAL", default_value_t = Config::default().ping_interval.as_secs_f64())]
+    ping_interval: f64,
+    /// Messages queued for one client before it is disconnected as a slow reader.
+    #[arg(long, env = "PPSPP_SIGNAL_OUTBOUND_QUEUE", default_value_t = Config::default().outbound_queue)]
+    outbound_queue: usize,
+    /// Seconds one write to a client may take before the connection is dropped.
+    #[arg(long, env = "PPSPP_SIGNAL_WRITE_TIMEOUT", default_value_t = Config::default().write_timeout.as_secs_f64())]
+    write_timeout: f64,
+    /// Seconds to wait for connections to close on shutdown.
+    #[arg(long, env = "PPSPP_SIGNAL_SHUTDOWN_GRACE", default_value_t = Config::default().shutdown_grace.as_secs_f64())]
+    shutdown_grace: f64,
+}
+
+fn seconds(name: &str, s: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(s).map_err(|_| format!("--{name} must be a non-negative number"))
+}
+
+impl Args {
+    fn config(&self) -> Result<Config, String> {
+        let config = Config {
+            max_message_bytes: self.max_message_bytes,
+            max_peers_per_room: self.max_peers_per_room,
+            max_rooms: self.max_rooms,
+            max_connections: self.max_connections,
+            max_http_connections: self.max_http_connections,
+            http_header_timeout: seconds("http-header-timeout", self.http_header_timeout)?,
+            sample_size: self.sample_size,
+            rate_per_sec: self.rate,
+            rate_burst: self.burst,
+            idle_timeout: seconds("idle-timeout", self.idle_timeout)?,
+            ping_interval: seconds("ping-interval", self.ping_interval)?,
+            outbound_queue: self.outbound_queue,
+            write_timeout: seconds("write-timeout", self.write_timeout)?,
+            shutdown_grace: seconds("shutdown-grace", self.shutdown_grace)?,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+/// Raises the soft open-file limit towards what `connections` sockets need.
+#[cfg(unix)]
+fn raise_fd_limit(connections: usize) {
+    let want = libc::rlim_t::try_from(connections.saturating_add(256)).unwrap_or(libc::rlim_t::MAX);
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read/write the struct we pass.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 || lim.rlim_cur >= want {
+        return;
+    }
+    let before = lim.rlim_cur;
+    lim.rlim_cur = want.min(lim.rlim_max);
+    // SAFETY: as above.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } == 0 {
+        tracing::debug!(from = before, to = lim.rlim_cur, "raised open-file limit");
+    } else {
+        lim.rlim_cur = before;
+    }
+    if lim.rlim_cur < want {
+        tracing::warn!(
+            limit = lim.rlim_cur,
+            max_connections = connections,
+            "open-file limit is below what max_connections needs"
+        );
+    }
+}
+
+#[cfg(not(unix))]
+fn raise_fd_limit(_connections: usize) {}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => tracing::info!("SIGINT received"),
+        _ = term => tracing::info!("SIGTERM received"),
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+    let config = match args.config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ppspp-signal: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    raise_fd_limit(
+        config
+            .max_connections
+            .saturating_add(config.max_http_connections),
+    );
+    let listener = match tokio::net::TcpListener::bind(args.bind).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("ppspp-signal: cannot listen on {}: {e}", args.bind);
+            return ExitCode::FAILURE;
+        }
+    };
+    let addr = match listener.local_addr() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("ppspp-signal: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "ppspp-signal listening on ws://{addr}{WS_PATH}");
+        let _ = out.flush();
+    }
+    match ppspp_signal::serve(listener, config, shutdown_signal()).await {
+        Ok(()) => {
+            tracing::info!("stopped");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ppspp-signal: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
