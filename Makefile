@@ -5,11 +5,12 @@ CARGO ?= cargo
 FUZZ_SECONDS ?= 60
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: help setup test lint test-rust test-wasm test-fuzz-build fuzz bench demo clean
+.PHONY: help setup test lint test-rust test-wasm test-fuzz-build fuzz bench experiments demo clean
 
 help:
 	@echo "make test    install what is missing, then run every test (what CI runs)"
 	@echo "make bench   run the benchmarks (criterion); figures go to BENCHMARKS.md by hand"
+	@echo "make experiments  run every simulator experiment (docs/EXPERIMENTS.md) into target/sim/"
 	@echo "make fuzz    fuzz the datagram decoder for FUZZ_SECONDS (default $(FUZZ_SECONDS)) seconds"
 	@echo "make demo    the browser demo (not available yet: see README)"
 
@@ -40,6 +41,16 @@ fuzz:
 
 bench: setup
 	$(CARGO) bench -p ppspp --locked --benches
+
+SIM_EXPERIMENTS := link capacity delay loss latecomer priority swarm
+
+# Every simulator experiment (docs/EXPERIMENTS.md); results in target/sim/<experiment>.
+experiments: setup
+	$(CARGO) build --release -p ppspp-sim --locked
+	@for e in $(SIM_EXPERIMENTS); do \
+		echo "== ppspp-sim $$e"; \
+		target/release/ppspp-sim $$e | tail -n 1 || exit 1; \
+	done
 
 demo:
 	@echo "make demo: the browser demo is not built yet; it arrives with the browser peer (see README, Status)." >&2

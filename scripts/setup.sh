@@ -23,6 +23,18 @@ need_rust() {
     done
 }
 
+need_font() {
+    # The simulator's plots draw text with DejaVu Sans (plotters + ab_glyph, no download).
+    if ! dpkg -s fonts-dejavu-core >/dev/null 2>&1; then
+        log "installing fonts-dejavu-core (font for the simulator's plots)"
+        if [ "$(id -u)" -eq 0 ]; then
+            apt-get install -y fonts-dejavu-core || { apt-get update && apt-get install -y fonts-dejavu-core; }
+        else
+            sudo apt-get install -y fonts-dejavu-core || { sudo apt-get update && sudo apt-get install -y fonts-dejavu-core; }
+        fi
+    fi
+}
+
 need_fuzz() {
     # cargo-fuzz instruments with sanitizers, which need a nightly compiler.
     if ! rustup toolchain list | grep -q '^nightly'; then
@@ -36,7 +48,7 @@ need_fuzz() {
 }
 
 case "$what" in
-    core) need_rust ;;
+    core) need_rust; need_font ;;
     fuzz) need_rust; need_fuzz ;;
     *) echo "setup: unknown part '$what' (core|fuzz)" >&2; exit 2 ;;
 esac
