@@ -53,37 +53,30 @@ fn ledbat_yields_to_tcp() {
             },
         ],
         50_000,
-        20.0,
+        30.0,
     );
     b.sample_s = 0.25;
     let r = run(&b);
     let alone = r.mean(4.0, 8.0, |s| s.rate_mbps[0]);
     assert!(alone > 1.6, "LEDBAT alone {alone:.2} Mbit/s");
-    // Engine bug (EXPERIMENTS.md, "Engine bugs"): about 1.3 s after TCP starts, the
-    // leecher closes its channel to the yielding seeder as "misbehaving". So we measure
-    // the yield in the window between TCP's start and that close, and check the channel
-    // was still open throughout it.
-    let (from, to) = (8.75, 9.25);
-    if let Some((t, why)) = &r.closed[0] {
-        assert!(
-            *t > to,
-            "channel closed at {t:.2} s ({why}), inside the window"
-        );
-    }
-    let ledbat = r.mean(from, to, |s| s.rate_mbps[0]);
-    let tcp = r.mean(from, to, |s| s.rate_mbps[1]);
+    // The yielding flow stays connected: backing off is not misbehaving.
+    assert!(r.closed[0].is_none(), "channel closed: {:?}", r.closed[0]);
+    // While TCP runs, LEDBAT leaves it most of the link.
+    let ledbat = r.mean(10.0, 20.0, |s| s.rate_mbps[0]);
+    let tcp = r.mean(10.0, 20.0, |s| s.rate_mbps[1]);
     let share = ledbat / (ledbat + tcp);
     assert!(share < 0.3, "LEDBAT share {share:.2} while TCP runs");
-    // And its window shrinks (LEDBAT backs off as the delay passes its target).
+    // Its window shrinks as the delay passes its target.
     let before = r.mean(4.0, 8.0, |s| s.cwnd[0]);
-    let cwnd = r
-        .samples
-        .iter()
-        .find(|s| (s.t - to).abs() < 1e-9)
-        .map(|s| s.cwnd[0])
-        .unwrap();
+    let during = r.mean(10.0, 20.0, |s| s.cwnd[0]);
     assert!(
-        cwnd < 0.75 * before,
-        "LEDBAT cwnd {cwnd:.1}, alone {before:.1}"
+        during < 0.75 * before,
+        "LEDBAT cwnd {during:.1}, alone {before:.1}"
+    );
+    // And it takes the link back once TCP is gone.
+    let after = r.mean(24.0, 30.0, |s| s.rate_mbps[0]);
+    assert!(
+        after > 0.8 * alone,
+        "LEDBAT after TCP {after:.2}, alone {alone:.2}"
     );
 }

@@ -68,8 +68,13 @@ pub(crate) struct Channel<A> {
     pub pending_acks: Vec<(u64, i64)>,
     pub dip: InterArrival,
     pub choked_by_peer: bool,
-    /// When this peer last delivered a verified chunk (or the channel opened).
+    /// When this peer last delivered a verified chunk (or a wait for it began).
     pub last_delivery: Time,
+    /// It has delivered at least one verified chunk.
+    pub delivered_any: bool,
+    /// Distinct expiry windows in which requests to this peer expired, and the last one.
+    pub expiry_rounds: u32,
+    pub last_expiry_round: Time,
     /// When our HAVEs were last re-announced in full (they travel unreliably).
     pub haves_refreshed: Time,
 
@@ -139,6 +144,9 @@ impl<A> Channel<A> {
             dip: InterArrival::new(Duration::from_secs(1)),
             choked_by_peer: false,
             last_delivery: now,
+            delivered_any: false,
+            expiry_rounds: 0,
+            last_expiry_round: now,
             haves_refreshed: now,
             serve: VecDeque::new(),
             outgoing: BTreeSet::new(),

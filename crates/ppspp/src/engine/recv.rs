@@ -476,6 +476,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.have_count += 1;
         self.exclude.set(leaf);
         ch.last_delivery = now;
+        ch.delivered_any = true;
         self.stats.chunks_verified += 1;
         self.stats.bytes_downloaded += data.len() as u64;
         self.push_event(Event::ChunkVerified {

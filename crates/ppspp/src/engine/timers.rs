@@ -15,15 +15,24 @@ const DEAD_PEER: Duration = Duration::from_secs(180);
 const DEAD_PEER_DATAGRAMS: u32 = 3;
 /// A new PEX request this often while we have room for peers.
 const PEX_INTERVAL: Duration = Duration::from_secs(30);
-/// A peer that announced chunks but has delivered none of those we asked for in this long
-/// (and in three expiry windows) is dropped. A slow peer still delivers: even a LEDBAT
-/// flow yielding to TCP keeps a window of two; only a peer that withholds stays silent.
+/// A peer that delivered before but none of what we asked for in this long (and in three
+/// expiry windows) is dropped. A slow peer still delivers: even a LEDBAT flow yielding to
+/// TCP keeps a window of two; only a peer that withholds stays silent.
 const WITHHOLDING: Duration = Duration::from_secs(30);
+/// A peer that announced chunks and never delivered one, through this many distinct expiry
+/// windows, is withholding on purpose (RFC 7574's "HAVE for data it lacks") and is banned.
+const NEVER_DELIVERED_ROUNDS: u32 = 3;
 /// Our HAVEs are re-announced in full this often on an idle channel: a lost HAVE would
 /// otherwise hide chunks from the peer for good.
 const HAVE_REFRESH: Duration = Duration::from_secs(30);
 /// A responder waits this long for the initiator's third datagram.
 const UNANSWERED_RESPONSE: Duration = Duration::from_secs(30);
+
+/// What a channel's timers decided.
+enum TimerVerdict {
+    Close(CloseReason),
+    Ban(String),
+}
 
 impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// When [`handle_timeout`](Self::handle_timeout) should next be called (`None`: only
@@ -87,21 +96,23 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         let ids: Vec<u32> = self.channels.keys().copied().collect();
         for id in ids {
-            if let Some(reason) = self.channel_timers(now, id) {
-                self.remove_channel(id, reason);
+            match self.channel_timers(now, id) {
+                Some(TimerVerdict::Close(reason)) => self.remove_channel(id, reason),
+                Some(TimerVerdict::Ban(why)) => self.ban(id, why),
+                None => {}
             }
         }
         self.rebalance_chokes();
         self.schedule_requests(now, None);
     }
 
-    fn channel_timers(&mut self, now: Time, id: u32) -> Option<CloseReason> {
+    fn channel_timers(&mut self, now: Time, id: u32) -> Option<TimerVerdict> {
         let room_for_peers = self.channels.len() < self.config.max_peers;
         let ch = self.channels.get_mut(&id)?;
         if let Some(retry) = &ch.handshake {
             if now >= retry.next {
                 if retry.tries >= HANDSHAKE_TRIES {
-                    return Some(CloseReason::Unreachable);
+                    return Some(TimerVerdict::Close(CloseReason::Unreachable));
                 }
                 ch.send_handshake = true;
             }
@@ -110,12 +121,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if now.saturating_since(ch.last_recv) >= DEAD_PEER
             && ch.sent_since_recv >= DEAD_PEER_DATAGRAMS
         {
-            return Some(CloseReason::Timeout);
+            return Some(TimerVerdict::Close(CloseReason::Timeout));
         }
         if !ch.established {
             // We answered a handshake and the initiator never came back.
             if now.saturating_since(ch.last_recv) >= UNANSWERED_RESPONSE {
-                return Some(CloseReason::Unreachable);
+                return Some(TimerVerdict::Close(CloseReason::Unreachable));
             }
             return None;
         }
@@ -152,15 +163,25 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     ch.pending_cancels.push(b);
                 }
             }
-            let silent = now.saturating_since(ch.last_delivery);
-            let withholding = silent >= WITHHOLDING.max(3 * expiry);
+            // One count per expiry window, however many timer calls it spans.
+            if ch.expiry_rounds == 0 || now.saturating_since(ch.last_expiry_round) >= expiry {
+                ch.expiry_rounds += 1;
+                ch.last_expiry_round = now;
+            }
+            let never = !ch.delivered_any && ch.expiry_rounds >= NEVER_DELIVERED_ROUNDS;
+            let silent = now.saturating_since(ch.last_delivery) >= WITHHOLDING.max(3 * expiry);
             for c in expired {
                 self.release_request(c);
             }
-            if withholding {
-                return Some(CloseReason::Misbehaving(
-                    "announced chunks it did not deliver".into(),
+            if never {
+                return Some(TimerVerdict::Ban(
+                    "announced chunks it never delivered".into(),
                 ));
+            }
+            if silent {
+                return Some(TimerVerdict::Close(CloseReason::Misbehaving(
+                    "stopped delivering the chunks it announced".into(),
+                )));
             }
         }
         let ch = self.channels.get_mut(&id)?;
