@@ -317,6 +317,14 @@ fn idle_channels_keep_alive_and_silent_peers_are_declared_dead() {
         |_| false,
     );
     assert_eq!(nodes[1].peers().count(), 1, "idle but alive");
+    // Both ends of an idle channel say so, including the leecher that never sent DATA.
+    for n in [0, 1] {
+        assert_eq!(
+            nodes[n].channel_stats()[0].send_state,
+            ppspp::engine::SendState::KeepAlive,
+            "node {n}"
+        );
+    }
     let keepalives = nodes[0].stats().datagrams_sent - sent;
     assert!(
         (5..=60).contains(&keepalives),
