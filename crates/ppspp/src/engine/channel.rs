@@ -195,19 +195,13 @@ impl<A> Channel<A> {
         }
     }
 
-    /// Pacing interval between DATA datagrams: a round trip spread over the window, sent a
-    /// little faster than that (Linux's pacing gains: 2 in slow start, 1.25 after) so the
-    /// window, not the pacer, limits the flight. Pacing at exactly srtt/cwnd with a stale
-    /// srtt (retransmissions give no samples) would keep the flight below the window, and
-    /// LEDBAT's "flight + 1" cap would then pin the window for good.
+    /// Pacing interval between DATA datagrams: one round trip spread over the window.
+    /// (The round trip must stay current for this: see the retransmission samples in
+    /// `on_ack`.)
     pub fn send_interval(&self) -> Duration {
         if !self.acked_data {
             return Duration::ZERO;
         }
-        let gain = match self.cc.phase() {
-            crate::congestion::Phase::SlowStart => 2.0,
-            crate::congestion::Phase::Avoidance => 1.25,
-        };
-        self.rtt.srtt().div_f64(self.cc.cwnd().max(1.0) * gain)
+        self.rtt.srtt().div_f64(self.cc.cwnd().max(1.0))
     }
 }

@@ -338,14 +338,21 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let mut acked = 0u32;
         let mut sample = None;
         let outgoing = &mut ch.outgoing;
+        // Karn's rule skips acknowledgements of retransmissions, since they may be for the
+        // first copy. We retransmit only after a timeout, so an acknowledgement arriving at
+        // least one minimum round trip after the retransmission cannot be for the first
+        // copy: taking those keeps the RTT (and with it pacing) current through a backlog of
+        // retransmissions, where skipping them all froze it.
+        let min_rtt = ch.rtt.min_rtt();
         ch.in_flight.retain(|f| {
             if f.chunk < first || f.chunk > last {
                 return true;
             }
             outgoing.remove(&f.chunk);
             acked += 1;
-            if !f.retransmission {
-                sample = Some(now.saturating_since(f.sent));
+            let elapsed = now.saturating_since(f.sent);
+            if !f.retransmission || min_rtt.is_some_and(|m| elapsed >= m) {
+                sample = Some(elapsed);
             }
             false
         });
