@@ -153,6 +153,11 @@ pub async fn run<S: ChunkStore>(
                 }
             }
             Wake::Tick => {
+                if std::env::var_os("PPSPP_RTC_TRACE").is_some()
+                    && let Some(r) = rtc.as_deref_mut()
+                {
+                    eprintln!("rtc: {}", r.debug_line());
+                }
                 if let Some(s) = stats.as_mut() {
                     s.print(engine, clock.now());
                 }

@@ -70,6 +70,8 @@ pub struct RtcTransport {
     buf: Vec<u8>,
     /// Messages dropped because the channel's buffer was full.
     pub dropped: u64,
+    pub sent: u64,
+    pub received: u64,
 }
 
 impl RtcTransport {
@@ -98,6 +100,8 @@ impl RtcTransport {
             sig_out: Vec::new(),
             buf: vec![0; RECV_BUFFER],
             dropped: 0,
+            sent: 0,
+            received: 0,
         })
     }
 
@@ -189,6 +193,8 @@ impl RtcTransport {
         let sent = ch.buffered_amount() <= MAX_BUFFERED && matches!(ch.write(true, data), Ok(true));
         if !sent {
             self.dropped += 1;
+        } else {
+            self.sent += 1;
         }
         self.drain(id);
         sent
@@ -218,6 +224,20 @@ impl RtcTransport {
         }
     }
 
+    /// One line per connection: buffered bytes, for diagnostics.
+    pub fn debug_line(&mut self) -> String {
+        let mut out = format!(
+            "dropped={} sent={} received={}",
+            self.dropped, self.sent, self.received
+        );
+        for (id, c) in self.conns.iter_mut() {
+            if let Some(mut ch) = c.channel.and_then(|cid| c.rtc.channel(cid)) {
+                out += &format!(" #{id}:buffered={}", ch.buffered_amount());
+            }
+        }
+        out
+    }
+
     pub fn poll_event(&mut self) -> Option<RtcEvent> {
         self.events.pop_front()
     }
@@ -226,7 +246,11 @@ impl RtcTransport {
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.conns
             .values()
-            .map(|c| c.timeout.min(c.created + OPEN_TIMEOUT))
+            .map(|c| match c.channel {
+                // Not open yet: also wake up to give it up in time.
+                None => c.timeout.min(c.created + OPEN_TIMEOUT),
+                Some(_) => c.timeout,
+            })
             .min()
     }
 
@@ -442,6 +466,7 @@ impl RtcTransport {
                         });
                     }
                     Event::ChannelData(d) if Some(d.id) == conn.channel => {
+                        self.received += 1;
                         self.events.push_back(RtcEvent::Data { id, data: d.data });
                     }
                     Event::ChannelClose(cid) if Some(cid) == conn.channel => {
