@@ -72,6 +72,8 @@ pub struct RtcTransport {
     pub dropped: u64,
     pub sent: u64,
     pub received: u64,
+    /// A connection not open after this long is given up.
+    open_timeout: Duration,
 }
 
 impl RtcTransport {
@@ -102,6 +104,7 @@ impl RtcTransport {
             dropped: 0,
             sent: 0,
             received: 0,
+            open_timeout: OPEN_TIMEOUT,
         })
     }
 
@@ -248,7 +251,7 @@ impl RtcTransport {
             .values()
             .map(|c| match c.channel {
                 // Not open yet: also wake up to give it up in time.
-                None => c.timeout.min(c.created + OPEN_TIMEOUT),
+                None => c.timeout.min(c.created + self.open_timeout),
                 Some(_) => c.timeout,
             })
             .min()
@@ -260,7 +263,7 @@ impl RtcTransport {
             let Some(c) = self.conns.get_mut(&id) else {
                 continue;
             };
-            let expired = c.channel.is_none() && now >= c.created + OPEN_TIMEOUT;
+            let expired = c.channel.is_none() && now >= c.created + self.open_timeout;
             if expired || (now >= c.timeout && c.rtc.handle_input(Input::Timeout(now)).is_err()) {
                 c.dead = true;
             }
@@ -613,6 +616,14 @@ mod tests {
         assert_eq!(got('a'), want_a);
         assert_eq!(got('b'), want_b);
 
+        // Open connections do not carry the open deadline: with a deadline long past, the
+        // next wake-up is still in the future (no busy loop).
+        a.open_timeout = Duration::from_millis(1);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let now = Instant::now();
+        a.handle_timeout(now);
+        assert!(a.poll_timeout().unwrap() > now);
+
         // Closing one side is noticed on the other.
         seen.clear();
         b.shutdown().await;
@@ -621,6 +632,42 @@ mod tests {
                 .any(|(n, e)| *n == 'a' && matches!(e, RtcEvent::Closed { was_open: true, .. }))
         })
         .await;
+        server.shutdown().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_connection_that_never_opens_is_given_up() {
+        let server = ppspp_signal::spawn(
+            "127.0.0.1:0".parse().unwrap(),
+            ppspp_signal::Config::default(),
+        )
+        .await
+        .unwrap();
+        let url = server.url();
+        let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let mut a =
+            RtcTransport::bind(loopback, SignalClient::join(&url, SWARM).await.unwrap()).unwrap();
+        let mut b =
+            RtcTransport::bind(loopback, SignalClient::join(&url, SWARM).await.unwrap()).unwrap();
+        b.open_timeout = Duration::from_millis(300);
+        // Nobody has this id: the offer is not delivered (the server says unknown-peer).
+        let started = Instant::now();
+        let id = b.offer("0123456789abcdef0123456789abcdef").unwrap();
+        let mut seen = Vec::new();
+        pump(&mut a, &mut b, &mut seen, |s| {
+            s.iter()
+                .any(|(n, e)| *n == 'b' && matches!(e, RtcEvent::Closed { .. }))
+        })
+        .await;
+        assert!(seen.contains(&(
+            'b',
+            RtcEvent::Closed {
+                id,
+                was_open: false
+            }
+        )));
+        assert!(started.elapsed() >= Duration::from_millis(300));
+        assert!(!seen.iter().any(|(_, e)| matches!(e, RtcEvent::Open { .. })));
         server.shutdown().await.unwrap();
     }
 }
