@@ -23,6 +23,9 @@ pub const LABEL: &str = "ppspp";
 /// Messages are dropped (a loss PPSPP recovers from) while more than this is buffered in the
 /// channel: a large queue on an unordered, unreliable channel mostly gets lost anyway.
 pub const MAX_BUFFERED: usize = 64 * 1024;
+/// Messages beyond [`MAX_BUFFERED`] wait in the connection's queue up to this many bytes;
+/// more are dropped (a loss PPSPP recovers from).
+pub const MAX_QUEUED: usize = 1024 * 1024;
 /// A peer connection whose channel is not open after this long is given up.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(20);
 /// Datagrams up to this size are accepted.
@@ -48,6 +51,9 @@ struct Conn {
     timeout: Instant,
     created: Instant,
     dead: bool,
+    /// Messages not yet handed to str0m, and their bytes.
+    queue: VecDeque<Vec<u8>>,
+    queued: usize,
 }
 
 /// Something to wait for, returned by [`RtcTransport::recv`].
@@ -148,6 +154,8 @@ impl RtcTransport {
                 timeout: now,
                 created: now,
                 dead: false,
+                queue: VecDeque::new(),
+                queued: 0,
             },
         );
         self.by_remote.insert(remote.to_string(), id);
@@ -181,26 +189,27 @@ impl RtcTransport {
         Ok(id)
     }
 
-    /// Sends one message on `id`'s data channel. Returns false when it was not sent (no open
-    /// channel, or too much already buffered).
+    /// Sends one message on `id`'s data channel. Returns false when it was dropped (no open
+    /// channel, or the connection's queue is full).
+    ///
+    /// At most [`MAX_BUFFERED`] bytes are handed to str0m; what does not fit waits in the
+    /// connection's own queue (up to [`MAX_QUEUED`] bytes) until SCTP has sent enough. The
+    /// engine's LEDBAT sees that wait as queuing delay and slows down, instead of seeing
+    /// losses: SCTP's congestion window starts far smaller than the engine's burst on a
+    /// fresh connection.
     pub fn send(&mut self, id: u64, data: &[u8]) -> bool {
         let Some(conn) = self.conns.get_mut(&id) else {
             return false;
         };
-        let Some(cid) = conn.channel else {
-            return false;
-        };
-        let Some(mut ch) = conn.rtc.channel(cid) else {
-            return false;
-        };
-        let sent = ch.buffered_amount() <= MAX_BUFFERED && matches!(ch.write(true, data), Ok(true));
-        if !sent {
+        if conn.channel.is_none() || conn.queued + data.len() > MAX_QUEUED {
             self.dropped += 1;
-        } else {
-            self.sent += 1;
+            return false;
         }
+        conn.queued += data.len();
+        conn.queue.push_back(data.to_vec());
+        self.sent += 1;
         self.drain(id);
-        sent
+        true
     }
 
     /// Closes connection `id` (a `Closed` event follows).
@@ -235,7 +244,11 @@ impl RtcTransport {
         );
         for (id, c) in self.conns.iter_mut() {
             if let Some(mut ch) = c.channel.and_then(|cid| c.rtc.channel(cid)) {
-                out += &format!(" #{id}:buffered={}", ch.buffered_amount());
+                out += &format!(
+                    " #{id}:buffered={},queued={}",
+                    ch.buffered_amount(),
+                    c.queued
+                );
             }
         }
         out
@@ -455,6 +468,20 @@ impl RtcTransport {
             match conn.rtc.poll_output() {
                 Ok(Output::Timeout(t)) => {
                     conn.timeout = t;
+                    // Hand str0m queued messages while its buffer has room; each write is a
+                    // mutation, so drain again after it.
+                    if let (Some(cid), Some(msg)) = (conn.channel, conn.queue.front())
+                        && let Some(mut ch) = conn.rtc.channel(cid)
+                        && ch.buffered_amount() <= MAX_BUFFERED
+                    {
+                        let len = msg.len();
+                        if !matches!(ch.write(true, msg), Ok(true)) {
+                            self.dropped += 1;
+                        }
+                        conn.queue.pop_front();
+                        conn.queued -= len;
+                        continue;
+                    }
                     break;
                 }
                 Ok(Output::Transmit(t)) => {
@@ -615,6 +642,35 @@ mod tests {
         want_b.sort();
         assert_eq!(got('a'), want_a);
         assert_eq!(got('b'), want_b);
+
+        // A burst far beyond what SCTP takes at once on a young connection: the transport
+        // queues instead of dropping, and on loopback every message arrives.
+        let burst = 600usize;
+        for i in 0..burst {
+            let mut m = vec![0xAB; 1100];
+            m[..8].copy_from_slice(&(i as u64).to_be_bytes());
+            assert!(b.send(b_conn, &m), "message {i} accepted");
+        }
+        seen.clear();
+        pump(&mut a, &mut b, &mut seen, |s| {
+            s.iter()
+                .filter(|(n, e)| *n == 'a' && matches!(e, RtcEvent::Data { .. }))
+                .count()
+                >= burst
+        })
+        .await;
+        let mut ids: Vec<u64> = seen
+            .iter()
+            .filter_map(|(_, e)| match e {
+                RtcEvent::Data { data, .. } => {
+                    Some(u64::from_be_bytes(data[..8].try_into().unwrap()))
+                }
+                _ => None,
+            })
+            .collect();
+        ids.sort();
+        assert_eq!(ids, (0..burst as u64).collect::<Vec<_>>());
+        assert_eq!(b.dropped, 0);
 
         // Open connections do not carry the open deadline: with a deadline long past, the
         // next wake-up is still in the future (no busy loop).
