@@ -137,7 +137,7 @@ fn stderr(o: &Output) -> String {
 fn three_fetchers_get_identical_files_over_webrtc() {
     let signal = Signal::start();
     let dir = temp_dir("three");
-    let data = content(300 * 1024 + 77, 3);
+    let data = content(3 * 1024 * 1024 + 77, 3);
     let file = dir.join("video.webm");
     std::fs::write(&file, &data).unwrap();
     let seeder = spawn(&["seed", file.to_str().unwrap(), "--signal", &signal.url]);
