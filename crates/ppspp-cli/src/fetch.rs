@@ -1,8 +1,11 @@
 //! `ppspp fetch URI -o FILE`: download and verify, then rename into place.
 
 use crate::file_store::FileStore;
+use crate::net::{self, Flow, Peer};
+use crate::rtc::RtcTransport;
+use crate::signal::SignalClient;
 use crate::stats::StatsPrinter;
-use crate::udp::{self, Clock, Flow};
+use crate::udp::{self, Clock};
 use clap::Args;
 use ppspp::engine::{Engine, EngineConfig, Event};
 use ppspp::uri::SwarmUri;
@@ -20,7 +23,8 @@ pub struct FetchArgs {
     /// A UDP peer to fetch from, in addition to those in the URI (repeatable).
     #[arg(long = "udp")]
     udp: Vec<String>,
-    /// Local UDP address (default: loopback if every peer is on loopback, else any).
+    /// Local UDP address (default: loopback if every peer is on loopback, else any). Its IP
+    /// is also the WebRTC socket's (default 127.0.0.1, reachable from this machine only).
     #[arg(long)]
     bind: Option<SocketAddr>,
     /// Download limit in bytes per second.
@@ -36,6 +40,9 @@ pub struct FetchArgs {
     #[arg(long = "give-up-after", default_value_t = 30)]
     give_up_after: u64,
 }
+
+/// At most this many WebRTC peers of the room's `welcome` sample get an offer.
+const MAX_RTC_OFFERS: usize = 20;
 
 /// How the fetch ended.
 enum Outcome {
@@ -70,11 +77,37 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
             .ok_or_else(|| format!("peer {p} has no address"))?;
         peers.push(addr);
     }
-    if peers.is_empty() {
+    if peers.is_empty() && uri.signal.is_none() {
         return Err(
-            "no peer to fetch from: the URI names none; add --udp HOST:PORT (WebRTC swarms via signal= are not available in this build yet)"
+            "no peer to fetch from: the URI names no udp= peer and no signal= server; add --udp HOST:PORT"
                 .into(),
         );
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    // Join the swarm's room before creating any file, so an unreachable server leaves none.
+    let mut rtc = match &uri.signal {
+        Some(url) => Some(runtime.block_on(async {
+            let client = SignalClient::join(url, &uri.root.to_hex()).await?;
+            let ip = match args.bind {
+                Some(b) if !b.ip().is_unspecified() => b.ip(),
+                _ => [127, 0, 0, 1].into(),
+            };
+            RtcTransport::bind(SocketAddr::new(ip, 0), client)
+        })?),
+        None => None,
+    };
+    let rtc_peers: Vec<String> = rtc
+        .as_ref()
+        .map(|r| r.welcome_peers().into_iter().take(MAX_RTC_OFFERS).collect())
+        .unwrap_or_default();
+    if peers.is_empty() && rtc_peers.is_empty() {
+        return Err(format!(
+            "no peer to fetch from: nobody else is in the swarm's room at {}",
+            uri.signal.as_deref().unwrap_or("?")
+        ));
     }
     let bind = args.bind.unwrap_or_else(|| {
         if peers.iter().all(|p| p.ip().is_loopback()) {
@@ -90,13 +123,12 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
         content.chunk_size as usize,
     )
     .map_err(|e| format!("cannot create {}.part: {e}", args.output.display()))?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
     let started = Instant::now();
     let (outcome, engine) = runtime.block_on(async {
-        let socket = udp::bind(bind).map_err(|e| format!("cannot bind UDP {bind}: {e}"))?;
+        let socket = match peers.is_empty() {
+            true => None,
+            false => Some(udp::bind(bind).map_err(|e| format!("cannot bind UDP {bind}: {e}"))?),
+        };
         let clock = Clock::new();
         let config = EngineConfig {
             download_limit: args.download_limit,
@@ -106,7 +138,12 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
         let mut engine = Engine::new(config, content, store, clock.now())
             .map_err(|e| format!("cannot start: {e}"))?;
         for p in &peers {
-            engine.connect(*p, clock.now());
+            engine.connect(Peer::Udp(*p), clock.now());
+        }
+        if let Some(r) = rtc.as_mut() {
+            for p in &rtc_peers {
+                r.offer(p)?;
+            }
         }
         let progress = crate::progress::download_bar(content.content_len);
         let mut outcome = Outcome::Interrupted;
@@ -114,9 +151,10 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
         let keep = args.keep_seeding;
         let stats = args.stats_json.then(StatsPrinter::new);
         let connected = std::cell::Cell::new(false);
-        udp::run(
+        net::run(
             &mut engine,
-            &socket,
+            socket.as_ref(),
+            rtc.as_mut(),
             &clock,
             stats,
             |engine, event| match event {
@@ -171,7 +209,15 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
         .await;
         progress.finish_and_clear();
         if !connected.get() && !matches!(outcome, Outcome::NoPeers(_)) {
-            let tried: Vec<String> = peers.iter().map(|p| format!("{p}: no answer")).collect();
+            let tried: Vec<String> = peers
+                .iter()
+                .map(|p| format!("{p}: no answer"))
+                .chain(
+                    rtc_peers
+                        .iter()
+                        .map(|p| format!("webrtc peer {p}: no connection")),
+                )
+                .collect();
             outcome = Outcome::NoPeers(tried);
         }
         Ok::<_, String>((outcome, engine))

@@ -3,9 +3,12 @@
 
 mod fetch;
 mod file_store;
+mod net;
 mod progress;
 mod root;
+mod rtc;
 mod seed;
+mod signal;
 mod stats;
 mod udp;
 

@@ -1,9 +1,12 @@
 //! `ppspp seed FILE`: hash the file, print its swarm URI, serve it until interrupted.
 
 use crate::file_store::FileStore;
+use crate::net::{self, Flow};
 use crate::root::{DEFAULT_CHUNK_SIZE, hash_with_progress, parse_chunk_size};
+use crate::rtc::RtcTransport;
+use crate::signal::SignalClient;
 use crate::stats::StatsPrinter;
-use crate::udp::{self, Clock, Flow};
+use crate::udp::{self, Clock};
 use clap::Args;
 use ppspp::engine::{Engine, EngineConfig, Event};
 use ppspp::merkle::HashAlgorithm;
@@ -19,9 +22,14 @@ pub struct SeedArgs {
     /// Serve plain RFC 7574 over UDP on this address (e.g. 127.0.0.1:7000; port 0 picks one).
     #[arg(long)]
     udp: Option<SocketAddr>,
-    /// Signaling server for WebRTC peers (ws://HOST:PORT/ws).
+    /// Signaling server for WebRTC peers (ws://HOST:PORT/ws): join the swarm's room there and
+    /// answer offers.
     #[arg(long)]
     signal: Option<String>,
+    /// Local address of the WebRTC socket, advertised as the host candidate (a specific IP;
+    /// port 0 picks one). Default: 127.0.0.1:0, reachable from this machine only.
+    #[arg(long)]
+    bind: Option<SocketAddr>,
     /// Chunk size in bytes (1 to 1 MiB; the RFC recommends 1024).
     #[arg(long = "chunk-size", default_value_t = DEFAULT_CHUNK_SIZE, value_parser = parse_chunk_size)]
     chunk_size: usize,
@@ -37,15 +45,12 @@ pub struct SeedArgs {
 }
 
 pub fn run(args: &SeedArgs) -> Result<(), String> {
-    if args.signal.is_some() {
+    if args.udp.is_none() && args.signal.is_none() {
         return Err(
-            "--signal (WebRTC peers) is not available in this build yet; serve native peers with --udp"
+            "say where to serve: --udp ADDR (e.g. --udp 127.0.0.1:7000) and/or --signal ws://HOST:PORT/ws"
                 .into(),
         );
     }
-    let Some(udp_addr) = args.udp else {
-        return Err("say where to serve: --udp ADDR (e.g. --udp 127.0.0.1:7000)".into());
-    };
     let tree = hash_with_progress(&args.file, args.hash, args.chunk_size)?;
     let store = FileStore::open_complete(&args.file, args.chunk_size)
         .map_err(|e| format!("cannot open {}: {e}", args.file.display()))?;
@@ -54,10 +59,10 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(async {
-        let socket = udp::bind(udp_addr).map_err(|e| format!("cannot bind UDP {udp_addr}: {e}"))?;
-        let local = socket
-            .local_addr()
-            .map_err(|e| format!("cannot read the bound address: {e}"))?;
+        let socket = match args.udp {
+            Some(a) => Some(udp::bind(a).map_err(|e| format!("cannot bind UDP {a}: {e}"))?),
+            None => None,
+        };
         let clock = Clock::new();
         let config = EngineConfig {
             upload_limit: args.upload_limit,
@@ -67,7 +72,31 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
         let mut engine = Engine::new_seeder(config, &tree, store, clock.now())
             .map_err(|e| format!("cannot start: {e}"))?;
         let mut uri = SwarmUri::new(engine.content());
-        uri.udp.push(local.to_string());
+        let mut serving = Vec::new();
+        if let Some(s) = &socket {
+            let local = s
+                .local_addr()
+                .map_err(|e| format!("cannot read the bound address: {e}"))?;
+            uri.udp.push(local.to_string());
+            serving.push(format!("udp {local}"));
+        }
+        let mut rtc = match &args.signal {
+            Some(url) => {
+                let client = SignalClient::join(url, &uri.root.to_hex()).await?;
+                let bind = args
+                    .bind
+                    .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
+                let t = RtcTransport::bind(bind, client)?;
+                uri.signal = Some(url.clone());
+                serving.push(format!(
+                    "webrtc {} via {url} (peer {})",
+                    t.local_addr(),
+                    t.peer_id().unwrap_or("?")
+                ));
+                Some(t)
+            }
+            None => None,
+        };
         uri.name = args
             .file
             .file_name()
@@ -75,13 +104,15 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
         println!("{uri}");
         let _ = std::io::stdout().flush();
         eprintln!(
-            "seeding {} on udp {local}; Ctrl-C stops",
-            args.file.display()
+            "seeding {} on {}; Ctrl-C stops",
+            args.file.display(),
+            serving.join(" and ")
         );
         let stats = args.stats_json.then(StatsPrinter::new);
-        udp::run(
+        net::run(
             &mut engine,
-            &socket,
+            socket.as_ref(),
+            rtc.as_mut(),
             &clock,
             stats,
             |_, event| {

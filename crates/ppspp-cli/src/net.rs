@@ -1,0 +1,222 @@
+//! Drives one engine over its transports: plain UDP (one socket for every UDP peer) and
+//! WebRTC data channels (one more socket for every peer connection, see `rtc.rs`). One task
+//! alternates between datagrams, signaling messages, the timers and the stats tick. The
+//! engine decides everything; this loop only moves bytes and time.
+
+use crate::rtc::{RtcEvent, RtcTransport};
+use crate::stats::StatsPrinter;
+use crate::udp::{Clock, RECV_BUFFER};
+use ppspp::engine::{Engine, Event, PeerAddr};
+use ppspp::store::ChunkStore;
+use std::fmt;
+use std::io::ErrorKind;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::net::UdpSocket;
+use tokio::time::Instant;
+
+/// A peer as the engine sees it: which transport, and where on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Peer {
+    /// Plain RFC 7574 over UDP.
+    Udp(SocketAddr),
+    /// A WebRTC peer connection (its id in `RtcTransport`).
+    Rtc(u64),
+}
+
+impl PeerAddr for Peer {
+    fn socket_addr(&self) -> Option<SocketAddr> {
+        match self {
+            Peer::Udp(a) => Some(*a),
+            Peer::Rtc(_) => None,
+        }
+    }
+
+    fn from_socket_addr(addr: SocketAddr) -> Option<Self> {
+        Some(Peer::Udp(addr))
+    }
+}
+
+impl fmt::Display for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Peer::Udp(a) => write!(f, "{a}"),
+            Peer::Rtc(id) => write!(f, "webrtc#{id}"),
+        }
+    }
+}
+
+/// What the event handler tells the loop.
+pub enum Flow {
+    Continue,
+    Stop,
+}
+
+/// Runs until `on_event` says stop or `stop` resolves.
+pub async fn run<S: ChunkStore>(
+    engine: &mut Engine<Peer, S>,
+    udp: Option<&UdpSocket>,
+    mut rtc: Option<&mut RtcTransport>,
+    clock: &Clock,
+    mut stats: Option<StatsPrinter>,
+    mut on_event: impl FnMut(&mut Engine<Peer, S>, Event<Peer>) -> Flow,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    tokio::pin!(stop);
+    let mut buf = vec![0u8; RECV_BUFFER];
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        // Until nothing moves: what the engine sends can make the connections produce events
+        // and the other way round.
+        loop {
+            flush(engine, udp, rtc.as_deref_mut(), clock).await;
+            let mut progressed = false;
+            if let Some(r) = rtc.as_deref_mut() {
+                while let Some(e) = r.poll_event() {
+                    progressed = true;
+                    match e {
+                        RtcEvent::Open { id, initiator } => {
+                            if initiator {
+                                engine.connect(Peer::Rtc(id), clock.now());
+                            }
+                        }
+                        RtcEvent::Data { id, data } => {
+                            engine.handle_datagram(clock.now(), Peer::Rtc(id), &data)
+                        }
+                        RtcEvent::Closed { id, .. } => engine.peer_lost(&Peer::Rtc(id)),
+                    }
+                }
+            }
+            if !progressed {
+                break;
+            }
+        }
+        while let Some(event) = engine.poll_event() {
+            if let Flow::Stop = on_event(engine, event) {
+                finish(engine, udp, rtc, clock, stats.as_mut(), false).await;
+                return;
+            }
+        }
+        let mut deadline = engine
+            .poll_timeout()
+            .map(|t| clock.instant(t))
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+        if let Some(t) = rtc.as_deref().and_then(RtcTransport::poll_timeout) {
+            deadline = deadline.min(Instant::from_std(t));
+        }
+        let rtc_recv = async {
+            match rtc.as_deref_mut() {
+                Some(r) => {
+                    let i = r.recv().await;
+                    r.handle(i);
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let udp_recv = async {
+            match udp {
+                Some(s) => s.recv_from(&mut buf).await,
+                None => std::future::pending().await,
+            }
+        };
+        let wake = tokio::select! {
+            received = udp_recv => Wake::Udp(received),
+            _ = rtc_recv => Wake::Rtc,
+            _ = tokio::time::sleep_until(deadline) => Wake::Timer,
+            _ = tick.tick(), if stats.is_some() => Wake::Tick,
+            _ = &mut stop => Wake::Stop,
+        };
+        match wake {
+            Wake::Udp(received) => {
+                if let (Ok((n, from)), Some(socket)) = (received, udp) {
+                    engine.handle_datagram(clock.now(), Peer::Udp(from), &buf[..n]);
+                    // Take whatever else already arrived before answering: fewer wake-ups.
+                    loop {
+                        match socket.try_recv_from(&mut buf) {
+                            Ok((n, from)) => {
+                                engine.handle_datagram(clock.now(), Peer::Udp(from), &buf[..n])
+                            }
+                            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                            // ICMP errors from peers that went away surface here; the
+                            // engine's timers deal with those peers.
+                            Err(_) => break,
+                        }
+                    }
+                }
+            }
+            Wake::Rtc => {}
+            Wake::Timer => {
+                engine.handle_timeout(clock.now());
+                if let Some(r) = rtc.as_deref_mut() {
+                    r.handle_timeout(std::time::Instant::now());
+                }
+            }
+            Wake::Tick => {
+                if std::env::var_os("PPSPP_RTC_TRACE").is_some()
+                    && let Some(r) = rtc.as_deref_mut()
+                {
+                    eprintln!("rtc: {}", r.debug_line());
+                }
+                if let Some(s) = stats.as_mut() {
+                    s.print(engine, clock.now());
+                }
+            }
+            Wake::Stop => {
+                finish(engine, udp, rtc, clock, stats.as_mut(), true).await;
+                return;
+            }
+        }
+    }
+}
+
+enum Wake {
+    Udp(std::io::Result<(usize, SocketAddr)>),
+    Rtc,
+    Timer,
+    Tick,
+    Stop,
+}
+
+async fn finish<S: ChunkStore>(
+    engine: &mut Engine<Peer, S>,
+    udp: Option<&UdpSocket>,
+    mut rtc: Option<&mut RtcTransport>,
+    clock: &Clock,
+    stats: Option<&mut StatsPrinter>,
+    close_all: bool,
+) {
+    if close_all {
+        engine.close_all();
+    }
+    flush(engine, udp, rtc.as_deref_mut(), clock).await;
+    if let Some(r) = rtc {
+        r.shutdown().await;
+    }
+    if let Some(s) = stats {
+        s.print(engine, clock.now());
+    }
+}
+
+async fn flush<S: ChunkStore>(
+    engine: &mut Engine<Peer, S>,
+    udp: Option<&UdpSocket>,
+    mut rtc: Option<&mut RtcTransport>,
+    clock: &Clock,
+) {
+    while let Some(t) = engine.poll_transmit(clock.now()) {
+        // A failed send is a lost datagram; the protocol recovers from those.
+        match (t.to, udp, rtc.as_deref_mut()) {
+            (Peer::Udp(to), Some(s), _) => {
+                let _ = s.send_to(&t.payload, to).await;
+            }
+            (Peer::Rtc(id), _, Some(r)) => {
+                r.send(id, &t.payload);
+            }
+            _ => {}
+        }
+    }
+    if let Some(r) = rtc {
+        r.flush().await;
+    }
+}

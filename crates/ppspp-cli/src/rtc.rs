@@ -1,0 +1,729 @@
+//! WebRTC data channels over str0m (sans-IO), for the same tokio loop that drives the engine.
+//!
+//! One UDP socket carries every peer connection: incoming datagrams go to the `Rtc` that
+//! `accepts` them. Offers, answers and candidates travel through the signaling client
+//! (docs/SIGNALING.md). Each peer connection has one data channel, unordered with
+//! `maxRetransmits: 0`, carrying one PPSPP datagram per message: PPSPP does its own
+//! retransmission and congestion control, so SCTP must not.
+
+use crate::signal::{ServerMsg, SignalClient};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io::ErrorKind;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use str0m::change::{SdpAnswer, SdpOffer, SdpPendingOffer};
+use str0m::channel::{ChannelConfig, ChannelId, Reliability};
+use str0m::net::{Protocol, Receive};
+use str0m::{Candidate, Event, IceConnectionState, Input, Output, Rtc};
+use tokio::net::UdpSocket;
+
+/// The data channel's label.
+pub const LABEL: &str = "ppspp";
+/// Messages are dropped (a loss PPSPP recovers from) while more than this is buffered in the
+/// channel: a large queue on an unordered, unreliable channel mostly gets lost anyway.
+pub const MAX_BUFFERED: usize = 64 * 1024;
+/// Messages beyond [`MAX_BUFFERED`] wait in the connection's queue up to this many bytes;
+/// more are dropped (a loss PPSPP recovers from).
+pub const MAX_QUEUED: usize = 1024 * 1024;
+/// A peer connection whose channel is not open after this long is given up.
+const OPEN_TIMEOUT: Duration = Duration::from_secs(20);
+/// Datagrams up to this size are accepted.
+const RECV_BUFFER: usize = 65_536;
+
+/// What happened to a peer connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RtcEvent {
+    /// The data channel opened; `initiator` is true when we sent the offer.
+    Open { id: u64, initiator: bool },
+    /// One message arrived on the data channel.
+    Data { id: u64, data: Vec<u8> },
+    /// The connection is gone (`was_open`: its channel had opened).
+    Closed { id: u64, was_open: bool },
+}
+
+struct Conn {
+    rtc: Rtc,
+    remote: String,
+    initiator: bool,
+    pending: Option<SdpPendingOffer>,
+    channel: Option<ChannelId>,
+    timeout: Instant,
+    created: Instant,
+    dead: bool,
+    /// Messages not yet handed to str0m, and their bytes.
+    queue: VecDeque<Vec<u8>>,
+    queued: usize,
+}
+
+/// Something to wait for, returned by [`RtcTransport::recv`].
+pub enum Incoming {
+    Datagram(usize, SocketAddr),
+    Signal(Option<ServerMsg>),
+}
+
+/// Every WebRTC peer connection of this process.
+pub struct RtcTransport {
+    socket: UdpSocket,
+    local: SocketAddr,
+    signal: Option<SignalClient>,
+    conns: BTreeMap<u64, Conn>,
+    by_remote: HashMap<String, u64>,
+    next_id: u64,
+    events: VecDeque<RtcEvent>,
+    outbox: Vec<(SocketAddr, Vec<u8>)>,
+    sig_out: Vec<(String, Value)>,
+    buf: Vec<u8>,
+    /// Messages dropped because the channel's buffer was full.
+    pub dropped: u64,
+    pub sent: u64,
+    pub received: u64,
+    /// A connection not open after this long is given up.
+    open_timeout: Duration,
+}
+
+impl RtcTransport {
+    /// Binds the UDP socket for every peer connection. `bind` must name a specific IP: it is
+    /// advertised as the host candidate.
+    pub fn bind(bind: SocketAddr, signal: SignalClient) -> Result<RtcTransport, String> {
+        if bind.ip().is_unspecified() {
+            return Err(format!(
+                "WebRTC needs a specific local IP to advertise, not {bind}; pass --bind IP:PORT"
+            ));
+        }
+        let socket = crate::udp::bind(bind)
+            .map_err(|e| format!("cannot bind UDP {bind} for WebRTC: {e}"))?;
+        let local = socket
+            .local_addr()
+            .map_err(|e| format!("cannot read the bound address: {e}"))?;
+        Ok(RtcTransport {
+            socket,
+            local,
+            signal: Some(signal),
+            conns: BTreeMap::new(),
+            by_remote: HashMap::new(),
+            next_id: 1,
+            events: VecDeque::new(),
+            outbox: Vec::new(),
+            sig_out: Vec::new(),
+            buf: vec![0; RECV_BUFFER],
+            dropped: 0,
+            sent: 0,
+            received: 0,
+            open_timeout: OPEN_TIMEOUT,
+        })
+    }
+
+    /// The address of the shared UDP socket.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Our peer id at the signaling server.
+    pub fn peer_id(&self) -> Option<&str> {
+        self.signal.as_ref().map(|s| s.peer_id.as_str())
+    }
+
+    /// The peers of the room's `welcome` sample.
+    pub fn welcome_peers(&self) -> Vec<String> {
+        self.signal
+            .as_ref()
+            .map(|s| s.peers.clone())
+            .unwrap_or_default()
+    }
+
+    fn new_rtc(&self, now: Instant) -> Result<Rtc, String> {
+        let mut rtc = Rtc::new(now);
+        let candidate =
+            Candidate::host(self.local, "udp").map_err(|e| format!("bad host candidate: {e}"))?;
+        rtc.add_local_candidate(candidate);
+        Ok(rtc)
+    }
+
+    fn insert(&mut self, remote: &str, rtc: Rtc, initiator: bool, now: Instant) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.conns.insert(
+            id,
+            Conn {
+                rtc,
+                remote: remote.to_string(),
+                initiator,
+                pending: None,
+                channel: None,
+                timeout: now,
+                created: now,
+                dead: false,
+                queue: VecDeque::new(),
+                queued: 0,
+            },
+        );
+        self.by_remote.insert(remote.to_string(), id);
+        id
+    }
+
+    /// Sends an offer to `peer` (a signaling peer id) with our data channel.
+    pub fn offer(&mut self, peer: &str) -> Result<u64, String> {
+        if let Some(&id) = self.by_remote.get(peer) {
+            return Ok(id);
+        }
+        let now = Instant::now();
+        let mut rtc = self.new_rtc(now)?;
+        let mut api = rtc.sdp_api();
+        api.add_channel_with_config(ChannelConfig {
+            label: LABEL.to_string(),
+            ordered: false,
+            reliability: Reliability::MaxRetransmits { retransmits: 0 },
+            ..Default::default()
+        });
+        let (offer, pending) = api.apply().ok_or("no offer to make")?;
+        let id = self.insert(peer, rtc, true, now);
+        if let Some(c) = self.conns.get_mut(&id) {
+            c.pending = Some(pending);
+        }
+        self.sig_out.push((
+            peer.to_string(),
+            json!({"kind": "offer", "sdp": offer.to_sdp_string()}),
+        ));
+        self.drain(id);
+        Ok(id)
+    }
+
+    /// Sends one message on `id`'s data channel. Returns false when it was dropped (no open
+    /// channel, or the connection's queue is full).
+    ///
+    /// At most [`MAX_BUFFERED`] bytes are handed to str0m; what does not fit waits in the
+    /// connection's own queue (up to [`MAX_QUEUED`] bytes) until SCTP has sent enough. The
+    /// engine's LEDBAT sees that wait as queuing delay and slows down, instead of seeing
+    /// losses: SCTP's congestion window starts far smaller than the engine's burst on a
+    /// fresh connection.
+    pub fn send(&mut self, id: u64, data: &[u8]) -> bool {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return false;
+        };
+        if conn.channel.is_none() || conn.queued + data.len() > MAX_QUEUED {
+            self.dropped += 1;
+            return false;
+        }
+        conn.queued += data.len();
+        conn.queue.push_back(data.to_vec());
+        self.sent += 1;
+        self.drain(id);
+        true
+    }
+
+    /// Closes connection `id` (a `Closed` event follows).
+    pub fn close(&mut self, id: u64) {
+        if let Some(c) = self.conns.get_mut(&id)
+            && c.rtc.close().is_err()
+        {
+            // Graceful close (SCTP shutdown, DTLS close_notify) failed: just drop it.
+            c.rtc.disconnect();
+            c.dead = true;
+        }
+        self.drain(id);
+    }
+
+    /// Closes every connection and leaves the signaling room.
+    pub async fn shutdown(&mut self) {
+        let ids: Vec<u64> = self.conns.keys().copied().collect();
+        for id in ids {
+            self.close(id);
+        }
+        self.flush().await;
+        if let Some(s) = self.signal.take() {
+            s.close().await;
+        }
+    }
+
+    /// One line per connection: buffered bytes, for diagnostics.
+    pub fn debug_line(&mut self) -> String {
+        let mut out = format!(
+            "dropped={} sent={} received={}",
+            self.dropped, self.sent, self.received
+        );
+        for (id, c) in self.conns.iter_mut() {
+            if let Some(mut ch) = c.channel.and_then(|cid| c.rtc.channel(cid)) {
+                out += &format!(
+                    " #{id}:buffered={},queued={}",
+                    ch.buffered_amount(),
+                    c.queued
+                );
+            }
+        }
+        out
+    }
+
+    pub fn poll_event(&mut self) -> Option<RtcEvent> {
+        self.events.pop_front()
+    }
+
+    /// The earliest instant some connection wants `handle_timeout`.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.conns
+            .values()
+            .map(|c| match c.channel {
+                // Not open yet: also wake up to give it up in time.
+                None => c.timeout.min(c.created + self.open_timeout),
+                Some(_) => c.timeout,
+            })
+            .min()
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let ids: Vec<u64> = self.conns.keys().copied().collect();
+        for id in ids {
+            let Some(c) = self.conns.get_mut(&id) else {
+                continue;
+            };
+            let expired = c.channel.is_none() && now >= c.created + self.open_timeout;
+            if expired || (now >= c.timeout && c.rtc.handle_input(Input::Timeout(now)).is_err()) {
+                c.dead = true;
+            }
+            self.drain(id);
+        }
+    }
+
+    /// Sends what the connections and the signaling exchange have queued.
+    pub async fn flush(&mut self) {
+        for (to, bytes) in self.outbox.drain(..) {
+            // A failed send is a lost datagram.
+            let _ = self.socket.send_to(&bytes, to).await;
+        }
+        if let Some(sig) = self.signal.as_mut() {
+            for (to, data) in self.sig_out.drain(..) {
+                if sig.signal(&to, data).await.is_err() {
+                    break;
+                }
+            }
+        }
+        self.sig_out.clear();
+    }
+
+    /// Waits for a datagram or a signaling message. Cancel-safe.
+    pub async fn recv(&mut self) -> Incoming {
+        let socket = &self.socket;
+        let buf = &mut self.buf;
+        let signal = self.signal.as_mut();
+        let sig = async move {
+            match signal {
+                Some(s) => s.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            r = socket.recv_from(buf) => match r {
+                Ok((n, from)) => Incoming::Datagram(n, from),
+                // ICMP errors and the like: nothing arrived.
+                Err(_) => Incoming::Datagram(0, self.local),
+            },
+            m = sig => Incoming::Signal(m),
+        }
+    }
+
+    /// Processes what [`recv`](Self::recv) returned, then whatever else already arrived.
+    pub fn handle(&mut self, incoming: Incoming) {
+        match incoming {
+            Incoming::Datagram(n, from) => {
+                if n > 0 {
+                    self.handle_datagram(n, from);
+                }
+                loop {
+                    match self.socket.try_recv_from(&mut self.buf) {
+                        Ok((n, from)) => self.handle_datagram(n, from),
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                        Err(_) => break,
+                    }
+                }
+            }
+            Incoming::Signal(Some(msg)) => self.handle_signal(msg),
+            Incoming::Signal(None) => {
+                // The signaling server went away: open connections go on, pending ones
+                // cannot complete.
+                eprintln!("signaling server closed the connection");
+                self.signal = None;
+            }
+        }
+    }
+
+    fn handle_datagram(&mut self, n: usize, from: SocketAddr) {
+        let now = Instant::now();
+        let Ok(contents) = self.buf[..n].try_into() else {
+            return;
+        };
+        let input = Input::Receive(
+            now,
+            Receive {
+                proto: Protocol::Udp,
+                source: from,
+                destination: self.local,
+                contents,
+            },
+        );
+        let Some((&id, conn)) = self
+            .conns
+            .iter_mut()
+            .find(|(_, c)| !c.dead && c.rtc.accepts(&input))
+        else {
+            return;
+        };
+        if conn.rtc.handle_input(input).is_err() {
+            conn.dead = true;
+        }
+        self.drain(id);
+    }
+
+    fn handle_signal(&mut self, msg: ServerMsg) {
+        match msg {
+            ServerMsg::Signal { from, data } => {
+                let kind = data.get("kind").and_then(Value::as_str).unwrap_or("");
+                let sdp = data.get("sdp").and_then(Value::as_str).unwrap_or("");
+                match kind {
+                    "offer" => self.on_offer(&from, sdp),
+                    "answer" => self.on_answer(&from, sdp),
+                    "candidate" => self.on_candidate(&from, &data),
+                    // Untrusted input: ignore what we do not understand.
+                    _ => {}
+                }
+            }
+            ServerMsg::PeerLeft { peer_id } => {
+                // An open connection may outlive its signaling session; one still being set
+                // up cannot complete.
+                if let Some(&id) = self.by_remote.get(&peer_id)
+                    && self.conns.get(&id).is_some_and(|c| c.channel.is_none())
+                {
+                    self.close(id);
+                }
+            }
+            ServerMsg::Error { code, message, .. } => {
+                eprintln!("signaling: {code}: {message}");
+            }
+        }
+    }
+
+    fn on_offer(&mut self, from: &str, sdp: &str) {
+        if self.by_remote.contains_key(from) {
+            return; // no renegotiation
+        }
+        let Ok(offer) = SdpOffer::from_sdp_string(sdp) else {
+            return;
+        };
+        let now = Instant::now();
+        let Ok(mut rtc) = self.new_rtc(now) else {
+            return;
+        };
+        let Ok(answer) = rtc.sdp_api().accept_offer(offer) else {
+            return;
+        };
+        let id = self.insert(from, rtc, false, now);
+        self.sig_out.push((
+            from.to_string(),
+            json!({"kind": "answer", "sdp": answer.to_sdp_string()}),
+        ));
+        self.drain(id);
+    }
+
+    fn on_answer(&mut self, from: &str, sdp: &str) {
+        let Some(&id) = self.by_remote.get(from) else {
+            return;
+        };
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let (Some(pending), Ok(answer)) = (conn.pending.take(), SdpAnswer::from_sdp_string(sdp))
+        else {
+            return;
+        };
+        if conn.rtc.sdp_api().accept_answer(pending, answer).is_err() {
+            conn.dead = true;
+        }
+        self.drain(id);
+    }
+
+    fn on_candidate(&mut self, from: &str, data: &Value) {
+        let Some(&id) = self.by_remote.get(from) else {
+            return;
+        };
+        let text = data
+            .get("candidate")
+            .and_then(|c| c.get("candidate").or(Some(c)))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let Ok(candidate) = Candidate::from_sdp_string(text) else {
+            return;
+        };
+        if let Some(conn) = self.conns.get_mut(&id) {
+            conn.rtc.add_remote_candidate(candidate);
+        }
+        self.drain(id);
+    }
+
+    /// Drains connection `id`'s output until its next timeout, as str0m requires after every
+    /// mutation; removes it if it died.
+    fn drain(&mut self, id: u64) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        while !conn.dead {
+            match conn.rtc.poll_output() {
+                Ok(Output::Timeout(t)) => {
+                    conn.timeout = t;
+                    // Hand str0m queued messages while its buffer has room; each write is a
+                    // mutation, so drain again after it.
+                    if let (Some(cid), Some(msg)) = (conn.channel, conn.queue.front())
+                        && let Some(mut ch) = conn.rtc.channel(cid)
+                        && ch.buffered_amount() <= MAX_BUFFERED
+                    {
+                        let len = msg.len();
+                        if !matches!(ch.write(true, msg), Ok(true)) {
+                            self.dropped += 1;
+                        }
+                        conn.queue.pop_front();
+                        conn.queued -= len;
+                        continue;
+                    }
+                    break;
+                }
+                Ok(Output::Transmit(t)) => {
+                    self.outbox.push((t.destination, t.contents.to_vec()));
+                }
+                Ok(Output::Event(e)) => match e {
+                    Event::ChannelOpen(cid, _) if conn.channel.is_none() => {
+                        conn.channel = Some(cid);
+                        self.events.push_back(RtcEvent::Open {
+                            id,
+                            initiator: conn.initiator,
+                        });
+                    }
+                    Event::ChannelData(d) if Some(d.id) == conn.channel => {
+                        self.received += 1;
+                        self.events.push_back(RtcEvent::Data { id, data: d.data });
+                    }
+                    Event::ChannelClose(cid) if Some(cid) == conn.channel => {
+                        conn.dead = true;
+                    }
+                    Event::IceConnectionStateChange(IceConnectionState::Disconnected) => {
+                        conn.dead = true;
+                    }
+                    _ => {}
+                },
+                Err(_) => conn.dead = true,
+            }
+        }
+        if conn.dead || !conn.rtc.is_alive() {
+            let was_open = conn.channel.is_some();
+            let remote = conn.remote.clone();
+            self.conns.remove(&id);
+            if self.by_remote.get(&remote) == Some(&id) {
+                self.by_remote.remove(&remote);
+            }
+            self.events.push_back(RtcEvent::Closed { id, was_open });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SWARM: &str = "c89800bfc82ed01ed6e3bfd5408c51274491f7d4";
+
+    /// Drives both transports until `done` says so, with a bound.
+    async fn pump(
+        a: &mut RtcTransport,
+        b: &mut RtcTransport,
+        seen: &mut Vec<(char, RtcEvent)>,
+        mut done: impl FnMut(&[(char, RtcEvent)]) -> bool,
+    ) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        while !done(seen) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "not done within 15 s; events: {seen:?}"
+            );
+            for (name, t) in [('a', &mut *a), ('b', &mut *b)] {
+                t.flush().await;
+                while let Some(e) = t.poll_event() {
+                    seen.push((name, e));
+                }
+            }
+            let wake = [a.poll_timeout(), b.poll_timeout()]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or_else(|| Instant::now() + Duration::from_millis(100))
+                .min(Instant::now() + Duration::from_millis(100));
+            tokio::select! {
+                i = a.recv() => a.handle(i),
+                i = b.recv() => b.handle(i),
+                _ = tokio::time::sleep_until(tokio::time::Instant::from_std(wake)) => {
+                    a.handle_timeout(Instant::now());
+                    b.handle_timeout(Instant::now());
+                }
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn two_endpoints_exchange_messages_over_loopback() {
+        let server = ppspp_signal::spawn(
+            "127.0.0.1:0".parse().unwrap(),
+            ppspp_signal::Config::default(),
+        )
+        .await
+        .unwrap();
+        let url = server.url();
+        let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let mut a =
+            RtcTransport::bind(loopback, SignalClient::join(&url, SWARM).await.unwrap()).unwrap();
+        let mut b =
+            RtcTransport::bind(loopback, SignalClient::join(&url, SWARM).await.unwrap()).unwrap();
+        let a_id = a.peer_id().unwrap().to_string();
+        assert_eq!(b.welcome_peers(), vec![a_id.clone()]);
+        let b_conn = b.offer(&a_id).unwrap();
+
+        let mut seen = Vec::new();
+        let started = Instant::now();
+        pump(&mut a, &mut b, &mut seen, |s| {
+            s.iter()
+                .filter(|(_, e)| matches!(e, RtcEvent::Open { .. }))
+                .count()
+                == 2
+        })
+        .await;
+        eprintln!("channels open after {:?}", started.elapsed());
+        assert!(seen.contains(&(
+            'b',
+            RtcEvent::Open {
+                id: b_conn,
+                initiator: true
+            }
+        )));
+        let a_conn = seen
+            .iter()
+            .find_map(|(n, e)| match e {
+                RtcEvent::Open { id, initiator } if *n == 'a' => {
+                    assert!(!initiator);
+                    Some(*id)
+                }
+                _ => None,
+            })
+            .unwrap();
+
+        // Both ways, several messages each; binary content and sizes up to a PPSPP datagram.
+        let msgs: Vec<Vec<u8>> = (0..20u8).map(|i| vec![i; 100 + 50 * i as usize]).collect();
+        for m in &msgs {
+            assert!(b.send(b_conn, m));
+            assert!(a.send(a_conn, &[m.as_slice(), b"!"].concat()));
+        }
+        seen.clear();
+        let count = msgs.len();
+        pump(&mut a, &mut b, &mut seen, |s| {
+            s.iter()
+                .filter(|(_, e)| matches!(e, RtcEvent::Data { .. }))
+                .count()
+                >= 2 * count
+        })
+        .await;
+        let got = |who: char| -> Vec<Vec<u8>> {
+            let mut v: Vec<Vec<u8>> = seen
+                .iter()
+                .filter_map(|(n, e)| match e {
+                    RtcEvent::Data { data, .. } if *n == who => Some(data.clone()),
+                    _ => None,
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        let mut want_a = msgs.clone();
+        want_a.sort();
+        let mut want_b: Vec<Vec<u8>> = msgs.iter().map(|m| [m.as_slice(), b"!"].concat()).collect();
+        want_b.sort();
+        assert_eq!(got('a'), want_a);
+        assert_eq!(got('b'), want_b);
+
+        // A burst far beyond what SCTP takes at once on a young connection: the transport
+        // queues instead of dropping, and on loopback every message arrives.
+        let burst = 600usize;
+        for i in 0..burst {
+            let mut m = vec![0xAB; 1100];
+            m[..8].copy_from_slice(&(i as u64).to_be_bytes());
+            assert!(b.send(b_conn, &m), "message {i} accepted");
+        }
+        seen.clear();
+        pump(&mut a, &mut b, &mut seen, |s| {
+            s.iter()
+                .filter(|(n, e)| *n == 'a' && matches!(e, RtcEvent::Data { .. }))
+                .count()
+                >= burst
+        })
+        .await;
+        let mut ids: Vec<u64> = seen
+            .iter()
+            .filter_map(|(_, e)| match e {
+                RtcEvent::Data { data, .. } => {
+                    Some(u64::from_be_bytes(data[..8].try_into().unwrap()))
+                }
+                _ => None,
+            })
+            .collect();
+        ids.sort();
+        assert_eq!(ids, (0..burst as u64).collect::<Vec<_>>());
+        assert_eq!(b.dropped, 0);
+
+        // Open connections do not carry the open deadline: with a deadline long past, the
+        // next wake-up is still in the future (no busy loop).
+        a.open_timeout = Duration::from_millis(1);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let now = Instant::now();
+        a.handle_timeout(now);
+        assert!(a.poll_timeout().unwrap() > now);
+
+        // Closing one side is noticed on the other.
+        seen.clear();
+        b.shutdown().await;
+        pump(&mut a, &mut b, &mut seen, |s| {
+            s.iter()
+                .any(|(n, e)| *n == 'a' && matches!(e, RtcEvent::Closed { was_open: true, .. }))
+        })
+        .await;
+        server.shutdown().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_connection_that_never_opens_is_given_up() {
+        let server = ppspp_signal::spawn(
+            "127.0.0.1:0".parse().unwrap(),
+            ppspp_signal::Config::default(),
+        )
+        .await
+        .unwrap();
+        let url = server.url();
+        let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let mut a =
+            RtcTransport::bind(loopback, SignalClient::join(&url, SWARM).await.unwrap()).unwrap();
+        let mut b =
+            RtcTransport::bind(loopback, SignalClient::join(&url, SWARM).await.unwrap()).unwrap();
+        b.open_timeout = Duration::from_millis(300);
+        // Nobody has this id: the offer is not delivered (the server says unknown-peer).
+        let started = Instant::now();
+        let id = b.offer("0123456789abcdef0123456789abcdef").unwrap();
+        let mut seen = Vec::new();
+        pump(&mut a, &mut b, &mut seen, |s| {
+            s.iter()
+                .any(|(n, e)| *n == 'b' && matches!(e, RtcEvent::Closed { .. }))
+        })
+        .await;
+        assert!(seen.contains(&(
+            'b',
+            RtcEvent::Closed {
+                id,
+                was_open: false
+            }
+        )));
+        assert!(started.elapsed() >= Duration::from_millis(300));
+        assert!(!seen.iter().any(|(_, e)| matches!(e, RtcEvent::Open { .. })));
+        server.shutdown().await.unwrap();
+    }
+}

@@ -1,0 +1,237 @@
+//! `ppspp seed --signal` and `ppspp fetch` over WebRTC data channels on loopback, as a user
+//! runs them: an in-process signaling server, real `ppspp` processes, every wait bounded.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// A signaling server on its own thread and runtime, shut down when dropped.
+struct Signal {
+    url: String,
+    stop: mpsc::Sender<()>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Signal {
+    fn start() -> Signal {
+        let (url_tx, url_rx) = mpsc::channel();
+        let (stop, stop_rx) = mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let server = ppspp_signal::spawn(
+                    "127.0.0.1:0".parse().unwrap(),
+                    ppspp_signal::Config::default(),
+                )
+                .await
+                .unwrap();
+                url_tx.send(server.url()).unwrap();
+                while let Err(mpsc::TryRecvError::Empty) = stop_rx.try_recv() {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                let _ = server.shutdown().await;
+            });
+        });
+        let url = url_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("signaling server started");
+        Signal {
+            url,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Signal {
+    fn drop(&mut self) {
+        let _ = self.stop.send(());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A child process killed when the test ends, however it ends.
+struct Running {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn ppspp() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ppspp"))
+}
+
+fn spawn(args: &[&str]) -> Running {
+    let mut child = ppspp()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start ppspp");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    Running { child, lines }
+}
+
+/// Waits for `child` to exit within `limit`, killing it otherwise.
+fn finish(mut child: Child, limit: Duration, what: &str) -> Output {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let o = child.wait_with_output().expect("output");
+            panic!(
+                "{what} did not finish within {limit:?}; stderr:\n{}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ppspp-rtc-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn content(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn three_fetchers_get_identical_files_over_webrtc() {
+    let signal = Signal::start();
+    let dir = temp_dir("three");
+    let data = content(3 * 1024 * 1024 + 77, 3);
+    let file = dir.join("video.webm");
+    std::fs::write(&file, &data).unwrap();
+    let seeder = spawn(&["seed", file.to_str().unwrap(), "--signal", &signal.url]);
+    let uri = seeder
+        .lines
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the seeder prints its URI");
+    assert!(uri.starts_with("ppspp://"), "first line is the URI: {uri}");
+    assert!(uri.contains("signal="), "{uri}");
+    // No UDP peer in the URI: every byte must come over WebRTC.
+    assert!(!uri.contains("udp="), "{uri}");
+
+    let started = Instant::now();
+    let outputs: Vec<PathBuf> = (0..3).map(|i| dir.join(format!("out{i}.webm"))).collect();
+    let fetchers: Vec<Child> = outputs
+        .iter()
+        .map(|o| {
+            ppspp()
+                .args(["fetch", &uri, "-o", o.to_str().unwrap()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (i, (f, out)) in fetchers.into_iter().zip(&outputs).enumerate() {
+        let o = finish(f, Duration::from_secs(60), &format!("fetch {i}"));
+        assert!(o.status.success(), "fetch {i}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("chunks verified, 0 rejected"),
+            "{}",
+            stderr(&o)
+        );
+        assert_eq!(std::fs::read(out).unwrap(), data, "fetch {i} identical");
+    }
+    eprintln!("three WebRTC fetches done in {:?}", started.elapsed());
+    drop(seeder);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn unreachable_signaling_server_fails_cleanly() {
+    let dir = temp_dir("unreachable");
+    // A port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let uri = format!(
+        "ppspp://c89800bfc82ed01ed6e3bfd5408c51274491f7d4?len=26121&signal=ws%3A%2F%2F127.0.0.1%3A{port}%2Fws"
+    );
+    let out = dir.join("copy.webm");
+    let child = ppspp()
+        .args(["fetch", &uri, "-o", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = finish(child, Duration::from_secs(30), "fetch");
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("cannot reach the signaling server")
+            && err.contains(&format!("127.0.0.1:{port}")),
+        "{err}"
+    );
+    assert!(!out.exists(), "no output file");
+    assert!(!dir.join("copy.webm.part").exists(), "no partial file");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn fetch_from_an_empty_room_fails_cleanly() {
+    let signal = Signal::start();
+    let dir = temp_dir("empty");
+    let uri = format!(
+        "ppspp://c89800bfc82ed01ed6e3bfd5408c51274491f7d4?len=26121&signal={}",
+        signal.url
+    );
+    let out = dir.join("copy.webm");
+    let child = ppspp()
+        .args(["fetch", &uri, "-o", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = finish(child, Duration::from_secs(30), "fetch");
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("nobody else is in the swarm's room"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists() && !dir.join("copy.webm.part").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
