@@ -7,7 +7,6 @@ pub mod bulk;
 pub mod link;
 pub mod net;
 pub mod plot;
-pub mod rng;
 pub mod scenario;
 pub mod store;
 pub mod swarm;

@@ -2,7 +2,7 @@
 //! `bandwidth_bps`, and seeded random loss. Propagation delay is added by the network
 //! after the link (see [`crate::net`]).
 
-use crate::rng::Rng;
+use ppspp::rng::Rng;
 use ppspp::time::Time;
 use std::collections::VecDeque;
 

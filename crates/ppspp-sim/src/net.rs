@@ -8,10 +8,10 @@
 
 use crate::adversary::{Mutation, mutate};
 use crate::link::{Link, LinkConfig};
-use crate::rng::Rng;
 use crate::store::CheckedStore;
 use crate::tcp::{ACK_BYTES, SEGMENT_BYTES, TcpReceiver, TcpSeg, TcpSender};
 use ppspp::engine::{Engine, Event};
+use ppspp::rng::Rng;
 use ppspp::time::Time;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};

@@ -1,10 +1,10 @@
 //! Building blocks shared by tests and experiments: content, seeders, leechers, metrics.
 
 use crate::net::SimEngine;
-use crate::rng::Rng;
 use crate::store::CheckedStore;
 use ppspp::engine::{ContentInfo, Engine, EngineConfig};
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
+use ppspp::rng::Rng;
 use ppspp::time::Time;
 use std::sync::Arc;
 

@@ -3,9 +3,9 @@
 
 use crate::link::LinkConfig;
 use crate::net::Network;
-use crate::rng::Rng;
 use crate::scenario::{Content, config};
 use ppspp::engine::EngineConfig;
+use ppspp::rng::Rng;
 use ppspp::time::Time;
 use std::time::Duration;
 

@@ -13,6 +13,7 @@
 //! - [`engine`]: the PPSPP peer as a sans-IO state machine (`handle_*` / `poll_*`).
 //! - [`picker`]: piece pickers (sequential, rarest-first, VoD, live).
 //! - [`rate_limit`]: token buckets for upload and download limits.
+//! - [`rng`]: the seeded generator the engine (and the simulator) draw randomness from.
 //! - [`store`]: the chunk-store trait and an in-memory store.
 //! - [`time`]: the time type every call takes instead of reading a clock.
 //! - [`uri`]: swarm URIs (`ppspp://<root>?len=…`), shared by the CLI and the browser.
@@ -28,6 +29,7 @@ pub mod engine;
 pub mod merkle;
 pub mod picker;
 pub mod rate_limit;
+pub mod rng;
 pub mod store;
 pub mod time;
 pub mod uri;

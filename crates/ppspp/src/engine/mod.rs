@@ -18,7 +18,6 @@ mod event;
 mod handshake;
 mod recv;
 pub mod request;
-mod rng;
 mod schedule;
 mod send;
 mod timers;
@@ -34,11 +33,11 @@ use crate::congestion::{ConfigError, CongestionConfig};
 use crate::merkle::{Hash, HashAlgorithm, MerkleTree, VerifyingTree};
 use crate::picker::{Live, Picker, RarestFirst, Sequential, Vod};
 use crate::rate_limit::TokenBucket;
+use crate::rng::Rng;
 use crate::store::ChunkStore;
 use crate::time::Time;
 use channel::Channel;
 use core::fmt;
-use rng::Rng;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Which piece picker the receiver uses.

@@ -559,7 +559,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             .filter(|a| requester_private || !is_private(a))
             .collect();
         while candidates.len() > PEX_ANSWERS {
-            let i = self.rng.below(candidates.len());
+            let i = self.rng.below(candidates.len() as u64) as usize;
             candidates.swap_remove(i);
         }
         ch.pending_pex_res = candidates;

@@ -1,7 +1,7 @@
-//! A small deterministic generator (SplitMix64). The engine needs randomness for channel
-//! IDs and picker twists but must not read an entropy source itself: adapters seed it
-//! (from `crypto.getRandomValues`, the OS, or a simulation seed), and the same seed gives
-//! the same run.
+//! A small deterministic generator (SplitMix64, Steele, Lea & Flood 2014). The engine
+//! needs randomness for channel IDs, picker twists and PEX samples but must not read an
+//! entropy source itself: adapters seed it (from `crypto.getRandomValues`, the OS, or a
+//! simulation seed), and the same seed gives the same run. The simulator uses it too.
 
 #[derive(Clone, Debug)]
 pub struct Rng(u64);
@@ -29,9 +29,14 @@ impl Rng {
         }
     }
 
-    /// A uniform index below `n` (`n > 0`).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n.max(1) as u64) as usize
+    /// Uniform in [0, 1).
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform in [0, n) (0 when `n` is 0), without modulo bias.
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
     }
 }
 
@@ -51,9 +56,13 @@ mod tests {
         let mut r = Rng::new(1);
         let mut counts = [0u32; 4];
         for _ in 0..4000 {
-            counts[r.below(4)] += 1;
+            counts[r.below(4) as usize] += 1;
             assert_ne!(r.channel_id(), 0);
         }
         assert!(counts.iter().all(|c| (800..1200).contains(c)), "{counts:?}");
+        let n = 100_000;
+        let mean: f64 = (0..n).map(|_| r.next_f64()).sum::<f64>() / n as f64;
+        assert!((mean - 0.5).abs() < 0.01, "mean {mean}");
+        assert_eq!(r.below(0), 0);
     }
 }
