@@ -49,6 +49,8 @@ pub(crate) struct Channel<A> {
     /// Our handshake must go out (again) in the next datagram.
     pub send_handshake: bool,
     pub handshake_sent: Option<Time>,
+    /// Our handshake went out more than once: its answer cannot time a round trip.
+    pub handshake_resent: bool,
     pub codec: CodecConfig,
 
     /// What the peer holds (its HAVEs and ACKs).
@@ -68,6 +70,8 @@ pub(crate) struct Channel<A> {
     pub pending_acks: Vec<(u64, i64)>,
     pub dip: InterArrival,
     pub choked_by_peer: bool,
+    /// Fastest time from a REQUEST to its chunk verified, on this channel.
+    pub min_request_rtt: Option<Duration>,
     /// When this peer last delivered a verified chunk (or a wait for it began).
     pub last_delivery: Time,
     /// It has delivered at least one verified chunk.
@@ -132,6 +136,7 @@ impl<A> Channel<A> {
             handshake: None,
             send_handshake: false,
             handshake_sent: None,
+            handshake_resent: false,
             codec,
             peer_have: Binmap::new(),
             peer_complete: false,
@@ -143,6 +148,7 @@ impl<A> Channel<A> {
             pending_acks: Vec::new(),
             dip: InterArrival::new(Duration::from_secs(1)),
             choked_by_peer: false,
+            min_request_rtt: None,
             last_delivery: now,
             delivered_any: false,
             expiry_rounds: 0,
@@ -193,6 +199,15 @@ impl<A> Channel<A> {
         } else {
             SendState::Window(self.cc.phase())
         }
+    }
+
+    /// The round trip a receiver plans its requests with: the smoothed RTT, but never less
+    /// than the fastest request→data time seen (a receiver that sends no DATA has no RTT
+    /// samples of its own, and a handshake answered after a retry cannot time one).
+    pub fn planning_rtt(&self) -> Duration {
+        self.rtt
+            .srtt()
+            .max(self.min_request_rtt.unwrap_or(Duration::ZERO))
     }
 
     /// Pacing interval between DATA datagrams: one round trip spread over the window.

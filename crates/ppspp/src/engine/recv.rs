@@ -214,7 +214,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return;
         }
         ch.established = true;
-        if let Some(sent) = ch.handshake_sent {
+        // Karn's rule for handshakes: after a retry the answer may be to either copy.
+        if let Some(sent) = ch.handshake_sent.filter(|_| !ch.handshake_resent) {
             ch.rtt.on_sample(now.saturating_since(sent));
         }
         if !self.is_complete() {
@@ -448,6 +449,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return Verdict::Ban("chunk index out of range".into());
         };
         ch.bytes_down += data.len() as u64;
+        let requested_at = ch.requests.get(&chunk).copied();
         if self.have.is_filled(leaf) {
             self.forget_request(ch, chunk);
             self.stats.bytes_duplicate += data.len() as u64;
@@ -484,6 +486,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.exclude.set(leaf);
         ch.last_delivery = now;
         ch.delivered_any = true;
+        if let Some(at) = requested_at {
+            let took = now.saturating_since(at);
+            ch.min_request_rtt = Some(ch.min_request_rtt.map_or(took, |m| m.min(took)));
+        }
         self.stats.chunks_verified += 1;
         self.stats.bytes_downloaded += data.len() as u64;
         self.push_event(Event::ChunkVerified {

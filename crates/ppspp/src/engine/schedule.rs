@@ -43,7 +43,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             let outstanding = ch.requests.len() as u64;
             let mut budget = request_budget(
                 now,
-                ch.rtt.srtt(),
+                ch.planning_rtt(),
                 &ch.dip,
                 outstanding,
                 config.min_request_pipeline,

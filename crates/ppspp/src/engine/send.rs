@@ -119,6 +119,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let mut w = Writer::new(ch.remote_id, ch.codec);
         if ch.send_handshake {
             ch.send_handshake = false;
+            ch.handshake_resent |= ch.handshake_sent.is_some();
             ch.handshake_sent = Some(now);
             let options = our_options(&self.content, None, ch.codec.chunk_addressing);
             w.push(&Message::Handshake(Handshake {
@@ -155,6 +156,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// The initiator's first datagram (datagram 1 of the three-way handshake).
     fn opening(&mut self, now: Time, ch: &mut Channel<A>) -> Vec<u8> {
         ch.send_handshake = false;
+        ch.handshake_resent |= ch.handshake_sent.is_some();
         ch.handshake_sent = Some(now);
         if let Some(retry) = ch.handshake.as_mut() {
             retry.next = now + Duration::from_secs(1 << retry.tries.min(HANDSHAKE_TRIES));

@@ -68,7 +68,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 next = next.min(oldest.sent + ch.rtt.timeout());
             }
             if let Some(oldest) = ch.requests.values().min() {
-                next = next.min(*oldest + 2 * plan_ahead(ch.rtt.srtt()));
+                next = next.min(*oldest + 2 * plan_ahead(ch.planning_rtt()));
             }
             next = next.min(ch.last_send + ch.keepalive);
             next = next.min(ch.last_recv + DEAD_PEER);
@@ -149,7 +149,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             }
         }
         // Requests not served within two planning windows go back to the pool.
-        let expiry = 2 * plan_ahead(ch.rtt.srtt());
+        let expiry = 2 * plan_ahead(ch.planning_rtt());
         let expired: Vec<u64> = ch
             .requests
             .iter()
