@@ -345,18 +345,32 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         // copy: taking those keeps the RTT (and with it pacing) current through a backlog of
         // retransmissions, where skipping them all froze it.
         let min_rtt = ch.rtt.min_rtt();
-        ch.in_flight.retain(|f| {
-            if f.chunk < first || f.chunk > last {
-                return true;
-            }
+        let mut take = |f: &super::channel::InFlight| {
             outgoing.remove(&f.chunk);
             acked += 1;
             let elapsed = now.saturating_since(f.sent);
             if !f.retransmission || min_rtt.is_some_and(|m| elapsed >= m) {
                 sample = Some(elapsed);
             }
-            false
-        });
+        };
+        if first == last {
+            // The usual ACK names one chunk, near the front of the send-ordered queue: no
+            // need to walk the whole window.
+            if let Some(i) = ch.in_flight.iter().position(|f| f.chunk == first)
+                && let Some(f) = ch.in_flight.remove(i)
+            {
+                take(&f);
+            }
+        } else {
+            ch.in_flight.retain(|f| {
+                if f.chunk < first || f.chunk > last {
+                    return true;
+                }
+                take(f);
+                false
+            });
+        }
+        let outgoing = &mut ch.outgoing;
         ch.retransmit.retain(|c| {
             let keep = *c < first || *c > last;
             if !keep {
