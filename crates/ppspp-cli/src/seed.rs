@@ -39,6 +39,9 @@ pub struct SeedArgs {
     /// Upload limit in bytes per second.
     #[arg(long = "upload-limit")]
     upload_limit: Option<u64>,
+    /// Most peers connected at once (a seeder is everyone's first contact).
+    #[arg(long = "max-peers", default_value_t = 256)]
+    max_peers: usize,
     /// Print one JSON line of figures per second on stdout (after the URI line).
     #[arg(long = "stats-json")]
     stats_json: bool,
@@ -66,6 +69,7 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
         let clock = Clock::new();
         let config = EngineConfig {
             upload_limit: args.upload_limit,
+            max_peers: args.max_peers.max(1),
             seed: crate::random_seed(),
             ..EngineConfig::default()
         };
