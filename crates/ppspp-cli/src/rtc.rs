@@ -528,6 +528,23 @@ mod tests {
 
     const SWARM: &str = "c89800bfc82ed01ed6e3bfd5408c51274491f7d4";
 
+    /// An in-process signaling server and two transports on loopback, joined in order.
+    async fn two_transports() -> (ppspp_signal::Running, RtcTransport, RtcTransport) {
+        let server = ppspp_signal::spawn(
+            "127.0.0.1:0".parse().unwrap(),
+            ppspp_signal::Config::default(),
+        )
+        .await
+        .unwrap();
+        let url = server.url();
+        let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let a =
+            RtcTransport::bind(loopback, SignalClient::join(&url, SWARM).await.unwrap()).unwrap();
+        let b =
+            RtcTransport::bind(loopback, SignalClient::join(&url, SWARM).await.unwrap()).unwrap();
+        (server, a, b)
+    }
+
     /// Drives both transports until `done` says so, with a bound.
     async fn pump(
         a: &mut RtcTransport,
@@ -566,18 +583,7 @@ mod tests {
 
     #[tokio::test]
     async fn two_endpoints_exchange_messages_over_loopback() {
-        let server = ppspp_signal::spawn(
-            "127.0.0.1:0".parse().unwrap(),
-            ppspp_signal::Config::default(),
-        )
-        .await
-        .unwrap();
-        let url = server.url();
-        let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
-        let mut a =
-            RtcTransport::bind(loopback, SignalClient::join(&url, SWARM).await.unwrap()).unwrap();
-        let mut b =
-            RtcTransport::bind(loopback, SignalClient::join(&url, SWARM).await.unwrap()).unwrap();
+        let (server, mut a, mut b) = two_transports().await;
         let a_id = a.peer_id().unwrap().to_string();
         assert_eq!(b.welcome_peers(), vec![a_id.clone()]);
         let b_conn = b.offer(&a_id).unwrap();
@@ -693,18 +699,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_connection_that_never_opens_is_given_up() {
-        let server = ppspp_signal::spawn(
-            "127.0.0.1:0".parse().unwrap(),
-            ppspp_signal::Config::default(),
-        )
-        .await
-        .unwrap();
-        let url = server.url();
-        let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
-        let mut a =
-            RtcTransport::bind(loopback, SignalClient::join(&url, SWARM).await.unwrap()).unwrap();
-        let mut b =
-            RtcTransport::bind(loopback, SignalClient::join(&url, SWARM).await.unwrap()).unwrap();
+        let (server, mut a, mut b) = two_transports().await;
         b.open_timeout = Duration::from_millis(300);
         // Nobody has this id: the offer is not delivered (the server says unknown-peer).
         let started = Instant::now();

@@ -1,98 +1,12 @@
 //! `ppspp seed` and `ppspp fetch` over UDP on loopback, as a user runs them: real
 //! processes, real sockets, every wait bounded.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
+use common::{Running, content, finish, ppspp, run, spawn, stderr, temp_dir};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
+use std::process::Stdio;
 use std::time::Duration;
-
-/// A child process killed when the test ends, however it ends.
-struct Running {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Running {
-    fn next_line(&self, within: Duration) -> String {
-        self.lines
-            .recv_timeout(within)
-            .expect("the process printed nothing in time")
-    }
-
-    /// Lines printed so far and until `within` passes without a new one.
-    fn lines_until_quiet(&self, within: Duration) -> Vec<String> {
-        std::iter::from_fn(|| self.lines.recv_timeout(within).ok()).collect()
-    }
-}
-
-fn ppspp() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ppspp"))
-}
-
-fn spawn(args: &[&str]) -> Running {
-    let mut child = ppspp()
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start ppspp");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    Running { child, lines }
-}
-
-/// Runs a command to completion, killing it after `limit`.
-fn run(args: &[&str], limit: Duration) -> Output {
-    let mut child = ppspp()
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start ppspp");
-    let deadline = std::time::Instant::now() + limit;
-    while child.try_wait().expect("wait").is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("ppspp {args:?} did not finish within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ppspp-udp-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn content(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 fn seed(file: &Path, extra: &[&str]) -> (Running, String) {
     let mut args = vec!["seed", file.to_str().unwrap(), "--udp", "127.0.0.1:0"];
@@ -102,10 +16,6 @@ fn seed(file: &Path, extra: &[&str]) -> (Running, String) {
     assert!(uri.starts_with("ppspp://"), "first line is the URI: {uri}");
     assert!(uri.contains("udp=127.0.0.1:"), "{uri}");
     (seeder, uri)
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]
@@ -127,13 +37,8 @@ fn three_fetchers_get_identical_files() {
                 .unwrap()
         })
         .collect();
-    for (mut f, out) in fetchers.into_iter().zip(&outputs) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while f.try_wait().unwrap().is_none() {
-            assert!(std::time::Instant::now() < deadline, "fetch timed out");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let o = f.wait_with_output().unwrap();
+    for (f, out) in fetchers.into_iter().zip(&outputs) {
+        let o = finish(f, Duration::from_secs(60), "fetch");
         assert!(o.status.success(), "{}", stderr(&o));
         assert!(
             stderr(&o).contains("chunks verified, 0 rejected"),

@@ -1,9 +1,11 @@
 //! `ppspp seed --signal` and `ppspp fetch` over WebRTC data channels on loopback, as a user
 //! runs them: an in-process signaling server, real `ppspp` processes, every wait bounded.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
+use common::{content, finish, ppspp, spawn, stderr, temp_dir};
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -55,82 +57,6 @@ impl Drop for Signal {
             let _ = t.join();
         }
     }
-}
-
-/// A child process killed when the test ends, however it ends.
-struct Running {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn ppspp() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ppspp"))
-}
-
-fn spawn(args: &[&str]) -> Running {
-    let mut child = ppspp()
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start ppspp");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    Running { child, lines }
-}
-
-/// Waits for `child` to exit within `limit`, killing it otherwise.
-fn finish(mut child: Child, limit: Duration, what: &str) -> Output {
-    let deadline = Instant::now() + limit;
-    while child.try_wait().expect("wait").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let o = child.wait_with_output().expect("output");
-            panic!(
-                "{what} did not finish within {limit:?}; stderr:\n{}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ppspp-rtc-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn content(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]

@@ -1,0 +1,113 @@
+//! Shared by the CLI's integration tests: running the real `ppspp` binary, bounded in time,
+//! and making test content.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// A child process killed when the test ends, however it ends; its stdout arrives as lines.
+pub struct Running {
+    pub child: Child,
+    pub lines: mpsc::Receiver<String>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Running {
+    pub fn next_line(&self, within: Duration) -> String {
+        self.lines
+            .recv_timeout(within)
+            .expect("the process printed nothing in time")
+    }
+
+    /// Lines printed so far and until `within` passes without a new one.
+    pub fn lines_until_quiet(&self, within: Duration) -> Vec<String> {
+        std::iter::from_fn(|| self.lines.recv_timeout(within).ok()).collect()
+    }
+}
+
+pub fn ppspp() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ppspp"))
+}
+
+/// Starts `ppspp ARGS` in the background, reading its stdout line by line.
+pub fn spawn(args: &[&str]) -> Running {
+    let mut child = ppspp()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start ppspp");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    Running { child, lines }
+}
+
+/// Waits for `child` to exit within `limit`, killing it (and failing with its stderr)
+/// otherwise.
+pub fn finish(mut child: Child, limit: Duration, what: &str) -> Output {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let o = child.wait_with_output().expect("output");
+            panic!(
+                "{what} did not finish within {limit:?}; stderr:\n{}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// Runs `ppspp ARGS` to completion within `limit`.
+pub fn run(args: &[&str], limit: Duration) -> Output {
+    let child = ppspp()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start ppspp");
+    finish(child, limit, &format!("ppspp {args:?}"))
+}
+
+/// A fresh directory for one test (per process, so parallel test binaries do not collide).
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ppspp-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `len` pseudo-random bytes (xorshift), different for each `seed`.
+pub fn content(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
