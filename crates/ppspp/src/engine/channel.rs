@@ -65,6 +65,9 @@ pub(crate) struct Channel<A> {
     // Receiving from this peer.
     /// Requested chunks not yet received, with the time of the request.
     pub requests: BTreeMap<u64, Time>,
+    /// The same requests in the order they were made (oldest first), so timers find the
+    /// oldest without a scan; entries no longer in `requests` are skipped lazily.
+    pub request_order: VecDeque<(Time, u64)>,
     pub pending_requests: Vec<Bin>,
     pub pending_cancels: Vec<Bin>,
     pub pending_acks: Vec<(u64, i64)>,
@@ -143,6 +146,7 @@ impl<A> Channel<A> {
             have_out: Binmap::new(),
             pending_hashes: Vec::new(),
             requests: BTreeMap::new(),
+            request_order: VecDeque::new(),
             pending_requests: Vec::new(),
             pending_cancels: Vec::new(),
             pending_acks: Vec::new(),
@@ -199,6 +203,30 @@ impl<A> Channel<A> {
         } else {
             SendState::Window(self.cc.phase())
         }
+    }
+
+    /// When the oldest outstanding request was made. The front entry may be stale (its
+    /// chunk arrived); that only makes a timer fire early once, and `pop_expired` drops it.
+    pub fn oldest_request(&self) -> Option<Time> {
+        self.request_order.front().map(|(t, _)| *t)
+    }
+
+    /// Removes and returns the outstanding requests older than `expiry` at `now`, oldest
+    /// first, discarding stale entries on the way.
+    pub fn pop_expired(&mut self, now: Time, expiry: Duration) -> Vec<u64> {
+        let mut expired = Vec::new();
+        while let Some(&(t, c)) = self.request_order.front() {
+            let current = self.requests.get(&c) == Some(&t);
+            if current && t + expiry > now {
+                break;
+            }
+            self.request_order.pop_front();
+            if current {
+                self.requests.remove(&c);
+                expired.push(c);
+            }
+        }
+        expired
     }
 
     /// The round trip a receiver plans its requests with: the smoothed RTT, but never less

@@ -278,6 +278,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 ch.choked_by_peer = true;
                 let requested: Vec<u64> = ch.requests.keys().copied().collect();
                 ch.requests.clear();
+                ch.request_order.clear();
                 for c in requested {
                     self.release_request(c);
                 }

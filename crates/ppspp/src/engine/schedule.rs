@@ -85,6 +85,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 if let Some((first, last)) = bin.chunk_range() {
                     for c in first..=last {
                         ch.requests.insert(c, now);
+                        ch.request_order.push_back((now, c));
                     }
                 }
                 ch.pending_requests.push(bin);

@@ -67,8 +67,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             if let Some(oldest) = ch.in_flight.front() {
                 next = next.min(oldest.sent + ch.rtt.timeout());
             }
-            if let Some(oldest) = ch.requests.values().min() {
-                next = next.min(*oldest + 2 * plan_ahead(ch.planning_rtt()));
+            if let Some(oldest) = ch.oldest_request() {
+                next = next.min(oldest + 2 * plan_ahead(ch.planning_rtt()));
             }
             next = next.min(ch.last_send + ch.keepalive);
             next = next.min(ch.last_recv + DEAD_PEER);
@@ -150,15 +150,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         // Requests not served within two planning windows go back to the pool.
         let expiry = 2 * plan_ahead(ch.planning_rtt());
-        let expired: Vec<u64> = ch
-            .requests
-            .iter()
-            .filter(|(_, t)| **t + expiry <= now)
-            .map(|(c, _)| *c)
-            .collect();
+        let expired = ch.pop_expired(now, expiry);
         if !expired.is_empty() {
             for c in &expired {
-                ch.requests.remove(c);
                 if let Some(b) = Bin::chunk(*c) {
                     ch.pending_cancels.push(b);
                 }
