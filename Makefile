@@ -5,19 +5,21 @@ CARGO ?= cargo
 FUZZ_SECONDS ?= 60
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: help setup test lint test-rust test-wasm test-fuzz-build fuzz bench experiments demo clean
+.PHONY: help setup test lint test-rust test-wasm test-fuzz-build web web-poison native test-web test-e2e fuzz bench experiments demo clean
 
 help:
 	@echo "make test    install what is missing, then run every test (what CI runs)"
 	@echo "make bench   run the benchmarks (criterion); figures go to BENCHMARKS.md by hand"
 	@echo "make experiments  run every simulator experiment (docs/EXPERIMENTS.md) into target/sim/"
 	@echo "make fuzz    fuzz the datagram decoder for FUZZ_SECONDS (default $(FUZZ_SECONDS)) seconds"
-	@echo "make demo    the browser demo (not available yet: see README)"
+	@echo "make demo    build everything, start signaling + seeder + web server, print the page URL"
+	@echo "             (HEADLESS=1: 1 seeder + 4 headless pages play it; prints a summary)"
+	@echo "make web     build the npm package (web/: Wasm + TypeScript)"
 
 setup:
-	@scripts/setup.sh core
+	@scripts/setup.sh web
 
-test: setup lint test-rust test-wasm test-fuzz-build
+test: setup lint test-rust test-wasm test-fuzz-build test-web test-e2e
 	@echo "make test: all checks passed"
 
 lint:
@@ -34,6 +36,28 @@ test-wasm:
 # The fuzz target must compile on stable even where cargo-fuzz/nightly are absent.
 test-fuzz-build:
 	$(CARGO) build --manifest-path crates/ppspp/fuzz/Cargo.toml --locked
+
+# The npm package: the engine in Wasm (wasm-pack) and the TypeScript (tsc) in web/dist.
+web:
+	cd web && node scripts/build-wasm.mjs && npx tsc -p tsconfig.json
+
+# The test-only poisoning build of the engine (web/wasm-poison/), for the e2e suite.
+web-poison:
+	cd web && node scripts/build-wasm.mjs --poison
+
+# The native seeder and the signaling server, optimised (demo, e2e).
+native:
+	$(CARGO) build --release --locked -p ppspp-cli -p ppspp-signal
+
+# Type checks (package, its tests, the e2e suite) and the package's unit tests.
+test-web: web
+	cd web && npx tsc -p tsconfig.json --noEmit && npx tsc -p test/tsconfig.json --noEmit
+	npx tsc -p e2e/tsconfig.json
+	cd web && npx vitest run
+
+# Playwright swarm tests with Debian's Chromium, in a network namespace of loopback only.
+test-e2e: web web-poison native
+	cd e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 ../scripts/netns.sh npx playwright test
 
 fuzz:
 	@scripts/setup.sh fuzz
@@ -52,9 +76,8 @@ experiments: setup
 		target/release/ppspp-sim $$e | tail -n 1 || exit 1; \
 	done
 
-demo:
-	@echo "make demo: the browser demo is not built yet; it arrives with the browser peer (see README, Status)." >&2
-	@exit 2
+demo: setup web native
+	@scripts/demo.sh
 
 clean:
 	$(CARGO) clean

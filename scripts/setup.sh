@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what `make test` / `make bench` / `make fuzz` need and is missing. Idempotent:
-# every step checks first, so a second run does nothing. Usage: scripts/setup.sh [core|fuzz]
+# Installs what `make test` / `make bench` / `make demo` / `make fuzz` need and is missing.
+# Idempotent: every step checks first, so a second run does nothing.
+# Usage: scripts/setup.sh [core|web|fuzz]   (web = core + what the browser side needs)
 set -euo pipefail
 
 what=${1:-core}
@@ -23,15 +24,58 @@ need_rust() {
     done
 }
 
+apt_install() {
+    if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
+    $sudo apt-get install -y "$@" || { $sudo apt-get update && $sudo apt-get install -y "$@"; }
+}
+
+# The exact wasm-bindgen CLI the crate pins (crates/ppspp-wasm/Cargo.toml): the glue it
+# generates must match the crate, and wasm-pack would otherwise try to download one.
+WASM_BINDGEN_VERSION=0.2.130
+
+cargo_install() { # name version-args...: --locked first; if the lock file names a crate
+    # version the registry no longer has, let cargo resolve afresh.
+    cargo install --locked "$@" || cargo install "$@"
+}
+
+need_web() {
+    if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+        echo "setup: node and npm (Node.js >= 20) are needed; install them first" >&2
+        exit 1
+    fi
+    if [ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $WASM_BINDGEN_VERSION" ]; then
+        log "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (a few minutes)"
+        cargo_install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
+    fi
+    if ! command -v wasm-pack >/dev/null 2>&1; then
+        log "installing wasm-pack (a few minutes)"
+        cargo_install wasm-pack
+    fi
+    local missing=()
+    [ -x /usr/bin/chromium ] || missing+=(chromium)
+    command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
+    command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
+    command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+    if [ ${#missing[@]} -gt 0 ]; then
+        log "installing ${missing[*]} (browser tests, demo video)"
+        apt_install "${missing[@]}"
+    fi
+    # npm packages of web/ and e2e/ (one workspace lock at the root); never a browser
+    # download: the tests use Debian's Chromium.
+    local root
+    root="$(cd "$(dirname "$0")/.." && pwd)"
+    if [ ! -f "$root/node_modules/.package-lock.json" ] \
+        || [ "$root/package-lock.json" -nt "$root/node_modules/.package-lock.json" ]; then
+        log "installing npm packages (npm ci)"
+        (cd "$root" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund)
+    fi
+}
+
 need_font() {
     # The simulator's plots draw text with DejaVu Sans (plotters + ab_glyph, no download).
     if ! dpkg -s fonts-dejavu-core >/dev/null 2>&1; then
         log "installing fonts-dejavu-core (font for the simulator's plots)"
-        if [ "$(id -u)" -eq 0 ]; then
-            apt-get install -y fonts-dejavu-core || { apt-get update && apt-get install -y fonts-dejavu-core; }
-        else
-            sudo apt-get install -y fonts-dejavu-core || { sudo apt-get update && sudo apt-get install -y fonts-dejavu-core; }
-        fi
+        apt_install fonts-dejavu-core
     fi
 }
 
@@ -49,6 +93,7 @@ need_fuzz() {
 
 case "$what" in
     core) need_rust; need_font ;;
+    web) need_rust; need_font; need_web ;;
     fuzz) need_rust; need_fuzz ;;
-    *) echo "setup: unknown part '$what' (core|fuzz)" >&2; exit 2 ;;
+    *) echo "setup: unknown part '$what' (core|web|fuzz)" >&2; exit 2 ;;
 esac

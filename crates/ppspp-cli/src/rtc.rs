@@ -80,6 +80,9 @@ pub struct RtcTransport {
     pub received: u64,
     /// A connection not open after this long is given up.
     open_timeout: Duration,
+    /// Say `"seeder": true` in offers and answers: browsers count what they get from
+    /// seeders apart from what other viewers give them (offload figures).
+    pub seeder: bool,
 }
 
 impl RtcTransport {
@@ -111,6 +114,7 @@ impl RtcTransport {
             sent: 0,
             received: 0,
             open_timeout: OPEN_TIMEOUT,
+            seeder: false,
         })
     }
 
@@ -183,7 +187,7 @@ impl RtcTransport {
         }
         self.sig_out.push((
             peer.to_string(),
-            json!({"kind": "offer", "sdp": offer.to_sdp_string()}),
+            json!({"kind": "offer", "sdp": offer.to_sdp_string(), "seeder": self.seeder}),
         ));
         self.drain(id);
         Ok(id)
@@ -418,7 +422,7 @@ impl RtcTransport {
         let id = self.insert(from, rtc, false, now);
         self.sig_out.push((
             from.to_string(),
-            json!({"kind": "answer", "sdp": answer.to_sdp_string()}),
+            json!({"kind": "answer", "sdp": answer.to_sdp_string(), "seeder": self.seeder}),
         ));
         self.drain(id);
     }

@@ -90,7 +90,8 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
                 let bind = args
                     .bind
                     .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
-                let t = RtcTransport::bind(bind, client)?;
+                let mut t = RtcTransport::bind(bind, client)?;
+                t.seeder = true;
                 uri.signal = Some(url.clone());
                 serving.push(format!(
                     "webrtc {} via {url} (peer {})",

@@ -59,6 +59,8 @@ impl StatsPrinter {
             "peers": s.peers,
             "download_bps": down.round(),
             "upload_bps": up.round(),
+            "bytes_downloaded": s.bytes_downloaded,
+            "bytes_uploaded": s.bytes_uploaded,
             "chunks_verified": s.chunks_verified,
             "chunks_rejected": s.chunks_rejected,
             "retransmissions": s.retransmissions,

@@ -33,6 +33,12 @@ pub trait Picker: fmt::Debug {
         false
     }
 
+    /// True for chunks playback needs next, which an origin peer may be asked for even when
+    /// other peers hold them (see `Engine::set_origin`). A narrower set than `is_urgent`.
+    fn is_due(&self, _bin: Bin) -> bool {
+        false
+    }
+
     /// Playback moved to `chunk` (a seek, or normal progress). Only positional pickers care.
     fn set_playhead(&mut self, _chunk: u64) {}
 }
@@ -146,6 +152,14 @@ impl Picker for Vod {
         }
     }
 
+    fn is_due(&self, bin: Bin) -> bool {
+        // The first sixteenth of the window: with 8 KiB chunks and a 4 MiB window, 256 KiB,
+        // a few seconds of video at common bit rates.
+        let due_end = self.playhead.saturating_add((self.window / 16).max(1));
+        bin.chunk_range()
+            .is_some_and(|(first, last)| last >= self.playhead && first < due_end)
+    }
+
     fn set_playhead(&mut self, chunk: u64) {
         self.playhead = chunk;
     }
@@ -186,6 +200,10 @@ impl Picker for Live {
         self.position.is_some_and(|p| bin.base_offset() <= p)
     }
 
+    fn is_due(&self, bin: Bin) -> bool {
+        self.is_urgent(bin)
+    }
+
     fn set_playhead(&mut self, chunk: u64) {
         self.position = Some(chunk);
     }
@@ -194,6 +212,18 @@ impl Picker for Live {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vod_due_is_the_first_sixteenth_of_the_window_from_the_playhead() {
+        let mut vod = Vod::new(512);
+        vod.set_playhead(100);
+        let chunk = |c| Bin::chunk(c).unwrap();
+        assert!(!vod.is_due(chunk(99)));
+        assert!(vod.is_due(chunk(100)) && vod.is_due(chunk(131)));
+        assert!(!vod.is_due(chunk(132)));
+        assert!(vod.is_urgent(chunk(132)), "urgent reaches further than due");
+        assert!(!RarestFirst.is_due(chunk(0)));
+    }
 
     fn map(chunks: impl IntoIterator<Item = u64>) -> Binmap {
         let mut m = Binmap::new();

@@ -542,3 +542,38 @@ fn a_rate_limited_seeder_holds_its_rate_and_is_not_taken_for_a_withholder() {
         net.idle_wakeups
     );
 }
+
+#[test]
+fn an_origin_serves_only_what_no_other_peer_holds() {
+    let data = content(200 * 1024);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha1, 1024, &data).unwrap();
+    let mut nodes = pair(&data, 1024, EngineConfig::default());
+    nodes.push(leecher(&tree, 3));
+    let mut net = Net::new(Duration::from_millis(5), 0, 4);
+    let t = run(&mut nodes, &mut net, Time::from_millis(60_000), |n| {
+        n[1].is_complete()
+    });
+    assert!(nodes[1].is_complete());
+    let origin_before = nodes[0].stats().bytes_uploaded;
+    // Node 2 knows the origin (node 0) and a complete peer (node 1).
+    nodes[2].connect(0, t);
+    nodes[2].connect(1, t);
+    nodes[2].set_origin(&0, true);
+    let end = run_from(t, &mut nodes, &mut net, t + Duration::from_secs(60), |n| {
+        n[2].is_complete()
+    });
+    assert!(nodes[2].is_complete(), "at {end:?}: {:?}", nodes[2].stats());
+    assert_eq!(nodes[2].store().bytes(), &data[..]);
+    let from_origin = nodes[0].stats().bytes_uploaded - origin_before;
+    assert_eq!(from_origin, 0, "the other peer held everything");
+
+    // Alone with the origin, a leecher gets everything from it.
+    let mut nodes = pair(&data, 1024, EngineConfig::default());
+    nodes[1].set_origin(&0, true);
+    let mut net = Net::new(Duration::from_millis(5), 0, 5);
+    run(&mut nodes, &mut net, Time::from_millis(60_000), |n| {
+        n[1].is_complete()
+    });
+    assert!(nodes[1].is_complete(), "{:?}", nodes[1].stats());
+    assert_eq!(nodes[1].store().bytes(), &data[..]);
+}

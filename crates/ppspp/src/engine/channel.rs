@@ -101,6 +101,8 @@ pub(crate) struct Channel<A> {
     pub choking: bool,
     /// The priority is raised for urgent requests.
     pub urgent: bool,
+    /// An origin: asked only for chunks due for playback or that no other peer holds.
+    pub origin: bool,
     pub pending_choke: Option<bool>,
 
     // PEX.
@@ -172,6 +174,7 @@ impl<A> Channel<A> {
             next_data: now,
             choking: false,
             urgent: false,
+            origin: false,
             pending_choke: None,
             pex_request_due: None,
             pending_pex_req: false,

@@ -442,6 +442,20 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
     }
 
+    /// Marks `peer` as an origin (or not): a seeder of last resort, such as the site's own
+    /// server. Requests go to it only for chunks the picker says are due (playback needs
+    /// them next) or that no other connected peer holds, so the swarm carries the rest and
+    /// the origin's upload stays low (what CDN offload means). Off by default.
+    pub fn set_origin(&mut self, peer: &A, origin: bool) {
+        if let Some(ch) = self
+            .by_addr
+            .get(peer)
+            .and_then(|id| self.channels.get_mut(id))
+        {
+            ch.origin = origin;
+        }
+    }
+
     /// Moves the picker's playhead (VoD: seek or playback progress).
     pub fn set_playhead(&mut self, chunk: u64) {
         self.picker

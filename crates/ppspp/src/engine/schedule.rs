@@ -60,6 +60,14 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 let Some(mut bin) = picker.pick(&ctx, &ch.peer_have, budget) else {
                     break;
                 };
+                if ch.origin {
+                    // One chunk at a time, and only if due or held by nobody else (the
+                    // origin itself counts once in the availability).
+                    bin = crate::picker::narrow(bin, 1);
+                    if !picker.is_due(bin) && avail.rarity(bin.base_offset()) > 1 {
+                        break;
+                    }
+                }
                 // The download limit is spent when asking, so what we ask for can arrive
                 // at the allowed rate.
                 let bytes = |b: crate::Bin| b.base_length() * u64::from(content.chunk_size);

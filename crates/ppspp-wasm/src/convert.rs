@@ -1,0 +1,153 @@
+//! Engine values as plain JavaScript objects, in the camelCase shapes `web/src/wasm.ts`
+//! declares. Built with `Reflect::set` rather than serde: it keeps the module small.
+
+use js_sys::{Array, Object, Reflect};
+use ppspp::congestion::Phase;
+use ppspp::engine::{ChannelStats, CloseReason, Event, SendState, Stats};
+use ppspp::uri::SwarmUri;
+use wasm_bindgen::JsValue;
+
+fn object(fields: &[(&str, JsValue)]) -> JsValue {
+    let o = Object::new();
+    for (key, value) in fields {
+        // Setting a property on a fresh plain object cannot fail.
+        let _ = Reflect::set(&o, &JsValue::from_str(key), value);
+    }
+    o.into()
+}
+
+fn num(v: u64) -> JsValue {
+    JsValue::from_f64(v as f64)
+}
+
+fn ms(d: core::time::Duration) -> JsValue {
+    JsValue::from_f64(d.as_secs_f64() * 1000.0)
+}
+
+pub fn content_object(uri: &SwarmUri) -> JsValue {
+    let udp: Array = uri.udp.iter().map(|u| JsValue::from_str(u)).collect();
+    object(&[
+        ("root", uri.root.to_hex().into()),
+        ("hash", uri.hash.name().into()),
+        ("chunkSize", num(u64::from(uri.chunk_size))),
+        ("length", num(uri.content_len)),
+        (
+            "signal",
+            uri.signal
+                .as_deref()
+                .map_or(JsValue::UNDEFINED, JsValue::from_str),
+        ),
+        ("udp", udp.into()),
+        (
+            "name",
+            uri.name
+                .as_deref()
+                .map_or(JsValue::UNDEFINED, JsValue::from_str),
+        ),
+    ])
+}
+
+fn close_reason(reason: &CloseReason) -> (&'static str, String) {
+    let code = match reason {
+        CloseReason::ClosedByPeer => "closed-by-peer",
+        CloseReason::ClosedLocally => "closed-locally",
+        CloseReason::Unreachable => "unreachable",
+        CloseReason::Timeout => "timeout",
+        CloseReason::Misbehaving(_) => "misbehaving",
+        CloseReason::TooManyPeers => "too-many-peers",
+    };
+    (code, reason.to_string())
+}
+
+pub fn event_object(event: &Event<u32>) -> JsValue {
+    match event {
+        Event::PeerConnected { peer } => {
+            object(&[("type", "peer-connected".into()), ("peer", (*peer).into())])
+        }
+        Event::PeerClosed { peer, reason } => {
+            let (code, message) = close_reason(reason);
+            object(&[
+                ("type", "peer-closed".into()),
+                ("peer", (*peer).into()),
+                ("reason", code.into()),
+                ("message", message.into()),
+            ])
+        }
+        // Browser peers reach others through signaling only; PEX addresses are of no use.
+        Event::PeerDiscovered { peer } => {
+            object(&[("type", "peer-discovered".into()), ("peer", (*peer).into())])
+        }
+        Event::ChunkVerified { chunk, from } => object(&[
+            ("type", "chunk-verified".into()),
+            ("chunk", num(*chunk)),
+            ("peer", (*from).into()),
+        ]),
+        Event::ChunkRejected {
+            chunk,
+            from,
+            reason,
+        } => object(&[
+            ("type", "chunk-rejected".into()),
+            ("chunk", num(*chunk)),
+            ("peer", (*from).into()),
+            ("reason", reason.to_string().into()),
+        ]),
+        Event::Progress { have, total } => object(&[
+            ("type", "progress".into()),
+            ("have", num(*have)),
+            ("total", num(*total)),
+        ]),
+        Event::Complete => object(&[("type", "complete".into())]),
+        Event::Stats(s) => object(&[("type", "stats".into()), ("stats", stats_object(s))]),
+    }
+}
+
+pub fn stats_object(s: &Stats) -> JsValue {
+    object(&[
+        ("chunksHave", num(s.chunks_have)),
+        ("chunkCount", num(s.chunk_count)),
+        ("bytesDownloaded", num(s.bytes_downloaded)),
+        ("bytesDuplicate", num(s.bytes_duplicate)),
+        ("bytesUploaded", num(s.bytes_uploaded)),
+        ("chunksVerified", num(s.chunks_verified)),
+        ("chunksRejected", num(s.chunks_rejected)),
+        ("datagramsSent", num(s.datagrams_sent)),
+        ("datagramsReceived", num(s.datagrams_received)),
+        ("datagramsDropped", num(s.datagrams_dropped)),
+        ("retransmissions", num(s.retransmissions)),
+        ("peers", num(s.peers as u64)),
+    ])
+}
+
+pub fn channel_stats_object(channels: &[ChannelStats<u32>]) -> JsValue {
+    channels
+        .iter()
+        .map(|c| {
+            object(&[
+                ("peer", c.peer.into()),
+                ("established", c.established.into()),
+                (
+                    "state",
+                    match c.send_state {
+                        SendState::PingPong => "ping-pong",
+                        SendState::Window(Phase::SlowStart) => "slow-start",
+                        SendState::Window(Phase::Avoidance) => "avoidance",
+                        SendState::KeepAlive => "keep-alive",
+                    }
+                    .into(),
+                ),
+                ("cwnd", c.cwnd.into()),
+                ("rttMs", ms(c.srtt)),
+                ("queuingDelayMs", c.queuing_delay.map_or(JsValue::NULL, ms)),
+                ("priority", c.priority.into()),
+                ("inFlight", num(c.in_flight as u64)),
+                ("requestsOutstanding", num(c.requests_outstanding as u64)),
+                ("serveQueue", num(c.serve_queue as u64)),
+                ("peerChunks", num(c.peer_chunks)),
+                ("bytesUploaded", num(c.bytes_uploaded)),
+                ("bytesDownloaded", num(c.bytes_downloaded)),
+            ])
+        })
+        .collect::<Array>()
+        .into()
+}

@@ -1,0 +1,369 @@
+//! The ppspp engine for browsers: the bindings the `ppspp-web` npm package drives.
+//!
+//! TypeScript owns the RTCPeerConnections and data channels and passes bytes in and out;
+//! this module never calls into JavaScript, so it holds no closures that could leak and no
+//! call from Rust can re-enter the object (docs/ARCHITECTURE.md, "Browser peer", says why
+//! and what a message costs). It stays sans-IO like the core: the caller passes the time
+//! (`performance.now()`) into every call and a seed from `crypto.getRandomValues`.
+//!
+//! Peers are `u32` handles the caller assigns, one per data channel.
+#![forbid(unsafe_code)]
+
+mod convert;
+mod store;
+
+use convert::{channel_stats_object, content_object, event_object, stats_object};
+use ppspp::engine::{Engine, EngineConfig, PickerKind};
+use ppspp::merkle::{HashAlgorithm, MerkleTree};
+use ppspp::time::Time;
+use ppspp::uri::SwarmUri;
+use store::ServeStore;
+use wasm_bindgen::prelude::*;
+
+/// Settings of a [`WasmPeer`]; `new PeerOptions()` gives the defaults.
+#[wasm_bindgen]
+#[derive(Clone, Copy, Debug)]
+pub struct PeerOptions {
+    /// Upload limit in bytes per second; 0 = unlimited.
+    pub upload_limit: f64,
+    /// Download limit in bytes per second; 0 = unlimited.
+    pub download_limit: f64,
+    /// Most channels at once.
+    pub max_peers: u32,
+    /// Congestion priority of new channels: 0 = LEDBAT (yields to other traffic), N = as
+    /// hard as N TCP flows.
+    pub priority: u32,
+    /// Priority while a channel carries urgent requests (chunks just ahead of the
+    /// playhead); 0 = never raise it.
+    pub urgent_priority: u32,
+    /// Chunks ahead of the playhead fetched in order (video); 0 = rarest-first (files).
+    pub vod_window: u32,
+    /// Emit a `stats` event this often, in milliseconds; 0 = never.
+    pub stats_interval_ms: u32,
+    /// The timer granularity of the caller, in milliseconds (browsers: about 4).
+    pub timer_granularity_ms: u32,
+    /// Low and high halves of the seed for channel IDs and picker randomness.
+    pub seed_lo: u32,
+    pub seed_hi: u32,
+}
+
+#[wasm_bindgen]
+impl PeerOptions {
+    #[wasm_bindgen(constructor)]
+    pub fn new() -> PeerOptions {
+        PeerOptions::default()
+    }
+}
+
+impl Default for PeerOptions {
+    fn default() -> Self {
+        PeerOptions {
+            upload_limit: 0.0,
+            download_limit: 0.0,
+            max_peers: 32,
+            priority: 0,
+            urgent_priority: 0,
+            vod_window: 0,
+            stats_interval_ms: 0,
+            timer_granularity_ms: 4,
+            seed_lo: 0,
+            seed_hi: 0,
+        }
+    }
+}
+
+impl PeerOptions {
+    fn engine_config(&self) -> Result<EngineConfig, JsError> {
+        let limit = |name: &str, v: f64| -> Result<Option<u64>, JsError> {
+            if !v.is_finite() || v < 0.0 {
+                return Err(JsError::new(&format!(
+                    "{name} must be a number of bytes per second ≥ 0, not {v}"
+                )));
+            }
+            Ok((v > 0.0).then_some(v as u64))
+        };
+        if self.max_peers == 0 {
+            return Err(JsError::new("max_peers must be at least 1"));
+        }
+        let mut config = EngineConfig {
+            upload_limit: limit("upload_limit", self.upload_limit)?,
+            download_limit: limit("download_limit", self.download_limit)?,
+            max_peers: self.max_peers as usize,
+            max_unchoked: self.max_peers as usize,
+            picker: if self.vod_window > 0 {
+                PickerKind::Vod {
+                    window: u64::from(self.vod_window),
+                }
+            } else {
+                PickerKind::RarestFirst
+            },
+            urgent_priority: (self.urgent_priority > 0).then_some(self.urgent_priority),
+            stats_interval: (self.stats_interval_ms > 0)
+                .then(|| core::time::Duration::from_millis(u64::from(self.stats_interval_ms))),
+            pacing_granularity: core::time::Duration::from_millis(u64::from(
+                self.timer_granularity_ms.max(1),
+            )),
+            seed: (u64::from(self.seed_hi) << 32) | u64::from(self.seed_lo),
+            ..EngineConfig::default()
+        };
+        config.congestion.priority = self.priority;
+        Ok(config)
+    }
+}
+
+/// Parses a swarm URI (`ppspp://<root>?len=…`) into
+/// `{root, hash, chunkSize, length, signal?, udp, name?}`; throws with the reason.
+#[wasm_bindgen(js_name = parseUri)]
+pub fn parse_uri(uri: &str) -> Result<JsValue, JsError> {
+    let parsed = uri
+        .parse::<SwarmUri>()
+        .map_err(|e| JsError::new(&e.to_string()))?;
+    Ok(content_object(&parsed))
+}
+
+/// Chunks of the content, from a swarm URI's length and chunk size.
+fn to_time(now_ms: f64) -> Time {
+    // performance.now() is non-negative and monotonic; guard anyway (NaN → 0).
+    Time::from_micros((now_ms.max(0.0) * 1000.0) as u64)
+}
+
+/// One peer in one swarm: the engine, its content in memory, and what is on its way out.
+#[wasm_bindgen]
+pub struct WasmPeer {
+    engine: Engine<u32, ServeStore>,
+    uri: SwarmUri,
+    out_peer: u32,
+}
+
+#[wasm_bindgen]
+impl WasmPeer {
+    /// A peer that fetches the content a swarm URI names.
+    pub fn fetcher(uri: &str, options: &PeerOptions, now_ms: f64) -> Result<WasmPeer, JsError> {
+        let uri = uri
+            .parse::<SwarmUri>()
+            .map_err(|e| JsError::new(&e.to_string()))?;
+        let content = uri.content();
+        let len = usize::try_from(content.content_len)
+            .ok()
+            .filter(|&l| l <= MAX_CONTENT)
+            .ok_or_else(|| {
+                JsError::new(&format!(
+                    "content of {} bytes is too large for a browser peer (at most {MAX_CONTENT})",
+                    content.content_len
+                ))
+            })?;
+        let store = ServeStore::new(len, content.chunk_size as usize);
+        let engine = Engine::new(options.engine_config()?, content, store, to_time(now_ms))
+            .map_err(|e| JsError::new(&e.to_string()))?;
+        Ok(WasmPeer {
+            engine,
+            uri,
+            out_peer: 0,
+        })
+    }
+
+    /// A peer that seeds `content`: hashes it (chunk size in bytes, `hash` one of sha1,
+    /// sha256, …) and serves it. `signal` and `name` go into its URI.
+    pub fn seeder(
+        content: Vec<u8>,
+        chunk_size: u32,
+        hash: &str,
+        signal: Option<String>,
+        name: Option<String>,
+        options: &PeerOptions,
+        now_ms: f64,
+    ) -> Result<WasmPeer, JsError> {
+        let alg: HashAlgorithm = hash
+            .parse()
+            .map_err(|_| JsError::new(&format!("unknown hash function {hash:?}")))?;
+        if chunk_size == 0 || chunk_size > ppspp::uri::MAX_CHUNK_SIZE {
+            return Err(JsError::new(&format!(
+                "chunk size must be 1..={} bytes, not {chunk_size}",
+                ppspp::uri::MAX_CHUNK_SIZE
+            )));
+        }
+        if content.len() > MAX_CONTENT {
+            return Err(JsError::new(&format!(
+                "content of {} bytes is too large for a browser peer (at most {MAX_CONTENT})",
+                content.len()
+            )));
+        }
+        let tree = MerkleTree::from_content(alg, chunk_size as usize, &content)
+            .map_err(|e| JsError::new(&e.to_string()))?;
+        let store = ServeStore::with_content(content, chunk_size as usize);
+        let engine = Engine::new_seeder(options.engine_config()?, &tree, store, to_time(now_ms))
+            .map_err(|e| JsError::new(&e.to_string()))?;
+        let mut uri = SwarmUri::new(engine.content());
+        uri.signal = signal;
+        uri.name = name;
+        Ok(WasmPeer {
+            engine,
+            uri,
+            out_peer: 0,
+        })
+    }
+
+    /// The swarm URI of this content.
+    pub fn uri(&self) -> String {
+        self.uri.to_string()
+    }
+
+    /// `{root, hash, chunkSize, length, signal?, udp, name?}`.
+    pub fn content(&self) -> JsValue {
+        content_object(&self.uri)
+    }
+
+    /// Opens a channel to `peer` (its data channel just opened and we initiated).
+    pub fn connect(&mut self, peer: u32, now_ms: f64) {
+        self.engine.connect(peer, to_time(now_ms));
+    }
+
+    /// Sends an explicit close to `peer` on the next transmits.
+    pub fn close(&mut self, peer: u32) {
+        self.engine.close(&peer);
+    }
+
+    /// Closes every channel (then drain `pollTransmit` to send the closes).
+    #[wasm_bindgen(js_name = closeAll)]
+    pub fn close_all(&mut self) {
+        self.engine.close_all();
+    }
+
+    /// The data channel to `peer` is gone: forget it without sending anything.
+    #[wasm_bindgen(js_name = peerLost)]
+    pub fn peer_lost(&mut self, peer: u32) {
+        self.engine.peer_lost(&peer);
+    }
+
+    /// One message from `peer`'s data channel.
+    #[wasm_bindgen(js_name = handleDatagram)]
+    pub fn handle_datagram(&mut self, peer: u32, data: &[u8], now_ms: f64) {
+        self.engine.handle_datagram(to_time(now_ms), peer, data);
+    }
+
+    /// The next message to send, or `undefined`; [`Self::transmit_peer`] says to whom.
+    #[wasm_bindgen(js_name = pollTransmit)]
+    pub fn poll_transmit(&mut self, now_ms: f64) -> Option<Vec<u8>> {
+        let t = self.engine.poll_transmit(to_time(now_ms))?;
+        self.out_peer = t.to;
+        Some(t.payload)
+    }
+
+    /// The peer of the message [`Self::poll_transmit`] returned last.
+    #[wasm_bindgen(js_name = transmitPeer)]
+    pub fn transmit_peer(&self) -> u32 {
+        self.out_peer
+    }
+
+    /// Milliseconds until `handleTimeout` is due (0: now), or -1 when nothing is scheduled.
+    #[wasm_bindgen(js_name = pollTimeout)]
+    pub fn poll_timeout(&mut self, now_ms: f64) -> f64 {
+        let now = to_time(now_ms);
+        match self.engine.poll_timeout() {
+            Some(t) if t == Time::NEVER => -1.0,
+            Some(t) => t.saturating_since(now).as_secs_f64() * 1000.0,
+            None => -1.0,
+        }
+    }
+
+    #[wasm_bindgen(js_name = handleTimeout)]
+    pub fn handle_timeout(&mut self, now_ms: f64) {
+        self.engine.handle_timeout(to_time(now_ms));
+    }
+
+    /// The next event as a plain object with a `type`, or `undefined`.
+    #[wasm_bindgen(js_name = pollEvent)]
+    pub fn poll_event(&mut self) -> JsValue {
+        match self.engine.poll_event() {
+            Some(e) => event_object(&e),
+            None => JsValue::UNDEFINED,
+        }
+    }
+
+    /// Moves the VoD window to `chunk` (playback position or seek).
+    #[wasm_bindgen(js_name = setPlayhead)]
+    pub fn set_playhead(&mut self, chunk: f64) {
+        self.engine.set_playhead(chunk.max(0.0) as u64);
+    }
+
+    /// Marks `peer` as an origin: asked only for chunks due for playback or that no other
+    /// peer holds, so the swarm carries the rest.
+    #[wasm_bindgen(js_name = setOrigin)]
+    pub fn set_origin(&mut self, peer: u32, origin: bool) {
+        self.engine.set_origin(&peer, origin);
+    }
+
+    /// Congestion priority towards `peer` (0 = LEDBAT, N = N TCPs).
+    #[wasm_bindgen(js_name = setPriority)]
+    pub fn set_priority(&mut self, peer: u32, priority: u32) {
+        self.engine.set_priority(&peer, priority);
+    }
+
+    pub fn stats(&self) -> JsValue {
+        stats_object(&self.engine.stats())
+    }
+
+    /// Per-channel figures: `[{peer, state, cwnd, rttMs, queuingDelayMs, …}]`.
+    #[wasm_bindgen(js_name = channelStats)]
+    pub fn channel_stats(&self) -> JsValue {
+        channel_stats_object(&self.engine.channel_stats())
+    }
+
+    #[wasm_bindgen(js_name = isComplete)]
+    pub fn is_complete(&self) -> bool {
+        self.engine.is_complete()
+    }
+
+    #[wasm_bindgen(js_name = chunkCount)]
+    pub fn chunk_count(&self) -> f64 {
+        self.engine.chunk_count() as f64
+    }
+
+    /// Chunks verified and stored, as `[start, end, start, end, …]` (end exclusive).
+    #[wasm_bindgen(js_name = haveRanges)]
+    pub fn have_ranges(&self) -> Vec<f64> {
+        self.engine
+            .have()
+            .filled_ranges()
+            .filter(|r| r.start < self.engine.chunk_count())
+            .flat_map(|r| [r.start as f64, r.end.min(self.engine.chunk_count()) as f64])
+            .collect()
+    }
+
+    /// The first chunk at or after `chunk` that is not verified yet (the chunk count if
+    /// every one from `chunk` on is).
+    #[wasm_bindgen(js_name = firstMissing)]
+    pub fn first_missing(&self, chunk: f64) -> f64 {
+        let count = self.engine.chunk_count();
+        let from = (chunk.max(0.0) as u64).min(count);
+        self.engine
+            .have()
+            .find_empty(from..count)
+            .map_or(count, |bin| bin.base_offset().max(from)) as f64
+    }
+
+    /// Verified bytes `start..end` of the content; throws if any chunk of it is missing.
+    pub fn read(&self, start: f64, end: f64) -> Result<Vec<u8>, JsError> {
+        let len = self.engine.content().content_len;
+        let (start, end) = (start.max(0.0) as u64, end.max(0.0) as u64);
+        if start > end || end > len {
+            return Err(JsError::new(&format!(
+                "byte range {start}..{end} is outside the content (0..{len})"
+            )));
+        }
+        if start == end {
+            return Ok(Vec::new());
+        }
+        let cs = u64::from(self.engine.content().chunk_size);
+        let (first, last) = (start / cs, (end - 1) / cs);
+        if self.engine.have().find_empty(first..last + 1).is_some() {
+            return Err(JsError::new(&format!(
+                "bytes {start}..{end} are not all verified yet"
+            )));
+        }
+        Ok(self.engine.store().bytes()[start as usize..end as usize].to_vec())
+    }
+}
+
+/// Largest content a browser peer holds in memory (Wasm32 memory is at most 4 GiB).
+const MAX_CONTENT: usize = 2 << 30;

@@ -1,0 +1,117 @@
+/**
+ * Swarm tests: one native seeder (`ppspp seed`), the signaling server and headless
+ * Chromium pages playing the test video through `Player.attach`, all on loopback.
+ */
+import { type Browser, type Page, expect, test } from '@playwright/test';
+import { statSync } from 'node:fs';
+import {
+  type Swarm, VIDEO, VIDEO_SECONDS, VIDEO_SHA256, completeHash, expectLoopback, expectPlayedPast, openPages,
+  pageStats, startSwarm, startWeb,
+} from './swarm.js';
+
+let web: { url: string; stop(): Promise<void> };
+let swarm: Swarm | null = null;
+const LENGTH = (): number => statSync(VIDEO).size;
+
+test.beforeAll(async () => {
+  web = await startWeb();
+});
+test.afterAll(async () => {
+  await web.stop();
+});
+test.afterEach(async ({ browser }) => {
+  for (const context of browser.contexts()) await context.close();
+  await swarm?.stop();
+  swarm = null;
+});
+
+async function closePage(page: Page): Promise<void> {
+  await page.context().close();
+}
+
+test('six pages play, receive the exact file and feed each other', async ({ browser }) => {
+  // The seeder's upload is limited (an origin with little bandwidth): the pages must help.
+  swarm = await startSwarm({ uploadLimit: 400_000 });
+  const pages = await openPages(browser, web.url, swarm.uri, 6);
+  for (const page of pages) await expectPlayedPast(page, 5);
+  const expected = VIDEO_SHA256();
+  for (const page of pages) expect(await completeHash(page)).toBe(expected);
+  for (const page of pages) await expectLoopback(page);
+  const downloaded = (await Promise.all(pages.map(pageStats))).reduce((a, s) => a + s.bytesDownloaded, 0);
+  const seeder = swarm.seederStats();
+  expect(downloaded).toBeGreaterThanOrEqual(6 * LENGTH());
+  expect(seeder.bytes_up, 'the seeder uploaded less than the pages downloaded').toBeLessThan(downloaded);
+});
+
+test('a page joining after the others finished gets most of its data from pages', async ({ browser }) => {
+  swarm = await startSwarm({ uploadLimit: 400_000 });
+  const early = await openPages(browser, web.url, swarm.uri, 3);
+  for (const page of early) await completeHash(page);
+  const before = swarm.seederStats().bytes_up;
+  const [late] = await openPages(browser, web.url, swarm.uri, 1);
+  await expectPlayedPast(late!, 3);
+  expect(await completeHash(late!)).toBe(VIDEO_SHA256());
+  // The seeder's figure comes once a second: wait for one after completion.
+  await new Promise((r) => setTimeout(r, 1500));
+  const fromSeeder = swarm.seederStats().bytes_up - before;
+  const stats = await pageStats(late!);
+  expect(fromSeeder, 'seeder bytes to the late page').toBeLessThan(LENGTH() / 2);
+  expect(stats.bytesFromPeers).toBeGreaterThan(stats.bytesFromSeeders);
+});
+
+test('a seek to 80 % plays from there within 5 s', async ({ browser }) => {
+  swarm = await startSwarm({ uploadLimit: 400_000 });
+  const [page] = await openPages(browser, web.url, swarm.uri, 1);
+  await expectPlayedPast(page!, 1);
+  const target = VIDEO_SECONDS * 0.8;
+  const started = Date.now();
+  await page!.evaluate((t) => {
+    document.querySelector('video')!.currentTime = t;
+  }, target);
+  await expectPlayedPast(page!, target + 0.5, 5000);
+  expect(Date.now() - started).toBeLessThan(5000);
+  const error = await page!.evaluate(() => document.querySelector('video')!.error?.message ?? null);
+  expect(error).toBeNull();
+});
+
+test('honest pages reject a poisoning page, append nothing corrupt and finish', async ({ browser }) => {
+  swarm = await startSwarm({ uploadLimit: 300_000 });
+  // The poisoner (test-only build that corrupts every chunk it serves) gets everything first.
+  const [poisoner] = await openPages(browser, web.url, swarm.uri, 1, '&wasm=/wasm-poison/ppspp_wasm_bg.wasm');
+  await completeHash(poisoner!);
+  const honest = await openPages(browser, web.url, swarm.uri, 3);
+  const expected = VIDEO_SHA256();
+  for (const page of honest) {
+    await expectPlayedPast(page, 3);
+    expect(await completeHash(page)).toBe(expected);
+  }
+  const rejected = await Promise.all(honest.map((p) => p.evaluate(() => (window as unknown as { __t: { rejected: unknown[] } }).__t.rejected.length)));
+  expect(rejected.reduce((a, b) => a + b, 0), 'chunks rejected by honest pages').toBeGreaterThan(0);
+  for (const page of honest) {
+    const error = await page.evaluate(() => document.querySelector('video')!.error?.message ?? null);
+    expect(error).toBeNull();
+  }
+});
+
+test('pages complete after the seeder is killed once they hold everything together', async ({ browser }) => {
+  swarm = await startSwarm({ uploadLimit: 600_000 });
+  // Slow pages, so that together they hold everything well before each holds everything.
+  const pages = await openPages(browser, web.url, swarm.uri, 4, '&download=150000');
+  const chunks = Math.ceil(LENGTH() / 8192);
+  // Wait until the union of what the pages hold is the whole content, then kill the seeder.
+  await expect
+    .poll(async () => {
+      const all = await Promise.all(pages.map((p) => p.evaluate(() => (window as unknown as { __t: { player: { have(): [number, number][] } | null } }).__t.player?.have() ?? [])));
+      const held = new Uint8Array(chunks);
+      for (const ranges of all) for (const [a, b] of ranges) held.fill(1, a, b);
+      return held.every((h) => h === 1);
+    }, { timeout: 60_000, message: 'pages together hold every chunk' })
+    .toBe(true);
+  const incomplete = (await Promise.all(pages.map(pageStats))).filter((s) => s.chunksHave < s.chunkCount).length;
+  expect(incomplete, 'pages still incomplete when the seeder dies').toBeGreaterThan(0);
+  await swarm.killSeeder();
+  const expected = VIDEO_SHA256();
+  for (const page of pages) expect(await completeHash(page)).toBe(expected);
+});
+
+export type { Browser };

@@ -1,0 +1,207 @@
+/**
+ * What every e2e test needs: the test video, the static server, a signaling server with a
+ * native seeder (real processes, loopback only), pages that play, and checks on them.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { type Browser, type Page, expect } from '@playwright/test';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const BIN = join(ROOT, 'target', 'release');
+export const VIDEO = join(ROOT, 'target', 'e2e', 'video.webm');
+/** The test video's length in seconds. */
+export const VIDEO_SECONDS = 20;
+
+/** 20 s of VP9 + Opus WebM, a keyframe every second (one cluster per second). */
+export async function makeVideo(): Promise<void> {
+  if (existsSync(VIDEO) && statSync(VIDEO).size > 0) return;
+  mkdirSync(dirname(VIDEO), { recursive: true });
+  execFileSync('ffmpeg', [
+    '-y', '-loglevel', 'error',
+    '-f', 'lavfi', '-i', 'testsrc2=size=320x240:rate=25',
+    '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000',
+    '-t', String(VIDEO_SECONDS),
+    '-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8', '-b:v', '500k', '-g', '25', '-keyint_min', '25',
+    '-c:a', 'libopus', '-b:a', '48k',
+    '-f', 'webm', `${VIDEO}.tmp`,
+  ]);
+  execFileSync('mv', [`${VIDEO}.tmp`, VIDEO]);
+}
+
+export function sha256(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+export const VIDEO_SHA256 = (): string => sha256(readFileSync(VIDEO));
+
+interface Proc {
+  child: ChildProcess;
+  lines: string[];
+  waitLine(match: (line: string) => boolean, ms?: number): Promise<string>;
+  stop(): Promise<void>;
+}
+
+function run(cmd: string, args: string[]): Proc {
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: string[] = [];
+  const waiters: { match: (l: string) => boolean; resolve: (l: string) => void }[] = [];
+  const rl = createInterface({ input: child.stdout! });
+  rl.on('line', (line) => {
+    lines.push(line);
+    for (const w of [...waiters]) {
+      if (w.match(line)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(line);
+      }
+    }
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-4000);
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    child,
+    lines,
+    waitLine(match, ms = 30_000) {
+      const found = lines.find(match);
+      if (found) return Promise.resolve(found);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`${cmd}: no such line within ${ms} ms; stderr:\n${stderr}`)), ms);
+        waiters.push({ match, resolve: (l) => { clearTimeout(timer); resolve(l); } });
+        child.once('exit', (code) => reject(new Error(`${cmd} exited (${code}); stderr:\n${stderr}`)));
+      });
+    },
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 3000);
+        await exited;
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+/** The static server for the test pages and the package (web/). */
+export async function startWeb(): Promise<{ url: string; stop(): Promise<void> }> {
+  const p = run('node', [join(ROOT, 'web', 'scripts', 'serve.mjs'), '--mount', `/e2e/=${join(ROOT, 'e2e', 'pages')}`]);
+  const line = await p.waitLine((l) => l.startsWith('serving '));
+  return { url: line.slice('serving '.length).replace(/\/$/, ''), stop: () => p.stop() };
+}
+
+export interface SeederStats {
+  have: number;
+  chunks: number;
+  peers: number;
+  bytes_up: number;
+}
+
+export interface Swarm {
+  signal: string;
+  uri: string;
+  /** The seeder's last `--stats-json` line, with the bytes it uploaded summed over channels. */
+  seederStats(): SeederStats;
+  killSeeder(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** ppspp-signal and `ppspp seed VIDEO --signal …` on loopback. */
+export async function startSwarm(opts: { uploadLimit?: number; chunkSize?: number; file?: string } = {}): Promise<Swarm> {
+  const signal = run(join(BIN, 'ppspp-signal'), ['--bind', '127.0.0.1:0']);
+  const line = await signal.waitLine((l) => l.includes('listening on '));
+  const url = line.slice(line.indexOf('ws://'));
+  const args = ['seed', opts.file ?? VIDEO, '--signal', url, '--bind', '127.0.0.1:0', '--stats-json',
+    '--chunk-size', String(opts.chunkSize ?? 8192), '--hash', 'sha256'];
+  if (opts.uploadLimit) args.push('--upload-limit', String(opts.uploadLimit));
+  const seeder = run(join(BIN, 'ppspp'), args);
+  const uri = await seeder.waitLine((l) => l.startsWith('ppspp://'));
+  let uploaded = 0;
+  return {
+    signal: url,
+    uri,
+    seederStats() {
+      const last = [...seeder.lines].reverse().find((l) => l.startsWith('{'));
+      if (!last) return { have: 0, chunks: 0, peers: 0, bytes_up: uploaded };
+      const s = JSON.parse(last) as { have: number; chunks: number; peers: number; bytes_uploaded?: number; channels: { bytes_up: number }[] };
+      uploaded = Math.max(uploaded, s.bytes_uploaded ?? s.channels.reduce((a, c) => a + c.bytes_up, 0));
+      return { have: s.have, chunks: s.chunks, peers: s.peers, bytes_up: uploaded };
+    },
+    killSeeder: () => seeder.stop(),
+    async stop() {
+      await seeder.stop();
+      await signal.stop();
+    },
+  };
+}
+
+/** `n` pages, each in its own browser context (its own WebRTC stack), playing `uri`. */
+export async function openPages(browser: Browser, web: string, uri: string, n: number, query = ''): Promise<Page[]> {
+  const pages: Page[] = [];
+  for (let i = 0; i < n; i++) {
+    const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
+    const page = await context.newPage();
+    page.on('pageerror', (e) => console.log(`page ${i}: ${e.message}`));
+    await page.goto(`${web}/e2e/player.html?uri=${encodeURIComponent(uri)}${query}`);
+    pages.push(page);
+  }
+  return pages;
+}
+
+/** Waits until the page's video played past `seconds` with no error. */
+export async function expectPlayedPast(page: Page, seconds: number, timeout = 60_000): Promise<void> {
+  await expect
+    .poll(
+      () =>
+        page.evaluate(() => {
+          const t = (window as unknown as { __t: { error: string | null } }).__t;
+          const v = document.querySelector('video')!;
+          if (t.error) return `attach failed: ${t.error}`;
+          if (v.error) return `video error: ${v.error.message}`;
+          return v.currentTime;
+        }),
+      { timeout, message: `video plays past ${seconds} s` },
+    )
+    .toBeGreaterThan(seconds);
+}
+
+/** Waits until the page holds the whole content, then returns the SHA-256 of its bytes. */
+export async function completeHash(page: Page, timeout = 60_000): Promise<string> {
+  await expect
+    .poll(() => page.evaluate(() => {
+      const t = (window as unknown as { __t: { error: string | null; player: { stats(): { chunksHave: number; chunkCount: number } } | null } }).__t;
+      if (t.error) return `attach failed: ${t.error}`;
+      const s = t.player?.stats();
+      return s !== undefined && s.chunksHave === s.chunkCount;
+    }), { timeout, message: 'page holds the whole content' })
+    .toBe(true);
+  return page.evaluate(async () => {
+    const p = (window as unknown as { __t: { player: { content: { length: number }; read(a: number, b: number): Uint8Array } } }).__t.player;
+    const digest = await crypto.subtle.digest('SHA-256', p.read(0, p.content.length) as Uint8Array<ArrayBuffer>);
+    return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
+  });
+}
+
+/** Page stats (`player.stats()`). */
+export function pageStats(page: Page): Promise<{ bytesDownloaded: number; bytesUploaded: number; bytesFromSeeders: number; bytesFromPeers: number; chunksRejected: number; chunksHave: number; chunkCount: number }> {
+  return page.evaluate(() => {
+    const s = (window as unknown as { __t: { player: { stats(): Record<string, number> } } }).__t.player.stats();
+    return {
+      bytesDownloaded: s.bytesDownloaded!, bytesUploaded: s.bytesUploaded!, bytesFromSeeders: s.bytesFromSeeders!,
+      bytesFromPeers: s.bytesFromPeers!, chunksRejected: s.chunksRejected!, chunksHave: s.chunksHave!, chunkCount: s.chunkCount!,
+    };
+  });
+}
+
+/** Every selected ICE pair of the page is loopback: no test traffic leaves the host. */
+export async function expectLoopback(page: Page): Promise<void> {
+  const pairs = await page.evaluate(() => (window as unknown as { __t: { player: { selectedPairs(): Promise<{ local: string; remote: string }[]> } } }).__t.player.selectedPairs());
+  for (const p of pairs) {
+    expect(p.local, 'local candidate is loopback').toMatch(/^(127\.|::1$)/);
+    expect(p.remote, 'remote candidate is loopback').toMatch(/^(127\.|::1$)/);
+  }
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# `make demo`: the signaling server, a native seeder of a video and the web server; prints
+# the demo page's URL. VIDEO=file.webm plays your own (WebM or fragmented MP4); without it
+# a 60 s sample is made with ffmpeg. PORT (default 8080) and SIGNAL_PORT (default 8787)
+# choose the ports. HEADLESS=1 instead opens 4 headless Chromium pages, waits until all
+# play, prints a summary and exits 0 only if every page played.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+out="$root/target/demo"
+mkdir -p "$out"
+
+if [ "${HEADLESS:-0}" = 1 ] && [ -z "${PPSPP_IN_NETNS:-}" ]; then
+    # Headless pages and every process in a network namespace of loopback only.
+    PPSPP_IN_NETNS=1 exec "$root/scripts/netns.sh" "$0" "$@"
+fi
+
+video="${VIDEO:-$out/sample.webm}"
+if [ -z "${VIDEO:-}" ] && [ ! -s "$video" ]; then
+    echo "demo: making a 60 s sample video (VP9 + Opus WebM, a keyframe every second) with ffmpeg"
+    ffmpeg -y -loglevel error -f lavfi -i testsrc2=size=640x360:rate=30 \
+        -f lavfi -i sine=frequency=440:sample_rate=48000 -t 60 \
+        -c:v libvpx-vp9 -deadline realtime -cpu-used 8 -row-mt 1 -b:v 600k -g 30 -keyint_min 30 \
+        -c:a libopus -b:a 64k -f webm "$video.tmp"
+    mv "$video.tmp" "$video"
+fi
+[ -s "$video" ] || { echo "demo: no video at $video" >&2; exit 1; }
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Starts a process with stdout to a file; waits for a line matching $2 and prints it.
+start() { # name pattern command...
+    local name=$1 pattern=$2; shift 2
+    rm -f "$out/$name.out" "$out/$name.err"
+    "$@" >"$out/$name.out" 2>"$out/$name.err" &
+    pids+=($!)
+    for _ in $(seq 1 300); do
+        if line=$(grep -m1 -E "$pattern" "$out/$name.out" 2>/dev/null); then echo "$line"; return 0; fi
+        kill -0 "${pids[-1]}" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "demo: $name did not start; its output:" >&2
+    cat "$out/$name.err" >&2
+    exit 1
+}
+
+signal_line=$(start signal 'listening on ws://' "$root/target/release/ppspp-signal" --bind "127.0.0.1:${SIGNAL_PORT:-8787}")
+signal_url=${signal_line##* }
+uri=$(start seeder '^ppspp://' "$root/target/release/ppspp" seed "$video" --signal "$signal_url" \
+    --bind 127.0.0.1:0 --chunk-size 8192 --hash sha256 --stats-json ${SEEDER_ARGS:-})
+web_line=$(start web '^serving ' node "$root/web/scripts/serve.mjs" --port "${PORT:-8080}")
+web_url=${web_line#serving }
+page="${web_url}demo/?uri=$(node -e 'process.stdout.write(encodeURIComponent(process.argv[1]))' "$uri")"
+
+echo "demo: signaling $signal_url"
+echo "demo: seeding $video as"
+echo "  $uri"
+if [ "${HEADLESS:-0}" = 1 ]; then
+    node "$root/scripts/demo-headless.mjs" "$page" "$out/seeder.out" "$video"
+    exit $?
+fi
+echo
+echo "Open this page (more tabs or browsers join the swarm and feed each other):"
+echo
+echo "  $page"
+echo
+echo "Ctrl-C stops the seeder, the signaling server and the web server."
+wait

@@ -1,0 +1,327 @@
+/**
+ * WebRTC connections of one swarm: one RTCPeerConnection and one data channel per remote
+ * peer, set up through signaling. Data channels are unordered with `maxRetransmits: 0`
+ * and carry one PPSPP datagram per message: PPSPP retransmits and paces by itself, so
+ * SCTP must not.
+ *
+ * Connections are created only when used (never pre-created offers: Chromium allows
+ * about 500 RTCPeerConnections per page lifetime), at most `maxConnections` at once.
+ */
+import { PpsppError } from './errors.js';
+import type { SignalingClient } from './signaling.js';
+
+/** The data channel's label; the native seeder uses the same. */
+export const CHANNEL_LABEL = 'ppspp';
+/**
+ * At most this much is handed to the data channel (`bufferedAmount`): measured here, an
+ * unordered channel lost most messages when 1 MiB was queued on a fresh connection and
+ * little at 64 KiB.
+ */
+export const HIGH_WATER_BYTES = 64 * 1024;
+/**
+ * Beyond the high-water mark, messages wait in our own queue up to this many bytes, and
+ * are dropped after (a loss PPSPP recovers from). The wait shows up to LEDBAT as queuing
+ * delay, so it slows down instead of losing datagrams to SCTP's small initial window.
+ */
+export const MAX_QUEUED_BYTES = 256 * 1024;
+/** Chromium allows about 500 RTCPeerConnections per page; stay clear of it. */
+export const LIFETIME_CONNECTION_LIMIT = 400;
+
+export interface ConnectionHandlers {
+  /** The data channel to `handle` opened; `initiator` when we sent the offer. */
+  open(handle: number, remote: string, initiator: boolean): void;
+  message(handle: number, data: Uint8Array): void;
+  /** The connection is gone (`wasOpen`: its channel had opened). */
+  closed(handle: number, remote: string, wasOpen: boolean): void;
+  error(err: PpsppError): void;
+}
+
+interface Conn {
+  handle: number;
+  remote: string;
+  pc: RTCPeerConnection;
+  channel: RTCDataChannel | null;
+  initiator: boolean;
+  open: boolean;
+  /** The remote says it holds all of the content from the start (a seeder). */
+  remoteSeeder: boolean;
+  /** Signaling steps run one after another (candidates wait for the remote description). */
+  chain: Promise<void>;
+  /** Messages waiting for the channel's buffer to drain, and their bytes. */
+  queue: Uint8Array[];
+  queued: number;
+  timer: ReturnType<typeof setTimeout> | null;
+}
+
+export interface ConnectionOptions {
+  iceServers: RTCIceServer[];
+  maxConnections: number;
+  connectTimeoutMs: number;
+  /** Say in our offers and answers that we seed (for others' offload figures). */
+  seeder: () => boolean;
+}
+
+export class Connections {
+  private readonly byHandle = new Map<number, Conn>();
+  private readonly byRemote = new Map<string, Conn>();
+  private nextHandle = 1;
+  private created = 0;
+  private limitReported = false;
+  /** Messages dropped because the channel's buffer was above {@link HIGH_WATER_BYTES}. */
+  dropped = 0;
+  sent = 0;
+  received = 0;
+
+  constructor(
+    private readonly signaling: SignalingClient,
+    private readonly options: ConnectionOptions,
+    private readonly handlers: ConnectionHandlers,
+  ) {}
+
+  get size(): number {
+    return this.byHandle.size;
+  }
+
+  has(remote: string): boolean {
+    return this.byRemote.has(remote);
+  }
+
+  /** The signaling peer id behind `handle` ('' once it is gone). */
+  remoteOf(handle: number): string {
+    return this.byHandle.get(handle)?.remote ?? '';
+  }
+
+  /** True for a handle whose remote said it seeds. */
+  isSeeder(handle: number): boolean {
+    return this.byHandle.get(handle)?.remoteSeeder ?? false;
+  }
+
+  private canCreate(): boolean {
+    if (this.byHandle.size >= this.options.maxConnections) return false;
+    if (this.created >= LIFETIME_CONNECTION_LIMIT) {
+      if (!this.limitReported) {
+        this.limitReported = true;
+        this.handlers.error(
+          new PpsppError(
+            'no-peers',
+            `this page created ${this.created} peer connections; browsers allow about 500 per page, so no more are made`,
+          ),
+        );
+      }
+      return false;
+    }
+    return true;
+  }
+
+  private create(remote: string, initiator: boolean): Conn {
+    const pc = new RTCPeerConnection({ iceServers: this.options.iceServers });
+    this.created += 1;
+    const conn: Conn = {
+      handle: this.nextHandle++,
+      remote,
+      pc,
+      channel: null,
+      initiator,
+      open: false,
+      remoteSeeder: false,
+      chain: Promise.resolve(),
+      queue: [],
+      queued: 0,
+      timer: null,
+    };
+    this.nextHandle = this.nextHandle > 0xffff_fff0 ? 1 : this.nextHandle;
+    this.byHandle.set(conn.handle, conn);
+    this.byRemote.set(remote, conn);
+    conn.timer = setTimeout(() => {
+      if (!conn.open) this.drop(conn);
+    }, this.options.connectTimeoutMs);
+    pc.onicecandidate = (ev) => {
+      if (ev.candidate) this.signaling.send(remote, { kind: 'candidate', candidate: ev.candidate.toJSON() });
+    };
+    pc.onconnectionstatechange = () => {
+      if (pc.connectionState === 'failed' || pc.connectionState === 'closed') this.drop(conn);
+    };
+    return conn;
+  }
+
+  private attach(conn: Conn, channel: RTCDataChannel): void {
+    conn.channel = channel;
+    channel.binaryType = 'arraybuffer';
+    channel.onopen = () => {
+      if (conn.open || !this.byHandle.has(conn.handle)) return;
+      conn.open = true;
+      if (conn.timer) clearTimeout(conn.timer);
+      conn.timer = null;
+      this.handlers.open(conn.handle, conn.remote, conn.initiator);
+    };
+    channel.onmessage = (ev: MessageEvent) => {
+      if (ev.data instanceof ArrayBuffer) {
+        this.received += 1;
+        this.handlers.message(conn.handle, new Uint8Array(ev.data));
+      }
+    };
+    channel.onclose = () => this.drop(conn);
+    channel.bufferedAmountLowThreshold = HIGH_WATER_BYTES / 2;
+    channel.onbufferedamountlow = () => this.flush(conn);
+  }
+
+  /** Hands queued messages to the channel while its buffer is below the high-water mark. */
+  private flush(conn: Conn): void {
+    const channel = conn.channel;
+    if (!channel || channel.readyState !== 'open') return;
+    while (conn.queue.length > 0 && channel.bufferedAmount <= HIGH_WATER_BYTES) {
+      const msg = conn.queue.shift()!;
+      conn.queued -= msg.length;
+      if (!this.transmit(channel, msg)) break;
+    }
+  }
+
+  private transmit(channel: RTCDataChannel, data: Uint8Array): boolean {
+    try {
+      channel.send(data as Uint8Array<ArrayBuffer>);
+      this.sent += 1;
+      return true;
+    } catch {
+      this.dropped += 1;
+      return false;
+    }
+  }
+
+  /** Offers a connection to `remote` unless one exists or we are full. */
+  offer(remote: string): boolean {
+    if (this.byRemote.has(remote) || !this.canCreate()) return false;
+    const conn = this.create(remote, true);
+    const channel = conn.pc.createDataChannel(CHANNEL_LABEL, { ordered: false, maxRetransmits: 0 });
+    this.attach(conn, channel);
+    this.step(conn, async () => {
+      const offer = await conn.pc.createOffer();
+      await conn.pc.setLocalDescription(offer);
+      this.signaling.send(remote, { kind: 'offer', sdp: offer.sdp, seeder: this.options.seeder() });
+    });
+    return true;
+  }
+
+  /** A relayed signaling message from `from` (untrusted: bad input is ignored). */
+  onSignal(from: string, data: unknown): void {
+    if (typeof data !== 'object' || data === null) return;
+    const msg = data as { kind?: unknown; sdp?: unknown; candidate?: unknown; seeder?: unknown };
+    const existing = this.byRemote.get(from);
+    if (msg.kind === 'offer' && typeof msg.sdp === 'string') {
+      if (existing) {
+        // Both sides offered at once: the peer with the larger id yields and answers.
+        const ours = this.signaling.peerId ?? '';
+        if (!existing.initiator || existing.open || ours < from) return;
+        this.drop(existing);
+      }
+      if (!this.canCreate()) return;
+      const conn = this.create(from, false);
+      conn.remoteSeeder = msg.seeder === true;
+      conn.pc.ondatachannel = (ev) => {
+        if (ev.channel.label === CHANNEL_LABEL && !conn.channel) this.attach(conn, ev.channel);
+      };
+      const sdp = msg.sdp;
+      this.step(conn, async () => {
+        await conn.pc.setRemoteDescription({ type: 'offer', sdp });
+        const answer = await conn.pc.createAnswer();
+        await conn.pc.setLocalDescription(answer);
+        this.signaling.send(from, { kind: 'answer', sdp: answer.sdp, seeder: this.options.seeder() });
+      });
+    } else if (msg.kind === 'answer' && typeof msg.sdp === 'string' && existing?.initiator) {
+      existing.remoteSeeder = msg.seeder === true;
+      const sdp = msg.sdp;
+      this.step(existing, () => existing.pc.setRemoteDescription({ type: 'answer', sdp }));
+    } else if (msg.kind === 'candidate' && existing && typeof msg.candidate === 'object' && msg.candidate) {
+      const candidate = msg.candidate as RTCIceCandidateInit;
+      this.step(existing, () => existing.pc.addIceCandidate(candidate));
+    }
+  }
+
+  private step(conn: Conn, f: () => Promise<void>): void {
+    conn.chain = conn.chain.then(f).catch(() => {
+      // A malformed SDP or candidate from a peer: give up on this connection only.
+      this.drop(conn);
+    });
+  }
+
+  /** The remote left signaling: a connection still being set up cannot complete. */
+  remoteLeft(remote: string): void {
+    const conn = this.byRemote.get(remote);
+    if (conn && !conn.open) this.drop(conn);
+  }
+
+  /**
+   * Sends one datagram, or queues it while the channel's buffer is full. Returns false
+   * when it was dropped: no open channel, or the queue is full too.
+   */
+  send(handle: number, data: Uint8Array): boolean {
+    const conn = this.byHandle.get(handle);
+    const channel = conn?.channel;
+    if (!conn || !channel || channel.readyState !== 'open') {
+      this.dropped += 1;
+      return false;
+    }
+    if (conn.queue.length === 0 && channel.bufferedAmount <= HIGH_WATER_BYTES) {
+      return this.transmit(channel, data);
+    }
+    if (conn.queued + data.length > MAX_QUEUED_BYTES) {
+      this.dropped += 1;
+      return false;
+    }
+    conn.queue.push(data);
+    conn.queued += data.length;
+    return true;
+  }
+
+  /** Closes the connection to `handle` (no `closed` callback: the caller asked). */
+  close(handle: number): void {
+    const conn = this.byHandle.get(handle);
+    if (conn) this.drop(conn, false);
+  }
+
+  closeAll(): void {
+    for (const conn of [...this.byHandle.values()]) this.drop(conn, false);
+  }
+
+  private drop(conn: Conn, notify = true): void {
+    if (this.byHandle.get(conn.handle) !== conn) return;
+    this.byHandle.delete(conn.handle);
+    if (this.byRemote.get(conn.remote) === conn) this.byRemote.delete(conn.remote);
+    if (conn.timer) clearTimeout(conn.timer);
+    if (conn.channel) {
+      conn.channel.onopen = null;
+      conn.channel.onmessage = null;
+      conn.channel.onclose = null;
+      conn.channel.onbufferedamountlow = null;
+      conn.channel.close();
+    }
+    conn.queue = [];
+    conn.queued = 0;
+    conn.pc.onicecandidate = null;
+    conn.pc.onconnectionstatechange = null;
+    conn.pc.ondatachannel = null;
+    conn.pc.close();
+    if (notify) this.handlers.closed(conn.handle, conn.remote, conn.open);
+  }
+
+  /**
+   * The selected ICE candidate pair of every open connection (addresses), from getStats:
+   * tests use it to prove traffic stayed on loopback.
+   */
+  async selectedPairs(): Promise<{ local: string; remote: string }[]> {
+    const pairs: { local: string; remote: string }[] = [];
+    for (const conn of this.byHandle.values()) {
+      if (!conn.open) continue;
+      const report = await conn.pc.getStats();
+      const byId = new Map<string, Record<string, unknown>>();
+      report.forEach((s: Record<string, unknown>) => byId.set(String(s.id), s));
+      for (const s of byId.values()) {
+        if (s.type !== 'transport' || typeof s.selectedCandidatePairId !== 'string') continue;
+        const pair = byId.get(s.selectedCandidatePairId);
+        const local = pair && byId.get(String(pair.localCandidateId));
+        const remote = pair && byId.get(String(pair.remoteCandidateId));
+        if (local && remote) pairs.push({ local: String(local.address), remote: String(remote.address) });
+      }
+    }
+    return pairs;
+  }
+}

@@ -1,0 +1,16 @@
+/**
+ * ppspp-web: peer-to-peer video for web pages over PPSPP (RFC 7574).
+ *
+ * ```ts
+ * import { Player } from 'ppspp-web';
+ * const player = await Player.attach(video, 'ppspp://…?len=…&signal=ws://…');
+ * player.on('stats', (s) => console.log(s.downloadBps, s.offload));
+ * ```
+ */
+export { Player, type PlayerEvents } from './player.js';
+export { Peer, type PeerEvents, type SeedOptions } from './peer.js';
+export { PpsppError, type ErrorCode } from './errors.js';
+export type { PeerOptions, PlayerOptions } from './options.js';
+export type { SwarmStats, PeerChannelStats, SwarmEvents } from './swarm.js';
+export type { ContentInfo, EngineStats, ChannelStats } from './wasm.js';
+export { loadWasm } from './wasm.js';

@@ -1,0 +1,161 @@
+import { PpsppError } from './errors.js';
+
+/** Options of a {@link Peer} (and of the peer inside a {@link Player}). */
+export interface PeerOptions {
+  /** Signaling server URL (`ws://` or `wss://`); default: the URI's `signal` parameter. */
+  signal?: string;
+  /** ICE servers for RTCPeerConnection; default none (enough on one host or LAN). */
+  iceServers?: RTCIceServer[];
+  /** Most RTCPeerConnections open at once (default 8). */
+  maxConnections?: number;
+  /** Upload limit in bytes per second; 0 (default) = unlimited. */
+  uploadLimit?: number;
+  /** Download limit in bytes per second; 0 (default) = unlimited. */
+  downloadLimit?: number;
+  /**
+   * Congestion priority: 0 (default) = LEDBAT, which yields to the user's other traffic;
+   * N = as hard as N TCP flows.
+   */
+  priority?: number;
+  /** A connection whose data channel is not open after this long is dropped (default 15 s). */
+  connectTimeoutMs?: number;
+  /** How often the `stats` event fires, in milliseconds (default 1000; 0 = never). */
+  statsIntervalMs?: number;
+  /** Where the WebAssembly module is, if not next to the package (first load only). */
+  wasm?: string | URL;
+  /**
+   * Fetch from other viewers first and from seeders (the origin) only what playback needs
+   * next or nobody else has (default true): this is what keeps the origin's upload low.
+   */
+  preferPeers?: boolean;
+}
+
+/** Options of a {@link Player}. */
+export interface PlayerOptions extends PeerOptions {
+  /**
+   * MIME type with codecs for MediaSource, e.g. `video/webm; codecs="vp9,opus"`;
+   * default: read from the file's initialization segment.
+   */
+  mimeType?: string;
+  /** Seconds of played video kept in the buffer behind the playhead (default 30). */
+  keepBehindSeconds?: number;
+  /** Bytes ahead of the playback position fetched in order, before rarest-first (default 4 MiB). */
+  readAheadBytes?: number;
+  /** Priority of a channel while it carries chunks playback needs next (default 2; 0 = never raise). */
+  urgentPriority?: number;
+}
+
+export interface ResolvedPeerOptions {
+  signal: string | undefined;
+  iceServers: RTCIceServer[];
+  maxConnections: number;
+  uploadLimit: number;
+  downloadLimit: number;
+  priority: number;
+  connectTimeoutMs: number;
+  statsIntervalMs: number;
+  wasm: string | URL | undefined;
+  preferPeers: boolean;
+}
+
+export interface ResolvedPlayerOptions extends ResolvedPeerOptions {
+  mimeType: string | undefined;
+  keepBehindSeconds: number;
+  readAheadBytes: number;
+  urgentPriority: number;
+}
+
+function bad(message: string): PpsppError {
+  return new PpsppError('bad-option', message);
+}
+
+function number(
+  options: object,
+  name: string,
+  fallback: number,
+  check: { min: number; max?: number; integer?: boolean },
+): number {
+  const value = (options as Record<string, unknown>)[name];
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value)) {
+    throw bad(`option ${name} must be a finite number, not ${JSON.stringify(value)}`);
+  }
+  if (check.integer && !Number.isInteger(value)) throw bad(`option ${name} must be a whole number, not ${value}`);
+  if (value < check.min) throw bad(`option ${name} must be at least ${check.min}, not ${value}`);
+  if (check.max !== undefined && value > check.max) {
+    throw bad(`option ${name} must be at most ${check.max}, not ${value}`);
+  }
+  return value;
+}
+
+function boolean(options: object, name: string, fallback: boolean): boolean {
+  const value = (options as Record<string, unknown>)[name];
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw bad(`option ${name} must be true or false, not ${JSON.stringify(value)}`);
+  return value;
+}
+
+/** Checks a signaling URL; returns it or throws `bad-option`. */
+export function checkSignalUrl(url: string, what = 'option signal'): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw bad(`${what} must be a ws:// or wss:// URL, not ${JSON.stringify(url)}`);
+  }
+  if (parsed.protocol !== 'ws:' && parsed.protocol !== 'wss:') {
+    throw bad(`${what} must be a ws:// or wss:// URL, not ${JSON.stringify(url)}`);
+  }
+  return url;
+}
+
+const KNOWN_PEER = [
+  'signal', 'iceServers', 'maxConnections', 'uploadLimit', 'downloadLimit', 'priority',
+  'connectTimeoutMs', 'statsIntervalMs', 'wasm', 'preferPeers',
+];
+const KNOWN_PLAYER = [...KNOWN_PEER, 'mimeType', 'keepBehindSeconds', 'readAheadBytes', 'urgentPriority'];
+
+function checkKnown(options: object, known: string[]): void {
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key)) throw bad(`unknown option ${JSON.stringify(key)} (known: ${known.join(', ')})`);
+  }
+}
+
+/** Fills in defaults and rejects bad values with a `bad-option` error naming the option. */
+export function resolvePeerOptions(options: PeerOptions = {}, known = KNOWN_PEER): ResolvedPeerOptions {
+  if (typeof options !== 'object' || options === null) throw bad('options must be an object');
+  checkKnown(options, known);
+  const iceServers = options.iceServers ?? [];
+  if (!Array.isArray(iceServers)) throw bad('option iceServers must be an array of RTCIceServer');
+  const wasm = options.wasm;
+  if (wasm !== undefined && typeof wasm !== 'string' && !(wasm instanceof URL)) {
+    throw bad('option wasm must be a URL or a string');
+  }
+  return {
+    signal: options.signal === undefined ? undefined : checkSignalUrl(options.signal),
+    iceServers,
+    maxConnections: number(options, 'maxConnections', 8, { min: 1, max: 256, integer: true }),
+    uploadLimit: number(options, 'uploadLimit', 0, { min: 0 }),
+    downloadLimit: number(options, 'downloadLimit', 0, { min: 0 }),
+    priority: number(options, 'priority', 0, { min: 0, max: 16, integer: true }),
+    connectTimeoutMs: number(options, 'connectTimeoutMs', 15_000, { min: 100 }),
+    statsIntervalMs: number(options, 'statsIntervalMs', 1000, { min: 0 }),
+    wasm,
+    preferPeers: boolean(options, 'preferPeers', true),
+  };
+}
+
+export function resolvePlayerOptions(options: PlayerOptions = {}): ResolvedPlayerOptions {
+  const peer = resolvePeerOptions(options, KNOWN_PLAYER);
+  const mimeType = options.mimeType;
+  if (mimeType !== undefined && (typeof mimeType !== 'string' || mimeType.trim() === '')) {
+    throw bad('option mimeType must be a non-empty string such as video/webm; codecs="vp9,opus"');
+  }
+  return {
+    ...peer,
+    mimeType,
+    keepBehindSeconds: number(options, 'keepBehindSeconds', 30, { min: 2 }),
+    readAheadBytes: number(options, 'readAheadBytes', 4 << 20, { min: 0 }),
+    urgentPriority: number(options, 'urgentPriority', 2, { min: 0, max: 16, integer: true }),
+  };
+}

@@ -1,0 +1,327 @@
+/**
+ * `Player.attach(video, uri)`: plays a video from a swarm through MediaSource. Verified
+ * bytes are appended in order; the engine's VoD picker fetches just ahead of what is
+ * appended; a seek outside the buffer moves both to the media segment (WebM cluster, MP4
+ * fragment) that holds the new position.
+ */
+import { Emitter } from './emitter.js';
+import { PpsppError, messageOf } from './errors.js';
+import { AppendQueue, type SourceBufferLike } from './media/append-queue.js';
+import { type InitInfo, findSegmentStart, parseInit, segmentStartTime } from './media/container.js';
+import { type PlayerOptions, type ResolvedPlayerOptions, resolvePlayerOptions } from './options.js';
+import { engineOptions, signalFor } from './peer.js';
+import { Swarm, type SwarmEvents, type SwarmStats } from './swarm.js';
+import { type ContentInfo, WasmPeer, loadWasm, parseUriLoaded } from './wasm.js';
+
+export interface PlayerEvents extends SwarmEvents {
+  /** The first frame is decoded (`loadeddata`), `ms` after `attach()` was called. */
+  'first-frame': { ms: number };
+}
+
+/** Bytes appended in one go (MediaSource parses faster in large appends). */
+const APPEND_STEP = 1 << 20;
+/** Bytes waiting in the append queue at most. */
+const MAX_PENDING = 4 << 20;
+/** Seconds buffered ahead of the playhead at most; more waits for playback. */
+const MAX_AHEAD_SECONDS = 60;
+/** Bytes read around a seek estimate to find a segment start. */
+const SEEK_PROBE = 512 << 10;
+
+interface Seek {
+  target: number;
+  /** Where the probe starts (byte offset). */
+  start: number;
+  /** Bytes looked at from `start`. */
+  probe: number;
+  /** How far back the estimate was moved, in bytes. */
+  back: number;
+}
+
+export class Player extends Emitter<PlayerEvents> {
+  readonly content: ContentInfo;
+  readonly uri: string;
+  /** Milliseconds from `attach()` to the first decoded frame, once there is one. */
+  timeToFirstFrameMs: number | null = null;
+  private readonly mediaSource: MediaSource;
+  private readonly objectUrl: string;
+  private info: InitInfo | null = null;
+  private queue: AppendQueue | null = null;
+  private appendPos = 0;
+  private seek: Seek | null = null;
+  private feedQueued = false;
+  private ended = false;
+  private destroyed = false;
+  private failed = false;
+  private readonly cleanup: (() => void)[] = [];
+
+  private constructor(
+    private readonly video: HTMLVideoElement,
+    private readonly swarm: Swarm,
+    private readonly options: ResolvedPlayerOptions,
+    private readonly attachedAt: number,
+  ) {
+    super();
+    this.content = swarm.content;
+    this.uri = swarm.uri;
+    this.mediaSource = new MediaSource();
+    this.objectUrl = URL.createObjectURL(this.mediaSource);
+  }
+
+  /**
+   * Plays `uri` in `video`. Rejects with a {@link PpsppError}: `bad-option`, `bad-uri`,
+   * `mse-unsupported`, `signaling-unreachable`, `wasm-load-failed`. Later trouble comes
+   * as `error` events.
+   */
+  static async attach(video: HTMLVideoElement, uri: string, options: PlayerOptions = {}): Promise<Player> {
+    const attachedAt = performance.now();
+    const resolved = resolvePlayerOptions(options);
+    if (typeof MediaSource === 'undefined') {
+      throw new PpsppError('mse-unsupported', 'this browser has no MediaSource: it cannot play from a swarm');
+    }
+    if (!(video instanceof HTMLVideoElement)) {
+      throw new PpsppError('bad-option', 'Player.attach needs an HTMLVideoElement');
+    }
+    if (resolved.mimeType !== undefined && !MediaSource.isTypeSupported(resolved.mimeType)) {
+      throw new PpsppError('mse-unsupported', `this browser cannot play ${resolved.mimeType} through MediaSource`);
+    }
+    await loadWasm(resolved.wasm);
+    const content = parseUriLoaded(uri);
+    const signal = signalFor(resolved, content);
+    const window = Math.max(16, Math.ceil(resolved.readAheadBytes / content.chunkSize));
+    let engine: WasmPeer;
+    try {
+      engine = WasmPeer.fetcher(
+        uri,
+        engineOptions(resolved, { vodWindow: window, urgentPriority: resolved.urgentPriority }),
+        performance.now(),
+      );
+    } catch (err) {
+      throw new PpsppError('bad-uri', messageOf(err), { cause: err });
+    }
+    const swarm = new Swarm(engine, content, signal, resolved, false);
+    const player = new Player(video, swarm, resolved, attachedAt);
+    try {
+      await swarm.start();
+      await player.open();
+    } catch (err) {
+      player.destroy();
+      throw err;
+    }
+    return player;
+  }
+
+  private async open(): Promise<void> {
+    const forward: (keyof SwarmEvents)[] = ['peer-joined', 'peer-left', 'chunk-rejected', 'progress', 'complete', 'stats', 'error'];
+    for (const type of forward) this.swarm.on(type, (payload) => this.emit(type, payload as never));
+    this.swarm.on('chunk-verified', (e) => {
+      this.emit('chunk-verified', e);
+      this.scheduleFeed();
+    });
+    this.listen(this.video, 'seeking', () => this.onSeeking());
+    this.listen(this.video, 'timeupdate', () => this.scheduleFeed());
+    this.listen(this.video, 'loadeddata', () => {
+      if (this.timeToFirstFrameMs === null) {
+        this.timeToFirstFrameMs = performance.now() - this.attachedAt;
+        this.emit('first-frame', { ms: this.timeToFirstFrameMs });
+      }
+    });
+    this.listen(this.video, 'error', () => {
+      const e = this.video.error;
+      if (e) this.fail(new PpsppError('media-error', `the video element failed: ${e.message || `code ${e.code}`}`));
+    });
+    const opened = new Promise<void>((resolve) => this.listen(this.mediaSource, 'sourceopen', () => resolve()));
+    this.video.src = this.objectUrl;
+    await opened;
+    this.scheduleFeed();
+  }
+
+  private listen(target: EventTarget, type: string, listener: () => void): void {
+    target.addEventListener(type, listener);
+    this.cleanup.push(() => target.removeEventListener(type, listener));
+  }
+
+  private fail(err: PpsppError): void {
+    if (this.failed) return;
+    this.failed = true;
+    this.emit('error', err);
+  }
+
+  private scheduleFeed(): void {
+    if (this.feedQueued || this.destroyed || this.failed) return;
+    this.feedQueued = true;
+    setTimeout(() => {
+      this.feedQueued = false;
+      try {
+        this.feed();
+      } catch (err) {
+        this.fail(err instanceof PpsppError ? err : new PpsppError('media-error', messageOf(err), { cause: err }));
+      }
+    }, 10);
+  }
+
+  /** Bytes verified contiguously from `offset` on: the end offset. */
+  private contiguousEnd(offset: number): number {
+    const { chunkSize, length } = this.content;
+    return Math.min(length, this.swarm.firstMissing(Math.floor(offset / chunkSize)) * chunkSize);
+  }
+
+  private feed(): void {
+    if (this.destroyed || this.failed || this.mediaSource.readyState === 'closed') return;
+    if (!this.info && !this.startMedia()) return;
+    if (this.seek && !this.continueSeek()) return;
+    const queue = this.queue;
+    if (!queue) return;
+    const { chunkSize, length } = this.content;
+    if (this.appendPos < length) {
+      if (queue.pendingBytes >= MAX_PENDING || this.bufferedAhead() > MAX_AHEAD_SECONDS) return;
+      const end = Math.min(this.contiguousEnd(this.appendPos), this.appendPos + APPEND_STEP);
+      if (end > this.appendPos) {
+        queue.push(this.swarm.read(this.appendPos, end));
+        this.appendPos = end;
+        this.swarm.setPlayhead(Math.floor(this.appendPos / chunkSize));
+        this.scheduleFeed();
+      }
+    } else if (!this.ended) {
+      this.ended = true;
+      void queue.idle().then(() => {
+        if (this.appendPos >= length && !this.seek && this.mediaSource.readyState === 'open') {
+          try {
+            this.mediaSource.endOfStream();
+          } catch {
+            this.ended = false; // a SourceBuffer was still updating: try again on the next feed
+          }
+        }
+      });
+    }
+  }
+
+  private bufferedAhead(): number {
+    const b = this.video.buffered;
+    const t = this.video.currentTime;
+    for (let i = 0; i < b.length; i++) if (b.start(i) <= t + 0.5 && t <= b.end(i)) return b.end(i) - t;
+    return 0;
+  }
+
+  /** Parses the initialization segment once it is here and creates the SourceBuffer. */
+  private startMedia(): boolean {
+    const avail = this.contiguousEnd(0);
+    if (avail === 0) return false;
+    const info = parseInit(this.swarm.read(0, avail));
+    if (!info) {
+      if (avail >= this.content.length) throw new PpsppError('media-error', 'the content has no complete initialization segment');
+      return false;
+    }
+    const mime = this.options.mimeType ?? info.mimeType;
+    if (!MediaSource.isTypeSupported(mime)) {
+      throw new PpsppError('mse-unsupported', `this browser cannot play ${mime} through MediaSource`);
+    }
+    const sb: SourceBufferLike = this.mediaSource.addSourceBuffer(mime);
+    this.queue = new AppendQueue(sb, () => this.video.currentTime, {
+      keepBehindSeconds: this.options.keepBehindSeconds,
+      onError: (err) => this.fail(new PpsppError('media-error', `MediaSource append failed: ${err.message}`, { cause: err })),
+    });
+    if (info.durationSeconds !== null && Number.isFinite(info.durationSeconds)) {
+      this.mediaSource.duration = info.durationSeconds;
+    }
+    this.info = info;
+    return true;
+  }
+
+  private duration(): number | null {
+    const d = this.info?.durationSeconds ?? this.video.duration;
+    return d !== null && Number.isFinite(d) && d > 0 ? d : null;
+  }
+
+  private onSeeking(): void {
+    const info = this.info;
+    if (!info || this.destroyed) return;
+    const t = this.video.currentTime;
+    const b = this.video.buffered;
+    for (let i = 0; i < b.length; i++) if (b.start(i) <= t && t < b.end(i) - 0.1) return;
+    const duration = this.duration();
+    const media = this.content.length - info.initLength;
+    const back = Math.max(SEEK_PROBE, Math.floor(media * 0.02));
+    const estimate = duration ? info.initLength + Math.floor((t / duration) * media) : info.initLength;
+    this.beginSeek({ target: t, start: estimate, probe: SEEK_PROBE, back });
+  }
+
+  private beginSeek(seek: Seek): void {
+    const info = this.info;
+    if (!info) return;
+    const { chunkSize } = this.content;
+    const start = Math.max(info.initLength, seek.start - seek.back);
+    // Chunk-aligned so that the probe is whole chunks the picker fetches first.
+    seek.start = Math.floor(start / chunkSize) * chunkSize;
+    this.seek = seek;
+    this.ended = false;
+    this.swarm.setPlayhead(Math.floor(seek.start / chunkSize));
+    this.scheduleFeed();
+  }
+
+  /** Finds the segment to play a pending seek from; true once appending may go on. */
+  private continueSeek(): boolean {
+    const seek = this.seek;
+    const info = this.info;
+    if (!seek || !info) return true;
+    const { length } = this.content;
+    const want = Math.min(length, seek.start + seek.probe);
+    if (this.contiguousEnd(seek.start) < want) return false;
+    const bytes = this.swarm.read(seek.start, want);
+    const at = findSegmentStart(info, bytes, 0);
+    if (at === null) {
+      if (want >= length) {
+        // No segment start after the estimate: look further back.
+        this.beginSeek({ ...seek, back: seek.back * 2, start: seek.start + seek.back });
+      } else {
+        seek.probe *= 2;
+        this.scheduleFeed();
+      }
+      return false;
+    }
+    const time = segmentStartTime(info, bytes.subarray(at));
+    if (time !== null && time > seek.target + 0.05 && seek.start > info.initLength) {
+      // The segment starts after the target: step back further and look again.
+      this.beginSeek({ ...seek, start: seek.start + seek.back, back: seek.back * 2 });
+      return false;
+    }
+    this.seek = null;
+    this.queue?.reset();
+    this.appendPos = seek.start + at;
+    return true;
+  }
+
+  /** Current figures of the swarm. */
+  stats(): SwarmStats {
+    return this.swarm.stats();
+  }
+
+  /** Verified chunk ranges. */
+  have(): [number, number][] {
+    return this.swarm.haveRanges();
+  }
+
+  /** Selected ICE pairs of the connections (tests prove traffic stays on loopback). */
+  selectedPairs(): Promise<{ local: string; remote: string }[]> {
+    return this.swarm.selectedPairs();
+  }
+
+  /** Verified bytes `start..end` of the content (throws if some are missing). */
+  read(start: number, end: number): Uint8Array {
+    return this.swarm.read(start, end);
+  }
+
+  /** Stops playing from the swarm, leaves it and releases the video element. */
+  destroy(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    for (const undo of this.cleanup) undo();
+    this.queue?.close();
+    this.swarm.close();
+    URL.revokeObjectURL(this.objectUrl);
+    if (this.video.src === this.objectUrl) {
+      this.video.removeAttribute('src');
+      this.video.load();
+    }
+    this.removeAllListeners();
+  }
+}

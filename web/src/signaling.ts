@@ -1,0 +1,167 @@
+/**
+ * The signaling client (protocol in docs/SIGNALING.md): joins the swarm's room, relays
+ * WebRTC offers, answers and candidates, and reconnects with back-off when the socket
+ * drops. Each (re)join gives a new peer id and a fresh sample of peers.
+ */
+import { PpsppError } from './errors.js';
+
+export interface SignalingHandlers {
+  /** Joined (again): our id and a sample of the peers already in the room. */
+  welcome(peerId: string, peers: string[]): void;
+  signal(from: string, data: unknown): void;
+  peerLeft(peerId: string): void;
+  /** The socket dropped; a reconnect is scheduled unless the client was closed. */
+  disconnected(reason: string): void;
+  /** A server error message or a failure to reconnect, for the user's error event. */
+  error(err: PpsppError): void;
+}
+
+const PROTOCOL_VERSION = 1;
+const MAX_BACKOFF_MS = 30_000;
+
+export class SignalingClient {
+  private socket: WebSocket | null = null;
+  private closed = false;
+  private attempt = 0;
+  private retryTimer: ReturnType<typeof setTimeout> | null = null;
+  private peerIdValue: string | null = null;
+
+  constructor(
+    readonly url: string,
+    readonly swarm: string,
+    private readonly handlers: SignalingHandlers,
+  ) {}
+
+  /** Our peer id in the room, once welcomed. */
+  get peerId(): string | null {
+    return this.peerIdValue;
+  }
+
+  /**
+   * Connects and joins. Resolves on the first `welcome`; rejects with
+   * `signaling-unreachable` if the first connection fails (later drops reconnect).
+   */
+  start(): Promise<void> {
+    return new Promise((resolve, reject) => this.open(resolve, reject));
+  }
+
+  private open(resolve?: () => void, reject?: (err: PpsppError) => void): void {
+    if (this.closed) return;
+    let socket: WebSocket;
+    try {
+      socket = new WebSocket(this.url);
+    } catch (err) {
+      const e = new PpsppError('signaling-unreachable', `cannot open signaling socket ${this.url}: ${String(err)}`);
+      if (reject) reject(e);
+      else this.scheduleReconnect();
+      return;
+    }
+    this.socket = socket;
+    let welcomed = false;
+    socket.onopen = () => {
+      socket.send(JSON.stringify({ type: 'join', v: PROTOCOL_VERSION, swarm: this.swarm }));
+    };
+    socket.onmessage = (ev: MessageEvent) => {
+      if (typeof ev.data !== 'string') return;
+      let msg: Record<string, unknown>;
+      try {
+        msg = JSON.parse(ev.data) as Record<string, unknown>;
+      } catch {
+        return;
+      }
+      switch (msg.type) {
+        case 'welcome': {
+          welcomed = true;
+          this.attempt = 0;
+          this.peerIdValue = String(msg.peer_id);
+          const peers = Array.isArray(msg.peers) ? msg.peers.map(String) : [];
+          this.handlers.welcome(this.peerIdValue, peers);
+          resolve?.();
+          resolve = undefined;
+          reject = undefined;
+          break;
+        }
+        case 'signal':
+          this.handlers.signal(String(msg.from), msg.data);
+          break;
+        case 'peer-left':
+          this.handlers.peerLeft(String(msg.peer_id));
+          break;
+        case 'error': {
+          const text = `signaling server: ${String(msg.code)}: ${String(msg.message)}`;
+          // Relaying to a peer that just left is routine; everything else is worth reporting.
+          if (msg.code === 'unknown-peer') break;
+          const err = new PpsppError('signaling-error', text);
+          if (msg.fatal === true && reject) {
+            reject(err);
+            reject = undefined;
+            resolve = undefined;
+            this.closed = true;
+          } else {
+            this.handlers.error(err);
+          }
+          break;
+        }
+        default:
+          break; // newer server messages are ignored (protocol: clients ignore unknown types)
+      }
+    };
+    socket.onclose = (ev: CloseEvent) => {
+      this.socket = null;
+      this.peerIdValue = null;
+      if (reject) {
+        reject(
+          new PpsppError(
+            'signaling-unreachable',
+            `cannot reach the signaling server at ${this.url} (close code ${ev.code}${ev.reason ? `: ${ev.reason}` : ''})`,
+          ),
+        );
+        return;
+      }
+      if (this.closed) return;
+      this.handlers.disconnected(welcomed ? `socket closed (${ev.code})` : `could not rejoin (${ev.code})`);
+      this.scheduleReconnect();
+    };
+    socket.onerror = () => {
+      // onclose follows with the code; nothing to add here.
+    };
+  }
+
+  private scheduleReconnect(): void {
+    if (this.closed || this.retryTimer) return;
+    const delay = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** this.attempt) * (0.75 + Math.random() * 0.5);
+    this.attempt += 1;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      this.open();
+    }, delay);
+  }
+
+  /** Relays `data` to `to`; dropped silently while disconnected (the peer will retry). */
+  send(to: string, data: unknown): void {
+    if (this.socket?.readyState === WebSocket.OPEN && this.peerIdValue !== null) {
+      this.socket.send(JSON.stringify({ type: 'signal', to, data }));
+    }
+  }
+
+  /** Leaves and joins again: a new id and a fresh sample of peers (when we found none). */
+  rejoin(): void {
+    if (this.socket?.readyState === WebSocket.OPEN && this.peerIdValue !== null) {
+      this.socket.send(JSON.stringify({ type: 'leave' }));
+      this.peerIdValue = null;
+      this.socket.send(JSON.stringify({ type: 'join', v: PROTOCOL_VERSION, swarm: this.swarm }));
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    const socket = this.socket;
+    this.socket = null;
+    if (socket && socket.readyState <= WebSocket.OPEN) {
+      if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: 'leave' }));
+      socket.close(1000);
+    }
+  }
+}

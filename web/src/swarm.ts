@@ -1,0 +1,328 @@
+/**
+ * One swarm: the engine (Wasm), its WebRTC connections and its signaling session, driven
+ * by one loop. Datagrams and timers go into the engine; its transmits go out on the data
+ * channels; its events become the typed events users see. The engine never calls back
+ * into JavaScript, so nothing here can re-enter it.
+ */
+import { Connections } from './connections.js';
+import { Emitter } from './emitter.js';
+import { PpsppError } from './errors.js';
+import type { ResolvedPeerOptions } from './options.js';
+import { SignalingClient } from './signaling.js';
+import type { ChannelStats, ContentInfo, EngineEvent, EngineStats, WasmPeer } from './wasm.js';
+
+/** One channel's figures, with who is at the other end. */
+export interface PeerChannelStats extends ChannelStats {
+  /** The remote's signaling peer id. */
+  remote: string;
+  /** The remote said it seeds (e.g. the native origin seeder). */
+  seeder: boolean;
+}
+
+/** What the `stats` event carries and `stats()` returns. */
+export interface SwarmStats extends EngineStats {
+  /** Milliseconds since the swarm started. */
+  elapsedMs: number;
+  /** Open data channels. */
+  connections: number;
+  /** Rates over the last stats interval, in bytes per second. */
+  downloadBps: number;
+  uploadBps: number;
+  /** Verified bytes that came from seeders and from other peers. */
+  bytesFromSeeders: number;
+  bytesFromPeers: number;
+  /** Share of the verified bytes that came from peers rather than seeders (0–1). */
+  offload: number;
+  /** Messages dropped because a data channel's buffer was full. */
+  messagesDropped: number;
+  channels: PeerChannelStats[];
+}
+
+export interface SwarmEvents {
+  'peer-joined': { peer: number; remote: string; seeder: boolean };
+  'peer-left': { peer: number; remote: string; reason: string };
+  'chunk-verified': { chunk: number; peer: number };
+  /** A chunk failed verification: nothing of it was kept and the peer was dropped. */
+  'chunk-rejected': { chunk: number; peer: number; reason: string };
+  progress: { have: number; total: number };
+  complete: Record<string, never>;
+  stats: SwarmStats;
+  /** Non-fatal trouble (signaling errors, no peers); fatal ones reject the call that failed. */
+  error: PpsppError;
+}
+
+/** Most datagrams sent in one turn of the loop before yielding to the page. */
+const MAX_SENDS_PER_TURN = 512;
+/** With no connection for this long the swarm rejoins signaling for a fresh sample. */
+const LONELY_REJOIN_MS = 5000;
+/** With no peer at all for this long the `no-peers` error fires (the swarm keeps trying). */
+const NO_PEERS_ERROR_MS = 10_000;
+
+export class Swarm extends Emitter<SwarmEvents> {
+  readonly content: ContentInfo;
+  readonly uri: string;
+  private readonly signaling: SignalingClient;
+  private readonly connections: Connections;
+  private readonly started = performance.now();
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private timerDue = Infinity;
+  private pumpQueued = false;
+  private closed = false;
+  private statsTimer: ReturnType<typeof setInterval> | null = null;
+  private lonelyTimer: ReturnType<typeof setInterval> | null = null;
+  private lonelySince: number | null = null;
+  private noPeersReported = false;
+  private lastStats: { at: number; down: number; up: number } | null = null;
+  private rates = { down: 0, up: 0 };
+  private bytesFromSeeders = 0;
+  private bytesFromPeers = 0;
+  private completeValue: boolean;
+
+  constructor(
+    private readonly engine: WasmPeer,
+    content: ContentInfo,
+    signalUrl: string,
+    options: ResolvedPeerOptions,
+    private readonly seeding: boolean,
+  ) {
+    super();
+    this.content = content;
+    this.uri = engine.uri();
+    this.completeValue = engine.isComplete();
+    this.signaling = new SignalingClient(signalUrl, content.root, {
+      welcome: (_id, peers) => {
+        for (const remote of peers) this.connections.offer(remote);
+      },
+      signal: (from, data) => this.connections.onSignal(from, data),
+      peerLeft: (remote) => this.connections.remoteLeft(remote),
+      disconnected: () => {},
+      error: (err) => this.emit('error', err),
+    });
+    this.connections = new Connections(
+      this.signaling,
+      {
+        iceServers: options.iceServers,
+        maxConnections: options.maxConnections,
+        connectTimeoutMs: options.connectTimeoutMs,
+        seeder: () => this.seeding,
+      },
+      {
+        open: (handle, remote, initiator) => {
+          if (initiator) this.engine.connect(handle, performance.now());
+          const seeder = this.connections.isSeeder(handle);
+          // Seeders are origins: asked for what playback needs next or nobody else has.
+          if (seeder && options.preferPeers) this.engine.setOrigin(handle, true);
+          this.emit('peer-joined', { peer: handle, remote, seeder });
+          this.kick();
+        },
+        message: (handle, data) => {
+          if (this.closed) return;
+          this.engine.handleDatagram(handle, data, performance.now());
+          this.kick();
+        },
+        closed: (handle, remote, wasOpen) => {
+          if (this.closed) return;
+          this.engine.peerLost(handle);
+          if (wasOpen) this.emit('peer-left', { peer: handle, remote, reason: 'connection closed' });
+          this.kick();
+        },
+        error: (err) => this.emit('error', err),
+      },
+    );
+    if (options.statsIntervalMs > 0) {
+      this.statsTimer = setInterval(() => this.emit('stats', this.stats()), options.statsIntervalMs);
+    }
+  }
+
+  /** Joins the room; rejects with `signaling-unreachable` if the server cannot be reached. */
+  async start(): Promise<void> {
+    await this.signaling.start();
+    this.lonelySince = performance.now();
+    this.lonelyTimer = setInterval(() => this.checkLonely(), 1000);
+    this.kick();
+  }
+
+  private checkLonely(): void {
+    if (this.connections.size > 0) {
+      this.lonelySince = null;
+      return;
+    }
+    const now = performance.now();
+    this.lonelySince ??= now;
+    const alone = now - this.lonelySince;
+    if (alone >= NO_PEERS_ERROR_MS && !this.noPeersReported && !this.completeValue) {
+      this.noPeersReported = true;
+      this.emit(
+        'error',
+        new PpsppError('no-peers', `no peer of swarm ${this.content.root} reachable for ${Math.round(alone / 1000)} s; still trying`),
+      );
+    }
+    if (alone >= LONELY_REJOIN_MS && Math.floor(alone / LONELY_REJOIN_MS) !== Math.floor((alone - 1000) / LONELY_REJOIN_MS)) {
+      this.signaling.rejoin();
+    }
+  }
+
+  get complete(): boolean {
+    return this.completeValue;
+  }
+
+  /** Runs the loop soon, once, however many inputs arrive before it does. */
+  private kick(): void {
+    if (this.pumpQueued || this.closed) return;
+    this.pumpQueued = true;
+    queueMicrotask(() => {
+      this.pumpQueued = false;
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    if (this.closed) return;
+    const now = performance.now();
+    let sends = 0;
+    for (;;) {
+      const payload = this.engine.pollTransmit(now);
+      if (payload === undefined) break;
+      this.connections.send(this.engine.transmitPeer(), payload);
+      if (++sends >= MAX_SENDS_PER_TURN) break;
+    }
+    for (;;) {
+      const event = this.engine.pollEvent() as EngineEvent | undefined;
+      if (event === undefined) break;
+      this.dispatch(event);
+      if (this.closed) return;
+    }
+    // More to send right away: yield to the page first, then go on.
+    const wait = sends >= MAX_SENDS_PER_TURN ? 0 : this.engine.pollTimeout(now);
+    this.schedule(wait);
+  }
+
+  private schedule(waitMs: number): void {
+    if (waitMs < 0) return;
+    const due = performance.now() + waitMs;
+    if (this.timer !== null && due >= this.timerDue) return;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timerDue = due;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.timerDue = Infinity;
+      if (this.closed) return;
+      this.engine.handleTimeout(performance.now());
+      this.pump();
+    }, Math.max(0, waitMs));
+  }
+
+  private dispatch(event: EngineEvent): void {
+    switch (event.type) {
+      case 'chunk-verified': {
+        const bytes = Math.min(this.content.chunkSize, this.content.length - event.chunk * this.content.chunkSize);
+        if (this.connections.isSeeder(event.peer)) this.bytesFromSeeders += bytes;
+        else this.bytesFromPeers += bytes;
+        this.emit('chunk-verified', { chunk: event.chunk, peer: event.peer });
+        break;
+      }
+      case 'chunk-rejected':
+        this.emit('chunk-rejected', { chunk: event.chunk, peer: event.peer, reason: event.reason });
+        break;
+      case 'peer-closed':
+        // The engine ended the channel (misbehaving peer, timeout): end the connection too.
+        {
+          const remote = this.connections.remoteOf(event.peer);
+          this.connections.close(event.peer);
+          this.emit('peer-left', { peer: event.peer, remote, reason: event.message });
+        }
+        break;
+      case 'progress':
+        this.emit('progress', { have: event.have, total: event.total });
+        break;
+      case 'complete':
+        this.completeValue = true;
+        this.emit('complete', {});
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** Current figures (rates are those of the last stats interval). */
+  stats(): SwarmStats {
+    const engine = this.engine.stats() as EngineStats;
+    const now = performance.now();
+    if (this.lastStats && now - this.lastStats.at >= 250) {
+      const secs = (now - this.lastStats.at) / 1000;
+      this.rates = {
+        down: (engine.bytesDownloaded - this.lastStats.down) / secs,
+        up: (engine.bytesUploaded - this.lastStats.up) / secs,
+      };
+    }
+    if (!this.lastStats || now - this.lastStats.at >= 250) {
+      this.lastStats = { at: now, down: engine.bytesDownloaded, up: engine.bytesUploaded };
+    }
+    const channels = (this.engine.channelStats() as ChannelStats[]).map((c) => ({
+      ...c,
+      remote: this.connections.remoteOf(c.peer),
+      seeder: this.connections.isSeeder(c.peer),
+    }));
+    const verified = this.bytesFromSeeders + this.bytesFromPeers;
+    return {
+      ...engine,
+      elapsedMs: now - this.started,
+      connections: this.connections.size,
+      downloadBps: this.rates.down,
+      uploadBps: this.rates.up,
+      bytesFromSeeders: this.bytesFromSeeders,
+      bytesFromPeers: this.bytesFromPeers,
+      offload: verified > 0 ? this.bytesFromPeers / verified : 0,
+      messagesDropped: this.connections.dropped,
+      channels,
+    };
+  }
+
+  /** The first chunk at or after `chunk` not verified yet. */
+  firstMissing(chunk: number): number {
+    return this.engine.firstMissing(chunk);
+  }
+
+  /** Verified bytes `start..end`. */
+  read(start: number, end: number): Uint8Array {
+    return this.engine.read(start, end);
+  }
+
+  /** Verified chunk ranges, `[[start, end), …]`. */
+  haveRanges(): [number, number][] {
+    const flat = this.engine.haveRanges();
+    const out: [number, number][] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i] ?? 0, flat[i + 1] ?? 0]);
+    return out;
+  }
+
+  setPlayhead(chunk: number): void {
+    this.engine.setPlayhead(chunk);
+    this.kick();
+  }
+
+  /** The selected ICE pair of each open connection (tests prove traffic stays on loopback). */
+  selectedPairs(): Promise<{ local: string; remote: string }[]> {
+    return this.connections.selectedPairs();
+  }
+
+  /** Leaves the swarm: explicit closes to peers, then connections and signaling go. */
+  close(): void {
+    if (this.closed) return;
+    this.engine.closeAll();
+    const now = performance.now();
+    for (let i = 0; i < 1024; i++) {
+      const payload = this.engine.pollTransmit(now);
+      if (payload === undefined) break;
+      this.connections.send(this.engine.transmitPeer(), payload);
+    }
+    this.closed = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    if (this.statsTimer !== null) clearInterval(this.statsTimer);
+    if (this.lonelyTimer !== null) clearInterval(this.lonelyTimer);
+    this.connections.closeAll();
+    this.signaling.close();
+    this.engine.free();
+    this.removeAllListeners();
+  }
+}

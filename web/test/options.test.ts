@@ -1,0 +1,73 @@
+import { describe, expect, it } from 'vitest';
+import { PpsppError } from '../src/errors.js';
+import { resolvePeerOptions, resolvePlayerOptions } from '../src/options.js';
+
+function badOption(f: () => unknown): string {
+  try {
+    f();
+  } catch (err) {
+    expect(err).toBeInstanceOf(PpsppError);
+    expect((err as PpsppError).code).toBe('bad-option');
+    return (err as PpsppError).message;
+  }
+  throw new Error('did not throw');
+}
+
+describe('peer options', () => {
+  it('has sensible defaults', () => {
+    expect(resolvePeerOptions()).toEqual({
+      signal: undefined,
+      iceServers: [],
+      maxConnections: 8,
+      uploadLimit: 0,
+      downloadLimit: 0,
+      priority: 0,
+      connectTimeoutMs: 15_000,
+      statsIntervalMs: 1000,
+      wasm: undefined,
+      preferPeers: true,
+    });
+  });
+
+  it('keeps valid values', () => {
+    const o = resolvePeerOptions({ signal: 'wss://example.org/ws', maxConnections: 20, uploadLimit: 1e6, priority: 1, iceServers: [{ urls: 'stun:stun.example.org' }] });
+    expect(o.signal).toBe('wss://example.org/ws');
+    expect(o.maxConnections).toBe(20);
+    expect(o.uploadLimit).toBe(1e6);
+    expect(o.priority).toBe(1);
+    expect(o.iceServers).toHaveLength(1);
+  });
+
+  it('names the option that is wrong and why', () => {
+    expect(badOption(() => resolvePeerOptions({ maxConnections: 0 }))).toMatch(/maxConnections.*at least 1/);
+    expect(badOption(() => resolvePeerOptions({ maxConnections: 2.5 }))).toMatch(/maxConnections.*whole/);
+    expect(badOption(() => resolvePeerOptions({ uploadLimit: -1 }))).toMatch(/uploadLimit/);
+    expect(badOption(() => resolvePeerOptions({ downloadLimit: Number.NaN }))).toMatch(/downloadLimit.*finite/);
+    expect(badOption(() => resolvePeerOptions({ priority: 17 }))).toMatch(/priority.*at most 16/);
+    expect(badOption(() => resolvePeerOptions({ signal: 'http://example.org' }))).toMatch(/ws:\/\/ or wss:\/\//);
+    expect(badOption(() => resolvePeerOptions({ signal: 'not a url' }))).toMatch(/signal/);
+    expect(badOption(() => resolvePeerOptions({ connectTimeoutMs: 5 }))).toMatch(/connectTimeoutMs/);
+    expect(badOption(() => resolvePeerOptions({ preferPeers: 'yes' } as never))).toMatch(/preferPeers.*true or false/);
+    // A typo must not be silently ignored.
+    expect(badOption(() => resolvePeerOptions({ maxConnection: 3 } as never))).toMatch(/unknown option "maxConnection"/);
+    expect(badOption(() => resolvePeerOptions({ iceServers: 'stun:x' } as never))).toMatch(/iceServers/);
+    expect(badOption(() => resolvePeerOptions(null as never))).toMatch(/object/);
+  });
+});
+
+describe('player options', () => {
+  it('adds the playback defaults', () => {
+    const o = resolvePlayerOptions({});
+    expect(o.keepBehindSeconds).toBe(30);
+    expect(o.readAheadBytes).toBe(4 << 20);
+    expect(o.urgentPriority).toBe(2);
+    expect(o.mimeType).toBeUndefined();
+  });
+
+  it('rejects bad playback options and peer-only typos', () => {
+    expect(badOption(() => resolvePlayerOptions({ keepBehindSeconds: 1 }))).toMatch(/keepBehindSeconds/);
+    expect(badOption(() => resolvePlayerOptions({ mimeType: ' ' }))).toMatch(/mimeType/);
+    expect(badOption(() => resolvePlayerOptions({ urgentPriority: -1 }))).toMatch(/urgentPriority/);
+    expect(badOption(() => resolvePlayerOptions({ autoplay: true } as never))).toMatch(/unknown option "autoplay"/);
+  });
+});
