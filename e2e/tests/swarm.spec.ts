@@ -3,10 +3,10 @@
  * Chromium pages playing the test video through `Player.attach`, all on loopback.
  */
 import { type Browser, type Page, expect, test } from '@playwright/test';
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import {
-  type Swarm, VIDEO, VIDEO_SECONDS, VIDEO_SHA256, completeHash, expectLoopback, expectPlayedPast, openPages,
-  pageStats, startSwarm, startWeb,
+  type Swarm, VIDEO, VIDEO_MP4, VIDEO_MP4_SECONDS, VIDEO_SECONDS, VIDEO_SHA256, completeHash, expectLoopback, expectPlayedPast, openPages,
+  pageStats, sha256, startSwarm, startWeb,
 } from './swarm.js';
 
 let web: { url: string; stop(): Promise<void> };
@@ -72,6 +72,18 @@ test('a seek to 80 % plays from there within 5 s', async ({ browser }) => {
   expect(Date.now() - started).toBeLessThan(5000);
   const error = await page!.evaluate(() => document.querySelector('video')!.error?.message ?? null);
   expect(error).toBeNull();
+});
+
+test('a fragmented MP4 (H.264 + AAC) plays and seeks', async ({ browser }) => {
+  swarm = await startSwarm({ file: VIDEO_MP4, uploadLimit: 400_000 });
+  const [page] = await openPages(browser, web.url, swarm.uri, 1);
+  await expectPlayedPast(page!, 2);
+  const target = VIDEO_MP4_SECONDS * 0.8;
+  await page!.evaluate((t) => {
+    document.querySelector('video')!.currentTime = t;
+  }, target);
+  await expectPlayedPast(page!, target + 0.5, 5000);
+  expect(await completeHash(page!)).toBe(sha256(readFileSync(VIDEO_MP4)));
 });
 
 test('honest pages reject a poisoning page, append nothing corrupt and finish', async ({ browser }) => {

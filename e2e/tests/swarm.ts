@@ -16,10 +16,29 @@ export const VIDEO = join(ROOT, 'target', 'e2e', 'video.webm');
 /** The test video's length in seconds. */
 export const VIDEO_SECONDS = 20;
 
-/** 20 s of VP9 + Opus WebM, a keyframe every second (one cluster per second). */
+/** The fragmented MP4 (H.264 + AAC) test video, 12 s. */
+export const VIDEO_MP4 = join(ROOT, 'target', 'e2e', 'video.mp4');
+export const VIDEO_MP4_SECONDS = 12;
+
+/**
+ * 20 s of VP9 + Opus WebM, a keyframe every second (one cluster per second), and 12 s of
+ * fragmented MP4 (H.264 + AAC, a fragment per keyframe).
+ */
 export async function makeVideo(): Promise<void> {
-  if (existsSync(VIDEO) && statSync(VIDEO).size > 0) return;
   mkdirSync(dirname(VIDEO), { recursive: true });
+  if (!existsSync(VIDEO_MP4) || statSync(VIDEO_MP4).size === 0) {
+    execFileSync('ffmpeg', [
+      '-y', '-loglevel', 'error',
+      '-f', 'lavfi', '-i', 'testsrc2=size=320x240:rate=25',
+      '-f', 'lavfi', '-i', 'sine=frequency=660:sample_rate=44100',
+      '-t', String(VIDEO_MP4_SECONDS),
+      '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-g', '25', '-keyint_min', '25',
+      '-c:a', 'aac', '-b:a', '64k',
+      '-movflags', 'frag_keyframe+empty_moov+default_base_moof', '-f', 'mp4', `${VIDEO_MP4}.tmp`,
+    ]);
+    execFileSync('mv', [`${VIDEO_MP4}.tmp`, VIDEO_MP4]);
+  }
+  if (existsSync(VIDEO) && statSync(VIDEO).size > 0) return;
   execFileSync('ffmpeg', [
     '-y', '-loglevel', 'error',
     '-f', 'lavfi', '-i', 'testsrc2=size=320x240:rate=25',
@@ -88,8 +107,15 @@ function run(cmd: string, args: string[]): Proc {
 }
 
 /** The static server for the test pages and the package (web/). */
-export async function startWeb(): Promise<{ url: string; stop(): Promise<void> }> {
-  const p = run('node', [join(ROOT, 'web', 'scripts', 'serve.mjs'), '--mount', `/e2e/=${join(ROOT, 'e2e', 'pages')}`]);
+export function startWeb(): Promise<{ url: string; stop(): Promise<void> }> {
+  return startWebWith([]);
+}
+
+/** The static server with more `/url/=dir` mounts. */
+export async function startWebWith(mounts: string[]): Promise<{ url: string; stop(): Promise<void> }> {
+  const args = [join(ROOT, 'web', 'scripts', 'serve.mjs'), '--mount', `/e2e/=${join(ROOT, 'e2e', 'pages')}`];
+  for (const m of mounts) args.push('--mount', m);
+  const p = run('node', args);
   const line = await p.waitLine((l) => l.startsWith('serving '));
   return { url: line.slice('serving '.length).replace(/\/$/, ''), stop: () => p.stop() };
 }
