@@ -2,8 +2,10 @@
 # `make demo`: the signaling server, a native seeder of a video and the web server; prints
 # the demo page's URL. VIDEO=file.webm plays your own (WebM or fragmented MP4); without it
 # a 60 s sample is made with ffmpeg. PORT (default 8080) and SIGNAL_PORT (default 8787)
-# choose the ports. HEADLESS=1 instead opens 4 headless Chromium pages, waits until all
-# play, prints a summary and exits 0 only if every page played.
+# choose the ports; SEEDER_ARGS (default `--upload-limit 1000000`, an origin with little
+# upload, so that the pages' exchange shows) go to `ppspp seed`. HEADLESS=1 instead opens
+# 4 headless Chromium pages (PAGES=n), waits until all play, prints a summary and exits 0
+# only if every page played.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$root/target/demo"
@@ -49,7 +51,7 @@ start() { # name pattern command...
 signal_line=$(start signal 'listening on ws://' "$root/target/release/ppspp-signal" --bind "127.0.0.1:${SIGNAL_PORT:-8787}")
 signal_url=${signal_line##* }
 uri=$(start seeder '^ppspp://' "$root/target/release/ppspp" seed "$video" --signal "$signal_url" \
-    --bind 127.0.0.1:0 --chunk-size 8192 --hash sha256 --stats-json ${SEEDER_ARGS:-})
+    --bind 127.0.0.1:0 --chunk-size 8192 --hash sha256 --stats-json ${SEEDER_ARGS---upload-limit 1000000})
 web_line=$(start web '^serving ' node "$root/web/scripts/serve.mjs" --port "${PORT:-8080}")
 web_url=${web_line#serving }
 page="${web_url}demo/?uri=$(node -e 'process.stdout.write(encodeURIComponent(process.argv[1]))' "$uri")"

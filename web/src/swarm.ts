@@ -223,6 +223,13 @@ export class Swarm extends Emitter<SwarmEvents> {
       }
       case 'chunk-rejected':
         this.emit('chunk-rejected', { chunk: event.chunk, peer: event.peer, reason: event.reason });
+        this.emit(
+          'error',
+          new PpsppError(
+            'verification-failed',
+            `chunk ${event.chunk} from peer ${this.connections.remoteOf(event.peer) || event.peer} failed verification (${event.reason}); nothing of it was kept and the peer was dropped`,
+          ),
+        );
         break;
       case 'peer-closed':
         // The engine ended the channel (misbehaving peer, timeout): end the connection too.

@@ -88,6 +88,9 @@ export interface ChannelStats {
   priority: number;
   inFlight: number;
   requestsOutstanding: number;
+  /** The peer chokes us (we may not ask it for chunks now), and we choke it. */
+  chokedByPeer: boolean;
+  choking: boolean;
   serveQueue: number;
   peerChunks: number;
   bytesUploaded: number;

@@ -49,6 +49,9 @@ impl StatsPrinter {
                     "priority": c.priority,
                     "bytes_up": c.bytes_uploaded,
                     "bytes_down": c.bytes_downloaded,
+                    "requests": c.requests_outstanding,
+                    "choked": c.choked_by_peer,
+                    "choking": c.choking,
                 })
             })
             .collect();

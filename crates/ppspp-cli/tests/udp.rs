@@ -212,3 +212,51 @@ fn seed_needs_a_transport() {
     assert!(stderr(&o).contains("--udp"), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// One seeder process serves 100 fetcher processes at once (issue: at least 100
+/// concurrent native fetchers on a 2-core machine). More than `max_unchoked` (32) ask at
+/// once, so most wait choked for a while: every one must still finish.
+#[test]
+fn one_seeder_serves_a_hundred_concurrent_fetchers() {
+    const FETCHERS: usize = 100;
+    let dir = temp_dir("hundred");
+    let data = content(256 * 1024 + 17, 7);
+    let file = dir.join("video.webm");
+    std::fs::write(&file, &data).unwrap();
+    let (_seeder, uri) = seed(&file, &[]);
+    let outputs: Vec<PathBuf> = (0..FETCHERS)
+        .map(|i| dir.join(format!("out{i}.webm")))
+        .collect();
+    let fetchers: Vec<_> = outputs
+        .iter()
+        .map(|o| {
+            ppspp()
+                .args([
+                    "fetch",
+                    &uri,
+                    "-o",
+                    o.to_str().unwrap(),
+                    "--give-up-after",
+                    "120",
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut failed = Vec::new();
+    for (i, (f, out)) in fetchers.into_iter().zip(&outputs).enumerate() {
+        let o = finish(f, Duration::from_secs(150), "fetch");
+        if !o.status.success() || std::fs::read(out).ok().as_deref() != Some(&data[..]) {
+            failed.push(format!("fetcher {i}: {}", stderr(&o)));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of {FETCHERS} failed:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

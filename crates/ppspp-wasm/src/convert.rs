@@ -142,6 +142,8 @@ pub fn channel_stats_object(channels: &[ChannelStats<u32>]) -> JsValue {
                 ("priority", c.priority.into()),
                 ("inFlight", num(c.in_flight as u64)),
                 ("requestsOutstanding", num(c.requests_outstanding as u64)),
+                ("chokedByPeer", c.choked_by_peer.into()),
+                ("choking", c.choking.into()),
                 ("serveQueue", num(c.serve_queue as u64)),
                 ("peerChunks", num(c.peer_chunks)),
                 ("bytesUploaded", num(c.bytes_uploaded)),

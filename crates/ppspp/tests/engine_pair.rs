@@ -577,3 +577,38 @@ fn an_origin_serves_only_what_no_other_peer_holds() {
     assert!(nodes[1].is_complete(), "{:?}", nodes[1].stats());
     assert_eq!(nodes[1].store().bytes(), &data[..]);
 }
+
+#[test]
+fn a_peer_that_vanishes_holding_requests_is_dropped_and_its_chunks_fetched_elsewhere() {
+    let data = content(400 * 1024);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha1, 1024, &data).unwrap();
+    let mut nodes = pair(&data, 1024, EngineConfig::default());
+    nodes.push(leecher(&tree, 3));
+    let mut net = Net::new(Duration::from_millis(5), 0, 6);
+    let t = run(&mut nodes, &mut net, Time::from_millis(60_000), |n| {
+        n[1].is_complete()
+    });
+    // Node 2 asks the seeder (0) and a complete peer (1); node 1 vanishes without a close
+    // (its process died, say) just after the first requests went out.
+    nodes[2].connect(0, t);
+    nodes[2].connect(1, t);
+    let t = run_from(
+        t,
+        &mut nodes,
+        &mut net,
+        t + Duration::from_millis(30),
+        |_| false,
+    );
+    net.cut.push(1);
+    let end = run_from(t, &mut nodes, &mut net, t + Duration::from_secs(60), |n| {
+        n[2].is_complete()
+    });
+    assert!(nodes[2].is_complete(), "at {end:?}: {:?}", nodes[2].stats());
+    assert_eq!(nodes[2].store().bytes(), &data[..]);
+    // Well before the RFC's three-minute dead-peer rule.
+    assert!(
+        end.saturating_since(t) < Duration::from_secs(25),
+        "took {:?}",
+        end.saturating_since(t)
+    );
+}

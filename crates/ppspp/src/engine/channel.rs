@@ -79,6 +79,9 @@ pub(crate) struct Channel<A> {
     pub last_delivery: Time,
     /// It has delivered at least one verified chunk.
     pub delivered_any: bool,
+    /// Requests to this peer expired since it last delivered: its silence goes on counting
+    /// when we ask again, and it gets one request at a time until it delivers.
+    pub expired_since_delivery: bool,
     /// Distinct expiry windows in which requests to this peer expired, and the last one.
     pub expiry_rounds: u32,
     pub last_expiry_round: Time,
@@ -104,6 +107,10 @@ pub(crate) struct Channel<A> {
     /// An origin: asked only for chunks due for playback or that no other peer holds.
     pub origin: bool,
     pub pending_choke: Option<bool>,
+    /// An UNCHOKE not yet confirmed by a REQUEST: when to send it again, and how often it
+    /// was. CHOKE/UNCHOKE are not acknowledged, and a lost UNCHOKE would leave the peer
+    /// waiting forever.
+    pub unchoke_resend: Option<(Time, u32)>,
 
     // PEX.
     pub pex_request_due: Option<Time>,
@@ -157,6 +164,7 @@ impl<A> Channel<A> {
             min_request_rtt: None,
             last_delivery: now,
             delivered_any: false,
+            expired_since_delivery: false,
             expiry_rounds: 0,
             last_expiry_round: now,
             haves_refreshed: now,
@@ -176,6 +184,7 @@ impl<A> Channel<A> {
             urgent: false,
             origin: false,
             pending_choke: None,
+            unchoke_resend: None,
             pex_request_due: None,
             pending_pex_req: false,
             pending_pex_res: Vec::new(),

@@ -93,6 +93,9 @@ pub struct ChannelStats<A> {
     pub priority: u32,
     pub in_flight: usize,
     pub requests_outstanding: usize,
+    /// The peer choked us (we may not request), and we choke it.
+    pub choked_by_peer: bool,
+    pub choking: bool,
     pub serve_queue: usize,
     pub peer_chunks: u64,
     pub bytes_uploaded: u64,

@@ -198,6 +198,9 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     download_ready_at: Option<Time>,
     next_stats: Option<Time>,
     complete_reported: bool,
+    /// Some chunk was requested from more than one peer (endgame): arrivals cancel the
+    /// other copies.
+    endgame: bool,
     scratch: Vec<u8>,
 }
 
@@ -327,6 +330,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             download_ready_at: None,
             next_stats,
             complete_reported: false,
+            endgame: false,
             scratch: Vec::new(),
         })
     }
@@ -493,6 +497,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 priority: ch.cc.priority(),
                 in_flight: ch.in_flight.len(),
                 requests_outstanding: ch.requests.len(),
+                choked_by_peer: ch.choked_by_peer,
+                choking: ch.choking,
                 serve_queue: ch.serve.len(),
                 peer_chunks: ch
                     .peer_have

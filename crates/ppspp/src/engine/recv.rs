@@ -394,8 +394,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
 
     fn on_request(&mut self, now: Time, ch: &mut Channel<A>, spec: &ChunkSpec) {
         if ch.choking {
+            // It asks, so it missed our CHOKE (not acknowledged, maybe lost): say it again.
+            ch.pending_choke = Some(true);
             return;
         }
+        // It asks, so it got our UNCHOKE.
+        ch.unchoke_resend = None;
         let Some((first, last)) = self.clip(spec) else {
             return;
         };
@@ -501,6 +505,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.exclude.set(leaf);
         ch.last_delivery = now;
         ch.delivered_any = true;
+        ch.expired_since_delivery = false;
         if let Some(at) = requested_at {
             let took = now.saturating_since(at);
             ch.min_request_rtt = Some(ch.min_request_rtt.map_or(took, |m| m.min(took)));
@@ -559,9 +564,19 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.release_request(chunk);
     }
 
-    /// `chunk` arrived from `ch`: it is no longer outstanding anywhere.
+    /// `chunk` arrived from `ch`: it is no longer outstanding anywhere. In the endgame
+    /// other peers may have it requested too: they are told to cancel.
     fn forget_request(&mut self, ch: &mut Channel<A>, chunk: u64) {
-        if ch.requests.remove(&chunk).is_none() {
+        let here = ch.requests.remove(&chunk).is_some();
+        if self.endgame {
+            for other in self.channels.values_mut() {
+                if other.requests.remove(&chunk).is_some()
+                    && let Some(b) = Bin::chunk(chunk)
+                {
+                    other.pending_cancels.push(b);
+                }
+            }
+        } else if !here {
             for other in self.channels.values_mut() {
                 if other.requests.remove(&chunk).is_some() {
                     break;

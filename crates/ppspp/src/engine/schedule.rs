@@ -1,11 +1,21 @@
 //! Asking peers for chunks: Algorithm 1's budget per channel, the picker's choice, and the
 //! download rate limit.
 
-use super::request::request_budget;
+use super::request::{plan_ahead, request_budget};
 use super::{Engine, PeerAddr};
 use crate::picker::PickContext;
 use crate::store::ChunkStore;
 use crate::time::Time;
+use std::collections::BTreeMap;
+
+/// With this few chunks missing, and all of them requested, chunks are also asked of other
+/// peers that hold them (BitTorrent's endgame): one slow or vanished peer must not hold
+/// the last chunks hostage. The first copy to arrive wins; the others are cancelled.
+const ENDGAME_CHUNKS: u64 = 32;
+/// With up to this many missing, a channel with nothing left to pick also takes over
+/// requests that waited elsewhere longer than it would take itself (its planning window):
+/// fast peers finish what overloaded ones cannot.
+const STEAL_CHUNKS: u64 = 1024;
 
 impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// Tops up the requests of one channel (`Some(id)`) or of all.
@@ -26,8 +36,15 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             content,
             root_bin,
             chunk_count,
+            have,
+            have_count,
+            endgame,
             ..
         } = self;
+        let missing = chunk_count.saturating_sub(*have_count);
+        // Built once per call, and only when a channel reaches the endgame below.
+        let mut oldest_anywhere: Option<Option<Time>> = None;
+        let mut waiting: Option<Vec<(Time, u64)>> = None;
         let ids: Vec<u32> = match only {
             Some(id) => vec![id],
             None => channels.keys().copied().collect(),
@@ -49,6 +66,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 config.min_request_pipeline,
             )
             .min(config.max_request_pipeline.saturating_sub(outstanding));
+            if ch.expired_since_delivery {
+                // A probe, not a pipeline, until it delivers again.
+                budget = budget.min(1u64.saturating_sub(outstanding));
+            }
             while budget > 0 {
                 let ctx = PickContext {
                     exclude,
@@ -86,8 +107,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     ch.urgent = true;
                 }
                 exclude.set(bin);
-                if ch.requests.is_empty() {
-                    // A new wait for this peer starts now (see WITHHOLDING).
+                if ch.requests.is_empty() && !ch.expired_since_delivery {
+                    // A new wait for this peer starts now (see WITHHOLDING); not after
+                    // expired requests, or a peer that stopped delivering would never be
+                    // found out.
                     ch.last_delivery = now;
                 }
                 if let Some((first, last)) = bin.chunk_range() {
@@ -98,6 +121,62 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 }
                 ch.pending_requests.push(bin);
                 budget = budget.saturating_sub(bin.base_length());
+            }
+            if budget == 0 || missing == 0 || missing > STEAL_CHUNKS {
+                continue;
+            }
+            // Endgame: the picker found nothing unrequested here; ask for missing chunks
+            // this peer holds that others were asked for, all of them near the very end,
+            // else those waiting longer than this peer would take (an origin: only those
+            // due).
+            let steal_after = plan_ahead(ch.planning_rtt());
+            // The cheap test first: with nothing waiting that long anywhere, no stealing.
+            let oldest = *oldest_anywhere
+                .get_or_insert_with(|| channels.values().filter_map(|c| c.oldest_request()).min());
+            let endgame_now = missing <= ENDGAME_CHUNKS;
+            if !endgame_now && oldest.is_none_or(|t| now.saturating_since(t) < steal_after) {
+                continue;
+            }
+            // Missing chunks requested elsewhere, oldest request first.
+            let waiting = waiting.get_or_insert_with(|| {
+                let mut at: BTreeMap<u64, Time> = BTreeMap::new();
+                for other in channels.values() {
+                    for (&c, &t) in &other.requests {
+                        at.entry(c).and_modify(|a| *a = (*a).min(t)).or_insert(t);
+                    }
+                }
+                let mut by_time: Vec<(Time, u64)> = at.into_iter().map(|(c, t)| (t, c)).collect();
+                by_time.sort_unstable();
+                by_time
+            });
+            let Some(ch) = channels.get_mut(&id) else {
+                continue;
+            };
+            let candidates = waiting
+                .iter()
+                .take_while(|(t, _)| endgame_now || now.saturating_since(*t) >= steal_after)
+                .map(|(_, c)| *c);
+            for c in candidates {
+                let Some(b) = crate::Bin::chunk(c) else {
+                    continue;
+                };
+                if budget == 0 {
+                    break;
+                }
+                if have.is_filled(b)
+                    || ch.requests.contains_key(&c)
+                    || !ch.peer_have.is_filled(b)
+                    || (ch.origin && !picker.is_due(b))
+                    || !download.try_take(now, u64::from(content.chunk_size))
+                {
+                    continue;
+                }
+                *endgame = true;
+                exclude.set(b);
+                ch.requests.insert(c, now);
+                ch.request_order.push_back((now, c));
+                ch.pending_requests.push(b);
+                budget -= 1;
             }
         }
     }

@@ -27,6 +27,13 @@ const NEVER_DELIVERED_ROUNDS: u32 = 3;
 const HAVE_REFRESH: Duration = Duration::from_secs(30);
 /// A responder waits this long for the initiator's third datagram.
 const UNANSWERED_RESPONSE: Duration = Duration::from_secs(30);
+/// A peer that sent nothing at all for this long while our requests waited is gone (it
+/// quit without a close, or the path died): close it rather than wait for the RFC's
+/// three-minute dead-peer rule, so its requests go to others.
+const SILENT_WITH_REQUESTS: Duration = Duration::from_secs(15);
+/// An UNCHOKE no REQUEST followed is sent again after this, doubling, at most this often.
+const UNCHOKE_RESEND: Duration = Duration::from_secs(1);
+const UNCHOKE_RESENDS: u32 = 4;
 
 /// What a channel's timers decided.
 enum TimerVerdict {
@@ -75,6 +82,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             if let Some(due) = ch.pex_request_due {
                 next = next.min(due);
             }
+            if let Some((due, _)) = ch.unchoke_resend {
+                next = next.min(due);
+            }
         }
         (next != Time::NEVER).then_some(next)
     }
@@ -102,7 +112,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 None => {}
             }
         }
-        self.rebalance_chokes();
+        self.rebalance_chokes(now);
         self.schedule_requests(now, None);
     }
 
@@ -122,6 +132,15 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             && ch.sent_since_recv >= DEAD_PEER_DATAGRAMS
         {
             return Some(TimerVerdict::Close(CloseReason::Timeout));
+        }
+        if let Some((due, tries)) = ch.unchoke_resend
+            && now >= due
+        {
+            ch.unchoke_resend = (tries + 1 < UNCHOKE_RESENDS && !ch.choking)
+                .then(|| (now + UNCHOKE_RESEND * 2u32.pow(tries + 1), tries + 1));
+            if !ch.choking {
+                ch.pending_choke = Some(false);
+            }
         }
         if !ch.established {
             // We answered a handshake and the initiator never came back.
@@ -148,10 +167,17 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 ch.cc.on_loss(now, ch.rtt.srtt());
             }
         }
+        if !ch.requests.is_empty()
+            && ch.expired_since_delivery
+            && now.saturating_since(ch.last_recv) >= SILENT_WITH_REQUESTS
+        {
+            return Some(TimerVerdict::Close(CloseReason::Timeout));
+        }
         // Requests not served within two planning windows go back to the pool.
         let expiry = 2 * plan_ahead(ch.planning_rtt());
         let expired = ch.pop_expired(now, expiry);
         if !expired.is_empty() {
+            ch.expired_since_delivery = true;
             for c in &expired {
                 if let Some(b) = Bin::chunk(*c) {
                     ch.pending_cancels.push(b);
@@ -194,7 +220,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
 
     /// Serves at most `max_unchoked` peers: peers asking beyond that are choked until a
     /// slot frees up.
-    fn rebalance_chokes(&mut self) {
+    fn rebalance_chokes(&mut self, now: Time) {
         let busy = |c: &super::channel::Channel<A>| !c.serve.is_empty() || !c.in_flight.is_empty();
         let serving = self
             .channels
@@ -206,6 +232,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             if ch.choking && free > 0 {
                 ch.choking = false;
                 ch.pending_choke = Some(false);
+                ch.unchoke_resend = Some((now + UNCHOKE_RESEND, 0));
                 free -= 1;
             }
         }
@@ -218,6 +245,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 if !ch.choking && busy(ch) {
                     ch.choking = true;
                     ch.pending_choke = Some(true);
+                    ch.unchoke_resend = None;
                     for (c, _) in ch.serve.drain(..) {
                         ch.outgoing.remove(&c);
                     }
