@@ -118,7 +118,10 @@ export class Player extends Emitter<PlayerEvents> {
       this.scheduleFeed();
     });
     this.listen(this.video, 'seeking', () => this.onSeeking());
-    this.listen(this.video, 'timeupdate', () => this.scheduleFeed());
+    this.listen(this.video, 'timeupdate', () => {
+      this.followPlayback();
+      this.scheduleFeed();
+    });
     this.listen(this.video, 'loadeddata', () => {
       if (this.timeToFirstFrameMs === null) {
         this.timeToFirstFrameMs = performance.now() - this.attachedAt;
@@ -178,7 +181,7 @@ export class Player extends Emitter<PlayerEvents> {
       if (end > this.appendPos) {
         queue.push(this.swarm.read(this.appendPos, end));
         this.appendPos = end;
-        this.swarm.setPlayhead(Math.floor(this.appendPos / chunkSize));
+        this.followPlayback();
         this.scheduleFeed();
       }
     } else if (!this.ended) {
@@ -193,6 +196,23 @@ export class Player extends Emitter<PlayerEvents> {
         }
       });
     }
+  }
+
+  /**
+   * Moves the engine's VoD window to what playback needs next: the byte position of the
+   * current time (proportional estimate; no sooner than what is still to be appended).
+   * Following the append position instead would make everything "due" as fast as it
+   * arrives, and seeders would be asked for all of it.
+   */
+  private followPlayback(): void {
+    const info = this.info;
+    if (!info || this.seek) return;
+    const { chunkSize, length } = this.content;
+    const duration = this.duration();
+    const media = length - info.initLength;
+    const playing = duration ? info.initLength + Math.floor((this.video.currentTime / duration) * media) : 0;
+    const at = Math.min(this.appendPos, playing);
+    this.swarm.setPlayhead(Math.floor(at / chunkSize));
   }
 
   private bufferedAhead(): number {

@@ -58,6 +58,14 @@ const LONELY_REJOIN_MS = 5000;
 /** With no peer at all for this long the `no-peers` error fires (the swarm keeps trying). */
 const NO_PEERS_ERROR_MS = 10_000;
 
+/**
+ * The loop runs as a task posted on a MessageChannel: after the data-channel messages
+ * already queued (so their ACKs go out together, which doubled throughput at 1 KiB chunks
+ * over a microtask per message), and without setTimeout's 4 ms clamp for nested timers.
+ */
+let kickChannel: MessageChannel | null = null;
+const pendingKicks: Swarm[] = [];
+
 export class Swarm extends Emitter<SwarmEvents> {
   readonly content: ContentInfo;
   readonly uri: string;
@@ -170,10 +178,20 @@ export class Swarm extends Emitter<SwarmEvents> {
   private kick(): void {
     if (this.pumpQueued || this.closed) return;
     this.pumpQueued = true;
-    queueMicrotask(() => {
-      this.pumpQueued = false;
-      this.pump();
-    });
+    if (!kickChannel) {
+      kickChannel = new MessageChannel();
+      kickChannel.port1.onmessage = () => Swarm.runKicked();
+    }
+    kickChannel.port2.postMessage(null);
+    pendingKicks.push(this);
+  }
+
+  /** Runs the pump of a kicked swarm (the MessageChannel task). */
+  static runKicked(): void {
+    for (const swarm of pendingKicks.splice(0)) {
+      swarm.pumpQueued = false;
+      swarm.pump();
+    }
   }
 
   private pump(): void {

@@ -9,6 +9,7 @@
 //! Peers are `u32` handles the caller assigns, one per data channel.
 #![forbid(unsafe_code)]
 
+pub mod bench;
 mod convert;
 mod store;
 

@@ -1,0 +1,186 @@
+// The browser half of `make bench` (the native half is scripts/bench-native.mjs):
+//  1. goodput page → page over loopback: a raw unordered, maxRetransmits 0 data-channel
+//     blast paced on bufferedAmount, and PPSPP with verification, per chunk size;
+//  2. Merkle verification in Wasm and crypto.subtle digests;
+//  3. a swarm: 1 native seeder + 8 headless pages playing a 20 MB video.
+// Writes target/bench/browser.json. Run inside scripts/netns.sh (loopback only).
+//   node scripts/bench-browser.mjs [--smoke] [--out FILE]
+import { chromium } from '@playwright/test';
+import { spawn, execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const root = dirname(dirname(fileURLToPath(import.meta.url)));
+const smoke = process.argv.includes('--smoke');
+const outIdx = process.argv.indexOf('--out');
+const out = outIdx > 0 ? process.argv[outIdx + 1] : join(root, 'target', 'bench', smoke ? 'browser-smoke.json' : 'browser.json');
+const onlyIdx = process.argv.indexOf('--only');
+const only = onlyIdx > 0 ? process.argv[onlyIdx + 1].split(',') : ['goodput', 'verify', 'swarm'];
+const RUNS = smoke ? 1 : 3;
+const GOODPUT_BYTES = smoke ? 1 << 20 : 32 << 20;
+const CHUNK_SIZES = smoke ? [8192] : (process.env.BENCH_CHUNK_SIZES ?? "1024,4096,8192,16384").split(",").map(Number);
+const VERIFY_BYTES = smoke ? 1 << 20 : 32 << 20;
+const VERIFY_SIZES = smoke ? [4096] : [1024, 4096, 16384];
+const SWARM_PAGES = smoke ? 2 : 8;
+const HIGH_WATER = 64 * 1024;
+// Seeder options for the PPSPP goodput runs (BENCH_SEED_OPTIONS='{"priority":1}' to compare).
+const SEED_OPTIONS = JSON.parse(process.env.BENCH_SEED_OPTIONS ?? '{}');
+const bin = (name) => join(root, 'target', 'release', name);
+
+function log(msg) {
+  process.stderr.write(`bench-browser: ${msg}\n`);
+}
+
+function stats(runs) {
+  const s = [...runs].sort((a, b) => a - b);
+  const median = s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+  return { min: s[0], median, max: s[s.length - 1], runs };
+}
+
+/** Starts a process and resolves with its first stdout line matching `re` (and the process). */
+function start(cmd, args, re) {
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines = [];
+  let err = '';
+  child.stderr.on('data', (d) => (err = (err + d).slice(-2000)));
+  const rl = createInterface({ input: child.stdout });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${cmd} did not start: ${err}`)), 60_000);
+    rl.on('line', (line) => {
+      lines.push(line);
+      if (re.test(line)) {
+        clearTimeout(timer);
+        resolve({ child, line, lines });
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`${cmd} exited (${code}): ${err}`)));
+  });
+}
+
+const stop = (p) => p && p.child.exitCode === null && p.child.kill('SIGTERM');
+
+const args = JSON.parse(readFileSync(join(root, 'e2e', 'chromium-args.json'), 'utf8'));
+const web = await start('node', [join(root, 'web', 'scripts', 'serve.mjs'), '--mount', `/e2e/=${join(root, 'e2e', 'pages')}`], /^serving /);
+const base = web.line.slice('serving '.length).replace(/\/$/, '');
+const signal = await start(bin('ppspp-signal'), ['--bind', '127.0.0.1:0'], /listening on ws:/);
+const signalUrl = signal.line.slice(signal.line.indexOf('ws://'));
+const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', headless: true, args });
+const result = { smoke, date: new Date().toISOString(), chromium: browser.version() };
+
+async function page(path) {
+  const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
+  const p = await context.newPage();
+  p.on('pageerror', (e) => log(`page error: ${e.message}`));
+  await p.goto(`${base}${path}`);
+  return p;
+}
+
+try {
+  // 1. Goodput.
+  if (only.includes('goodput')) {
+  log('goodput: raw data channel vs PPSPP, page → page');
+  result.goodput = {};
+  for (const cs of CHUNK_SIZES) {
+    const sender = await page('/e2e/bench.html');
+    const receiver = await page('/e2e/bench.html');
+    await sender.waitForFunction(() => window.benchReady);
+    await receiver.waitForFunction(() => window.benchReady);
+    const offer = await sender.evaluate(() => window.blastOffer());
+    const answer = await receiver.evaluate((sdp) => window.blastAnswer(sdp), offer);
+    await sender.evaluate((sdp) => window.blastAccept(sdp), answer);
+    const raw = [];
+    const loss = [];
+    for (let r = 0; r < RUNS; r++) {
+      await receiver.evaluate(() => window.blastReset());
+      await sender.evaluate(([b, s, h]) => window.blastSend(b, s, h), [GOODPUT_BYTES, cs, HIGH_WATER]);
+      await new Promise((res) => setTimeout(res, 300));
+      const got = await receiver.evaluate(() => window.blastReceived());
+      raw.push(got.bytes / (got.last - got.first) / 1000);
+      loss.push(1 - got.bytes / GOODPUT_BYTES);
+    }
+    const ppspp = [];
+    for (let r = 0; r < RUNS; r++) {
+      const uri = await sender.evaluate(([s, b, c, o]) => window.ppsppSeed(s, b, c, o), [signalUrl, GOODPUT_BYTES, cs, SEED_OPTIONS]);
+      const got = await receiver.evaluate((u) => window.ppsppFetch(u), uri);
+      if (got.bytes !== GOODPUT_BYTES) throw new Error(`fetched ${got.bytes} bytes`);
+      ppspp.push(got.bytes / got.ms / 1000);
+    }
+    await sender.context().close();
+    await receiver.context().close();
+    const rawS = stats(raw);
+    const ppsppS = stats(ppspp);
+    result.goodput[cs] = { raw_mbps: rawS, raw_loss: stats(loss), ppspp_mbps: ppsppS, ratio: ppsppS.median / rawS.median };
+    log(`  ${cs} B: raw ${rawS.median.toFixed(1)} MB/s, PPSPP ${ppsppS.median.toFixed(1)} MB/s, ratio ${(ppsppS.median / rawS.median).toFixed(2)}`);
+  }
+
+  }
+  // 2. Verification in Wasm and crypto.subtle.
+  if (only.includes('verify')) {
+  log('verification: Wasm Merkle verification and crypto.subtle digests');
+  result.verify_wasm = {};
+  result.digest_subtle = {};
+  const vp = await page('/e2e/bench.html');
+  await vp.waitForFunction(() => window.benchReady);
+  for (const hash of ['sha1', 'sha256']) {
+    for (const cs of VERIFY_SIZES) {
+      const key = `${hash}_${cs / 1024}k`;
+      result.verify_wasm[key] = stats(await vp.evaluate(([h, c, b, r]) => window.verifyWasm(h, c, b, r), [hash, cs, VERIFY_BYTES, RUNS]));
+      result.digest_subtle[key] = stats(await vp.evaluate(([h, c, b, r]) => window.digestSubtle(h, c, b, r), [hash, cs, VERIFY_BYTES, RUNS]));
+      log(`  ${key}: Wasm ${result.verify_wasm[key].median.toFixed(0)} MB/s, subtle ${result.digest_subtle[key].median.toFixed(0)} MB/s`);
+    }
+  }
+  await vp.context().close();
+  }
+
+  // 3. Swarm.
+  if (only.includes('swarm')) {
+  log(`swarm: 1 native seeder + ${SWARM_PAGES} pages`);
+  const video = join(root, 'target', 'bench', smoke ? 'swarm-smoke.webm' : 'swarm.webm');
+  if (!existsSync(video)) {
+    mkdirSync(dirname(video), { recursive: true });
+    // Noise keeps VP8 at its target rate: about 20 MB in 60 s.
+    execFileSync('ffmpeg', ['-y', '-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc2=size=640x360:rate=30',
+      '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000', '-t', smoke ? '4' : '60',
+      '-vf', 'noise=alls=30:allf=t', '-c:v', 'libvpx', '-deadline', 'realtime', '-cpu-used', '8',
+      '-b:v', '2600k', '-minrate', '2600k', '-maxrate', '2600k', '-g', '30', '-c:a', 'libopus', '-b:a', '64k',
+      '-f', 'webm', `${video}.tmp`]);
+    execFileSync('mv', [`${video}.tmp`, video]);
+  }
+  const size = statSync(video).size;
+  const seeder = await start(bin('ppspp'), ['seed', video, '--signal', signalUrl, '--bind', '127.0.0.1:0',
+    '--chunk-size', '8192', '--hash', 'sha256', '--stats-json'], /^ppspp:\/\//);
+  const uri = seeder.line;
+  const t0 = Date.now();
+  const pages = [];
+  for (let i = 0; i < SWARM_PAGES; i++) {
+    pages.push(await page(`/e2e/player.html?uri=${encodeURIComponent(uri)}`));
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const done = async (p) => p.evaluate(() => { const s = window.__t.player?.stats(); return s ? s.chunksHave === s.chunkCount : false; });
+  for (const p of pages) {
+    for (let i = 0; !(await done(p)); i++) {
+      if (i > 1200) throw new Error('a swarm page did not complete within 2 minutes');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  const wall = (Date.now() - t0) / 1000;
+  await new Promise((r) => setTimeout(r, 1200)); // one more seeder stats line
+  const ttff = [];
+  for (const p of pages) ttff.push(await p.evaluate(() => window.__t.firstFrameMs ?? window.__t.player.timeToFirstFrameMs));
+  const last = [...seeder.lines].reverse().find((l) => l.startsWith('{'));
+  const up = JSON.parse(last).bytes_uploaded;
+  result.swarm = { pages: SWARM_PAGES, content_bytes: size, seeder_upload_bytes: up, seeder_upload_ratio: up / size,
+    ttff_ms: stats(ttff), wall_s: wall };
+  log(`  seeder upload ${(up / size).toFixed(2)}× content, first frame median ${result.swarm.ttff_ms.median.toFixed(0)} ms, wall ${wall.toFixed(1)} s`);
+  stop(seeder);
+  }
+} finally {
+  await browser.close();
+  stop(signal);
+  stop(web);
+}
+mkdirSync(dirname(out), { recursive: true });
+writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
+log(`wrote ${out}`);
