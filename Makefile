@@ -5,11 +5,13 @@ CARGO ?= cargo
 FUZZ_SECONDS ?= 60
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: help setup test lint test-rust test-wasm test-fuzz-build web web-poison native test-web test-e2e fuzz bench experiments demo clean
+.PHONY: help setup test lint test-rust test-wasm test-fuzz-build web web-poison native test-web test-e2e fuzz bench bench-smoke bench-criterion experiments demo clean
 
 help:
 	@echo "make test    install what is missing, then run every test (what CI runs)"
-	@echo "make bench   run the benchmarks (criterion); figures go to BENCHMARKS.md by hand"
+	@echo "make bench   the benchmark suite: browser goodput, verification native vs Wasm, native UDP,"
+	@echo "             swarm of pages, binmap, simulated LEDBAT -> target/bench/summary.json, BENCHMARKS.md"
+	@echo "make bench-smoke  the same in seconds with tiny sizes (part of make test)"
 	@echo "make experiments  run every simulator experiment (docs/EXPERIMENTS.md) into target/sim/"
 	@echo "make fuzz    fuzz the datagram decoder for FUZZ_SECONDS (default $(FUZZ_SECONDS)) seconds"
 	@echo "make demo    build everything, start signaling + seeder + web server, print the page URL"
@@ -19,7 +21,7 @@ help:
 setup:
 	@scripts/setup.sh web
 
-test: setup lint test-rust test-wasm test-fuzz-build test-web test-e2e
+test: setup lint test-rust test-wasm test-fuzz-build test-web test-e2e bench-smoke
 	@echo "make test: all checks passed"
 
 lint:
@@ -63,7 +65,23 @@ fuzz:
 	@scripts/setup.sh fuzz
 	cd crates/ppspp && $(CARGO) +nightly fuzz run decode_datagram -- -max_total_time=$(FUZZ_SECONDS)
 
-bench: setup
+# The benchmark suite (BENCHMARKS.md says what each figure means). Browser parts run in a
+# network namespace of loopback only.
+bench: setup web native
+	$(CARGO) build --release --locked -p ppspp-sim
+	node scripts/bench-native.mjs
+	scripts/netns.sh node scripts/bench-browser.mjs
+	node scripts/bench-report.mjs
+
+# Every benchmark once with tiny sizes: checks that each runs and yields numbers, not speed.
+bench-smoke: web native
+	$(CARGO) build --release --locked -p ppspp-sim
+	node scripts/bench-native.mjs --smoke
+	scripts/netns.sh node scripts/bench-browser.mjs --smoke
+	node scripts/bench-report.mjs --smoke
+
+# The criterion micro-benchmarks alone (binmap, Merkle, codec, engine).
+bench-criterion: setup
 	$(CARGO) bench -p ppspp --locked --benches
 
 SIM_EXPERIMENTS := link capacity delay loss latecomer priority swarm

@@ -56,8 +56,9 @@ need_web() {
     command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
     command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
     command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+    [ -x /usr/bin/time ] || missing+=(time) # CPU and peak RSS in scripts/bench-udp.sh
     if [ ${#missing[@]} -gt 0 ]; then
-        log "installing ${missing[*]} (browser tests, demo video)"
+        log "installing ${missing[*]} (browser tests, demo video, benchmarks)"
         apt_install "${missing[@]}"
     fi
     # npm packages of web/ and e2e/ (one workspace lock at the root); never a browser

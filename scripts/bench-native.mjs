@@ -1,0 +1,346 @@
+#!/usr/bin/env node
+// Native half of `make bench` (issue #6): measures, then writes one JSON file.
+//   udp            ppspp seed/fetch over loopback UDP (scripts/bench-udp.sh), 1 and 8 KiB chunks
+//   binmap         criterion's binmap bench (ops/s per benchmark id, memory against a bitmap)
+//   verify_native  Merkle verification MB/s (crates/ppspp-wasm/examples/verify.rs, the same
+//                  VerifyBench workload the browser times in Wasm)
+//   sim            simulated LEDBAT: ppspp-sim link, delay, loss (deterministic, one run each)
+// plus `machine` (CPU, cores, memory, kernel, rustc). Figures measured several times are
+// {min, median, max, runs: [...]}. Units: MB/s = 10^6 bytes/s, Mbit/s = 10^6 bits/s.
+//
+// Usage: node scripts/bench-native.mjs [--smoke] [--out FILE] [--only udp,binmap,verify,sim]
+//   --smoke  a few seconds of tiny sizes, 1 run each: numbers, not meaningful ones
+//   --out    default target/bench/native.json (--smoke: target/bench/native-smoke.json)
+//   --only   run only these parts (the others are left out of the file)
+// Full mode also copies the simulator's plots to docs/bench/sim-<plot>.png.
+// Exits non-zero if any part failed; the file is written anyway, with `errors`.
+import { spawn } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const PARTS = ['udp', 'binmap', 'verify', 'sim'];
+
+function usage(msg) {
+  if (msg) console.error(`bench-native: ${msg}`);
+  console.error('usage: node scripts/bench-native.mjs [--smoke] [--out FILE] [--only udp,binmap,verify,sim]');
+  process.exit(2);
+}
+
+const args = process.argv.slice(2);
+let smoke = false;
+let out = null;
+let only = PARTS;
+for (let i = 0; i < args.length; i++) {
+  const a = args[i];
+  if (a === '--smoke') smoke = true;
+  else if (a === '--out') out = resolve(args[++i] ?? usage('--out needs a file'));
+  else if (a.startsWith('--out=')) out = resolve(a.slice(6));
+  else if (a === '--only') only = (args[++i] ?? usage('--only needs parts')).split(',');
+  else if (a.startsWith('--only=')) only = a.slice(7).split(',');
+  else if (a === '-h' || a === '--help') usage();
+  else usage(`unknown argument ${a}`);
+}
+out ??= join(root, 'target', 'bench', smoke ? 'native-smoke.json' : 'native.json');
+for (const p of only) if (!PARTS.includes(p)) usage(`unknown part ${p} (${PARTS.join(', ')})`);
+
+const log = (msg) => console.error(`bench-native: ${msg}`);
+
+function stats(runs) {
+  const s = [...runs].sort((a, b) => a - b);
+  const median = s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+  return { min: s[0], median, max: s[s.length - 1], runs };
+}
+
+/** `x` to `digits` significant digits. */
+const round = (x, digits = 4) => Number(x.toPrecision(digits));
+
+// The child currently running, so that an interrupt ends its whole process group.
+let current = null;
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    if (current) try { process.kill(-current.pid, 'SIGTERM'); } catch { /* gone */ }
+    process.exit(130);
+  });
+}
+
+/**
+ * Runs a command in its own process group; resolves with its stdout and stderr, rejects on
+ * a non-zero exit or after `timeoutS` (ending the group). Its stderr is shown line by line
+ * as it comes, unless `quiet` or `hide` (a RegExp) matches the line.
+ */
+function run(cmd, argv, { timeoutS = 1800, quiet = false, hide = null, env = {} } = {}) {
+  return new Promise((res, rej) => {
+    const child = spawn(cmd, argv, {
+      cwd: root,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, CARGO_TERM_COLOR: 'never', ...env },
+    });
+    current = child;
+    let stdout = '';
+    let stderr = '';
+    let shown = 0; // stderr up to here has been shown (or hidden)
+    const show = (all) => {
+      const end = all ? stderr.length : stderr.lastIndexOf('\n') + 1;
+      if (end <= shown) return;
+      for (const line of stderr.slice(shown, end).split('\n').slice(0, all ? undefined : -1)) {
+        if (!quiet && !(hide && hide.test(line))) process.stderr.write(`${line}\n`);
+      }
+      shown = end;
+    };
+    child.stdout.on('data', (d) => { stdout += d; });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+      show(false);
+    });
+    const timer = setTimeout(() => {
+      log(`${cmd} ${argv.join(' ')}: no end after ${timeoutS} s, stopping it`);
+      try { process.kill(-child.pid, 'SIGTERM'); } catch { /* gone */ }
+    }, timeoutS * 1000);
+    child.on('error', (e) => { clearTimeout(timer); current = null; rej(e); });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      show(true);
+      current = null;
+      if (code === 0) return res({ stdout, stderr });
+      const tail = (quiet ? stderr : '').split('\n').slice(-20).join('\n');
+      rej(new Error(`${cmd} ${argv.join(' ')} ended with ${signal ?? `exit ${code}`}${tail ? `\n${tail}` : ''}`));
+    });
+  });
+}
+
+async function tryOut(cmd, argv) {
+  try { return (await run(cmd, argv, { quiet: true, timeoutS: 60 })).stdout.trim(); } catch { return null; }
+}
+
+async function machine() {
+  let cpu = null;
+  try {
+    const m = readFileSync('/proc/cpuinfo', 'utf8').match(/^model name\s*:\s*(.+)$/m);
+    cpu = m ? m[1].trim() : null;
+  } catch { /* not Linux */ }
+  const status = await tryOut('git', ['status', '--porcelain', '--untracked-files=no']);
+  return {
+    cpu_model: cpu ?? os.cpus()[0]?.model ?? null,
+    cores: os.availableParallelism ? os.availableParallelism() : os.cpus().length,
+    memory_gib: round(os.totalmem() / 2 ** 30, 3),
+    kernel: `${os.type()} ${os.release()}`,
+    arch: os.arch(),
+    rustc: await tryOut('rustc', ['--version']),
+    node: process.version,
+    git_commit: await tryOut('git', ['rev-parse', 'HEAD']),
+    git_dirty: status === null ? null : status.length > 0,
+    loadavg_start: os.loadavg().map((x) => round(x, 3)),
+  };
+}
+
+async function targetDir() {
+  const meta = JSON.parse((await run('cargo', ['metadata', '--format-version', '1', '--no-deps'], { quiet: true })).stdout);
+  return meta.target_directory;
+}
+
+// 1. Native UDP on loopback: scripts/bench-udp.sh RUNS MB (both chunk sizes).
+async function udp() {
+  const runs = smoke ? 1 : 3;
+  const mb = smoke ? 2 : 100;
+  log(`udp: ${runs} run(s) of ${mb} MB, 1 and 8 KiB chunks`);
+  const { stdout } = await run('bash', [join(root, 'scripts', 'bench-udp.sh'), String(runs), String(mb)], { timeoutS: 3600 });
+  const lines = stdout.trim().split('\n');
+  const header = lines.shift().split(',');
+  const rows = lines.map((l) => Object.fromEntries(l.split(',').map((v, i) => [header[i], Number(v)])));
+  const result = { file_mb: mb, runs_each: runs };
+  for (const [cs, k] of [[1024, '1k'], [8192, '8k']]) {
+    const mine = rows.filter((r) => r.chunk_size === cs);
+    if (mine.length !== runs) throw new Error(`udp: expected ${runs} runs with ${cs} B chunks, got ${mine.length}:\n${stdout}`);
+    result[`mbps_${k}`] = stats(mine.map((r) => r.mb_per_s));
+    result[`fetch_cpu_s_${k}`] = stats(mine.map((r) => r.fetch_cpu_s));
+    result[`fetch_rss_kb_${k}`] = stats(mine.map((r) => r.fetch_rss_kb));
+    result[`seed_cpu_s_${k}`] = stats(mine.map((r) => r.seed_cpu_s));
+    result[`seed_rss_kb_${k}`] = stats(mine.map((r) => r.seed_rss_kb));
+    log(`  ${k}: ${result[`mbps_${k}`].median} MB/s (median)`);
+  }
+  return result;
+}
+
+/** The criterion result folders (`…/new/`) under `dir` written since `since` (ms). */
+function criterionResults(dir, since) {
+  const found = [];
+  const walk = (d) => {
+    let entries;
+    try { entries = readdirSync(d, { withFileTypes: true }); } catch { return; }
+    for (const e of entries) {
+      if (!e.isDirectory()) continue;
+      const p = join(d, e.name);
+      if (e.name === 'new') {
+        const est = join(p, 'estimates.json');
+        const bj = join(p, 'benchmark.json');
+        if (existsSync(est) && existsSync(bj) && statSync(est).mtimeMs >= since) found.push({ est, bj });
+      } else walk(p);
+    }
+  };
+  walk(dir);
+  return found;
+}
+
+// 2. Binmap against a bitmap: criterion's `binmap` bench.
+async function binmap(target) {
+  const quick = smoke
+    ? ['--warm-up-time', '0.05', '--measurement-time', '0.1', '--sample-size', '10', '--nresamples', '1000']
+    : [];
+  log(`binmap: cargo bench -p ppspp --bench binmap${smoke ? ' (short)' : ''}`);
+  const since = Date.now() - 1000;
+  const { stderr } = await run('cargo', ['bench', '-p', 'ppspp', '--bench', 'binmap', '--', '--noplot', ...quick], {
+    timeoutS: 3600,
+    hide: /^(Benchmarking |Warning: Unable to complete|\s*$)/, // criterion's progress
+  });
+  const opsPerS = {};
+  const meanNs = {};
+  for (const groupDir of ['set', 'find']) {
+    for (const { est, bj } of criterionResults(join(target, 'criterion', groupDir), since)) {
+      const b = JSON.parse(readFileSync(bj, 'utf8'));
+      const e = JSON.parse(readFileSync(est, 'utf8'));
+      const ns = e.mean.point_estimate;
+      const elements = b.throughput?.Elements ?? b.throughput?.elements ?? 1;
+      meanNs[b.full_id] = round(ns);
+      opsPerS[b.full_id] = round(elements / (ns * 1e-9));
+    }
+  }
+  if (Object.keys(opsPerS).length === 0) throw new Error(`binmap: no criterion results under ${join(target, 'criterion')}`);
+  // The bench prints "memory: Sequential, 2^16, cells, binmap bytes, bitmap bytes, ratio".
+  const memory = {};
+  for (const m of stderr.matchAll(/^memory: (\w+), (2\^\d+), (\d+), (\d+), (\d+), ([\d.]+)\s*$/gm)) {
+    memory[`${m[1]}/${m[2]}`] = {
+      binmap_cells: Number(m[3]),
+      binmap_bytes: Number(m[4]),
+      bitmap_bytes: Number(m[5]),
+      ratio: round(Number(m[4]) / Number(m[5]), 3),
+    };
+  }
+  const sorted = (o) => Object.fromEntries(Object.entries(o).sort(([a], [b]) => a.localeCompare(b)));
+  log(`  ${Object.keys(opsPerS).length} benchmarks, ${Object.keys(memory).length} memory rows`);
+  return {
+    note: 'ops_per_s: set = chunks set per second; find = calls per second (1024 calls per iteration). mean_ns: criterion mean per iteration. memory: heap bytes of the binmap against n/8 bytes of bitmap, ratio = binmap / bitmap',
+    ops_per_s: sorted(opsPerS),
+    mean_ns: sorted(meanNs),
+    memory,
+  };
+}
+
+// 3. Merkle verification, native (the browser times the same VerifyBench in Wasm): as
+// built normally (RustCrypto picks SHA-NI etc. at run time where the CPU has them) and with
+// the portable software backends forced (`--cfg sha1_backend/sha2_backend="soft"`, in a
+// target directory of its own), which is what Wasm runs and what the issue's target
+// (Wasm ≥ 60 % of native software hashing) compares against.
+async function verifyOnce(soft) {
+  const env = soft
+    ? { RUSTFLAGS: '--cfg sha1_backend="soft" --cfg sha2_backend="soft"', CARGO_TARGET_DIR: join(root, 'target', 'soft-hash') }
+    : {};
+  log(`verify${soft ? ' (software hashing)' : ''}: cargo run --release -p ppspp-wasm --example verify${smoke ? ' -- --smoke' : ''}`);
+  const { stdout } = await run('cargo', ['run', '--release', '-p', 'ppspp-wasm', '--example', 'verify', '--', ...(smoke ? ['--smoke'] : [])], { timeoutS: 3600, env });
+  const line = stdout.trim().split('\n').filter((l) => l.startsWith('{')).pop();
+  if (!line) throw new Error(`verify: no JSON line in its output:\n${stdout}`);
+  const v = JSON.parse(line);
+  log(`  ${Object.entries(v).filter(([, x]) => x?.median !== undefined).map(([k, x]) => `${k} ${x.median} MB/s`).join(', ')}`);
+  return v;
+}
+
+async function verify() {
+  return { ...(await verifyOnce(false)), soft: await verifyOnce(true) };
+}
+
+// 4. Simulated LEDBAT (deterministic: one run each). Smoke: `link` only (about 2 s).
+// Rates here are Mbit/s, as in docs/EXPERIMENTS.md.
+async function sim(target) {
+  log('sim: cargo build --release -p ppspp-sim');
+  await run('cargo', ['build', '--release', '-p', 'ppspp-sim'], { timeoutS: 3600 });
+  const bin = join(target, 'release', 'ppspp-sim');
+  const result = {};
+  for (const exp of smoke ? ['link'] : ['link', 'delay', 'loss']) {
+    const dir = join(target, 'sim', exp);
+    log(`  ppspp-sim ${exp}`);
+    const { stdout } = await run(bin, [exp, '--out', dir], { timeoutS: 1800 });
+    const s = JSON.parse(stdout.trim().split('\n').pop());
+    if (exp === 'link') {
+      // 5 Mbit/s, 60 ms one-way, 60 s; figures over 10–60 s for each queue size.
+      result.link = { link_mbit_s: 5, one_way_ms: 60, wall_s: s.wall_s };
+      for (const q of ['40KB', '400KB']) {
+        result.link[`queue_${q}`] = {
+          utilisation: s[q].utilisation_10_60s,
+          queue_delay_ms: s[q].queue_ms_10_60s,
+          goodput_mbit_s: s[q].goodput_mbps_10_60s,
+          peak_rate_mbit_s: s[q].peak_rate_mbps,
+        };
+      }
+    } else if (exp === 'delay') {
+      // 10 Mbit/s, one-way delay 25–500 ms, 60 s each: goodput by delay.
+      const keys = Object.keys(s.by_owd).sort((a, b) => parseFloat(a) - parseFloat(b));
+      result.delay = {
+        link_mbit_s: 10,
+        queue_kb: 400,
+        wall_s: s.wall_s,
+        goodput_mbit_s_30_60s: Object.fromEntries(keys.map((k) => [k, s.by_owd[k].mean_mbps_30_60s])),
+        goodput_mbit_s_0_60s: Object.fromEntries(keys.map((k) => [k, s.by_owd[k].mean_mbps_0_60s])),
+      };
+    } else {
+      // 10 Mbit/s, 10 ms one-way, random loss 0–3 %, 60 s each: goodput by loss rate.
+      const keys = Object.keys(s.by_loss).sort((a, b) => parseFloat(a) - parseFloat(b));
+      result.loss = {
+        link_mbit_s: 10,
+        one_way_ms: 10,
+        queue_kb: 100,
+        wall_s: s.wall_s,
+        goodput_mbit_s_0_60s: Object.fromEntries(keys.map((k) => [k, s.by_loss[k].mean_mbps_0_60s])),
+        mb_downloaded: Object.fromEntries(keys.map((k) => [k, s.by_loss[k].mb_downloaded])),
+      };
+    }
+    if (!smoke) {
+      const docs = join(root, 'docs', 'bench');
+      mkdirSync(docs, { recursive: true });
+      const plots = readdirSync(dir).filter((f) => f.endsWith('.png')).sort();
+      for (const f of plots) copyFileSync(join(dir, f), join(docs, `sim-${f.replaceAll('_', '-')}`));
+      result[exp].plots = plots.map((f) => `docs/bench/sim-${f.replaceAll('_', '-')}`);
+    }
+  }
+  return result;
+}
+
+const started = new Date();
+const result = {
+  schema: 1,
+  mode: smoke ? 'smoke' : 'full',
+  started_at: started.toISOString(),
+  units: { mbps: 'MB/s (10^6 bytes per second)', mbit_s: 'Mbit/s (10^6 bits per second)', rss_kb: 'KiB (peak RSS from /usr/bin/time -v)', cpu_s: 'user + system CPU seconds' },
+  machine: await machine(),
+};
+const errors = {};
+let target;
+try {
+  target = await targetDir();
+} catch (e) {
+  target = join(root, 'target');
+  log(`cargo metadata failed (${e.message}); assuming ${target}`);
+}
+const durations = {};
+const steps = { udp: () => udp(), binmap: () => binmap(target), verify: () => verify(), sim: () => sim(target) };
+const keys = { udp: 'udp', binmap: 'binmap', verify: 'verify_native', sim: 'sim' };
+for (const part of PARTS) {
+  if (!only.includes(part)) continue;
+  const t = Date.now();
+  try {
+    result[keys[part]] = await steps[part]();
+  } catch (e) {
+    errors[keys[part]] = e.message;
+    log(`${part} failed: ${e.message}`);
+  }
+  durations[keys[part]] = Math.round((Date.now() - t) / 100) / 10;
+}
+result.finished_at = new Date().toISOString();
+result.duration_s = { total: Math.round((Date.now() - started.getTime()) / 100) / 10, ...durations };
+if (Object.keys(errors).length) result.errors = errors;
+mkdirSync(dirname(out), { recursive: true });
+writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
+log(`wrote ${out} in ${result.duration_s.total} s${result.errors ? ` (failed: ${Object.keys(errors).join(', ')})` : ''}`);
+process.exit(result.errors ? 1 : 0);

@@ -1,0 +1,133 @@
+// Turns target/bench/native.json + browser.json into target/bench/summary.json (the
+// headline figures under stable names), and, in full mode, the plots under docs/bench/
+// and the generated tables of BENCHMARKS.md (between the bench:begin/end markers; the
+// discussion around them is written by hand). With --smoke it only checks that every
+// benchmark produced numbers and writes target/bench/summary-smoke.json.
+//   node scripts/bench-report.mjs [--smoke]
+import { chromium } from '@playwright/test';
+import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = dirname(dirname(fileURLToPath(import.meta.url)));
+const smoke = process.argv.includes('--smoke');
+const bench = join(root, 'target', 'bench');
+const read = (name) => JSON.parse(readFileSync(join(bench, name), 'utf8'));
+const native = read(smoke ? 'native-smoke.json' : 'native.json');
+const browser = read(smoke ? 'browser-smoke.json' : 'browser.json');
+
+const med = (x) => (x && typeof x === 'object' ? x.median : x);
+const goodput = Object.entries(browser.goodput ?? {}).map(([cs, g]) => ({ cs: Number(cs), ...g }));
+const best = goodput.reduce((a, g) => (!a || med(g.ppspp_mbps) > med(a.ppspp_mbps) ? g : a), null);
+const verifyKeys = Object.keys(browser.verify_wasm ?? {});
+const verifyRatios = Object.fromEntries(
+  verifyKeys.map((k) => [k, med(browser.verify_wasm[k]) / med(native.verify_native?.soft?.[k])]),
+);
+const ratios = Object.values(verifyRatios).sort((a, b) => a - b);
+const summary = {
+  date: browser.date,
+  machine: native.machine,
+  chromium: browser.chromium,
+  browser_goodput_ratio: best ? med(best.ppspp_mbps) / med(best.raw_mbps) : null,
+  browser_goodput_mbps: best ? med(best.ppspp_mbps) : null,
+  browser_goodput_chunk_size: best ? best.cs : null,
+  wasm_vs_native_verify_ratio: ratios.length ? ratios[Math.floor((ratios.length - 1) / 2)] : null,
+  wasm_vs_native_verify_ratio_min: ratios.length ? ratios[0] : null,
+  udp_mbps_1k: med(native.udp?.mbps_1k),
+  udp_mbps_8k: med(native.udp?.mbps_8k),
+  swarm_seeder_upload_ratio: browser.swarm?.seeder_upload_ratio ?? null,
+  swarm_ttff_ms_median: med(browser.swarm?.ttff_ms),
+  swarm_ttff_ms_max: browser.swarm?.ttff_ms?.max ?? null,
+  swarm_wall_s: browser.swarm?.wall_s ?? null,
+};
+const missing = Object.entries(summary).filter(([k, v]) => k.match(/ratio|mbps|ms|_s$/) && !Number.isFinite(v));
+writeFileSync(join(bench, smoke ? 'summary-smoke.json' : 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
+if (missing.length) {
+  console.error(`bench-report: no figure for ${missing.map(([k]) => k).join(', ')}`);
+  process.exit(1);
+}
+console.log(`bench-report: ${Object.keys(summary).length} headline figures in target/bench/${smoke ? 'summary-smoke' : 'summary'}.json`);
+if (smoke) process.exit(0);
+
+// Tables for BENCHMARKS.md.
+const f = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : '–');
+const mmm = (x, d = 1) => (x ? `${f(x.median, d)} (${f(x.min, d)}–${f(x.max, d)})` : '–');
+const lines = [];
+const m = native.machine ?? {};
+lines.push(`Measured ${summary.date.slice(0, 10)} by \`make bench\` on ${m.cpu_model ?? '?'}, ${m.cores ?? '?'} cores, ${m.memory_gib ?? '?'} GiB, ${m.kernel ?? ''}; ${m.rustc ?? ''}, Node ${m.node ?? ''}, Chromium ${summary.chromium}. Median (min–max) of 3 runs; every ratio compares figures of the same run. Raw figures: \`target/bench/{native,browser,summary}.json\`.`, '');
+lines.push('### 1. Browser goodput, page → page over loopback (MB/s)', '');
+lines.push('| chunk | raw data channel | lost (raw) | PPSPP, verified | PPSPP ÷ raw |', '|---|---|---|---|---|');
+for (const g of goodput) lines.push(`| ${g.cs / 1024} KiB | ${mmm(g.raw_mbps)} | ${f(100 * med(g.raw_loss), 1)} % | ${mmm(g.ppspp_mbps)} | ${f(g.ratio, 2)} |`);
+lines.push('', '![goodput](docs/bench/browser-goodput.png)', '');
+lines.push('### 2. Verification throughput (MB/s): native vs Wasm in Chromium', '');
+lines.push('| hash, chunk | native, software hashing | native, CPU SHA extensions | Wasm in Chromium | Wasm ÷ native software | crypto.subtle digest only |', '|---|---|---|---|---|---|');
+for (const k of verifyKeys) lines.push(`| ${k.replace('_', ', ')} | ${mmm(native.verify_native?.soft?.[k], 0)} | ${mmm(native.verify_native?.[k], 0)} | ${mmm(browser.verify_wasm[k], 0)} | ${f(verifyRatios[k], 2)} | ${mmm(browser.digest_subtle?.[k], 0)} |`);
+lines.push('', '![verification](docs/bench/verify.png)', '');
+lines.push('### 3. Native UDP, seeder → fetcher on loopback, 100 MB', '');
+lines.push('| chunk | MB/s | fetcher CPU s | fetcher peak RSS | seeder CPU s | seeder peak RSS |', '|---|---|---|---|---|---|');
+for (const k of ['1k', '8k']) {
+  const u = native.udp ?? {};
+  lines.push(`| ${k.replace('k', ' KiB')} | ${mmm(u[`mbps_${k}`])} | ${mmm(u[`fetch_cpu_s_${k}`], 2)} | ${f(med(u[`fetch_rss_kb_${k}`]) / 1024, 1)} MiB | ${mmm(u[`seed_cpu_s_${k}`], 2)} | ${f(med(u[`seed_rss_kb_${k}`]) / 1024, 1)} MiB |`);
+}
+lines.push('', `### 4. Swarm: 1 native seeder + ${browser.swarm?.pages} headless pages, ${f((browser.swarm?.content_bytes ?? 0) / 1e6, 1)} MB video`, '');
+lines.push('| seeder upload ÷ content | first frame after attach(), median (min–max) | all pages complete |', '|---|---|---|');
+lines.push(`| ${f(summary.swarm_seeder_upload_ratio, 2)} | ${mmm(browser.swarm?.ttff_ms, 0)} ms | ${f(summary.swarm_wall_s, 1)} s |`, '');
+lines.push('### 5. Binmap vs bitmap (operations per second)', '');
+const ops = native.binmap?.ops_per_s ?? {};
+const pairs = Object.keys(ops).filter((k) => k.includes('binmap')).map((k) => [k, k.replace('binmap', 'bitmap')]);
+lines.push('| operation | binmap | bitmap |', '|---|---|---|');
+for (const [a, b] of pairs) lines.push(`| ${a.replace('/binmap', '').replace('binmap_', '')} | ${f(ops[a] / 1e6, 2)} M | ${f(ops[b] / 1e6, 2)} M |`);
+if (native.binmap?.memory) {
+  lines.push('', 'Memory (bytes):', '', '| map | binmap | bitmap |', '|---|---|---|');
+  for (const [k, v] of Object.entries(native.binmap.memory)) lines.push(`| ${k} | ${v.binmap ?? v.binmap_bytes ?? '–'} | ${v.bitmap ?? v.bitmap_bytes ?? '–'} |`);
+}
+lines.push('', '### 6. Simulated LEDBAT (deterministic, `ppspp-sim`)', '');
+lines.push('```json', JSON.stringify({ link: native.sim?.link, delay: native.sim?.delay, loss: native.sim?.loss }, null, 1).slice(0, 3000), '```', '');
+lines.push('Plots: ' + ['sim-link-rate', 'sim-link-cwnd', 'sim-delay-rate', 'sim-loss-rate'].map((p) => `[${p}](docs/bench/${p}.png)`).join(', '), '');
+
+const md = join(root, 'BENCHMARKS.md');
+let text = readFileSync(md, 'utf8');
+const begin = '<!-- bench:begin (generated by scripts/bench-report.mjs) -->';
+const end = '<!-- bench:end -->';
+const block = `${begin}\n${lines.join('\n')}\n${end}`;
+if (text.includes(begin)) text = text.slice(0, text.indexOf(begin)) + block + text.slice(text.indexOf(end) + end.length);
+else text = text.replace(/\n## /, `\n## The benchmark suite (\`make bench\`)\n\n${block}\n\n## `);
+writeFileSync(md, text);
+
+// Plots, drawn on a canvas in headless Chromium and saved as PNG.
+function barChart(title, unit, groups, series) {
+  return `<!doctype html><body style="margin:0;background:#fff"><canvas id="c" width="900" height="420"></canvas><script>
+  const groups = ${JSON.stringify(groups)}, series = ${JSON.stringify(series)};
+  const c = document.getElementById('c').getContext('2d');
+  const colors = ['#1565c0', '#2e7d32', '#ef6c00', '#6a1b9a'];
+  const max = Math.max(...series.flatMap((s) => s.values)) * 1.15;
+  const L = 70, B = 360, T = 50, W = 900 - L - 20;
+  c.font = '16px DejaVu Sans, sans-serif'; c.fillStyle = '#000'; c.fillText(${JSON.stringify(title)}, L, 28);
+  c.font = '12px DejaVu Sans, sans-serif'; c.strokeStyle = '#ccc';
+  for (let i = 0; i <= 5; i++) { const y = B - (B - T) * i / 5; c.beginPath(); c.moveTo(L, y); c.lineTo(L + W, y); c.stroke(); c.fillStyle = '#444'; c.fillText((max * i / 5).toFixed(0), 10, y + 4); }
+  c.save(); c.translate(14, T - 10); c.fillText(${JSON.stringify(unit)}, 0, 0); c.restore();
+  const gw = W / groups.length, bw = gw * 0.8 / series.length;
+  groups.forEach((g, gi) => {
+    series.forEach((s, si) => { const v = s.values[gi] ?? 0, h = (B - T) * v / max, x = L + gi * gw + gw * 0.1 + si * bw;
+      c.fillStyle = colors[si]; c.fillRect(x, B - h, bw - 2, h); c.fillStyle = '#000'; c.fillText(v.toFixed(0), x, B - h - 4); });
+    c.fillStyle = '#000'; c.fillText(g, L + gi * gw + gw * 0.3, B + 18);
+  });
+  series.forEach((s, si) => { c.fillStyle = colors[si]; c.fillRect(L + si * 220, 392, 14, 14); c.fillStyle = '#000'; c.fillText(s.name, L + si * 220 + 20, 404); });
+  </script></body>`;
+}
+mkdirSync(join(root, 'docs', 'bench'), { recursive: true });
+const args = JSON.parse(readFileSync(join(root, 'e2e', 'chromium-args.json'), 'utf8'));
+const b = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', headless: true, args });
+const page = await b.newPage({ viewport: { width: 900, height: 420 } });
+const charts = [
+  ['browser-goodput.png', barChart('Browser goodput page → page (median MB/s)', 'MB/s', goodput.map((g) => `${g.cs / 1024} KiB`),
+    [{ name: 'raw data channel', values: goodput.map((g) => med(g.raw_mbps)) }, { name: 'PPSPP, verified', values: goodput.map((g) => med(g.ppspp_mbps)) }])],
+  ['verify.png', barChart('Merkle verification (median MB/s)', 'MB/s', verifyKeys,
+    [{ name: 'native (software)', values: verifyKeys.map((k) => med(native.verify_native?.soft?.[k])) }, { name: 'native (SHA extensions)', values: verifyKeys.map((k) => med(native.verify_native?.[k])) }, { name: 'Wasm in Chromium', values: verifyKeys.map((k) => med(browser.verify_wasm[k])) }, { name: 'crypto.subtle (digest only)', values: verifyKeys.map((k) => med(browser.digest_subtle?.[k])) }])],
+];
+for (const [name, html] of charts) {
+  await page.setContent(html);
+  await page.screenshot({ path: join(root, 'docs', 'bench', name) });
+}
+await b.close();
+console.log('bench-report: BENCHMARKS.md tables and docs/bench/*.png updated');
