@@ -149,32 +149,37 @@ try {
     execFileSync('mv', [`${video}.tmp`, video]);
   }
   const size = statSync(video).size;
-  const seeder = await start(bin('ppspp'), ['seed', video, '--signal', signalUrl, '--bind', '127.0.0.1:0',
-    '--chunk-size', '8192', '--hash', 'sha256', '--stats-json'], /^ppspp:\/\//);
-  const uri = seeder.line;
-  const t0 = Date.now();
-  const pages = [];
-  for (let i = 0; i < SWARM_PAGES; i++) {
-    pages.push(await page(`/e2e/player.html?uri=${encodeURIComponent(uri)}`));
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  const done = async (p) => p.evaluate(() => { const s = window.__t.player?.stats(); return s ? s.chunksHave === s.chunkCount : false; });
-  for (const p of pages) {
-    for (let i = 0; !(await done(p)); i++) {
-      if (i > 1200) throw new Error('a swarm page did not complete within 2 minutes');
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  const wall = (Date.now() - t0) / 1000;
-  await new Promise((r) => setTimeout(r, 1200)); // one more seeder stats line
+  const ratios = [];
+  const walls = [];
   const ttff = [];
-  for (const p of pages) ttff.push(await p.evaluate(() => window.__t.firstFrameMs ?? window.__t.player.timeToFirstFrameMs));
-  const last = [...seeder.lines].reverse().find((l) => l.startsWith('{'));
-  const up = JSON.parse(last).bytes_uploaded;
-  result.swarm = { pages: SWARM_PAGES, content_bytes: size, seeder_upload_bytes: up, seeder_upload_ratio: up / size,
-    ttff_ms: stats(ttff), wall_s: wall };
-  log(`  seeder upload ${(up / size).toFixed(2)}× content, first frame median ${result.swarm.ttff_ms.median.toFixed(0)} ms, wall ${wall.toFixed(1)} s`);
-  stop(seeder);
+  for (let run = 0; run < RUNS; run++) {
+    const seeder = await start(bin('ppspp'), ['seed', video, '--signal', signalUrl, '--bind', '127.0.0.1:0',
+      '--chunk-size', '8192', '--hash', 'sha256', '--stats-json'], /^ppspp:\/\//);
+    const uri = seeder.line;
+    const t0 = Date.now();
+    const pages = [];
+    for (let i = 0; i < SWARM_PAGES; i++) {
+      pages.push(await page(`/e2e/player.html?uri=${encodeURIComponent(uri)}`));
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const done = async (p) => p.evaluate(() => { const s = window.__t.player?.stats(); return s ? s.chunksHave === s.chunkCount : false; });
+    for (const p of pages) {
+      for (let i = 0; !(await done(p)); i++) {
+        if (i > 1200) throw new Error('a swarm page did not complete within 2 minutes');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    walls.push((Date.now() - t0) / 1000);
+    await new Promise((r) => setTimeout(r, 1200)); // one more seeder stats line
+    for (const p of pages) ttff.push(await p.evaluate(() => window.__t.firstFrameMs ?? window.__t.player.timeToFirstFrameMs));
+    const last = [...seeder.lines].reverse().find((l) => l.startsWith('{'));
+    ratios.push(JSON.parse(last).bytes_uploaded / size);
+    for (const p of pages) await p.context().close();
+    stop(seeder);
+    log(`  run ${run + 1}: seeder upload ${ratios.at(-1).toFixed(2)}× content, wall ${walls.at(-1).toFixed(1)} s`);
+  }
+  result.swarm = { pages: SWARM_PAGES, content_bytes: size, seeder_upload_ratio: stats(ratios), ttff_ms: stats(ttff), wall_s: stats(walls) };
+  log(`  first frame median ${result.swarm.ttff_ms.median.toFixed(0)} ms over ${ttff.length} pages`);
   }
 } finally {
   await browser.close();

@@ -35,10 +35,10 @@ const summary = {
   wasm_vs_native_verify_ratio_min: ratios.length ? ratios[0] : null,
   udp_mbps_1k: med(native.udp?.mbps_1k),
   udp_mbps_8k: med(native.udp?.mbps_8k),
-  swarm_seeder_upload_ratio: browser.swarm?.seeder_upload_ratio ?? null,
+  swarm_seeder_upload_ratio: med(browser.swarm?.seeder_upload_ratio) ?? null,
   swarm_ttff_ms_median: med(browser.swarm?.ttff_ms),
   swarm_ttff_ms_max: browser.swarm?.ttff_ms?.max ?? null,
-  swarm_wall_s: browser.swarm?.wall_s ?? null,
+  swarm_wall_s: med(browser.swarm?.wall_s) ?? null,
 };
 const missing = Object.entries(summary).filter(([k, v]) => k.match(/ratio|mbps|ms|_s$/) && !Number.isFinite(v));
 writeFileSync(join(bench, smoke ? 'summary-smoke.json' : 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
@@ -71,7 +71,7 @@ for (const k of ['1k', '8k']) {
 }
 lines.push('', `### 4. Swarm: 1 native seeder + ${browser.swarm?.pages} headless pages, ${f((browser.swarm?.content_bytes ?? 0) / 1e6, 1)} MB video`, '');
 lines.push('| seeder upload ÷ content | first frame after attach(), median (min–max) | all pages complete |', '|---|---|---|');
-lines.push(`| ${f(summary.swarm_seeder_upload_ratio, 2)} | ${mmm(browser.swarm?.ttff_ms, 0)} ms | ${f(summary.swarm_wall_s, 1)} s |`, '');
+lines.push(`| ${mmm(browser.swarm?.seeder_upload_ratio, 2)} | ${mmm(browser.swarm?.ttff_ms, 0)} ms (all pages of all runs) | ${mmm(browser.swarm?.wall_s, 1)} s |`, '');
 lines.push('### 5. Binmap vs bitmap (operations per second)', '');
 const ops = native.binmap?.ops_per_s ?? {};
 const pairs = Object.keys(ops).filter((k) => k.includes('binmap')).map((k) => [k, k.replace('binmap', 'bitmap')]);
@@ -96,7 +96,7 @@ writeFileSync(md, text);
 
 // Plots, drawn on a canvas in headless Chromium and saved as PNG.
 function barChart(title, unit, groups, series) {
-  return `<!doctype html><body style="margin:0;background:#fff"><canvas id="c" width="900" height="420"></canvas><script>
+  return `<!doctype html><body style="margin:0;background:#fff"><canvas id="c" width="900" height="420"></canvas><script>(() => {
   const groups = ${JSON.stringify(groups)}, series = ${JSON.stringify(series)};
   const c = document.getElementById('c').getContext('2d');
   const colors = ['#1565c0', '#2e7d32', '#ef6c00', '#6a1b9a'];
@@ -112,13 +112,17 @@ function barChart(title, unit, groups, series) {
       c.fillStyle = colors[si]; c.fillRect(x, B - h, bw - 2, h); c.fillStyle = '#000'; c.fillText(v.toFixed(0), x, B - h - 4); });
     c.fillStyle = '#000'; c.fillText(g, L + gi * gw + gw * 0.3, B + 18);
   });
-  series.forEach((s, si) => { c.fillStyle = colors[si]; c.fillRect(L + si * 220, 392, 14, 14); c.fillStyle = '#000'; c.fillText(s.name, L + si * 220 + 20, 404); });
-  </script></body>`;
+  series.forEach((s, si) => { c.fillStyle = colors[si]; c.fillRect(L + si * 205, 392, 14, 14); c.fillStyle = '#000'; c.fillText(s.name, L + si * 205 + 20, 404); });
+  })();</script></body>`;
 }
 mkdirSync(join(root, 'docs', 'bench'), { recursive: true });
 const args = JSON.parse(readFileSync(join(root, 'e2e', 'chromium-args.json'), 'utf8'));
 const b = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', headless: true, args });
 const page = await b.newPage({ viewport: { width: 900, height: 420 } });
+page.on('pageerror', (e) => {
+  console.error(`bench-report: chart failed: ${e.message}`);
+  process.exitCode = 1;
+});
 const charts = [
   ['browser-goodput.png', barChart('Browser goodput page → page (median MB/s)', 'MB/s', goodput.map((g) => `${g.cs / 1024} KiB`),
     [{ name: 'raw data channel', values: goodput.map((g) => med(g.raw_mbps)) }, { name: 'PPSPP, verified', values: goodput.map((g) => med(g.ppspp_mbps)) }])],

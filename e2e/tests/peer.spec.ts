@@ -3,7 +3,7 @@
  * the typed errors a web developer sees.
  */
 import { expect, test } from '@playwright/test';
-import { type Swarm, startSwarm, startWeb } from './swarm.js';
+import { type Swarm, startSignal, startSwarm, startWeb } from './swarm.js';
 
 let web: { url: string; stop(): Promise<void> };
 let swarm: Swarm;
@@ -55,4 +55,22 @@ test('clear, typed errors', async ({ browser }) => {
   expect(await err('attach', { uri: deadSignal })).toMatch(/^PpsppError signaling-unreachable: cannot reach the signaling server at ws:\/\/127\.0\.0\.1:9\/ws/);
   expect(await err('attach', { uri: swarm.uri, options: { mimeType: 'video/x-unknown; codecs="nope"' } })).toMatch(/^PpsppError mse-unsupported: .*video\/x-unknown/);
   expect(await err('create', { signal: 'http://x' })).toMatch(/^PpsppError bad-option: option signal must be a ws:\/\/ or wss:\/\/ URL/);
+});
+
+test('a page reconnects to a restarted signaling server and is found again', async ({ browser }) => {
+  const first = await startSignal();
+  const bind = first.url.replace(/^ws:\/\/([^/]+)\/ws$/, '$1');
+  const seeder = await peerPage(browser);
+  const { uri, sha256 } = await seeder.evaluate(([signal]) => (window as any).peerApi.seed(signal, 200_000), [first.url]);
+  // The server goes away and comes back on the same address: the seeding page must rejoin.
+  await first.stop();
+  const again = await startSignal(bind);
+  try {
+    const fetcher = await peerPage(browser);
+    // Reconnection backs off from about a second; the fetch waits for the seeder to rejoin.
+    const got = await fetcher.evaluate((u) => (window as any).peerApi.fetch(u), uri);
+    expect(got.sha256).toBe(sha256);
+  } finally {
+    await again.stop();
+  }
 });

@@ -136,6 +136,13 @@ export interface Swarm {
   stop(): Promise<void>;
 }
 
+/** ppspp-signal alone, on `bind` (default: a free loopback port). */
+export async function startSignal(bind = '127.0.0.1:0'): Promise<{ url: string; stop(): Promise<void> }> {
+  const signal = run(join(BIN, 'ppspp-signal'), ['--bind', bind]);
+  const line = await signal.waitLine((l) => l.includes('listening on '));
+  return { url: line.slice(line.indexOf('ws://')), stop: () => signal.stop() };
+}
+
 /** ppspp-signal and `ppspp seed VIDEO --signal …` on loopback. */
 export async function startSwarm(opts: { uploadLimit?: number; chunkSize?: number; file?: string } = {}): Promise<Swarm> {
   const signal = run(join(BIN, 'ppspp-signal'), ['--bind', '127.0.0.1:0']);
