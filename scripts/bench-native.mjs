@@ -187,9 +187,11 @@ function criterionResults(dir, since) {
 
 // 2. Binmap against a bitmap: criterion's `binmap` bench.
 async function binmap(target) {
+  // Full mode: 1 s warm-up and 2 s measurement per bench (criterion's 3 + 5 s defaults
+  // made this part six minutes of a suite that must stay under twenty).
   const quick = smoke
     ? ['--warm-up-time', '0.05', '--measurement-time', '0.1', '--sample-size', '10', '--nresamples', '1000']
-    : [];
+    : ['--warm-up-time', '1', '--measurement-time', '2'];
   log(`binmap: cargo bench -p ppspp --bench binmap${smoke ? ' (short)' : ''}`);
   const since = Date.now() - 1000;
   const { stderr } = await run('cargo', ['bench', '-p', 'ppspp', '--bench', 'binmap', '--', '--noplot', ...quick], {
