@@ -103,8 +103,16 @@ try {
     const ppspp = [];
     for (let r = 0; r < RUNS; r++) {
       const uri = await sender.evaluate(([s, b, c, o]) => window.ppsppSeed(s, b, c, o), [signalUrl, GOODPUT_BYTES, cs, SEED_OPTIONS]);
-      const got = await receiver.evaluate((u) => window.ppsppFetch(u), uri);
+      const fetching = receiver.evaluate((u) => window.ppsppFetch(u), uri);
+      if (process.env.BENCH_DEBUG) {
+        for (let i = 0; i < 6; i++) {
+          await new Promise((res) => setTimeout(res, 300));
+          log(`    sender: ${JSON.stringify(await sender.evaluate(() => window.ppsppSenderStats()))}`);
+        }
+      }
+      const got = await fetching;
       if (got.bytes !== GOODPUT_BYTES) throw new Error(`fetched ${got.bytes} bytes`);
+      if (process.env.BENCH_DEBUG) log(`    ${JSON.stringify(got)}`);
       ppspp.push(got.bytes / got.ms / 1000);
     }
     await sender.context().close();
