@@ -32,14 +32,15 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Starts a process with stdout to a file; waits for a line matching $2 and prints it.
+# Starts a process with stdout to a file and waits for a line matching $2, which it leaves in
+# $line. Not called through $(…): the pid must reach `pids` in this shell for the cleanup.
 start() { # name pattern command...
     local name=$1 pattern=$2; shift 2
     rm -f "$out/$name.out" "$out/$name.err"
     "$@" >"$out/$name.out" 2>"$out/$name.err" &
     pids+=($!)
     for _ in $(seq 1 300); do
-        if line=$(grep -m1 -E "$pattern" "$out/$name.out" 2>/dev/null); then echo "$line"; return 0; fi
+        if line=$(grep -m1 -E "$pattern" "$out/$name.out" 2>/dev/null); then return 0; fi
         kill -0 "${pids[-1]}" 2>/dev/null || break
         sleep 0.1
     done
@@ -48,12 +49,13 @@ start() { # name pattern command...
     exit 1
 }
 
-signal_line=$(start signal 'listening on ws://' "$root/target/release/ppspp-signal" --bind "127.0.0.1:${SIGNAL_PORT:-8787}")
-signal_url=${signal_line##* }
-uri=$(start seeder '^ppspp://' "$root/target/release/ppspp" seed "$video" --signal "$signal_url" \
-    --bind 127.0.0.1:0 --chunk-size 8192 --hash sha256 --stats-json ${SEEDER_ARGS---upload-limit 1000000})
-web_line=$(start web '^serving ' node "$root/web/scripts/serve.mjs" --port "${PORT:-8080}")
-web_url=${web_line#serving }
+start signal 'listening on ws://' "$root/target/release/ppspp-signal" --bind "127.0.0.1:${SIGNAL_PORT:-8787}"
+signal_url=${line##* }
+start seeder '^ppspp://' "$root/target/release/ppspp" seed "$video" --signal "$signal_url" \
+    --bind 127.0.0.1:0 --chunk-size 8192 --hash sha256 --stats-json ${SEEDER_ARGS---upload-limit 1000000}
+uri=$line
+start web '^serving ' node "$root/web/scripts/serve.mjs" --port "${PORT:-8080}"
+web_url=${line#serving }
 page="${web_url}demo/?uri=$(node -e 'process.stdout.write(encodeURIComponent(process.argv[1]))' "$uri")"
 
 echo "demo: signaling $signal_url"
