@@ -170,7 +170,7 @@ export class Peer extends Emitter<PeerEvents> {
         const { chunkSize, length } = s.content;
         for (;;) {
           if (this.closed) throw new PpsppError('closed', 'the peer was closed');
-          const end = Math.min(length, s.firstMissing(Math.floor(offset / chunkSize)) * chunkSize);
+          const end = s.verifiedEnd(offset);
           if (end > offset) {
             controller.enqueue(s.read(offset, end));
             offset = end;

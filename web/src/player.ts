@@ -162,22 +162,16 @@ export class Player extends Emitter<PlayerEvents> {
     }, 10);
   }
 
-  /** Bytes verified contiguously from `offset` on: the end offset. */
-  private contiguousEnd(offset: number): number {
-    const { chunkSize, length } = this.content;
-    return Math.min(length, this.swarm.firstMissing(Math.floor(offset / chunkSize)) * chunkSize);
-  }
-
   private feed(): void {
     if (this.destroyed || this.failed || this.mediaSource.readyState === 'closed') return;
     if (!this.info && !this.startMedia()) return;
     if (this.seek && !this.continueSeek()) return;
     const queue = this.queue;
     if (!queue) return;
-    const { chunkSize, length } = this.content;
+    const { length } = this.content;
     if (this.appendPos < length) {
       if (queue.pendingBytes >= MAX_PENDING || this.bufferedAhead() > MAX_AHEAD_SECONDS) return;
-      const end = Math.min(this.contiguousEnd(this.appendPos), this.appendPos + APPEND_STEP);
+      const end = Math.min(this.swarm.verifiedEnd(this.appendPos), this.appendPos + APPEND_STEP);
       if (end > this.appendPos) {
         queue.push(this.swarm.read(this.appendPos, end));
         this.appendPos = end;
@@ -207,12 +201,17 @@ export class Player extends Emitter<PlayerEvents> {
   private followPlayback(): void {
     const info = this.info;
     if (!info || this.seek) return;
-    const { chunkSize, length } = this.content;
+    const playing = this.byteAt(this.video.currentTime);
+    const at = playing === null ? this.appendPos : Math.min(this.appendPos, playing);
+    this.swarm.setPlayhead(Math.floor(at / this.content.chunkSize));
+  }
+
+  /** Where media time `t` lies in the file, estimated in proportion to the duration. */
+  private byteAt(t: number): number | null {
+    const info = this.info;
     const duration = this.duration();
-    const media = length - info.initLength;
-    const playing = duration ? info.initLength + Math.floor((this.video.currentTime / duration) * media) : 0;
-    const at = Math.min(this.appendPos, playing);
-    this.swarm.setPlayhead(Math.floor(at / chunkSize));
+    if (!info || !duration) return null;
+    return info.initLength + Math.floor((t / duration) * (this.content.length - info.initLength));
   }
 
   private bufferedAhead(): number {
@@ -224,7 +223,7 @@ export class Player extends Emitter<PlayerEvents> {
 
   /** Parses the initialization segment once it is here and creates the SourceBuffer. */
   private startMedia(): boolean {
-    const avail = this.contiguousEnd(0);
+    const avail = this.swarm.verifiedEnd(0);
     if (avail === 0) return false;
     const info = parseInit(this.swarm.read(0, avail));
     if (!info) {
@@ -258,11 +257,8 @@ export class Player extends Emitter<PlayerEvents> {
     const t = this.video.currentTime;
     const b = this.video.buffered;
     for (let i = 0; i < b.length; i++) if (b.start(i) <= t && t < b.end(i) - 0.1) return;
-    const duration = this.duration();
-    const media = this.content.length - info.initLength;
-    const back = Math.max(SEEK_PROBE, Math.floor(media * 0.02));
-    const estimate = duration ? info.initLength + Math.floor((t / duration) * media) : info.initLength;
-    this.beginSeek({ target: t, start: estimate, probe: SEEK_PROBE, back });
+    const back = Math.max(SEEK_PROBE, Math.floor((this.content.length - info.initLength) * 0.02));
+    this.beginSeek({ target: t, start: this.byteAt(t) ?? info.initLength, probe: SEEK_PROBE, back });
   }
 
   private beginSeek(seek: Seek): void {
@@ -285,7 +281,7 @@ export class Player extends Emitter<PlayerEvents> {
     if (!seek || !info) return true;
     const { length } = this.content;
     const want = Math.min(length, seek.start + seek.probe);
-    if (this.contiguousEnd(seek.start) < want) return false;
+    if (this.swarm.verifiedEnd(seek.start) < want) return false;
     const bytes = this.swarm.read(seek.start, want);
     const at = findSegmentStart(info, bytes, 0);
     if (at === null) {

@@ -303,9 +303,10 @@ export class Swarm extends Emitter<SwarmEvents> {
     };
   }
 
-  /** The first chunk at or after `chunk` not verified yet. */
-  firstMissing(chunk: number): number {
-    return this.engine.firstMissing(chunk);
+  /** The end of the bytes verified without a gap from byte `offset` on. */
+  verifiedEnd(offset: number): number {
+    const { chunkSize, length } = this.content;
+    return Math.min(length, this.engine.firstMissing(Math.floor(offset / chunkSize)) * chunkSize);
   }
 
   /** Verified bytes `start..end`. */

@@ -122,7 +122,7 @@ pub fn parse_uri(uri: &str) -> Result<JsValue, JsError> {
     Ok(content_object(&parsed))
 }
 
-/// Chunks of the content, from a swarm URI's length and chunk size.
+/// The caller's `performance.now()` (milliseconds) as engine time.
 fn to_time(now_ms: f64) -> Time {
     // performance.now() is non-negative and monotonic; guard anyway (NaN → 0).
     Time::from_micros((now_ms.max(0.0) * 1000.0) as u64)
