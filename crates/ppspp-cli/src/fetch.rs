@@ -1,4 +1,5 @@
-//! `ppspp fetch URI -o FILE`: download and verify, then rename into place.
+//! `ppspp fetch URI|ROOT-HEX -o FILE`: download and verify, then rename into place. With a
+//! bare root the chunk size and length are first learnt from the peers (`Discovery`).
 
 use crate::file_store::FileStore;
 use crate::net::{self, Flow, Peer};
@@ -7,7 +8,8 @@ use crate::signal::SignalClient;
 use crate::stats::StatsPrinter;
 use crate::udp::{self, Clock};
 use clap::Args;
-use ppspp::engine::{Engine, EngineConfig, Event};
+use ppspp::engine::{ContentInfo, Discovery, Engine, EngineConfig, Event};
+use ppspp::merkle::Hash;
 use ppspp::uri::SwarmUri;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -15,7 +17,10 @@ use std::time::Instant;
 
 #[derive(Args, Debug)]
 pub struct FetchArgs {
-    /// The swarm URI printed by `ppspp seed` (ppspp://<root>?len=…).
+    /// The swarm URI printed by `ppspp seed` (ppspp://<root>?len=…), or only the root hash
+    /// in hex: then the chunk size and length are learnt from the peers named with --udp
+    /// or found through --signal.
+    #[arg(value_name = "URI|ROOT-HEX")]
     uri: String,
     /// Where to write the content (written as FILE.part until verified complete).
     #[arg(short = 'o', long = "output")]
@@ -23,6 +28,14 @@ pub struct FetchArgs {
     /// A UDP peer to fetch from, in addition to those in the URI (repeatable).
     #[arg(long = "udp")]
     udp: Vec<String>,
+    /// A signaling server (ws://HOST:PORT) to find WebRTC peers through, instead of the
+    /// URI's.
+    #[arg(long = "signal")]
+    signal: Option<String>,
+    /// With a bare root hash: the swarm's chunk size in bytes (default: try the powers of
+    /// two from 1 KiB to 32 KiB).
+    #[arg(long = "chunk-size", value_parser = crate::root::parse_chunk_size)]
+    chunk_size: Option<usize>,
     /// Local UDP address (default: loopback if every peer is on loopback, else any). Its IP
     /// is also the WebRTC socket's (default 127.0.0.1, reachable from this machine only).
     #[arg(long)]
@@ -66,10 +79,34 @@ async fn give_up(secs: u64, connected: &std::cell::Cell<bool>) {
     }
 }
 
+/// What the command line names: a full swarm URI, or only the root.
+enum Target {
+    Uri(SwarmUri),
+    Root(Hash),
+}
+
+/// Where the content's description comes from.
+enum Plan {
+    Known(ContentInfo),
+    Discover(Box<Discovery<Peer>>),
+}
+
 pub fn run(args: &FetchArgs) -> Result<(), String> {
-    let uri = parse_uri(&args.uri)?;
+    let target = parse_target(&args.uri)?;
+    let (root, uri_udp, uri_signal) = match &target {
+        Target::Uri(uri) => {
+            if args.chunk_size.is_some() {
+                return Err(
+                    "--chunk-size is only for a bare root hash; the URI already says (cs=)".into(),
+                );
+            }
+            (uri.root, uri.udp.clone(), uri.signal.clone())
+        }
+        Target::Root(root) => (*root, Vec::new(), None),
+    };
+    let signal = args.signal.clone().or(uri_signal);
     let mut peers: Vec<SocketAddr> = Vec::new();
-    for p in uri.udp.iter().chain(&args.udp) {
+    for p in uri_udp.iter().chain(&args.udp) {
         let addr = p
             .to_socket_addrs()
             .map_err(|e| format!("cannot resolve peer {p}: {e}"))?
@@ -77,20 +114,33 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
             .ok_or_else(|| format!("peer {p} has no address"))?;
         peers.push(addr);
     }
-    if peers.is_empty() && uri.signal.is_none() {
-        return Err(
-            "no peer to fetch from: the URI names no udp= peer and no signal= server; add --udp HOST:PORT"
-                .into(),
-        );
+    if peers.is_empty() && signal.is_none() {
+        return Err(match target {
+            Target::Uri(_) => "no peer to fetch from: the URI names no udp= peer and no signal= server; add --udp HOST:PORT or --signal ws://HOST:PORT",
+            Target::Root(_) => "no peer to fetch from: with a bare root hash, name a peer with --udp HOST:PORT or a signaling server with --signal ws://HOST:PORT",
+        }
+        .into());
     }
+    // Checked before any network work, so a typo costs nothing.
+    let plan = match &target {
+        Target::Uri(uri) => Plan::Known(uri.content()),
+        Target::Root(root) => {
+            let sizes: Vec<u32> = args.chunk_size.map(|c| c as u32).into_iter().collect();
+            Plan::Discover(Box::new(Discovery::new(
+                *root,
+                &sizes,
+                crate::random_seed(),
+            )?))
+        }
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     // Join the swarm's room before creating any file, so an unreachable server leaves none.
-    let mut rtc = match &uri.signal {
+    let mut rtc = match &signal {
         Some(url) => Some(runtime.block_on(async {
-            let client = SignalClient::join(url, &uri.root.to_hex()).await?;
+            let client = SignalClient::join(url, &root.to_hex()).await?;
             let ip = match args.bind {
                 Some(b) if !b.ip().is_unspecified() => b.ip(),
                 _ => [127, 0, 0, 1].into(),
@@ -106,7 +156,7 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
     if peers.is_empty() && rtc_peers.is_empty() {
         return Err(format!(
             "no peer to fetch from: nobody else is in the swarm's room at {}",
-            uri.signal.as_deref().unwrap_or("?")
+            signal.as_deref().unwrap_or("?")
         ));
     }
     let bind = args.bind.unwrap_or_else(|| {
@@ -116,13 +166,6 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
             SocketAddr::from(([0, 0, 0, 0], 0))
         }
     });
-    let content = uri.content();
-    let store = FileStore::create_partial(
-        &args.output,
-        content.content_len,
-        content.chunk_size as usize,
-    )
-    .map_err(|e| format!("cannot create {}.part: {e}", args.output.display()))?;
     let started = Instant::now();
     let (outcome, engine) = runtime.block_on(async {
         let socket = match peers.is_empty() {
@@ -130,6 +173,56 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
             false => Some(udp::bind(bind).map_err(|e| format!("cannot bind UDP {bind}: {e}"))?),
         };
         let clock = Clock::new();
+        let mut offered = Vec::new();
+        if let Some(r) = rtc.as_mut() {
+            for p in &rtc_peers {
+                offered.push(r.offer(p)?);
+            }
+        }
+        let (content, opened) = match plan {
+            Plan::Known(content) => (content, Vec::new()),
+            Plan::Discover(mut discovery) => {
+                eprintln!(
+                    "asking {} peer(s) for the chunk size and length of {}",
+                    peers.len() + offered.len(),
+                    root.to_hex()
+                );
+                for p in &peers {
+                    discovery.connect(Peer::Udp(*p), clock.now());
+                }
+                let (found, opened) = net::discover(
+                    &mut discovery,
+                    socket.as_ref(),
+                    rtc.as_mut(),
+                    offered,
+                    &clock,
+                    give_up(args.give_up_after, &std::cell::Cell::new(false)),
+                )
+                .await;
+                let content = match found {
+                    Some(Ok(content)) => content,
+                    Some(Err(e)) => return Err(e.to_string()),
+                    None => {
+                        let answered = discovery.answered().count();
+                        return Err(format!(
+                            "no peer described the content within {} s ({answered} answered)",
+                            args.give_up_after
+                        ));
+                    }
+                };
+                eprintln!(
+                    "content: {} bytes in chunks of {} bytes ({})",
+                    content.content_len, content.chunk_size, content.hash
+                );
+                (content, opened)
+            }
+        };
+        let store = FileStore::create_partial(
+            &args.output,
+            content.content_len,
+            content.chunk_size as usize,
+        )
+        .map_err(|e| format!("cannot create {}.part: {e}", args.output.display()))?;
         let config = EngineConfig {
             download_limit: args.download_limit,
             seed: crate::random_seed(),
@@ -140,10 +233,9 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
         for p in &peers {
             engine.connect(Peer::Udp(*p), clock.now());
         }
-        if let Some(r) = rtc.as_mut() {
-            for p in &rtc_peers {
-                r.offer(p)?;
-            }
+        // Connections that opened during discovery announce themselves no more.
+        for id in opened {
+            engine.connect(Peer::Rtc(id), clock.now());
         }
         let progress = crate::progress::download_bar(content.content_len);
         let mut outcome = Outcome::Interrupted;
@@ -222,6 +314,7 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
         }
         Ok::<_, String>((outcome, engine))
     })?;
+    let content = *engine.content();
     let stats = engine.stats();
     let complete = engine.is_complete();
     let mut store = engine.into_store();
@@ -258,16 +351,17 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn parse_uri(text: &str) -> Result<SwarmUri, String> {
-    if !text.starts_with("ppspp://")
-        && text.len() >= 40
-        && text.bytes().all(|b| b.is_ascii_hexdigit())
-    {
-        return Err(
-            "a bare root hash does not say how long the content is; pass the full URI printed by `ppspp seed` (ppspp://<root>?len=…)"
-                .into(),
-        );
+fn parse_target(text: &str) -> Result<Target, String> {
+    let text = text.trim();
+    if !text.contains("://") {
+        return match Hash::from_hex(text) {
+            Some(root) => Ok(Target::Root(root)),
+            None => Err(format!(
+                "not a swarm URI (ppspp://…) nor a root hash in hex (40 to 128 hex digits): {text}"
+            )),
+        };
     }
     text.parse::<SwarmUri>()
+        .map(Target::Uri)
         .map_err(|e| format!("not a usable swarm URI ({e}): {text}"))
 }

@@ -32,7 +32,7 @@ enum Command {
     Root(root::RootArgs),
     /// Serve a file to the swarm; prints its swarm URI first.
     Seed(seed::SeedArgs),
-    /// Download and verify content from a swarm URI.
+    /// Download and verify content from a swarm URI or root hash.
     Fetch(fetch::FetchArgs),
 }
 

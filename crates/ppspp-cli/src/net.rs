@@ -6,7 +6,7 @@
 use crate::rtc::{RtcEvent, RtcTransport};
 use crate::stats::StatsPrinter;
 use crate::udp::{Clock, RECV_BUFFER};
-use ppspp::engine::{Engine, Event, PeerAddr};
+use ppspp::engine::{ContentInfo, Discovery, DiscoveryError, Engine, Event, PeerAddr};
 use ppspp::store::ChunkStore;
 use std::fmt;
 use std::io::ErrorKind;
@@ -170,6 +170,123 @@ pub async fn run<S: ChunkStore>(
     }
 }
 
+/// Asks `udp_peers` and the WebRTC peers offered (`offered`) for the content's chunk size
+/// and length, until one proves them, every peer has failed, or `stop` resolves (`None`).
+/// Returns the WebRTC connections that opened, for the engine to use next.
+pub async fn discover(
+    discovery: &mut Discovery<Peer>,
+    udp: Option<&UdpSocket>,
+    mut rtc: Option<&mut RtcTransport>,
+    mut offered: Vec<u64>,
+    clock: &Clock,
+    stop: impl std::future::Future<Output = ()>,
+) -> (Option<Result<ContentInfo, DiscoveryError<Peer>>>, Vec<u64>) {
+    tokio::pin!(stop);
+    let mut buf = vec![0u8; RECV_BUFFER];
+    let mut opened = Vec::new();
+    loop {
+        loop {
+            while let Some(t) = discovery.poll_transmit(clock.now()) {
+                send(t.to, &t.payload, udp, rtc.as_deref_mut()).await;
+            }
+            if let Some(r) = rtc.as_deref_mut() {
+                r.flush().await;
+            }
+            let mut progressed = false;
+            if let Some(r) = rtc.as_deref_mut() {
+                while let Some(e) = r.poll_event() {
+                    progressed = true;
+                    match e {
+                        RtcEvent::Open { id, initiator } => {
+                            offered.retain(|o| *o != id);
+                            if initiator {
+                                opened.push(id);
+                                discovery.connect(Peer::Rtc(id), clock.now());
+                            }
+                        }
+                        RtcEvent::Data { id, data } => {
+                            discovery.handle_datagram(clock.now(), Peer::Rtc(id), &data)
+                        }
+                        RtcEvent::Closed { id, .. } => {
+                            offered.retain(|o| *o != id);
+                            opened.retain(|o| *o != id);
+                            discovery.peer_lost(&Peer::Rtc(id));
+                        }
+                    }
+                }
+            }
+            if !progressed {
+                break;
+            }
+        }
+        if let Some(found) = discovery.found().copied() {
+            // The closes of the probe channels go out before the engine takes over.
+            while let Some(t) = discovery.poll_transmit(clock.now()) {
+                send(t.to, &t.payload, udp, rtc.as_deref_mut()).await;
+            }
+            if let Some(r) = rtc.as_deref_mut() {
+                r.flush().await;
+            }
+            return (Some(Ok(found)), opened);
+        }
+        if offered.is_empty()
+            && let Some(e) = discovery.failed()
+        {
+            return (Some(Err(e)), opened);
+        }
+        let mut deadline = discovery
+            .poll_timeout()
+            .map(|t| clock.instant(t))
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+        if let Some(t) = rtc.as_deref().and_then(RtcTransport::poll_timeout) {
+            deadline = deadline.min(Instant::from_std(t));
+        }
+        let rtc_recv = async {
+            match rtc.as_deref_mut() {
+                Some(r) => {
+                    let i = r.recv().await;
+                    r.handle(i);
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let udp_recv = async {
+            match udp {
+                Some(s) => s.recv_from(&mut buf).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            received = udp_recv => {
+                if let Ok((n, from)) = received {
+                    discovery.handle_datagram(clock.now(), Peer::Udp(from), &buf[..n]);
+                }
+            }
+            _ = rtc_recv => {}
+            _ = tokio::time::sleep_until(deadline) => {
+                discovery.handle_timeout(clock.now());
+                if let Some(r) = rtc.as_deref_mut() {
+                    r.handle_timeout(std::time::Instant::now());
+                }
+            }
+            _ = &mut stop => return (None, opened),
+        }
+    }
+}
+
+async fn send(to: Peer, payload: &[u8], udp: Option<&UdpSocket>, rtc: Option<&mut RtcTransport>) {
+    // A failed send is a lost datagram; the protocol recovers from those.
+    match (to, udp, rtc) {
+        (Peer::Udp(to), Some(s), _) => {
+            let _ = s.send_to(payload, to).await;
+        }
+        (Peer::Rtc(id), _, Some(r)) => {
+            r.send(id, payload);
+        }
+        _ => {}
+    }
+}
+
 enum Wake {
     Udp(std::io::Result<(usize, SocketAddr)>),
     Rtc,
@@ -205,16 +322,7 @@ async fn flush<S: ChunkStore>(
     clock: &Clock,
 ) {
     while let Some(t) = engine.poll_transmit(clock.now()) {
-        // A failed send is a lost datagram; the protocol recovers from those.
-        match (t.to, udp, rtc.as_deref_mut()) {
-            (Peer::Udp(to), Some(s), _) => {
-                let _ = s.send_to(&t.payload, to).await;
-            }
-            (Peer::Rtc(id), _, Some(r)) => {
-                r.send(id, &t.payload);
-            }
-            _ => {}
-        }
+        send(t.to, &t.payload, udp, rtc.as_deref_mut()).await;
     }
     if let Some(r) = rtc {
         r.flush().await;

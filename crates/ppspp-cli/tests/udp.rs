@@ -157,6 +157,7 @@ fn a_wrong_root_is_a_clear_error_and_leaves_no_file() {
         "{}",
         stderr(&o)
     );
+    // A bare root needs a peer to ask.
     let o = run(
         &[
             "fetch",
@@ -166,7 +167,154 @@ fn a_wrong_root_is_a_clear_error_and_leaves_no_file() {
         ],
         Duration::from_secs(10),
     );
-    assert!(stderr(&o).contains("bare root hash"), "{}", stderr(&o));
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("with a bare root hash, name a peer with --udp"),
+        "{}",
+        stderr(&o)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The seeder's UDP address, from its URI.
+fn udp_of(uri: &str) -> String {
+    let at = uri.find("udp=").expect("udp= in the URI") + 4;
+    uri[at..].split('&').next().unwrap().to_string()
+}
+
+fn root_of(uri: &str) -> String {
+    uri["ppspp://".len()..]
+        .split('?')
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn a_bare_root_hash_is_enough() {
+    let dir = temp_dir("bareroot");
+    // Neither the default chunk size nor a whole number of chunks, and SHA-256.
+    let data = content(300 * 1024 + 555, 6);
+    let file = dir.join("clip.webm");
+    std::fs::write(&file, &data).unwrap();
+    let (_seeder, uri) = seed(&file, &["--chunk-size", "4096", "--hash", "sha256"]);
+    let (root, udp) = (root_of(&uri), udp_of(&uri));
+    assert_eq!(root.len(), 64, "{uri}");
+    let out = dir.join("got.webm");
+    let o = run(
+        &["fetch", &root, "--udp", &udp, "-o", out.to_str().unwrap()],
+        Duration::from_secs(60),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!(
+            "content: {} bytes in chunks of 4096 bytes",
+            data.len()
+        )),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), data);
+
+    // Told the chunk size, it asks with that one only.
+    let out2 = dir.join("got2.webm");
+    let o = run(
+        &[
+            "fetch",
+            &root.to_uppercase(),
+            "--udp",
+            &udp,
+            "--chunk-size",
+            "4096",
+            "-o",
+            out2.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&out2).unwrap(), data);
+
+    // A wrong chunk size, and a root nobody seeds: clear errors, no file left behind.
+    let bad = dir.join("bad.webm");
+    let wrong_root: String = root
+        .chars()
+        .enumerate()
+        .map(|(i, c)| {
+            if i == 0 {
+                if c == '0' { '1' } else { '0' }
+            } else {
+                c
+            }
+        })
+        .collect();
+    for (what, args) in [
+        ("chunk size", vec!["--chunk-size", "1024"]),
+        ("root", vec![]),
+    ] {
+        let target = if what == "root" { &wrong_root } else { &root };
+        let mut argv = vec!["fetch", target.as_str(), "--udp", &udp, "-o"];
+        argv.push(bad.to_str().unwrap());
+        argv.extend(args);
+        let o = run(&argv, Duration::from_secs(60));
+        assert!(!o.status.success(), "wrong {what}");
+        assert!(
+            stderr(&o).contains("no peer could describe the content")
+                && stderr(&o).contains("not in this swarm, or its chunk size is none of"),
+            "wrong {what}: {}",
+            stderr(&o)
+        );
+        assert!(!bad.exists() && !dir.join("bad.webm.part").exists());
+    }
+
+    // --chunk-size belongs to bare roots; not a hash at all is refused before any work.
+    let o = run(
+        &[
+            "fetch",
+            &uri,
+            "--chunk-size",
+            "4096",
+            "-o",
+            bad.to_str().unwrap(),
+        ],
+        Duration::from_secs(10),
+    );
+    assert!(
+        stderr(&o).contains("--chunk-size is only for a bare root"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(
+        &[
+            "fetch",
+            "abc123",
+            "--udp",
+            &udp,
+            "-o",
+            bad.to_str().unwrap(),
+        ],
+        Duration::from_secs(10),
+    );
+    assert!(
+        stderr(&o).contains("matches no Merkle hash function"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(
+        &[
+            "fetch",
+            "not-hex",
+            "--udp",
+            &udp,
+            "-o",
+            bad.to_str().unwrap(),
+        ],
+        Duration::from_secs(10),
+    );
+    assert!(
+        stderr(&o).contains("nor a root hash in hex"),
+        "{}",
+        stderr(&o)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -105,6 +105,56 @@ fn three_fetchers_get_identical_files_over_webrtc() {
 }
 
 #[test]
+fn a_bare_root_hash_is_enough_over_webrtc() {
+    let signal = Signal::start();
+    let dir = temp_dir("bareroot");
+    let data = content(700 * 1024 + 9, 8);
+    let file = dir.join("video.webm");
+    std::fs::write(&file, &data).unwrap();
+    let seeder = spawn(&[
+        "seed",
+        file.to_str().unwrap(),
+        "--signal",
+        &signal.url,
+        "--chunk-size",
+        "8192",
+    ]);
+    let uri = seeder
+        .lines
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the seeder prints its URI");
+    let root = uri["ppspp://".len()..]
+        .split('?')
+        .next()
+        .unwrap()
+        .to_string();
+    let out = dir.join("out.webm");
+    let f = ppspp()
+        .args([
+            "fetch",
+            &root,
+            "--signal",
+            &signal.url,
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = finish(f, Duration::from_secs(60), "fetch by root");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("in chunks of 8192 bytes"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), data);
+    drop(seeder);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn unreachable_signaling_server_fails_cleanly() {
     let dir = temp_dir("unreachable");
     // A port nobody listens on.

@@ -8,12 +8,31 @@
 
 use super::ContentInfo;
 use crate::codec::{ChunkAddressing, ContentIntegrity, HandshakeOptions};
+use crate::merkle::{Hash, HashAlgorithm};
 
 /// The RFC's default chunk size, which needs no option.
 const DEFAULT_CHUNK_SIZE: u32 = 1024;
 
+/// What both ends of a channel must agree on; the content length is not among it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SwarmParams {
+    pub root: Hash,
+    pub hash: HashAlgorithm,
+    pub chunk_size: u32,
+}
+
+impl From<&ContentInfo> for SwarmParams {
+    fn from(c: &ContentInfo) -> SwarmParams {
+        SwarmParams {
+            root: c.root,
+            hash: c.hash,
+            chunk_size: c.chunk_size,
+        }
+    }
+}
+
 pub(crate) fn our_options<'a>(
-    content: &ContentInfo,
+    content: &SwarmParams,
     swarm_id: Option<&'a [u8]>,
     cam: ChunkAddressing,
 ) -> HandshakeOptions<'a> {
@@ -32,7 +51,7 @@ pub(crate) fn our_options<'a>(
 /// Checks a peer's handshake against our swarm; `Err` says why it cannot work.
 /// `initiator` is true when the peer opened the channel (then it must name the swarm).
 pub(crate) fn check_peer_options(
-    content: &ContentInfo,
+    content: &SwarmParams,
     options: &HandshakeOptions<'_>,
     initiator: bool,
 ) -> Result<(), String> {

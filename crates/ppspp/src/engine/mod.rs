@@ -14,6 +14,7 @@
 
 mod addr;
 mod channel;
+mod discover;
 mod event;
 mod handshake;
 mod recv;
@@ -23,6 +24,7 @@ mod send;
 mod timers;
 
 pub use addr::{PeerAddr, is_private};
+pub use discover::{CANDIDATE_CHUNK_SIZES, Discovery, DiscoveryError};
 pub use event::{ChannelStats, CloseReason, Event, SendState, Stats};
 
 use crate::Bin;

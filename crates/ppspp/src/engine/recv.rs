@@ -89,7 +89,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             self.stats.datagrams_dropped += 1;
             return;
         };
-        if hs.is_close() || check_peer_options(&self.content, &hs.options, true).is_err() {
+        if hs.is_close() || check_peer_options(&(&self.content).into(), &hs.options, true).is_err()
+        {
             self.stats.datagrams_dropped += 1;
             return;
         }
@@ -199,7 +200,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if !first || ch.handshake.is_none() {
             return None; // a repeat; harmless
         }
-        if let Err(why) = check_peer_options(&self.content, &hs.options, false) {
+        if let Err(why) = check_peer_options(&(&self.content).into(), &hs.options, false) {
             return Some(Verdict::Close(CloseReason::Misbehaving(why)));
         }
         ch.remote_id = hs.source_channel;

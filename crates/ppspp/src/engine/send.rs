@@ -121,7 +121,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             ch.send_handshake = false;
             ch.handshake_resent |= ch.handshake_sent.is_some();
             ch.handshake_sent = Some(now);
-            let options = our_options(&self.content, None, ch.codec.chunk_addressing);
+            let options = our_options(&(&self.content).into(), None, ch.codec.chunk_addressing);
             w.push(&Message::Handshake(Handshake {
                 source_channel: ch.local_id,
                 options,
@@ -164,7 +164,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         let root = self.content.root;
         let options = our_options(
-            &self.content,
+            &(&self.content).into(),
             Some(root.as_bytes()),
             ch.codec.chunk_addressing,
         );

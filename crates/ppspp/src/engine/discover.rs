@@ -1,0 +1,568 @@
+//! Joining a swarm knowing only its root hash: learning the chunk size and the content
+//! length from the peers before an [`Engine`](super::Engine) can start.
+//!
+//! The recipe is the one libswift follows (PPSPP draft §5.6, digest §2.3): the peak hashes,
+//! checked against the root, give the number of chunks; the last chunk, verified, gives the
+//! exact length. The
+//! chunk size must be agreed in the handshake (option 9), and a peer silently ignores a
+//! handshake whose chunk size differs from its own, so a [`Discovery`] opens one channel
+//! per candidate size at once and keeps the one that is answered. The hash function
+//! follows from the root's length.
+//!
+//! Per peer: handshakes (retried with back-off) → the answer's HAVEs say which chunk the
+//! peer holds last → a REQUEST for it (retried) → its DATA with the peaks and uncles. The
+//! peaks (or, for a power-of-two chunk count, the uncles up to the root) fix the chunk
+//! count; if the chunk was not the last one, the last one is requested next. Nothing is
+//! believed before it verifies against the root: a peer that sends hashes or data that do
+//! not is dropped, and the others go on. Sans-IO like the engine: time comes in, datagrams
+//! go out through [`Discovery::poll_transmit`].
+
+use super::addr::PeerAddr;
+use super::handshake::{SwarmParams, check_peer_options, our_options};
+use super::{ContentInfo, Transmit};
+use crate::Bin;
+use crate::codec::{
+    ChunkAddressing, ChunkSpec, CodecConfig, Handshake, Message, decode_datagram, encode_datagram,
+};
+use crate::merkle::{Hash, HashAlgorithm, VerifyError, VerifyingTree};
+use crate::rng::Rng;
+use crate::time::Time;
+use core::fmt;
+use core::time::Duration;
+use std::collections::{BTreeMap, VecDeque};
+
+/// Chunk sizes tried when the caller names none: the powers of two from 1 KiB (the RFC's
+/// default) to 32 KiB.
+pub const CANDIDATE_CHUNK_SIZES: [u32; 6] = [1024, 2048, 4096, 8192, 16_384, 32_768];
+
+/// Handshakes sent to a silent peer, 1+2+4 s apart; it counts as unreachable 8 s after
+/// the last (15 s in all).
+const HANDSHAKE_TRIES: u32 = 4;
+/// Requests for one chunk before the peer counts as not delivering, 1+2+4+8+16 s apart:
+/// a peer ignores a repeat while the chunk is in flight and resends it only after its own
+/// retransmission timeout, which backs off the same way (we never acknowledge).
+const REQUEST_TRIES: u32 = 6;
+const REQUEST_RETRY: Duration = Duration::from_secs(1);
+/// How long an answering peer may take to announce any chunk.
+const HAVE_WAIT: Duration = Duration::from_secs(10);
+
+/// Why discovery failed: every peer was tried and none could say.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiscoveryError<A> {
+    /// Each peer tried and what went wrong with it.
+    pub failures: Vec<(A, String)>,
+}
+
+impl<A: fmt::Display> fmt::Display for DiscoveryError<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("no peer could describe the content")?;
+        for (i, (peer, why)) in self.failures.iter().enumerate() {
+            let sep = if i == 0 { ": " } else { "; " };
+            write!(f, "{sep}{peer}: {why}")?;
+        }
+        Ok(())
+    }
+}
+
+impl<A: fmt::Debug + fmt::Display> std::error::Error for DiscoveryError<A> {}
+
+enum Probe {
+    /// Handshakes out, one channel per candidate chunk size: `(local channel, size)`.
+    Opening {
+        channels: Vec<(u32, u32)>,
+        tries: u32,
+        next: Time,
+    },
+    Open(Box<OpenProbe>),
+    Failed(String),
+}
+
+struct OpenProbe {
+    local: u32,
+    remote: u32,
+    codec: CodecConfig,
+    tree: VerifyingTree,
+    /// Hashes received since the last DATA (peaks and uncles precede their chunk).
+    hashes: Vec<(Bin, Hash)>,
+    /// The highest chunk the peer announced.
+    last_have: Option<u64>,
+    /// The chunk asked for, how often, and when to ask again (or give up).
+    asked: Option<u64>,
+    tries: u32,
+    next: Time,
+}
+
+/// Learns a swarm's [`ContentInfo`] from its peers, knowing only the root.
+pub struct Discovery<A: PeerAddr> {
+    root: Hash,
+    hash: HashAlgorithm,
+    chunk_sizes: Vec<u32>,
+    cam: ChunkAddressing,
+    peers: BTreeMap<A, Probe>,
+    rng: Rng,
+    out: VecDeque<Transmit<A>>,
+    found: Option<ContentInfo>,
+}
+
+impl<A: PeerAddr> fmt::Debug for Discovery<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Discovery")
+            .field("root", &self.root)
+            .field("peers", &self.peers.len())
+            .field("found", &self.found)
+            .finish()
+    }
+}
+
+impl<A: PeerAddr> Discovery<A> {
+    /// Discovery for the swarm `root`, trying `chunk_sizes` (empty: the
+    /// [`CANDIDATE_CHUNK_SIZES`]). The hash function follows from the root's length.
+    pub fn new(root: Hash, chunk_sizes: &[u32], seed: u64) -> Result<Self, String> {
+        let hash = HashAlgorithm::ALL
+            .into_iter()
+            .find(|a| a.size() == root.len())
+            .ok_or_else(|| {
+                format!(
+                    "a root hash of {} hex digits matches no Merkle hash function (SHA-1: 40, SHA-224: 56, SHA-256: 64, SHA-384: 96, SHA-512: 128)",
+                    2 * root.len()
+                )
+            })?;
+        let mut sizes: Vec<u32> = if chunk_sizes.is_empty() {
+            CANDIDATE_CHUNK_SIZES.to_vec()
+        } else {
+            chunk_sizes.to_vec()
+        };
+        sizes.sort_unstable();
+        sizes.dedup();
+        if sizes.contains(&0) {
+            return Err("chunk size 0".into());
+        }
+        Ok(Discovery {
+            root,
+            hash,
+            chunk_sizes: sizes,
+            cam: ChunkAddressing::Chunk32,
+            peers: BTreeMap::new(),
+            rng: Rng::new(seed),
+            out: VecDeque::new(),
+            found: None,
+        })
+    }
+
+    /// Starts asking `peer` (again, if it failed before).
+    pub fn connect(&mut self, peer: A, now: Time) {
+        if self.found.is_some()
+            || matches!(
+                self.peers.get(&peer),
+                Some(Probe::Opening { .. } | Probe::Open(_))
+            )
+        {
+            return;
+        }
+        let mut channels = Vec::with_capacity(self.chunk_sizes.len());
+        for &size in &self.chunk_sizes {
+            channels.push((self.rng.channel_id(), size));
+        }
+        self.peers.insert(
+            peer,
+            Probe::Opening {
+                channels,
+                tries: 0,
+                next: now,
+            },
+        );
+    }
+
+    /// The transport to `peer` is gone.
+    pub fn peer_lost(&mut self, peer: &A) {
+        if let Some(p) = self.peers.get_mut(peer)
+            && !matches!(p, Probe::Failed(_))
+        {
+            *p = Probe::Failed("connection lost".into());
+        }
+    }
+
+    /// What was learnt, once a peer has proven it.
+    pub fn found(&self) -> Option<&ContentInfo> {
+        self.found.as_ref()
+    }
+
+    /// `Some` once every peer connected so far has failed (and there was one).
+    pub fn failed(&self) -> Option<DiscoveryError<A>> {
+        if self.found.is_some() || self.peers.is_empty() {
+            return None;
+        }
+        let mut failures = Vec::new();
+        for (peer, p) in &self.peers {
+            match p {
+                Probe::Failed(why) => failures.push((peer.clone(), why.clone())),
+                _ => return None,
+            }
+        }
+        Some(DiscoveryError { failures })
+    }
+
+    /// Peers that answered our handshake.
+    pub fn answered(&self) -> impl Iterator<Item = &A> {
+        self.peers
+            .iter()
+            .filter(|(_, p)| matches!(p, Probe::Open(_)))
+            .map(|(a, _)| a)
+    }
+
+    pub fn poll_transmit(&mut self, now: Time) -> Option<Transmit<A>> {
+        if self.out.is_empty() {
+            self.handle_timeout(now);
+        }
+        self.out.pop_front()
+    }
+
+    pub fn poll_timeout(&self) -> Option<Time> {
+        if self.found.is_some() {
+            return None;
+        }
+        self.peers
+            .values()
+            .filter_map(|p| match p {
+                Probe::Opening { next, .. } => Some(*next),
+                Probe::Open(o) => Some(o.next),
+                Probe::Failed(_) => None,
+            })
+            .min()
+    }
+
+    /// Sends what is due: handshakes and requests again, and gives up on silent peers.
+    pub fn handle_timeout(&mut self, now: Time) {
+        if self.found.is_some() {
+            return;
+        }
+        let params = self.params(0);
+        let peers: Vec<A> = self.peers.keys().cloned().collect();
+        for peer in peers {
+            let Some(probe) = self.peers.get_mut(&peer) else {
+                continue;
+            };
+            match probe {
+                Probe::Opening {
+                    channels,
+                    tries,
+                    next,
+                } if now >= *next => {
+                    if *tries >= HANDSHAKE_TRIES {
+                        let sizes: Vec<String> =
+                            channels.iter().map(|(_, s)| s.to_string()).collect();
+                        *probe = Probe::Failed(format!(
+                            "no answer: not in this swarm, or its chunk size is none of {} bytes",
+                            sizes.join(", ")
+                        ));
+                        continue;
+                    }
+                    *next = now + Duration::from_secs(1 << *tries);
+                    *tries += 1;
+                    for &(local, size) in channels.iter() {
+                        let params = SwarmParams {
+                            chunk_size: size,
+                            ..params
+                        };
+                        let codec = codec_for(self.cam, self.hash, size);
+                        let hs = Message::Handshake(Handshake {
+                            source_channel: local,
+                            options: our_options(&params, Some(self.root.as_bytes()), self.cam),
+                        });
+                        let mut payload = Vec::new();
+                        if encode_datagram(0, &[hs], &codec, &mut payload).is_ok() {
+                            self.out.push_back(Transmit {
+                                to: peer.clone(),
+                                payload,
+                            });
+                        }
+                    }
+                }
+                Probe::Open(o) if now >= o.next => match o.asked {
+                    None => *probe = Probe::Failed("announced no chunks".into()),
+                    Some(chunk) if o.tries >= REQUEST_TRIES => {
+                        *probe = Probe::Failed(format!("did not deliver chunk {chunk}"));
+                    }
+                    Some(chunk) => {
+                        o.next = now + REQUEST_RETRY * (1 << o.tries.min(8));
+                        o.tries += 1;
+                        if let Some(t) = request(&peer, o, chunk) {
+                            self.out.push_back(t);
+                        }
+                    }
+                },
+                _ => {}
+            }
+        }
+    }
+
+    /// A datagram from `from`. Anything not for one of our probe channels is ignored.
+    pub fn handle_datagram(&mut self, now: Time, from: A, bytes: &[u8]) {
+        if self.found.is_some() {
+            return;
+        }
+        let Some(channel) = bytes
+            .get(..4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        else {
+            return;
+        };
+        let root = self.root;
+        let (cam, hash) = (self.cam, self.hash);
+        let params = self.params(0);
+        let Some(probe) = self.peers.get_mut(&from) else {
+            return;
+        };
+        let outcome = match probe {
+            Probe::Opening { channels, .. } => {
+                let Some(&(local, size)) = channels.iter().find(|(l, _)| *l == channel) else {
+                    return;
+                };
+                let params = SwarmParams {
+                    chunk_size: size,
+                    ..params
+                };
+                let mut codec = codec_for(cam, hash, size);
+                let Ok(datagram) = decode_datagram(bytes, &codec) else {
+                    return;
+                };
+                let mut messages = datagram.messages();
+                let Some(Ok(Message::Handshake(hs))) = messages.next() else {
+                    return;
+                };
+                if hs.is_close() {
+                    *probe = Probe::Failed("closed the channel".into());
+                    return;
+                }
+                if let Err(why) = check_peer_options(&params, &hs.options, false) {
+                    *probe = Probe::Failed(why);
+                    return;
+                }
+                codec.apply_handshake(&hs.options);
+                let Ok(tree) = VerifyingTree::new_unknown_size(hash, root, size as usize) else {
+                    return;
+                };
+                let mut open = Box::new(OpenProbe {
+                    local,
+                    remote: hs.source_channel,
+                    codec,
+                    tree,
+                    hashes: Vec::new(),
+                    last_have: None,
+                    asked: None,
+                    tries: 0,
+                    next: now + HAVE_WAIT,
+                });
+                // The rest of the datagram was encoded after the handshake: decode it
+                // again with what the handshake set.
+                let rest = bytes.get(messages.offset()..).unwrap_or_default();
+                let mut body = Vec::with_capacity(4 + rest.len());
+                body.extend_from_slice(&local.to_be_bytes());
+                body.extend_from_slice(rest);
+                let outcome = open.handle(&body);
+                *probe = Probe::Open(open);
+                outcome
+            }
+            Probe::Open(o) if o.local == channel => o.handle(bytes),
+            _ => return,
+        };
+        match outcome {
+            Step::Wait => {}
+            Step::Ask(chunk) => {
+                // A retransmitted DATA repeats an answer we already acted on.
+                if let Probe::Open(o) = probe
+                    && o.asked != Some(chunk)
+                {
+                    o.asked = Some(chunk);
+                    o.tries = 1;
+                    o.next = now + REQUEST_RETRY;
+                    if let Some(t) = request(&from, o, chunk) {
+                        self.out.push_back(t);
+                    }
+                }
+            }
+            Step::Fail(why) => *probe = Probe::Failed(why),
+            Step::Found(content_len) => {
+                if let Probe::Open(o) = probe {
+                    self.found = Some(ContentInfo {
+                        root,
+                        hash,
+                        chunk_size: o.codec.chunk_size,
+                        content_len,
+                    });
+                }
+                self.close_all();
+            }
+        }
+    }
+
+    /// Ends every probe channel with an explicit close, so peers free them at once.
+    fn close_all(&mut self) {
+        for (peer, probe) in &self.peers {
+            if let Probe::Open(o) = probe {
+                let mut payload = Vec::new();
+                let close = Message::Handshake(Handshake::close());
+                if encode_datagram(o.remote, &[close], &o.codec, &mut payload).is_ok() {
+                    self.out.push_back(Transmit {
+                        to: peer.clone(),
+                        payload,
+                    });
+                }
+            }
+        }
+    }
+
+    fn params(&self, chunk_size: u32) -> SwarmParams {
+        SwarmParams {
+            root: self.root,
+            hash: self.hash,
+            chunk_size,
+        }
+    }
+}
+
+/// What one datagram on an open probe leads to.
+enum Step {
+    Wait,
+    Ask(u64),
+    Fail(String),
+    Found(u64),
+}
+
+impl OpenProbe {
+    fn handle(&mut self, bytes: &[u8]) -> Step {
+        let Ok(datagram) = decode_datagram(bytes, &self.codec) else {
+            return Step::Wait;
+        };
+        let cs = self.codec.chunk_size;
+        let mut step = Step::Wait;
+        for msg in datagram.messages() {
+            let Ok(msg) = msg else {
+                return Step::Fail("sent a datagram that does not decode".into());
+            };
+            match msg {
+                Message::Handshake(hs) if hs.is_close() => {
+                    return Step::Fail("closed the channel".into());
+                }
+                Message::Have(spec) => {
+                    if let Some((_, last)) = spec.chunk_range(cs) {
+                        self.last_have = Some(self.last_have.map_or(last, |l| l.max(last)));
+                    }
+                }
+                Message::Integrity { chunks, hash } => {
+                    let mut bins = chunks.bins(cs);
+                    if let (Some(bin), None, Some(h)) =
+                        (bins.next(), bins.next(), Hash::from_slice(hash))
+                        && self.hashes.len() < 128
+                    {
+                        self.hashes.push((bin, h));
+                    }
+                }
+                Message::Data {
+                    chunks, payload, ..
+                } => {
+                    let hashes = core::mem::take(&mut self.hashes);
+                    return match chunks.chunk_range(cs) {
+                        Some((first, _)) => self.on_data(first, payload, &hashes),
+                        None => Step::Fail("sent DATA without chunks".into()),
+                    };
+                }
+                _ => {}
+            }
+        }
+        if self.asked.is_none()
+            && let Some(last) = self.last_have
+        {
+            step = Step::Ask(last);
+        }
+        step
+    }
+
+    /// Verifies the first chunk of a DATA message (a larger payload holds more chunks;
+    /// one is enough here).
+    fn on_data(&mut self, chunk: u64, payload: &[u8], hashes: &[(Bin, Hash)]) -> Step {
+        let cs = self.codec.chunk_size as usize;
+        let data = &payload[..payload.len().min(cs)];
+        let Some(leaf) = Bin::chunk(chunk) else {
+            return Step::Fail("sent a chunk index out of range".into());
+        };
+        if self.tree.chunk_count().is_none() {
+            // Peaks come first, then uncles, and uncles can look like peaks (those of
+            // chunk 3 of 4 tile chunks 0..3 as the peaks of 3 chunks would). Only the
+            // right reading rebuilds the root, so each is tried: the peak runs from the
+            // longest, then the root as the single peak with the uncles reaching it.
+            let chain = peak_chain(hashes);
+            let mut top = leaf;
+            while !top.is_none() && hashes.iter().any(|(b, _)| *b == top.sibling()) {
+                top = top.parent();
+            }
+            let single = [(top, self.tree.root())];
+            let learnt = (2..=chain.len())
+                .rev()
+                .map(|k| &chain[..k])
+                .chain([&single[..]])
+                .any(|peaks| self.tree.add_peaks(peaks).is_ok());
+            if !learnt {
+                return Step::Fail("sent peak hashes that do not match the root".into());
+            }
+        }
+        let uncles: Vec<(Bin, Hash)> = hashes
+            .iter()
+            .filter(|(b, _)| !b.contains(leaf) && b.parent().contains(leaf))
+            .copied()
+            .collect();
+        match self.tree.verify_chunk(chunk, data, &uncles) {
+            Ok(()) => {}
+            // Sent for a tree we do not have yet (e.g. the peaks got lost): ask again.
+            Err(VerifyError::MissingHash(_)) => return Step::Wait,
+            Err(e) => return Step::Fail(format!("chunk {chunk} failed verification: {e}")),
+        }
+        let n = self.tree.chunk_count().unwrap_or(0);
+        match self.tree.content_len() {
+            Some(len) if n > 0 => Step::Found(len),
+            _ => Step::Ask(n.saturating_sub(1)),
+        }
+    }
+}
+
+/// The longest run of hashes, in order, whose bins tile `0..n` with strictly shrinking
+/// sizes: the peak list as [`Bin::peaks`] gives it, if one was sent.
+fn peak_chain(hashes: &[(Bin, Hash)]) -> Vec<(Bin, Hash)> {
+    let mut chain: Vec<(Bin, Hash)> = Vec::new();
+    let mut end = 0u64;
+    for &(bin, hash) in hashes {
+        if bin.is_none() || bin.base_offset() != end {
+            continue;
+        }
+        if chain.last().is_some_and(|(b, _)| b.layer() <= bin.layer()) {
+            continue;
+        }
+        let Some(next) = end.checked_add(bin.base_length()) else {
+            break;
+        };
+        chain.push((bin, hash));
+        end = next;
+    }
+    chain
+}
+
+fn codec_for(cam: ChunkAddressing, hash: HashAlgorithm, chunk_size: u32) -> CodecConfig {
+    CodecConfig {
+        chunk_addressing: cam,
+        hash_size: hash.size(),
+        chunk_size,
+        ..CodecConfig::default()
+    }
+}
+
+fn request<A: PeerAddr>(peer: &A, o: &OpenProbe, chunk: u64) -> Option<Transmit<A>> {
+    let spec =
+        ChunkSpec::from_chunk_range(chunk, chunk, o.codec.chunk_addressing, o.codec.chunk_size)
+            .ok()?;
+    let mut payload = Vec::new();
+    encode_datagram(o.remote, &[Message::Request(spec)], &o.codec, &mut payload).ok()?;
+    Some(Transmit {
+        to: peer.clone(),
+        payload,
+    })
+}
