@@ -4,7 +4,9 @@
 //  2. Merkle verification in Wasm and crypto.subtle digests;
 //  3. a swarm: 1 native seeder + 8 headless pages playing a 20 MB video.
 // Writes target/bench/browser.json. Run inside scripts/netns.sh (loopback only).
-//   node scripts/bench-browser.mjs [--smoke] [--out FILE]
+//   node scripts/bench-browser.mjs [--smoke] [--out FILE] [--only goodput,verify,swarm]
+// Diagnostics: BENCH_DEBUG=1 (sender/receiver state), BENCH_PROFILE=1 (CPU profile of both
+// pages in the first PPSPP goodput run), BENCH_CHUNK_SIZES, BENCH_SEED_OPTIONS.
 import { chromium } from '@playwright/test';
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -69,6 +71,32 @@ const signalUrl = signal.line.slice(signal.line.indexOf('ws://'));
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', headless: true, args });
 const result = { smoke, date: new Date().toISOString(), chromium: browser.version() };
 
+/** BENCH_PROFILE=1: a CPU profile of a page (CDP), summarised as self time per function. */
+async function profileStart(p) {
+  const cdp = await p.context().newCDPSession(p);
+  await cdp.send('Profiler.enable');
+  await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
+  await cdp.send('Profiler.start');
+  return cdp;
+}
+
+async function profileStop(cdp, who) {
+  const { profile } = await cdp.send('Profiler.stop');
+  const dt = new Map();
+  const ids = profile.samples;
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  for (let i = 0; i < ids.length; i++) {
+    const n = byId.get(ids[i]);
+    const f = n.callFrame;
+    const key = `${f.functionName || '(anon)'} ${f.url.split('/').pop()}:${f.lineNumber}`;
+    dt.set(key, (dt.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  }
+  const total = [...dt.values()].reduce((a, b) => a + b, 0);
+  const top = [...dt.entries()].sort((a, b) => b[1] - a[1]).slice(0, 25);
+  log(`  profile ${who}: ${(total / 1000).toFixed(0)} ms sampled`);
+  for (const [k, v] of top) log(`    ${((100 * v) / total).toFixed(1).padStart(5)} %  ${k}`);
+}
+
 async function page(path) {
   const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
   const p = await context.newPage();
@@ -103,6 +131,7 @@ try {
     const ppspp = [];
     for (let r = 0; r < RUNS; r++) {
       const uri = await sender.evaluate(([s, b, c, o]) => window.ppsppSeed(s, b, c, o), [signalUrl, GOODPUT_BYTES, cs, SEED_OPTIONS]);
+      const profiling = process.env.BENCH_PROFILE && r === 0 ? [await profileStart(sender), await profileStart(receiver)] : null;
       const fetching = receiver.evaluate((u) => window.ppsppFetch(u), uri);
       if (process.env.BENCH_DEBUG) {
         for (let i = 0; i < 6; i++) {
@@ -111,6 +140,10 @@ try {
         }
       }
       const got = await fetching;
+      if (profiling) {
+        await profileStop(profiling[0], 'sender');
+        await profileStop(profiling[1], 'receiver');
+      }
       if (got.bytes !== GOODPUT_BYTES) throw new Error(`fetched ${got.bytes} bytes`);
       if (process.env.BENCH_DEBUG) log(`    ${JSON.stringify(got)}`);
       ppspp.push(got.bytes / got.ms / 1000);

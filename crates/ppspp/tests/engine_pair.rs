@@ -223,10 +223,64 @@ fn leecher_gets_identical_content_from_a_seeder() {
     assert_eq!(nodes[1].store().bytes(), &data[..]);
     let ev = events(&mut nodes[1]);
     assert!(ev.contains(&Event::PeerConnected { peer: 0 }));
-    assert!(ev.contains(&Event::Complete));
+    // Progress is one event per batch read by the adapter (here: one), and it says
+    // "all of it" right before Complete.
+    let n = nodes[1].chunk_count();
+    let progress = ev
+        .iter()
+        .filter(|e| matches!(e, Event::Progress { .. }))
+        .count();
+    assert_eq!(progress, 1, "one Progress per batch, not one per chunk");
+    let at = ev
+        .iter()
+        .position(|e| *e == Event::Complete)
+        .expect("Complete");
+    assert_eq!(ev[at - 1], Event::Progress { have: n, total: n });
+    assert!(events(&mut nodes[1]).is_empty(), "nothing new to report");
     let stats = nodes[1].stats();
     assert_eq!(stats.bytes_downloaded, data.len() as u64);
     assert_eq!(stats.chunks_rejected, 0);
+}
+
+#[test]
+fn progress_is_reported_after_each_batch_of_events() {
+    let data = content(64 * 1024);
+    let mut nodes = pair(&data, 1024, EngineConfig::default());
+    let mut net = Net::new(Duration::from_millis(10), 0, 3);
+    let mut seen: Vec<u64> = Vec::new();
+    let mut limit = Time::ZERO;
+    while !nodes[1].is_complete() && limit < Time::from_millis(30_000) {
+        let from = limit;
+        limit += Duration::from_millis(5);
+        run_from(from, &mut nodes, &mut net, limit, |_| false);
+        let batch = events(&mut nodes[1]);
+        let have = nodes[1].have().count_filled();
+        let progress: Vec<u64> = batch
+            .iter()
+            .filter_map(|e| match e {
+                Event::Progress { have, .. } => Some(*have),
+                _ => None,
+            })
+            .collect();
+        let verified = batch
+            .iter()
+            .filter(|e| matches!(e, Event::ChunkVerified { .. }))
+            .count();
+        if verified > 0 {
+            // At most one per batch (plus none when nothing changed), and it is current.
+            assert_eq!(progress, vec![have], "batch of {verified} chunks");
+            assert!(matches!(
+                batch.last(),
+                Some(Event::Progress { .. } | Event::Complete)
+            ));
+        } else {
+            assert!(progress.is_empty());
+        }
+        seen.extend(progress);
+    }
+    assert!(nodes[1].is_complete());
+    assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
+    assert_eq!(seen.last(), Some(&64));
 }
 
 #[test]

@@ -52,7 +52,8 @@ pub enum Event<A> {
         from: A,
         reason: VerifyError,
     },
-    /// How much of the content we hold (coalesced: one per poll at most).
+    /// How much of the content we hold: reported after the other events of a batch, when
+    /// it changed (not once per chunk), and always just before [`Event::Complete`].
     Progress { have: u64, total: u64 },
     /// Every chunk is verified and stored.
     Complete,

@@ -200,6 +200,8 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     download_ready_at: Option<Time>,
     next_stats: Option<Time>,
     complete_reported: bool,
+    /// The chunk count last reported in a Progress event.
+    progress_reported: u64,
     /// Some chunk was requested from more than one peer (endgame): arrivals cancel the
     /// other copies.
     endgame: bool,
@@ -259,6 +261,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         engine.have_count = engine.chunk_count;
         engine.complete_reported = true;
+        engine.progress_reported = engine.chunk_count;
         engine.stats.chunks_have = engine.chunk_count;
         Ok(engine)
     }
@@ -332,6 +335,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             download_ready_at: None,
             next_stats,
             complete_reported: false,
+            progress_reported: 0,
             endgame: false,
             scratch: Vec::new(),
         })
@@ -474,7 +478,18 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     }
 
     pub fn poll_event(&mut self) -> Option<Event<A>> {
+        if self.events.is_empty() && self.progress_reported != self.have_count {
+            self.push_progress();
+        }
         self.events.pop_front()
+    }
+
+    fn push_progress(&mut self) {
+        self.progress_reported = self.have_count;
+        self.push_event(Event::Progress {
+            have: self.have_count,
+            total: self.chunk_count,
+        });
     }
 
     pub fn stats(&self) -> Stats {
@@ -513,10 +528,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     }
 
     fn push_event(&mut self, event: Event<A>) {
-        if let (Event::Progress { .. }, Some(Event::Progress { .. })) = (&event, self.events.back())
-        {
-            self.events.pop_back();
-        }
         if self.events.len() >= MAX_EVENTS {
             self.events.pop_front();
         }

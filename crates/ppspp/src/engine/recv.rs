@@ -517,15 +517,13 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             chunk,
             from: ch.addr.clone(),
         });
-        let have = self.have_count;
-        self.push_event(Event::Progress {
-            have,
-            total: self.chunk_count,
-        });
-        if have >= self.chunk_count && !self.complete_reported {
+        // Progress is reported when the adapter has read everything else (`poll_event`),
+        // once per batch rather than once per chunk; the last one before Complete.
+        if self.have_count >= self.chunk_count && !self.complete_reported {
             self.complete_reported = true;
             // Nothing left to pick: availability is no longer needed.
             self.avail = crate::avail::Availability::new();
+            self.push_progress();
             self.push_event(Event::Complete);
         }
         Verdict::Keep

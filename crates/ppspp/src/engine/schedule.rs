@@ -43,7 +43,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         } = self;
         let missing = chunk_count.saturating_sub(*have_count);
         // Built once per call, and only when a channel reaches the endgame below.
-        let mut oldest_anywhere: Option<Option<Time>> = None;
         let mut waiting: Option<Vec<(Time, u64)>> = None;
         let ids: Vec<u32> = match only {
             Some(id) => vec![id],
@@ -130,9 +129,13 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             // else those waiting longer than this peer would take (an origin: only those
             // due).
             let steal_after = plan_ahead(ch.planning_rtt());
-            // The cheap test first: with nothing waiting that long anywhere, no stealing.
-            let oldest = *oldest_anywhere
-                .get_or_insert_with(|| channels.values().filter_map(|c| c.oldest_request()).min());
+            // The cheap test first: with nothing waiting that long at another peer (say,
+            // with one peer only), no stealing.
+            let oldest = channels
+                .iter()
+                .filter(|(other, _)| **other != id)
+                .filter_map(|(_, c)| c.oldest_request())
+                .min();
             let endgame_now = missing <= ENDGAME_CHUNKS;
             if !endgame_now && oldest.is_none_or(|t| now.saturating_since(t) < steal_after) {
                 continue;
