@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{content, finish, ppspp, spawn, stderr, temp_dir};
+use common::{content, finish, ppspp, spawn, spawn_command, stderr, temp_dir};
 use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
@@ -150,6 +150,146 @@ fn a_bare_root_hash_is_enough_over_webrtc() {
         stderr(&o)
     );
     assert_eq!(std::fs::read(&out).unwrap(), data);
+    drop(seeder);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A TLS front on 127.0.0.1 for a plain `ws://` server, as a deployment puts a
+/// TLS-terminating proxy before `ppspp-signal`: a self-signed certificate for 127.0.0.1,
+/// written as PEM for the clients to trust (SSL_CERT_FILE).
+struct TlsFront {
+    url: String,
+    cert_pem: PathBuf,
+    stop: mpsc::Sender<()>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TlsFront {
+    fn start(plain_url: &str, dir: &std::path::Path) -> TlsFront {
+        use tokio_rustls::rustls;
+        let backend = plain_url
+            .trim_start_matches("ws://")
+            .split('/')
+            .next()
+            .unwrap()
+            .to_string();
+        let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+        let cert_pem = dir.join("signal-cert.pem");
+        std::fs::write(&cert_pem, cert.cert.pem()).unwrap();
+        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
+        let config = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::aws_lc_rs::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.cert.der().clone()], key)
+        .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+        let (port_tx, port_rx) = mpsc::channel();
+        let (stop, stop_rx) = mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                port_tx.send(listener.local_addr().unwrap().port()).unwrap();
+                loop {
+                    if !matches!(stop_rx.try_recv(), Err(mpsc::TryRecvError::Empty)) {
+                        break;
+                    }
+                    let accepted =
+                        tokio::time::timeout(Duration::from_millis(50), listener.accept()).await;
+                    let Ok(Ok((tcp, _))) = accepted else { continue };
+                    let (acceptor, backend) = (acceptor.clone(), backend.clone());
+                    tokio::spawn(async move {
+                        // A client that does not trust us fails the handshake: nothing to do.
+                        let Ok(mut tls) = acceptor.accept(tcp).await else {
+                            return;
+                        };
+                        let Ok(mut plain) = tokio::net::TcpStream::connect(&backend).await else {
+                            return;
+                        };
+                        let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+                    });
+                }
+            });
+        });
+        let port = port_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("TLS front started");
+        TlsFront {
+            url: format!("wss://127.0.0.1:{port}/ws"),
+            cert_pem,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for TlsFront {
+    fn drop(&mut self) {
+        let _ = self.stop.send(());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn signaling_over_wss() {
+    let signal = Signal::start();
+    let dir = temp_dir("wss");
+    let front = TlsFront::start(&signal.url, &dir);
+    let data = content(200 * 1024 + 3, 9);
+    let file = dir.join("video.webm");
+    std::fs::write(&file, &data).unwrap();
+    let mut seed = ppspp();
+    seed.args(["seed", file.to_str().unwrap(), "--signal", &front.url])
+        .env("SSL_CERT_FILE", &front.cert_pem);
+    let seeder = spawn_command(seed);
+    let uri = seeder
+        .lines
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the seeder prints its URI");
+    assert!(
+        uri.contains("signal=wss%3A%2F%2F127.0.0.1") || uri.contains("signal=wss://127.0.0.1"),
+        "{uri}"
+    );
+    let out = dir.join("out.webm");
+    let f = ppspp()
+        .args(["fetch", &uri, "-o", out.to_str().unwrap()])
+        .env("SSL_CERT_FILE", &front.cert_pem)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = finish(f, Duration::from_secs(60), "fetch over wss");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&out).unwrap(), data);
+
+    // A certificate nobody vouches for is refused, and said so.
+    let f = ppspp()
+        .args(["fetch", &uri, "-o", dir.join("x").to_str().unwrap()])
+        .env_remove("SSL_CERT_FILE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = finish(
+        f,
+        Duration::from_secs(30),
+        "fetch with an untrusted certificate",
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("cannot reach the signaling server")
+            && stderr(&o).contains("certificate"),
+        "{}",
+        stderr(&o)
+    );
     drop(seeder);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -40,8 +40,14 @@ pub fn ppspp() -> Command {
 
 /// Starts `ppspp ARGS` in the background, reading its stdout line by line.
 pub fn spawn(args: &[&str]) -> Running {
-    let mut child = ppspp()
-        .args(args)
+    let mut cmd = ppspp();
+    cmd.args(args);
+    spawn_command(cmd)
+}
+
+/// Starts a prepared `ppspp` command (arguments, environment) like [`spawn`].
+pub fn spawn_command(mut cmd: Command) -> Running {
+    let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
