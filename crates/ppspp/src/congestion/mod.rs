@@ -136,6 +136,10 @@ pub struct Controller {
     flight_max: u32,
     flight_prev: u32,
     flight_epoch: Time,
+    /// The multiplicative decrease takes the window at most to `decrease_floor` (half of
+    /// what it was when the round trip starting at `decrease_epoch` began).
+    decrease_epoch: Option<Time>,
+    decrease_floor: f64,
 }
 
 impl Controller {
@@ -156,6 +160,8 @@ impl Controller {
             flight_max: 0,
             flight_prev: 0,
             flight_epoch: Time::ZERO,
+            decrease_epoch: None,
+            decrease_floor: 0.0,
             config,
         })
     }
@@ -210,9 +216,9 @@ impl Controller {
         self.flight_max = self.flight_max.max(in_flight);
     }
 
-    /// `acked` datagrams were newly acknowledged while `in_flight` were outstanding (before
-    /// this acknowledgement).
-    pub fn on_ack(&mut self, acked: u32, in_flight: u32) {
+    /// `acked` datagrams were newly acknowledged at `now` while `in_flight` were
+    /// outstanding (before this acknowledgement); `rtt` is the smoothed round trip.
+    pub fn on_ack(&mut self, now: Time, acked: u32, in_flight: u32, rtt: Duration) {
         if acked == 0 {
             return;
         }
@@ -236,7 +242,19 @@ impl Controller {
             let target = self.config.target.as_secs_f64();
             let off_target = (target - q.as_secs_f64()) / target;
             if off_target < 0.0 && self.config.beta < 1.0 {
-                self.cwnd *= self.config.beta.powf(acked);
+                // DTL's decrease is per datagram acknowledged over target. Bounded here to
+                // half the window per round trip (as LEDBAT++ bounds its decrease): after a
+                // slow-start overshoot a whole large window comes back over target, and
+                // β^window (0.99^500 ≈ 0.007) would take it to the minimum, from where the
+                // additive increase needs minutes on a long path.
+                if self
+                    .decrease_epoch
+                    .is_none_or(|t| now.saturating_since(t) >= rtt)
+                {
+                    self.decrease_epoch = Some(now);
+                    self.decrease_floor = self.cwnd / 2.0;
+                }
+                self.cwnd = (self.cwnd * self.config.beta.powf(acked)).max(self.decrease_floor);
             } else {
                 self.cwnd += self.config.gain * off_target * acked / self.cwnd;
             }
@@ -304,7 +322,7 @@ mod tests {
             *now += Duration::from_millis(1);
             c.on_delay_sample(*now, 40_000 + queue_ms * 1000, RTT);
             let in_flight = c.cwnd() as u32 + 1;
-            c.on_ack(1, in_flight);
+            c.on_ack(*now, 1, in_flight, RTT);
         }
     }
 
@@ -411,7 +429,7 @@ mod tests {
         for _ in 0..1000 {
             now += Duration::from_millis(1);
             c.on_delay_sample(now, 10_000, RTT);
-            c.on_ack(1, 3); // application-limited: 3 in flight
+            c.on_ack(now, 1, 3, RTT); // application-limited: 3 in flight
         }
         // Still in slow start (the queue stays under target): at most twice what is used.
         assert_eq!(c.phase(), Phase::SlowStart);
@@ -433,7 +451,7 @@ mod tests {
             now += RTT;
             for left in (1..=window).rev() {
                 c.on_delay_sample(now, 1000, RTT);
-                c.on_ack(1, left);
+                c.on_ack(now, 1, left, RTT);
             }
             assert_eq!(
                 c.cwnd() as u32,
@@ -441,6 +459,53 @@ mod tests {
                 "round {round}: slow start doubles"
             );
         }
+    }
+
+    #[test]
+    fn delay_over_target_at_most_halves_the_window_per_round_trip() {
+        let mut c = controller(0);
+        let mut now = Time::ZERO;
+        // Slow start to about 500 datagrams with no queue.
+        c.on_delay_sample(now, 40_000, RTT);
+        while c.cwnd() < 500.0 {
+            let w = c.cwnd() as u32;
+            for i in 1..=w {
+                c.on_sent(now, i, RTT);
+            }
+            for left in (1..=w).rev() {
+                c.on_delay_sample(now, 40_000, RTT);
+                c.on_ack(now, 1, left, RTT);
+            }
+            now += RTT;
+        }
+        let w = c.cwnd();
+        // One round trip in which every datagram comes back 200 ms over the base delay.
+        for i in 0..w as u32 {
+            let t = now + Duration::from_micros(u64::from(i) * 10);
+            c.on_delay_sample(t, 240_000, RTT);
+            c.on_ack(t, 1, w as u32, RTT);
+        }
+        assert_eq!(c.phase(), Phase::Avoidance);
+        assert!(c.cwnd() >= w / 2.0 - 1e-9, "{} from {w}", c.cwnd());
+        assert!(
+            c.cwnd() < w * 0.6,
+            "{} from {w}: still a decrease",
+            c.cwnd()
+        );
+        // Persistently over target it keeps shrinking, by half per round trip while the
+        // window is large and by β per datagram (the DTL rule) once that is less.
+        let start = c.cwnd();
+        for round in 1..=12u32 {
+            now += RTT;
+            let w = c.cwnd();
+            for i in 0..(w as u32).max(1) {
+                let t = now + Duration::from_micros(u64::from(i));
+                c.on_delay_sample(t, 240_000, RTT);
+                c.on_ack(t, 1, w as u32 + 1, RTT);
+            }
+            assert!(c.cwnd() >= w / 2.0 - 1e-9, "round {round}");
+        }
+        assert!(c.cwnd() < start / 20.0, "{} after 12 round trips", c.cwnd());
     }
 
     #[test]
@@ -476,7 +541,7 @@ mod tests {
                 for _ in 0..window {
                     // A window-limited sender: everything the window allows is in flight.
                     let in_flight = c.cwnd() as u32;
-                    c.on_ack(1, in_flight);
+                    c.on_ack(Time::ZERO, 1, in_flight, RTT);
                 }
             }
         }

@@ -386,7 +386,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         if acked > 0 {
             ch.cc.on_delay_sample(now, delay_us, ch.rtt.srtt());
-            ch.cc.on_ack(acked, in_flight_before);
+            ch.cc.on_ack(now, acked, in_flight_before, ch.rtt.srtt());
             ch.acked_data = true;
             ch.last_ack = Some(now);
             ch.keepalive = ch.rtt.srtt().max(Duration::from_secs(1));
