@@ -4,7 +4,8 @@
 //!   near `target` and yields to loss-based traffic, with the two DTL fixes for intra-LEDBAT
 //!   fairness: slow start at flow start (so a late-comer sees the true base delay) and a
 //!   multiplicative decrease by `beta` per acknowledged datagram while over target (so
-//!   faster flows give back more);
+//!   faster flows give back more), here bounded to half the window per round trip so a
+//!   slow-start overshoot does not take a large window to the minimum;
 //! - priority N > 0: MulTCP, a loss-based AIMD that behaves like N TCP flows (increase N
 //!   datagrams per round trip, decrease by 1/(2N) of the window on loss).
 //!
