@@ -42,6 +42,12 @@ test('a page seeds bytes; other pages fetch and stream them, verified', async ({
   const streamed = await streamer.evaluate((u) => (window as any).peerApi.stream(u), uri);
   expect(streamed.sha256).toBe(sha256);
   expect(streamed.pieces).toBeGreaterThan(1);
+  // By the root hash alone: chunk size and length come from the peers, verified.
+  const root = uri.slice('ppspp://'.length, uri.indexOf('?'));
+  const byRoot = await peerPage(browser);
+  const gotByRoot = await byRoot.evaluate(([r, s]) => (window as any).peerApi.fetch(r, { signal: s }), [root, swarm.signal]);
+  expect(gotByRoot.sha256).toBe(sha256);
+  expect(gotByRoot.length).toBe(3_000_123);
 });
 
 test('clear, typed errors', async ({ browser }) => {
@@ -55,6 +61,9 @@ test('clear, typed errors', async ({ browser }) => {
   expect(await err('attach', { uri: deadSignal })).toMatch(/^PpsppError signaling-unreachable: cannot reach the signaling server at ws:\/\/127\.0\.0\.1:9\/ws/);
   expect(await err('attach', { uri: swarm.uri, options: { mimeType: 'video/x-unknown; codecs="nope"' } })).toMatch(/^PpsppError mse-unsupported: .*video\/x-unknown/);
   expect(await err('create', { signal: 'http://x' })).toMatch(/^PpsppError bad-option: option signal must be a ws:\/\/ or wss:\/\/ URL/);
+  expect(await err('fetchWith', { target: 'ab'.repeat(20) })).toMatch(/^PpsppError bad-option: fetching by root hash needs the signal option/);
+  expect(await err('attach', { uri: 'ab'.repeat(20) })).toMatch(/^PpsppError bad-option: fetching by root hash needs the signal option/);
+  expect(await err('fetchWith', { target: 'ab'.repeat(21), options: { signal: swarm.signal } })).toMatch(/^PpsppError bad-uri: a root hash of 42 hex digits matches no Merkle hash function/);
 });
 
 test('a page reconnects to a restarted signaling server and is found again', async ({ browser }) => {

@@ -2,6 +2,7 @@
  * The lower-level API: fetch any content from a swarm (bytes or a stream), or seed bytes
  * you have. Every byte it returns was verified against the URI's Merkle root.
  */
+import { isRootHex, uriFor } from './discover.js';
 import { Emitter } from './emitter.js';
 import { PpsppError, messageOf } from './errors.js';
 import { type PeerOptions, type ResolvedPeerOptions, checkSignalUrl, resolvePeerOptions } from './options.js';
@@ -109,7 +110,13 @@ export class Peer extends Emitter<PeerEvents> {
     return swarm;
   }
 
-  private async swarmFor(uri: string): Promise<Swarm> {
+  private async swarmFor(uriOrRoot: string): Promise<Swarm> {
+    this.check();
+    if (isRootHex(uriOrRoot)) {
+      const existing = this.swarms.get(uriOrRoot.trim().toLowerCase());
+      if (existing) return existing;
+    }
+    const uri = await uriFor(uriOrRoot, this.options);
     this.check();
     const content = parseUriLoaded(uri);
     const existing = this.swarms.get(content.root);
@@ -126,7 +133,9 @@ export class Peer extends Emitter<PeerEvents> {
 
   /**
    * Fetches the content and resolves with all of it, verified. The peer keeps seeding it
-   * to others until {@link close}.
+   * to others until {@link close}. `uri` may also be just the root hash in hex, with the
+   * `signal` option set: the chunk size and length are then learnt from the peers first
+   * (rejects with `no-peers` if none can say within 30 s).
    */
   async fetch(uri: string): Promise<Uint8Array> {
     const swarm = await this.swarmFor(uri);
@@ -150,7 +159,7 @@ export class Peer extends Emitter<PeerEvents> {
     return swarm.read(0, swarm.content.length);
   }
 
-  /** The content as a stream of verified bytes, in order, as soon as they arrive. */
+  /** The content as a stream of verified bytes, in order, as soon as they arrive (`uri`: as for {@link fetch}). */
   stream(uri: string): ReadableStream<Uint8Array> {
     let swarm: Swarm | null = null;
     let offset = 0;

@@ -9,6 +9,7 @@ import { PpsppError, messageOf } from './errors.js';
 import { AppendQueue, type SourceBufferLike } from './media/append-queue.js';
 import { type InitInfo, findSegmentStart, parseInit, segmentStartTime } from './media/container.js';
 import { type PlayerOptions, type ResolvedPlayerOptions, resolvePlayerOptions } from './options.js';
+import { uriFor } from './discover.js';
 import { engineOptions, signalFor } from './peer.js';
 import { Swarm, type SwarmEvents, type SwarmStats } from './swarm.js';
 import { type ContentInfo, WasmPeer, loadWasm, parseUriLoaded } from './wasm.js';
@@ -68,9 +69,10 @@ export class Player extends Emitter<PlayerEvents> {
   }
 
   /**
-   * Plays `uri` in `video`. Rejects with a {@link PpsppError}: `bad-option`, `bad-uri`,
-   * `mse-unsupported`, `signaling-unreachable`, `wasm-load-failed`. Later trouble comes
-   * as `error` events.
+   * Plays `uri` in `video` (a swarm URI, or just its root hash in hex with the `signal`
+   * option set, as for `Peer.fetch`). Rejects with a {@link PpsppError}: `bad-option`,
+   * `bad-uri`, `mse-unsupported`, `signaling-unreachable`, `wasm-load-failed`, `no-peers`
+   * (a bare root that no peer could describe). Later trouble comes as `error` events.
    */
   static async attach(video: HTMLVideoElement, uri: string, options: PlayerOptions = {}): Promise<Player> {
     const attachedAt = performance.now();
@@ -85,6 +87,7 @@ export class Player extends Emitter<PlayerEvents> {
       throw new PpsppError('mse-unsupported', `this browser cannot play ${resolved.mimeType} through MediaSource`);
     }
     await loadWasm(resolved.wasm);
+    uri = await uriFor(uri, resolved);
     const content = parseUriLoaded(uri);
     const signal = signalFor(resolved, content);
     const window = Math.max(16, Math.ceil(resolved.readAheadBytes / content.chunkSize));

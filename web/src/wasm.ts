@@ -2,10 +2,10 @@
  * Loading the engine's WebAssembly module (built by wasm-pack into ../wasm/) and the
  * shapes of the plain objects it returns (crates/ppspp-wasm/src/convert.rs builds them).
  */
-import init, { WasmPeer, PeerOptions, parseUri as wasmParseUri } from '../wasm/ppspp_wasm.js';
+import init, { WasmDiscovery, WasmPeer, PeerOptions, parseUri as wasmParseUri } from '../wasm/ppspp_wasm.js';
 import { PpsppError, messageOf } from './errors.js';
 
-export { WasmPeer, PeerOptions };
+export { WasmDiscovery, WasmPeer, PeerOptions };
 
 let loading: Promise<void> | null = null;
 let loaded = false;

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { isRootHex, uriFor } from '../src/discover.js';
 import { PpsppError } from '../src/errors.js';
+import { resolvePeerOptions } from '../src/options.js';
 import { loadWasm, parseUriLoaded } from '../src/wasm.js';
 
 // The URI parser is the core's (crates/ppspp/src/uri.rs), reached through the Wasm module
@@ -55,5 +57,23 @@ describe('parseUri', () => {
     expect(codeOf(() => parseUriLoaded(`ppspp://${ROOT}?len=-1`))).toMatch(/^bad-uri: .*len/);
     // A SHA-1-length root with hash=sha256 does not match.
     expect(codeOf(() => parseUriLoaded(`ppspp://${ROOT}?len=5&hash=sha256`))).toMatch(/^bad-uri/);
+  });
+});
+
+describe('bare root hashes', () => {
+  it('are told apart from URIs', () => {
+    expect(isRootHex(ROOT)).toBe(true);
+    expect(isRootHex(ROOT256.toUpperCase())).toBe(true);
+    expect(isRootHex(` ${ROOT}\n`)).toBe(true);
+    expect(isRootHex(`ppspp://${ROOT}?len=1`)).toBe(false);
+    expect(isRootHex(ROOT.slice(0, 38))).toBe(false);
+    expect(isRootHex(ROOT.replace('c', 'g'))).toBe(false);
+  });
+
+  it('need the signal option, and pass URIs through', async () => {
+    const options = resolvePeerOptions({});
+    await expect(uriFor(ROOT, options)).rejects.toMatchObject({ code: 'bad-option' });
+    const uri = `ppspp://${ROOT}?len=26121`;
+    await expect(uriFor(uri, options)).resolves.toBe(uri);
   });
 });

@@ -11,9 +11,11 @@
 
 pub mod bench;
 mod convert;
+mod discovery;
 mod store;
 
 use convert::{channel_stats_object, content_object, event_object, stats_object};
+pub use discovery::WasmDiscovery;
 use ppspp::engine::{Engine, EngineConfig, PickerKind};
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
 use ppspp::time::Time;

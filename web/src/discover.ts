@@ -1,0 +1,145 @@
+/**
+ * Fetching by root hash alone. Before a swarm can start, its chunk size and length are
+ * learnt from its peers (the core's `Discovery`: the peak hashes and the last chunk,
+ * verified against the root). This joins the room with its own signaling client and
+ * connections and closes them when done; the swarm then connects afresh.
+ */
+import { Connections } from './connections.js';
+import { PpsppError, messageOf } from './errors.js';
+import type { ResolvedPeerOptions } from './options.js';
+import { SignalingClient } from './signaling.js';
+import { WasmDiscovery } from './wasm.js';
+
+/** A root hash in hex (SHA-1: 40 digits … SHA-512: 128). */
+const ROOT_HEX = /^[0-9a-fA-F]{40,128}$/;
+
+/** How long discovery may take before `no-peers`. */
+const DISCOVERY_TIMEOUT_MS = 30_000;
+
+export function isRootHex(text: string): boolean {
+  return ROOT_HEX.test(text.trim());
+}
+
+/**
+ * A swarm URI for what the caller passed: the URI itself, or for a bare root hash the URI
+ * discovered from the peers met through the `signal` option.
+ */
+export async function uriFor(uriOrRoot: string, options: ResolvedPeerOptions): Promise<string> {
+  if (!isRootHex(uriOrRoot)) return uriOrRoot;
+  if (options.signal === undefined) {
+    throw new PpsppError('bad-option', 'fetching by root hash needs the signal option (where to meet the peers that can describe the content)');
+  }
+  return discoverUri(uriOrRoot, options.signal, options);
+}
+
+/**
+ * Resolves with the swarm URI of `root` (with `signalUrl` in it), or rejects: `bad-uri`
+ * for a malformed root, `signaling-unreachable`, or `no-peers` when no peer could say
+ * within {@link DISCOVERY_TIMEOUT_MS} (the message gives each peer's reason).
+ */
+export async function discoverUri(root: string, signalUrl: string, options: ResolvedPeerOptions): Promise<string> {
+  const seed = new Uint32Array(2);
+  crypto.getRandomValues(seed);
+  let discovery: WasmDiscovery;
+  try {
+    discovery = new WasmDiscovery(root.trim(), 0, seed[0] ?? 0, seed[1] ?? 0);
+  } catch (err) {
+    throw new PpsppError('bad-uri', messageOf(err), { cause: err });
+  }
+  const asked = new Set<number>();
+  let over = false;
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  let finish: (result: { uri?: string; error?: PpsppError }) => void = () => {};
+  const done = new Promise<{ uri?: string; error?: PpsppError }>((resolve) => (finish = resolve));
+
+  const signaling = new SignalingClient(signalUrl, root.trim().toLowerCase(), {
+    welcome: (_id, peers) => {
+      for (const remote of peers) connections.offer(remote);
+    },
+    signal: (from, data) => connections.onSignal(from, data),
+    peerLeft: (remote) => connections.remoteLeft(remote),
+    disconnected: () => {},
+    error: () => {},
+  });
+  const connections = new Connections(
+    signaling,
+    {
+      iceServers: options.iceServers,
+      maxConnections: options.maxConnections,
+      connectTimeoutMs: options.connectTimeoutMs,
+      seeder: () => false,
+    },
+    {
+      open: (handle, _remote, initiator) => {
+        if (over || !initiator) return;
+        asked.add(handle);
+        discovery.connect(handle, performance.now());
+        pump();
+      },
+      message: (handle, data) => {
+        if (over) return;
+        discovery.handleDatagram(handle, data, performance.now());
+        pump();
+      },
+      closed: (handle) => {
+        if (over) return;
+        discovery.peerLost(handle);
+        asked.delete(handle);
+        pump();
+      },
+      error: () => {},
+    },
+  );
+
+  function flush(): void {
+    const now = performance.now();
+    for (;;) {
+      const payload = discovery.pollTransmit(now);
+      if (payload === undefined) break;
+      connections.send(discovery.transmitPeer(), payload);
+    }
+  }
+
+  function pump(): void {
+    if (over) return;
+    flush();
+    const uri = discovery.uri(signalUrl);
+    if (uri !== undefined) {
+      finish({ uri });
+      return;
+    }
+    const failure = discovery.failure();
+    // Every connection made so far has been asked and has failed: nothing left to wait for.
+    if (failure !== undefined && connections.size <= asked.size) {
+      finish({ error: new PpsppError('no-peers', `cannot fetch ${root} by its root: ${failure}`) });
+      return;
+    }
+    if (timer !== null) clearTimeout(timer);
+    const wait = discovery.pollTimeout(performance.now());
+    timer = wait < 0 ? null : setTimeout(() => {
+      timer = null;
+      discovery.handleTimeout(performance.now());
+      pump();
+    }, wait);
+  }
+
+  const deadline = setTimeout(
+    () => finish({ error: new PpsppError('no-peers', `no peer of swarm ${root} described its content within ${DISCOVERY_TIMEOUT_MS / 1000} s`) }),
+    DISCOVERY_TIMEOUT_MS,
+  );
+  try {
+    await signaling.start();
+    const { uri, error } = await done;
+    if (error) throw error;
+    return uri as string;
+  } finally {
+    clearTimeout(deadline);
+    if (timer !== null) clearTimeout(timer);
+    // Send the probe channels' closes before the connections go.
+    flush();
+    over = true;
+    connections.closeAll();
+    signaling.close();
+    discovery.free();
+  }
+}
