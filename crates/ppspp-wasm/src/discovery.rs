@@ -28,7 +28,7 @@ impl WasmDiscovery {
         seed_hi: u32,
     ) -> Result<WasmDiscovery, JsError> {
         let root = Hash::from_hex(root_hex.trim())
-            .ok_or_else(|| JsError::new(&format!("not a root hash in hex: {root_hex:?}")))?;
+            .ok_or_else(|| JsError::new(&format!("not a root hash in hex: {root_hex}")))?;
         let sizes: Vec<u32> = (chunk_size > 0).then_some(chunk_size).into_iter().collect();
         let seed = (u64::from(seed_hi) << 32) | u64::from(seed_lo);
         let discovery = Discovery::new(root, &sizes, seed).map_err(|e| JsError::new(&e))?;
