@@ -8,6 +8,7 @@ use crate::stats::StatsPrinter;
 use crate::udp::{Clock, RECV_BUFFER};
 use ppspp::engine::{ContentInfo, Discovery, DiscoveryError, Engine, Event, PeerAddr};
 use ppspp::store::ChunkStore;
+use ppspp::time::Time;
 use std::fmt;
 use std::io::ErrorKind;
 use std::net::SocketAddr;
@@ -98,32 +99,13 @@ pub async fn run<S: ChunkStore>(
                 return;
             }
         }
-        let mut deadline = engine
-            .poll_timeout()
-            .map(|t| clock.instant(t))
-            .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
-        if let Some(t) = rtc.as_deref().and_then(RtcTransport::poll_timeout) {
-            deadline = deadline.min(Instant::from_std(t));
-        }
-        let rtc_recv = async {
-            match rtc.as_deref_mut() {
-                Some(r) => {
-                    let i = r.recv().await;
-                    r.handle(i);
-                }
-                None => std::future::pending().await,
-            }
-        };
-        let udp_recv = async {
-            match udp {
-                Some(s) => s.recv_from(&mut buf).await,
-                None => std::future::pending().await,
-            }
-        };
+        let deadline = deadline_of(engine.poll_timeout(), clock, rtc.as_deref());
         let wake = tokio::select! {
-            received = udp_recv => Wake::Udp(received),
-            _ = rtc_recv => Wake::Rtc,
-            _ = tokio::time::sleep_until(deadline) => Wake::Timer,
+            input = next_input(udp, rtc.as_deref_mut(), &mut buf, deadline) => match input {
+                Input::Udp(received) => Wake::Udp(received),
+                Input::Rtc => Wake::Rtc,
+                Input::Timer => Wake::Timer,
+            },
             _ = tick.tick(), if stats.is_some() => Wake::Tick,
             _ = &mut stop => Wake::Stop,
         };
@@ -234,43 +216,71 @@ pub async fn discover(
         {
             return (Some(Err(e)), opened);
         }
-        let mut deadline = discovery
-            .poll_timeout()
-            .map(|t| clock.instant(t))
-            .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
-        if let Some(t) = rtc.as_deref().and_then(RtcTransport::poll_timeout) {
-            deadline = deadline.min(Instant::from_std(t));
-        }
-        let rtc_recv = async {
-            match rtc.as_deref_mut() {
-                Some(r) => {
-                    let i = r.recv().await;
-                    r.handle(i);
-                }
-                None => std::future::pending().await,
-            }
-        };
-        let udp_recv = async {
-            match udp {
-                Some(s) => s.recv_from(&mut buf).await,
-                None => std::future::pending().await,
-            }
-        };
+        let deadline = deadline_of(discovery.poll_timeout(), clock, rtc.as_deref());
         tokio::select! {
-            received = udp_recv => {
-                if let Ok((n, from)) = received {
+            input = next_input(udp, rtc.as_deref_mut(), &mut buf, deadline) => match input {
+                Input::Udp(Ok((n, from))) => {
                     discovery.handle_datagram(clock.now(), Peer::Udp(from), &buf[..n]);
                 }
-            }
-            _ = rtc_recv => {}
-            _ = tokio::time::sleep_until(deadline) => {
-                discovery.handle_timeout(clock.now());
-                if let Some(r) = rtc.as_deref_mut() {
-                    r.handle_timeout(std::time::Instant::now());
+                Input::Udp(Err(_)) | Input::Rtc => {}
+                Input::Timer => {
+                    discovery.handle_timeout(clock.now());
+                    if let Some(r) = rtc.as_deref_mut() {
+                        r.handle_timeout(std::time::Instant::now());
+                    }
                 }
-            }
+            },
             _ = &mut stop => return (None, opened),
         }
+    }
+}
+
+/// When to wake: the driver's own timer or the WebRTC transport's, whichever comes first.
+fn deadline_of(own: Option<Time>, clock: &Clock, rtc: Option<&RtcTransport>) -> Instant {
+    let mut deadline = own
+        .map(|t| clock.instant(t))
+        .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+    if let Some(t) = rtc.and_then(RtcTransport::poll_timeout) {
+        deadline = deadline.min(Instant::from_std(t));
+    }
+    deadline
+}
+
+/// What ended a wait in [`next_input`].
+enum Input {
+    /// A UDP datagram (in the buffer) or a receive error.
+    Udp(std::io::Result<(usize, SocketAddr)>),
+    /// The WebRTC transport took something in (its events say what).
+    Rtc,
+    Timer,
+}
+
+/// Waits for a UDP datagram, for input to the WebRTC transport, or for `deadline`.
+async fn next_input(
+    udp: Option<&UdpSocket>,
+    rtc: Option<&mut RtcTransport>,
+    buf: &mut [u8],
+    deadline: Instant,
+) -> Input {
+    let rtc_recv = async {
+        match rtc {
+            Some(r) => {
+                let i = r.recv().await;
+                r.handle(i);
+            }
+            None => std::future::pending().await,
+        }
+    };
+    let udp_recv = async {
+        match udp {
+            Some(s) => s.recv_from(buf).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        received = udp_recv => Input::Udp(received),
+        _ = rtc_recv => Input::Rtc,
+        _ = tokio::time::sleep_until(deadline) => Input::Timer,
     }
 }
 

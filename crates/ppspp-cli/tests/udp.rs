@@ -267,54 +267,25 @@ fn a_bare_root_hash_is_enough() {
     }
 
     // --chunk-size belongs to bare roots; not a hash at all is refused before any work.
-    let o = run(
-        &[
-            "fetch",
-            &uri,
-            "--chunk-size",
-            "4096",
-            "-o",
-            bad.to_str().unwrap(),
-        ],
-        Duration::from_secs(10),
-    );
-    assert!(
-        stderr(&o).contains("--chunk-size is only for a bare root"),
-        "{}",
-        stderr(&o)
-    );
-    let o = run(
-        &[
-            "fetch",
-            "abc123",
-            "--udp",
-            &udp,
-            "-o",
-            bad.to_str().unwrap(),
-        ],
-        Duration::from_secs(10),
-    );
-    assert!(
-        stderr(&o).contains("matches no Merkle hash function"),
-        "{}",
-        stderr(&o)
-    );
-    let o = run(
-        &[
-            "fetch",
-            "not-hex",
-            "--udp",
-            &udp,
-            "-o",
-            bad.to_str().unwrap(),
-        ],
-        Duration::from_secs(10),
-    );
-    assert!(
-        stderr(&o).contains("nor a root hash in hex"),
-        "{}",
-        stderr(&o)
-    );
+    let bad = bad.to_str().unwrap();
+    for (args, says) in [
+        (
+            vec!["fetch", &uri, "--chunk-size", "4096", "-o", bad],
+            "--chunk-size is only for a bare root",
+        ),
+        (
+            vec!["fetch", "abc123", "--udp", &udp, "-o", bad],
+            "matches no Merkle hash function",
+        ),
+        (
+            vec!["fetch", "not-hex", "--udp", &udp, "-o", bad],
+            "nor a root hash in hex",
+        ),
+    ] {
+        let o = run(&args, Duration::from_secs(10));
+        assert!(!o.status.success(), "{args:?}");
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -9,52 +9,79 @@ use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// A signaling server on its own thread and runtime, shut down when dropped.
-struct Signal {
-    url: String,
+/// A task on its own thread and tokio runtime, stopped and joined when dropped.
+struct Background {
     stop: mpsc::Sender<()>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-impl Signal {
-    fn start() -> Signal {
-        let (url_tx, url_rx) = mpsc::channel();
+impl Background {
+    /// Runs `task(ready, stop)` and waits (10 s at most) for the value it sends on `ready`;
+    /// the task should end soon after [`stopped`] says so.
+    fn spawn<T, F, Fut>(task: F) -> (Background, T)
+    where
+        T: Send + 'static,
+        F: FnOnce(mpsc::Sender<T>, mpsc::Receiver<()>) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()>,
+    {
+        let (ready_tx, ready_rx) = mpsc::channel();
         let (stop, stop_rx) = mpsc::channel::<()>();
         let thread = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .unwrap();
-            rt.block_on(async {
-                let server = ppspp_signal::spawn(
-                    "127.0.0.1:0".parse().unwrap(),
-                    ppspp_signal::Config::default(),
-                )
-                .await
-                .unwrap();
-                url_tx.send(server.url()).unwrap();
-                while let Err(mpsc::TryRecvError::Empty) = stop_rx.try_recv() {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                let _ = server.shutdown().await;
-            });
+            rt.block_on(task(ready_tx, stop_rx));
         });
-        let url = url_rx
+        let value = ready_rx
             .recv_timeout(Duration::from_secs(10))
-            .expect("signaling server started");
-        Signal {
-            url,
+            .expect("background task started");
+        let bg = Background {
             stop,
             thread: Some(thread),
-        }
+        };
+        (bg, value)
     }
 }
 
-impl Drop for Signal {
+/// True once the owner of the [`Background`] dropped it.
+fn stopped(stop: &mpsc::Receiver<()>) -> bool {
+    !matches!(stop.try_recv(), Err(mpsc::TryRecvError::Empty))
+}
+
+impl Drop for Background {
     fn drop(&mut self) {
         let _ = self.stop.send(());
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+        }
+    }
+}
+
+/// A signaling server on its own thread and runtime, shut down when dropped.
+struct Signal {
+    url: String,
+    _running: Background,
+}
+
+impl Signal {
+    fn start() -> Signal {
+        let (running, url) = Background::spawn(|ready, stop| async move {
+            let server = ppspp_signal::spawn(
+                "127.0.0.1:0".parse().unwrap(),
+                ppspp_signal::Config::default(),
+            )
+            .await
+            .unwrap();
+            ready.send(server.url()).unwrap();
+            while !stopped(&stop) {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            let _ = server.shutdown().await;
+        });
+        Signal {
+            url,
+            _running: running,
         }
     }
 }
@@ -160,8 +187,7 @@ fn a_bare_root_hash_is_enough_over_webrtc() {
 struct TlsFront {
     url: String,
     cert_pem: PathBuf,
-    stop: mpsc::Sender<()>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _running: Background,
 }
 
 impl TlsFront {
@@ -186,54 +212,30 @@ impl TlsFront {
         .with_single_cert(vec![cert.cert.der().clone()], key)
         .unwrap();
         let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
-        let (port_tx, port_rx) = mpsc::channel();
-        let (stop, stop_rx) = mpsc::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                port_tx.send(listener.local_addr().unwrap().port()).unwrap();
-                loop {
-                    if !matches!(stop_rx.try_recv(), Err(mpsc::TryRecvError::Empty)) {
-                        break;
-                    }
-                    let accepted =
-                        tokio::time::timeout(Duration::from_millis(50), listener.accept()).await;
-                    let Ok(Ok((tcp, _))) = accepted else { continue };
-                    let (acceptor, backend) = (acceptor.clone(), backend.clone());
-                    tokio::spawn(async move {
-                        // A client that does not trust us fails the handshake: nothing to do.
-                        let Ok(mut tls) = acceptor.accept(tcp).await else {
-                            return;
-                        };
-                        let Ok(mut plain) = tokio::net::TcpStream::connect(&backend).await else {
-                            return;
-                        };
-                        let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
-                    });
-                }
-            });
+        let (running, port) = Background::spawn(move |ready, stop| async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            ready.send(listener.local_addr().unwrap().port()).unwrap();
+            while !stopped(&stop) {
+                let accepted =
+                    tokio::time::timeout(Duration::from_millis(50), listener.accept()).await;
+                let Ok(Ok((tcp, _))) = accepted else { continue };
+                let (acceptor, backend) = (acceptor.clone(), backend.clone());
+                tokio::spawn(async move {
+                    // A client that does not trust us fails the handshake: nothing to do.
+                    let Ok(mut tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let Ok(mut plain) = tokio::net::TcpStream::connect(&backend).await else {
+                        return;
+                    };
+                    let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+                });
+            }
         });
-        let port = port_rx
-            .recv_timeout(Duration::from_secs(10))
-            .expect("TLS front started");
         TlsFront {
             url: format!("wss://127.0.0.1:{port}/ws"),
             cert_pem,
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for TlsFront {
-    fn drop(&mut self) {
-        let _ = self.stop.send(());
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            _running: running,
         }
     }
 }

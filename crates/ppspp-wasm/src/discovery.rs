@@ -1,10 +1,9 @@
 //! Fetching by root hash alone: the core's [`Discovery`] for the browser, driven like
 //! [`WasmPeer`](crate::WasmPeer) (the caller moves the messages and passes the time).
 
-use crate::to_time;
+use crate::{timeout_ms, to_time};
 use ppspp::engine::Discovery;
 use ppspp::merkle::Hash;
-use ppspp::time::Time;
 use ppspp::uri::SwarmUri;
 use wasm_bindgen::prelude::*;
 
@@ -69,11 +68,7 @@ impl WasmDiscovery {
     /// Milliseconds until `handleTimeout` is due (0: now), or -1 when nothing is scheduled.
     #[wasm_bindgen(js_name = pollTimeout)]
     pub fn poll_timeout(&self, now_ms: f64) -> f64 {
-        match self.discovery.poll_timeout() {
-            Some(t) if t == Time::NEVER => -1.0,
-            Some(t) => t.saturating_since(to_time(now_ms)).as_secs_f64() * 1000.0,
-            None => -1.0,
-        }
+        timeout_ms(self.discovery.poll_timeout(), now_ms)
     }
 
     #[wasm_bindgen(js_name = handleTimeout)]

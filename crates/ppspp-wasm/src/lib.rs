@@ -130,6 +130,14 @@ fn to_time(now_ms: f64) -> Time {
     Time::from_micros((now_ms.max(0.0) * 1000.0) as u64)
 }
 
+/// Milliseconds from `now_ms` until `due` (0: now), or -1 for nothing scheduled.
+fn timeout_ms(due: Option<Time>, now_ms: f64) -> f64 {
+    match due {
+        Some(t) if t != Time::NEVER => t.saturating_since(to_time(now_ms)).as_secs_f64() * 1000.0,
+        _ => -1.0,
+    }
+}
+
 /// One peer in one swarm: the engine, its content in memory, and what is on its way out.
 #[wasm_bindgen]
 pub struct WasmPeer {
@@ -261,12 +269,7 @@ impl WasmPeer {
     /// Milliseconds until `handleTimeout` is due (0: now), or -1 when nothing is scheduled.
     #[wasm_bindgen(js_name = pollTimeout)]
     pub fn poll_timeout(&mut self, now_ms: f64) -> f64 {
-        let now = to_time(now_ms);
-        match self.engine.poll_timeout() {
-            Some(t) if t == Time::NEVER => -1.0,
-            Some(t) => t.saturating_since(now).as_secs_f64() * 1000.0,
-            None => -1.0,
-        }
+        timeout_ms(self.engine.poll_timeout(), now_ms)
     }
 
     #[wasm_bindgen(js_name = handleTimeout)]
