@@ -59,6 +59,9 @@ pub(crate) struct Channel<A> {
     pub peer_complete: bool,
     /// What we announced to the peer.
     pub have_out: Binmap,
+    /// `have_out` covers all we held at this [`Engine::have_version`](super::Engine):
+    /// nothing new to announce until that changes.
+    pub haves_done_at: Option<u64>,
     /// Hashes received ahead of the DATA they protect.
     pub pending_hashes: Vec<(Bin, Hash)>,
 
@@ -133,6 +136,12 @@ pub(crate) struct Channel<A> {
 pub(crate) const MAX_KEEPALIVE: Duration = Duration::from_secs(58);
 
 impl<A> Channel<A> {
+    /// Announce everything again (the peer may have missed our HAVEs).
+    pub fn forget_haves_sent(&mut self) {
+        self.have_out.clear();
+        self.haves_done_at = None;
+    }
+
     pub fn new(
         addr: A,
         local_id: u32,
@@ -153,6 +162,7 @@ impl<A> Channel<A> {
             peer_have: Binmap::new(),
             peer_complete: false,
             have_out: Binmap::new(),
+            haves_done_at: None,
             pending_hashes: Vec::new(),
             requests: BTreeMap::new(),
             request_order: VecDeque::new(),

@@ -101,7 +101,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             if ch.remote_id == hs.source_channel {
                 // Our answer was lost, and the HAVEs that rode with it: send both again.
                 ch.send_handshake = true;
-                ch.have_out.clear();
+                ch.forget_haves_sent();
                 return;
             }
             if ch.handshake.is_some() && !ch.established && ch.local_id < hs.source_channel {
@@ -502,6 +502,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         self.forget_request(ch, chunk);
         self.have.set(leaf);
+        self.have_version += 1;
         self.have_count += 1;
         self.exclude.set(leaf);
         ch.last_delivery = now;

@@ -209,7 +209,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             && now.saturating_since(ch.last_send) >= ch.keepalive.min(HAVE_REFRESH)
         {
             ch.haves_refreshed = now;
-            ch.have_out.clear();
+            ch.forget_haves_sent();
         }
         if ch.pex_request_due.is_some_and(|due| due <= now) {
             ch.pending_pex_req = room_for_peers;
