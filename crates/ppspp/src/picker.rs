@@ -86,10 +86,14 @@ pub struct RarestFirst;
 
 impl Picker for RarestFirst {
     fn pick(&mut self, ctx: &PickContext<'_>, offer: &Binmap, max_chunks: u64) -> Option<Bin> {
-        ctx.avail
-            .find_rarest(offer, ctx.exclude, ctx.range, ctx.twist)
-            .or_else(|| Binmap::find_complement(ctx.exclude, offer, ctx.range, ctx.twist))
-            .map(|b| narrow(b, max_chunks))
+        // One search says whether the peer offers anything we lack and have not asked for;
+        // often it does not (everything requested), and then the search of every rarity
+        // level, one each, is saved.
+        let any = Binmap::find_complement(ctx.exclude, offer, ctx.range, ctx.twist)?;
+        let rarest = ctx
+            .avail
+            .find_rarest(offer, ctx.exclude, ctx.range, ctx.twist);
+        Some(narrow(rarest.unwrap_or(any), max_chunks))
     }
 }
 
@@ -130,6 +134,8 @@ impl Picker for Vod {
         if let Some(b) = first_wanted_in(ctx, offer, start, high_last, max_chunks) {
             return Some(b);
         }
+        // Nothing wanted anywhere from this peer: skip the rarity searches below.
+        Binmap::find_complement(ctx.exclude, offer, ctx.range, ctx.twist)?;
         let medium_last = self
             .playhead
             .saturating_add(self.window.saturating_mul(5))
