@@ -59,8 +59,8 @@ pub(crate) struct Channel<A> {
     pub peer_complete: bool,
     /// What we announced to the peer.
     pub have_out: Binmap,
-    /// `have_out` covers all we held at this [`Engine::have_version`](super::Engine):
-    /// nothing new to announce until that changes.
+    /// `have_out` covers all we held when we held this many chunks (`have` only grows):
+    /// nothing new to announce until the count changes.
     pub haves_done_at: Option<u64>,
     /// Hashes received ahead of the DATA they protect.
     pub pending_hashes: Vec<(Bin, Hash)>,

@@ -22,7 +22,8 @@ use super::handshake::{SwarmParams, check_peer_options, our_options};
 use super::{ContentInfo, Transmit};
 use crate::Bin;
 use crate::codec::{
-    ChunkAddressing, ChunkSpec, CodecConfig, Handshake, Message, decode_datagram, encode_datagram,
+    ChunkAddressing, ChunkSpec, CodecConfig, Handshake, Message, MessageIter, decode_datagram,
+    encode_datagram,
 };
 use crate::merkle::{Hash, HashAlgorithm, VerifyError, VerifyingTree};
 use crate::rng::Rng;
@@ -236,7 +237,7 @@ impl<A: PeerAddr> Discovery<A> {
         if self.found.is_some() {
             return;
         }
-        let params = self.params(0);
+        let params = self.params();
         let peers: Vec<A> = self.peers.keys().cloned().collect();
         for peer in peers {
             let Some(probe) = self.peers.get_mut(&peer) else {
@@ -260,10 +261,7 @@ impl<A: PeerAddr> Discovery<A> {
                     *next = now + Duration::from_secs(1 << *tries);
                     *tries += 1;
                     for &(local, size) in channels.iter() {
-                        let params = SwarmParams {
-                            chunk_size: size,
-                            ..params
-                        };
+                        let params = params(size);
                         let codec = codec_for(self.cam, self.hash, size);
                         let hs = Message::Handshake(Handshake {
                             source_channel: local,
@@ -309,7 +307,7 @@ impl<A: PeerAddr> Discovery<A> {
         };
         let root = self.root;
         let (cam, hash) = (self.cam, self.hash);
-        let params = self.params(0);
+        let params = self.params();
         let Some(probe) = self.peers.get_mut(&from) else {
             return;
         };
@@ -318,10 +316,7 @@ impl<A: PeerAddr> Discovery<A> {
                 let Some(&(local, size)) = channels.iter().find(|(l, _)| *l == channel) else {
                     return;
                 };
-                let params = SwarmParams {
-                    chunk_size: size,
-                    ..params
-                };
+                let params = params(size);
                 let mut codec = codec_for(cam, hash, size);
                 let Ok(datagram) = decode_datagram(bytes, &codec) else {
                     return;
@@ -353,17 +348,15 @@ impl<A: PeerAddr> Discovery<A> {
                     tries: 0,
                     next: now + HAVE_WAIT,
                 });
-                // The rest of the datagram was encoded after the handshake: decode it
-                // again with what the handshake set.
-                let rest = bytes.get(messages.offset()..).unwrap_or_default();
-                let mut body = Vec::with_capacity(4 + rest.len());
-                body.extend_from_slice(&local.to_be_bytes());
-                body.extend_from_slice(rest);
-                let outcome = open.handle(&body);
+                // The iterator decodes the rest with what the handshake set.
+                let outcome = open.handle(messages);
                 *probe = Probe::Open(open);
                 outcome
             }
-            Probe::Open(o) if o.local == channel => o.handle(bytes),
+            Probe::Open(o) if o.local == channel => match decode_datagram(bytes, &o.codec) {
+                Ok(datagram) => o.handle(datagram.messages()),
+                Err(_) => return,
+            },
             _ => return,
         };
         match outcome {
@@ -412,10 +405,12 @@ impl<A: PeerAddr> Discovery<A> {
         }
     }
 
-    fn params(&self, chunk_size: u32) -> SwarmParams {
-        SwarmParams {
-            root: self.root,
-            hash: self.hash,
+    /// What a channel of each candidate chunk size must agree on.
+    fn params(&self) -> impl Fn(u32) -> SwarmParams + use<A> {
+        let (root, hash) = (self.root, self.hash);
+        move |chunk_size| SwarmParams {
+            root,
+            hash,
             chunk_size,
         }
     }
@@ -430,13 +425,10 @@ enum Step {
 }
 
 impl OpenProbe {
-    fn handle(&mut self, bytes: &[u8]) -> Step {
-        let Ok(datagram) = decode_datagram(bytes, &self.codec) else {
-            return Step::Wait;
-        };
+    fn handle(&mut self, messages: MessageIter<'_>) -> Step {
         let cs = self.codec.chunk_size;
         let mut step = Step::Wait;
-        for msg in datagram.messages() {
+        for msg in messages {
             let Ok(msg) = msg else {
                 return Step::Fail("sent a datagram that does not decode".into());
             };

@@ -180,8 +180,6 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     /// Chunks verified and stored, and how many.
     have: Binmap,
     have_count: u64,
-    /// Changes whenever `have` does (channels remember up to which one they announced).
-    have_version: u64,
     /// Chunks we have, have requested, or that lie past the end: what pickers avoid.
     exclude: Binmap,
     avail: Availability,
@@ -262,7 +260,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             engine.exclude.set(b);
         }
         engine.have_count = engine.chunk_count;
-        engine.have_version += 1;
         engine.complete_reported = true;
         engine.progress_reported = engine.chunk_count;
         engine.stats.chunks_have = engine.chunk_count;
@@ -323,7 +320,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             store,
             have: Binmap::new(),
             have_count: 0,
-            have_version: 0,
             exclude,
             avail: Availability::new(),
             channels: BTreeMap::new(),

@@ -502,7 +502,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         self.forget_request(ch, chunk);
         self.have.set(leaf);
-        self.have_version += 1;
         self.have_count += 1;
         self.exclude.set(leaf);
         ch.last_delivery = now;

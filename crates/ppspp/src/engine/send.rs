@@ -183,14 +183,14 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     fn push_haves(&mut self, ch: &mut Channel<A>, w: &mut Writer) {
         // The search below walks both maps: skip it while nothing was verified since the
         // last one found everything announced (it ran on every datagram built).
-        if ch.peer_complete || self.have_count == 0 || ch.haves_done_at == Some(self.have_version) {
+        if ch.peer_complete || self.have_count == 0 || ch.haves_done_at == Some(self.have_count) {
             return;
         }
         for _ in 0..MAX_HAVES {
             let Some(news) =
                 crate::binmap::Binmap::find_complement(&ch.have_out, &self.have, self.root_bin, 0)
             else {
-                ch.haves_done_at = Some(self.have_version);
+                ch.haves_done_at = Some(self.have_count);
                 break;
             };
             let bin = match self.have.cover(news) {
