@@ -224,6 +224,11 @@ async fn slow_reader_is_disconnected() {
         .await
         {
             let m: Value = serde_json::from_str(t.as_str()).expect("json");
+            // A signal sent while the server was dropping the slow reader can be answered
+            // "no such peer" just before the room hears it left.
+            if m["type"] == "error" && m["code"] == "unknown-peer" {
+                continue;
+            }
             assert_eq!(m["type"], "peer-left", "{m}");
             assert_eq!(m["peer_id"], slow_id.as_str());
             left = true;
