@@ -16,9 +16,16 @@ pub struct Config {
     pub max_rooms: usize,
     /// Most WebSocket connections open at once. Upgrades beyond get HTTP 503.
     pub max_connections: usize,
+    /// Most WebSocket connections from one client address (an IPv4 address, or an IPv6
+    /// /64). Upgrades beyond get HTTP 503. The address is the TCP peer's: behind a proxy,
+    /// every client has the proxy's.
+    pub max_connections_per_ip: usize,
     /// Most HTTP connections not (yet) upgraded to WebSocket (health checks, handshakes in
     /// progress). A new TCP connection beyond is closed at once.
     pub max_http_connections: usize,
+    /// Most such HTTP connections from one client address, so that one address cannot take
+    /// all of `max_http_connections`. A new TCP connection beyond is closed at once.
+    pub max_http_connections_per_ip: usize,
     /// An HTTP connection that does not deliver a complete request head within this long
     /// (also between requests on a kept-alive connection) is closed.
     pub http_header_timeout: Duration,
@@ -32,10 +39,21 @@ pub struct Config {
     pub idle_timeout: Duration,
     /// How often the server pings each client. Should be well under `idle_timeout`.
     pub ping_interval: Duration,
-    /// Messages queued for one client (relayed signals, `peer-left`). A client whose queue
-    /// is full is disconnected as a slow reader.
-    pub outbound_queue: usize,
-    /// A single write to a client that takes longer than this closes the connection.
+    /// Bytes queued for one client (relayed signals and `peer-left` notices, each counted
+    /// as its length plus a fixed overhead). Signals may fill three quarters of it; a signal
+    /// beyond is refused to its sender with `peer-busy`. The last quarter is for `peer-left`
+    /// notices; a client whose queue has no room even for a notice is disconnected as a slow
+    /// reader.
+    pub outbound_queue_bytes: usize,
+    /// Bytes of one sender's signals queued for one client; beyond, `peer-busy`. Must hold
+    /// the largest relayed signal (`max_message_bytes` plus a little).
+    pub outbound_queue_bytes_per_sender: usize,
+    /// `peer-left` notices per second a room may send to peers that did not know the
+    /// leaver (it banks up to 10 s of them). Peers that knew it (from a `welcome` sample or
+    /// signals) are always told.
+    pub room_notice_rate: f64,
+    /// A single write to a client that takes longer than this closes the connection (a
+    /// client that does not read).
     pub write_timeout: Duration,
     /// On shutdown, how long `serve` waits for connections to close before returning.
     pub shutdown_grace: Duration,
@@ -48,14 +66,18 @@ impl Default for Config {
             max_peers_per_room: 1000,
             max_rooms: 10_000,
             max_connections: 10_000,
+            max_connections_per_ip: 100,
             max_http_connections: 256,
+            max_http_connections_per_ip: 32,
             http_header_timeout: Duration::from_secs(10),
             sample_size: 20,
             rate_per_sec: 50.0,
             rate_burst: 200.0,
             idle_timeout: Duration::from_secs(60),
             ping_interval: Duration::from_secs(20),
-            outbound_queue: 256,
+            outbound_queue_bytes: 256 * 1024,
+            outbound_queue_bytes_per_sender: 64 * 1024,
+            room_notice_rate: 100.0,
             write_timeout: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(5),
         }
@@ -71,8 +93,12 @@ impl Config {
             ("max_peers_per_room", self.max_peers_per_room),
             ("max_rooms", self.max_rooms),
             ("max_connections", self.max_connections),
+            ("max_connections_per_ip", self.max_connections_per_ip),
             ("max_http_connections", self.max_http_connections),
-            ("outbound_queue", self.outbound_queue),
+            (
+                "max_http_connections_per_ip",
+                self.max_http_connections_per_ip,
+            ),
         ];
         for (name, value) in positive {
             if value == 0 {
@@ -81,6 +107,24 @@ impl Config {
         }
         if self.max_message_bytes < 256 {
             return Err("max_message_bytes must be at least 256".into());
+        }
+        // A relayed signal is the client's frame with `to` replaced by `from` (as long);
+        // allow for the JSON printer writing numbers longer than the client did.
+        let largest_signal = self.max_message_bytes.saturating_add(1024);
+        if self.outbound_queue_bytes_per_sender < largest_signal {
+            return Err(format!(
+                "outbound_queue_bytes_per_sender must be at least max_message_bytes + 1024 ({largest_signal})"
+            ));
+        }
+        if self.outbound_queue_bytes / 4 * 3 < self.outbound_queue_bytes_per_sender {
+            return Err(
+                "outbound_queue_bytes must be at least 4/3 of outbound_queue_bytes_per_sender \
+                 (signals may fill three quarters of it)"
+                    .into(),
+            );
+        }
+        if !(self.room_notice_rate.is_finite() && self.room_notice_rate >= 0.0) {
+            return Err("room_notice_rate must be a number >= 0".into());
         }
         if !(self.rate_per_sec.is_finite() && self.rate_per_sec > 0.0) {
             return Err("rate_per_sec must be a positive number".into());
@@ -102,5 +146,37 @@ impl Config {
             return Err("ping_interval must be shorter than idle_timeout".into());
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate_and_bad_queues_do_not() {
+        assert_eq!(Config::default().validate(), Ok(()));
+        let small_share = Config {
+            outbound_queue_bytes_per_sender: 16 * 1024,
+            ..Config::default()
+        };
+        assert!(small_share.validate().is_err());
+        let small_total = Config {
+            outbound_queue_bytes: 64 * 1024,
+            ..Config::default()
+        };
+        assert!(small_total.validate().is_err());
+        for bad in [-1.0, f64::NAN, f64::INFINITY] {
+            let c = Config {
+                room_notice_rate: bad,
+                ..Config::default()
+            };
+            assert!(c.validate().is_err());
+        }
+        let no_ip = Config {
+            max_connections_per_ip: 0,
+            ..Config::default()
+        };
+        assert!(no_ip.validate().is_err());
     }
 }

@@ -5,15 +5,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
-use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::{Instant, timeout};
 
 use crate::Shared;
+use crate::ip_limits::IpSlot;
+use crate::mailbox::{Mailbox, Refused};
 use crate::protocol::{
     ClientMessage, ErrorCode, PROTOCOL_VERSION, ServerMessage, close_code, parse_client,
     valid_swarm_id,
 };
-use crate::registry::Outbound;
+use crate::registry::{Outbound, Relayed};
 
 /// Read buffer of each connection. Signaling frames are small; tungstenite's 128 KiB
 /// default would dominate the memory of an idle client.
@@ -67,7 +69,7 @@ impl Bucket {
 
 struct Joined {
     peer_id: String,
-    queue: mpsc::Receiver<Outbound>,
+    mailbox: Arc<Mailbox>,
 }
 
 /// How a connection ends.
@@ -88,7 +90,7 @@ enum Event {
 
 async fn next_queued(joined: &mut Option<Joined>) -> Option<Outbound> {
     match joined {
-        Some(j) => j.queue.recv().await,
+        Some(j) => j.mailbox.next().await,
         None => std::future::pending().await,
     }
 }
@@ -105,7 +107,15 @@ impl Conn {
     /// Sends one frame within the write timeout. `false` if the socket is unusable.
     async fn send(&mut self, msg: Message) -> bool {
         let limit = self.shared.config.write_timeout;
-        matches!(timeout(limit, self.ws.send(msg)).await, Ok(Ok(())))
+        match timeout(limit, self.ws.send(msg)).await {
+            Ok(Ok(())) => true,
+            Ok(Err(_)) => false,
+            Err(_) => {
+                // The client does not read: its TCP buffers are full.
+                tracing::info!(peer = ?self.joined.as_ref().map(|j| &j.peer_id), "write timed out; dropping slow reader");
+                false
+            }
+        }
     }
 
     async fn send_json(&mut self, msg: &ServerMessage) -> bool {
@@ -158,17 +168,28 @@ impl Conn {
                 let Some(j) = &self.joined else {
                     return self.fail(ErrorCode::NotJoined, "join a room first").await;
                 };
-                let text: Utf8Bytes = ServerMessage::Signal {
+                let mut text = ServerMessage::Signal {
                     from: j.peer_id.clone(),
                     data,
                 }
-                .to_json()
-                .into();
-                if self.shared.registry.relay(&j.peer_id, &to, text) {
-                    return Ok(());
-                }
-                let mut msg =
-                    ServerMessage::error(ErrorCode::UnknownPeer, "no such peer in this room");
+                .to_json();
+                // Queued bytes are charged by length: do not hold spare capacity.
+                text.shrink_to_fit();
+                let mut msg = match self.shared.registry.relay(&j.peer_id, &to, text.into()) {
+                    Relayed::Delivered => return Ok(()),
+                    Relayed::UnknownPeer => {
+                        ServerMessage::error(ErrorCode::UnknownPeer, "no such peer in this room")
+                    }
+                    Relayed::Busy(why) => ServerMessage::error(
+                        ErrorCode::PeerBusy,
+                        match why {
+                            Refused::SenderShare => {
+                                "too much from you is queued for this peer; not delivered"
+                            }
+                            Refused::Full => "too much is queued for this peer; not delivered",
+                        },
+                    ),
+                };
                 if let ServerMessage::Error { to: t, .. } = &mut msg {
                     *t = Some(to);
                 }
@@ -208,21 +229,12 @@ impl Conn {
                 )
                 .await;
         }
-        let cfg = &self.shared.config;
-        let (tx, rx) = mpsc::channel(cfg.outbound_queue);
-        let joined = self.shared.registry.join(
-            &swarm,
-            tx,
-            cfg.max_rooms,
-            cfg.max_peers_per_room,
-            cfg.sample_size,
-        );
-        match joined {
-            Ok((peer_id, peers)) => {
+        match self.shared.registry.join(&swarm) {
+            Ok((peer_id, mailbox, peers)) => {
                 tracing::debug!(peer = %peer_id, %swarm, "joined");
                 self.joined = Some(Joined {
                     peer_id: peer_id.clone(),
-                    queue: rx,
+                    mailbox,
                 });
                 let welcome = ServerMessage::Welcome {
                     v: PROTOCOL_VERSION,
@@ -317,8 +329,14 @@ impl Conn {
     }
 }
 
-/// Runs one connection to its end. `_permit` is the connection's slot, freed on return.
-pub(crate) async fn run(ws: WebSocket, shared: Arc<Shared>, _permit: OwnedSemaphorePermit) {
+/// Runs one connection to its end. `_permit` and `_ip` are the connection's slots (of all
+/// connections and of its address), freed on return.
+pub(crate) async fn run(
+    ws: WebSocket,
+    shared: Arc<Shared>,
+    _permit: OwnedSemaphorePermit,
+    _ip: IpSlot,
+) {
     let cfg = shared.config.clone();
     let mut shutdown = shared.shutdown.clone();
     let mut conn = Conn {
@@ -361,7 +379,8 @@ pub(crate) async fn run(ws: WebSocket, shared: Arc<Shared>, _permit: OwnedSemaph
                 }
             }
             Event::Queued(None) => {
-                // The registry dropped us: our queue was full (slow reader).
+                // The registry dropped us: not even a notice fit in our queue.
+                tracing::info!(peer = ?conn.joined.as_ref().map(|j| &j.peer_id), "queue full; dropping slow reader");
                 conn.joined = None;
                 Err(End::Close(close_code::POLICY, "slow reader"))
             }

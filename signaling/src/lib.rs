@@ -24,6 +24,8 @@
 
 mod config;
 mod conn;
+mod ip_limits;
+mod mailbox;
 pub mod protocol;
 mod registry;
 
@@ -33,8 +35,8 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::Router;
-use axum::extract::State;
 use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::{Extension, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -57,6 +59,8 @@ pub const HEALTH_PATH: &str = "/health";
 pub(crate) struct Shared {
     pub(crate) config: Config,
     pub(crate) registry: registry::Registry,
+    /// Connections per client address.
+    ip_limits: Arc<ip_limits::IpLimits>,
     /// One permit per open WebSocket connection.
     connections: Arc<Semaphore>,
     /// Capacity of `connections`.
@@ -90,9 +94,20 @@ pub async fn serve(
         .unwrap_or(u32::MAX)
         .min(u32::try_from(Semaphore::MAX_PERMITS).unwrap_or(u32::MAX));
     let (stop_tx, stop_rx) = watch::channel(false);
+    let registry = registry::Registry::new(registry::Limits {
+        budget: mailbox::Budget::new(
+            config.outbound_queue_bytes,
+            config.outbound_queue_bytes_per_sender,
+        ),
+        max_rooms: config.max_rooms,
+        max_peers_per_room: config.max_peers_per_room,
+        sample_size: config.sample_size,
+        room_notice_rate: config.room_notice_rate,
+    });
     let shared = Arc::new(Shared {
         config,
-        registry: registry::Registry::default(),
+        registry,
+        ip_limits: Arc::default(),
         connections: Arc::new(Semaphore::new(max_connections as usize)),
         max_connections,
         shutdown: stop_rx,
@@ -124,12 +139,21 @@ pub async fn serve(
                 }
             },
         };
+        // The address's own limit first, so one address cannot take every server-wide slot.
+        let Some(ip_slot) = shared.ip_limits.try_acquire(
+            peer.ip(),
+            ip_limits::Kind::Http,
+            cfg.max_http_connections_per_ip,
+        ) else {
+            tracing::debug!(%peer, "connection refused: max_http_connections_per_ip reached");
+            continue;
+        };
         let Ok(slot) = http_slots.clone().try_acquire_owned() else {
             tracing::debug!(%peer, "connection refused: max_http_connections reached");
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(app.clone());
+        let service = TowerToHyperService::new(app.clone().layer(Extension(ClientAddr(peer))));
         let conn = http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(cfg.http_header_timeout)
@@ -152,6 +176,7 @@ pub async fn serve(
             // Also when the connection was upgraded: WebSocket connections are counted
             // by their own permits.
             drop(slot);
+            drop(ip_slot);
         });
     }
     drop(listener);
@@ -243,10 +268,26 @@ fn unavailable(message: &str) -> Response {
         .into_response()
 }
 
-async fn ws_handler(State(shared): State<Arc<Shared>>, ws: WebSocketUpgrade) -> Response {
+/// The TCP peer address of a request's connection.
+#[derive(Debug, Clone, Copy)]
+struct ClientAddr(SocketAddr);
+
+async fn ws_handler(
+    State(shared): State<Arc<Shared>>,
+    Extension(ClientAddr(peer)): Extension<ClientAddr>,
+    ws: WebSocketUpgrade,
+) -> Response {
     if *shared.shutdown.borrow() {
         return unavailable("shutting down");
     }
+    let Some(ip_slot) = shared.ip_limits.try_acquire(
+        peer.ip(),
+        ip_limits::Kind::Ws,
+        shared.config.max_connections_per_ip,
+    ) else {
+        tracing::debug!(%peer, "connection refused: max_connections_per_ip reached");
+        return unavailable("too many connections from this address");
+    };
     let Ok(permit) = shared.connections.clone().try_acquire_owned() else {
         tracing::info!("connection refused: max_connections reached");
         return unavailable("too many connections");
@@ -260,7 +301,7 @@ async fn ws_handler(State(shared): State<Arc<Shared>>, ws: WebSocketUpgrade) -> 
         .max_write_buffer_size(transport_limit * 2)
         .max_message_size(transport_limit)
         .max_frame_size(transport_limit)
-        .on_upgrade(move |socket| conn::run(socket, shared, permit))
+        .on_upgrade(move |socket| conn::run(socket, shared, permit, ip_slot))
 }
 
 async fn health(State(shared): State<Arc<Shared>>) -> Json<serde_json::Value> {
@@ -276,5 +317,6 @@ async fn health(State(shared): State<Arc<Shared>>) -> Json<serde_json::Value> {
         "rooms": counts.rooms,
         "peers": counts.peers,
         "connections": shared.open_connections(),
+        "queued_bytes": shared.registry.queued_bytes(),
     }))
 }

@@ -34,10 +34,17 @@ struct Args {
     /// when the hard limit allows).
     #[arg(long, env = "PPSPP_SIGNAL_MAX_CONNECTIONS", default_value_t = Config::default().max_connections)]
     max_connections: usize,
+    /// Most WebSocket connections from one client address (IPv4, or IPv6 /64; the TCP
+    /// peer's address, so behind a proxy the proxy's).
+    #[arg(long, env = "PPSPP_SIGNAL_MAX_CONNECTIONS_PER_IP", default_value_t = Config::default().max_connections_per_ip)]
+    max_connections_per_ip: usize,
     /// Most HTTP connections not upgraded to WebSocket (health checks, handshakes in
     /// progress); further TCP connections are closed at once.
     #[arg(long, env = "PPSPP_SIGNAL_MAX_HTTP_CONNECTIONS", default_value_t = Config::default().max_http_connections)]
     max_http_connections: usize,
+    /// Most HTTP connections not upgraded to WebSocket from one client address.
+    #[arg(long, env = "PPSPP_SIGNAL_MAX_HTTP_CONNECTIONS_PER_IP", default_value_t = Config::default().max_http_connections_per_ip)]
+    max_http_connections_per_ip: usize,
     /// Seconds an HTTP connection may take to send a request head.
     #[arg(long, env = "PPSPP_SIGNAL_HTTP_HEADER_TIMEOUT", default_value_t = Config::default().http_header_timeout.as_secs_f64())]
     http_header_timeout: f64,
@@ -56,9 +63,18 @@ struct Args {
     /// Seconds between the server's pings.
     #[arg(long, env = "PPSPP_SIGNAL_PING_INTERVAL", default_value_t = Config::default().ping_interval.as_secs_f64())]
     ping_interval: f64,
-    /// Messages queued for one client before it is disconnected as a slow reader.
-    #[arg(long, env = "PPSPP_SIGNAL_OUTBOUND_QUEUE", default_value_t = Config::default().outbound_queue)]
-    outbound_queue: usize,
+    /// Bytes queued for one client: signals may fill three quarters (beyond, the sender
+    /// gets `peer-busy`), `peer-left` notices the rest (beyond, the client is dropped as a
+    /// slow reader).
+    #[arg(long, env = "PPSPP_SIGNAL_OUTBOUND_QUEUE_BYTES", default_value_t = Config::default().outbound_queue_bytes)]
+    outbound_queue_bytes: usize,
+    /// Bytes of one sender's signals queued for one client (beyond, `peer-busy`).
+    #[arg(long, env = "PPSPP_SIGNAL_OUTBOUND_QUEUE_BYTES_PER_SENDER", default_value_t = Config::default().outbound_queue_bytes_per_sender)]
+    outbound_queue_bytes_per_sender: usize,
+    /// `peer-left` notices per second a room may send to peers that did not know the
+    /// leaver (those that did are always told).
+    #[arg(long, env = "PPSPP_SIGNAL_ROOM_NOTICE_RATE", default_value_t = Config::default().room_notice_rate)]
+    room_notice_rate: f64,
     /// Seconds one write to a client may take before the connection is dropped.
     #[arg(long, env = "PPSPP_SIGNAL_WRITE_TIMEOUT", default_value_t = Config::default().write_timeout.as_secs_f64())]
     write_timeout: f64,
@@ -78,14 +94,18 @@ impl Args {
             max_peers_per_room: self.max_peers_per_room,
             max_rooms: self.max_rooms,
             max_connections: self.max_connections,
+            max_connections_per_ip: self.max_connections_per_ip,
             max_http_connections: self.max_http_connections,
+            max_http_connections_per_ip: self.max_http_connections_per_ip,
             http_header_timeout: seconds("http-header-timeout", self.http_header_timeout)?,
             sample_size: self.sample_size,
             rate_per_sec: self.rate,
             rate_burst: self.burst,
             idle_timeout: seconds("idle-timeout", self.idle_timeout)?,
             ping_interval: seconds("ping-interval", self.ping_interval)?,
-            outbound_queue: self.outbound_queue,
+            outbound_queue_bytes: self.outbound_queue_bytes,
+            outbound_queue_bytes_per_sender: self.outbound_queue_bytes_per_sender,
+            room_notice_rate: self.room_notice_rate,
             write_timeout: seconds("write-timeout", self.write_timeout)?,
             shutdown_grace: seconds("shutdown-grace", self.shutdown_grace)?,
         };

@@ -151,6 +151,9 @@ pub enum ErrorCode {
     RoomFull,
     /// Opening the room would exceed `max_rooms`.
     TooManyRooms,
+    /// The addressee has too much queued (from this sender, or in all) to take the signal
+    /// now. Nothing was delivered; the sender may retry later.
+    PeerBusy,
 }
 
 impl ErrorCode {
@@ -196,6 +199,7 @@ impl ErrorCode {
             ErrorCode::UnknownPeer => "unknown-peer",
             ErrorCode::RoomFull => "room-full",
             ErrorCode::TooManyRooms => "too-many-rooms",
+            ErrorCode::PeerBusy => "peer-busy",
         }
     }
 }
@@ -235,7 +239,7 @@ pub enum ServerMessage {
         message: String,
         /// Whether the server closes the connection after this error.
         fatal: bool,
-        /// For `unknown-peer`: the addressee that was not found.
+        /// For `unknown-peer` and `peer-busy`: the addressee.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         to: Option<String>,
         /// For `unsupported-version`: the versions the server speaks.
@@ -337,7 +341,11 @@ mod tests {
             e.to_json(),
             r#"{"type":"error","code":"unknown-peer","message":"no","fatal":false}"#
         );
-        for code in [ErrorCode::BadJson, ErrorCode::TooManyRooms] {
+        for code in [
+            ErrorCode::BadJson,
+            ErrorCode::TooManyRooms,
+            ErrorCode::PeerBusy,
+        ] {
             let json = serde_json::to_value(code).unwrap();
             assert_eq!(json, Value::String(code.as_str().into()));
         }

@@ -193,12 +193,12 @@ async fn idle_clients_are_closed() {
     server.stop().await.expect("serve");
 }
 
-/// A client that reads nothing while others keep sending to it is disconnected once its
-/// queue is full, and its room hears it left.
+/// A client that reads nothing while others keep sending to it is disconnected once a write
+/// to it has been stuck for the write timeout, and its room hears it left. Meanwhile the
+/// sender is told `peer-busy` when the reader's queue is full.
 #[tokio::test]
 async fn slow_reader_is_disconnected() {
     let server = Server::start(Config {
-        outbound_queue: 8,
         rate_per_sec: 10_000.0,
         rate_burst: 10_000.0,
         write_timeout: Duration::from_secs(1),
@@ -214,28 +214,36 @@ async fn slow_reader_is_disconnected() {
     // 12 KiB a message; the kernel's socket buffers take a few MB before the server's
     // writes block and the queue fills.
     let blob = "z".repeat(12 * 1024);
-    let mut left = false;
-    for _ in 0..2000 {
+    let mut busy = 0;
+    let mut left = None;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    'send: while tokio::time::Instant::now() < deadline {
         fast.signal(&slow_id, json!(blob)).await;
-        if let Ok(Some(Ok(Message::Text(t)))) = tokio::time::timeout(
-            Duration::from_millis(1),
-            futures_util::StreamExt::next(&mut fast.ws),
-        )
-        .await
+        // Once the queue is full, wait for answers rather than send more.
+        let wait = Duration::from_millis(if busy > 0 { 200 } else { 1 });
+        while let Ok(Some(Ok(Message::Text(t)))) =
+            tokio::time::timeout(wait, futures_util::StreamExt::next(&mut fast.ws)).await
         {
             let m: Value = serde_json::from_str(t.as_str()).expect("json");
-            // A signal sent while the server was dropping the slow reader can be answered
-            // "no such peer" just before the room hears it left.
-            if m["type"] == "error" && m["code"] == "unknown-peer" {
-                continue;
+            match (m["type"].as_str(), m["code"].as_str()) {
+                (Some("error"), Some("peer-busy")) => {
+                    assert_eq!(m["fatal"], false, "{m}");
+                    busy += 1;
+                }
+                // A signal sent while the server was dropping the slow reader can be
+                // answered "no such peer" just before the room hears it left.
+                (Some("error"), Some("unknown-peer")) => {}
+                (Some("peer-left"), _) => {
+                    left = Some(m);
+                    break 'send;
+                }
+                _ => panic!("unexpected {m}"),
             }
-            assert_eq!(m["type"], "peer-left", "{m}");
-            assert_eq!(m["peer_id"], slow_id.as_str());
-            left = true;
-            break;
         }
     }
-    assert!(left, "slow reader was never disconnected");
+    let left = left.unwrap_or_else(|| panic!("slow reader never disconnected ({busy} busy)"));
+    assert_eq!(left["peer_id"], slow_id.as_str());
+    assert!(busy > 0, "the sender was never told the queue was full");
     server
         .wait_health("slow reader gone", |h| {
             h["peers"] == 1 && h["connections"] == 1

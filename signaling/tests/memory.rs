@@ -40,7 +40,15 @@ async fn connect_batch(url: &str, first: usize, n: usize) -> Vec<Client> {
 }
 
 async fn run() {
-    let mut server = Binary::start(&["--max-connections", "2000"]);
+    // All clients come from 127.0.0.1, in concurrent batches of 50.
+    let mut server = Binary::start(&[
+        "--max-connections",
+        "2000",
+        "--max-connections-per-ip",
+        "2000",
+        "--max-http-connections-per-ip",
+        "256",
+    ]);
     let url = server.url();
     // Warm up: runtime threads, allocator arenas, maps.
     for c in connect_batch(&url, 0, 50).await {

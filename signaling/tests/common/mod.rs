@@ -55,6 +55,16 @@ impl Server {
         wait_health_at(self.addr, what, pred).await
     }
 
+    /// Polls `/health` until `pred` holds; panics after `limit`.
+    pub async fn wait_health_for(
+        &self,
+        limit: Duration,
+        what: &str,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Value {
+        wait_health_within(self.addr, limit, what, pred).await
+    }
+
     /// Resolves the shutdown future and waits (bounded) for `serve` to return.
     pub async fn stop(self) -> std::io::Result<()> {
         timeout(Duration::from_secs(10), self.running.shutdown())
@@ -63,10 +73,23 @@ impl Server {
     }
 }
 
+/// A TCP connection to `addr` from the loopback address `from` (any of 127.0.0.0/8 works
+/// on Linux), so tests can play several client addresses.
+pub async fn connect_from(from: &str, addr: SocketAddr) -> std::io::Result<TcpStream> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind(SocketAddr::new(from.parse().expect("source ip"), 0))?;
+    socket.connect(addr).await
+}
+
 /// `GET /health` over a fresh TCP connection: (status code, JSON body).
 pub async fn health(addr: SocketAddr) -> (u16, Value) {
+    health_from("127.0.0.1", addr).await
+}
+
+/// `GET /health` from the loopback address `from`.
+pub async fn health_from(from: &str, addr: SocketAddr) -> (u16, Value) {
     let fut = async {
-        let mut s = TcpStream::connect(addr).await.expect("connect");
+        let mut s = connect_from(from, addr).await.expect("connect");
         s.write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
             .await
             .expect("write");
@@ -104,6 +127,20 @@ impl Client {
             .await
             .expect("connect timed out")
             .expect("connect");
+        Client { ws, peer_id: None }
+    }
+
+    /// Connects from the loopback address `from` (see [`connect_from`]).
+    pub async fn connect_from(from: &str, addr: SocketAddr) -> Client {
+        let fut = async {
+            let tcp = connect_from(from, addr).await.expect("connect");
+            let url = format!("ws://{addr}/ws");
+            tokio_tungstenite::client_async(url, MaybeTlsStream::Plain(tcp))
+                .await
+                .expect("WebSocket handshake")
+                .0
+        };
+        let ws = timeout(WAIT, fut).await.expect("connect timed out");
         Client { ws, peer_id: None }
     }
 
@@ -241,22 +278,44 @@ pub struct Binary {
     pub addr: SocketAddr,
     /// The line it printed on startup.
     pub banner: String,
+    /// Its stderr lines so far, when started with `capture`.
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Binary {
     /// Starts the binary on an ephemeral loopback port with `args` added, and reads the
     /// address it prints.
     pub fn start(args: &[&str]) -> Binary {
+        Binary::spawn(args, "warn", false)
+    }
+
+    /// As [`Binary::start`], with `RUST_LOG=rust_log`; its stderr lines are collected in
+    /// [`Binary::log`] when `capture` (else they go to the test's stderr).
+    pub fn spawn(args: &[&str], rust_log: &str, capture: bool) -> Binary {
         use std::io::BufRead;
         use std::process::{Command, Stdio};
         let mut child = Command::new(env!("CARGO_BIN_EXE_ppspp-signal"))
             .args(["--bind", "127.0.0.1:0"])
             .args(args)
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", rust_log)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(if capture {
+                Stdio::piped()
+            } else {
+                Stdio::inherit()
+            })
             .spawn()
             .expect("spawn ppspp-signal");
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        if let Some(stderr) = child.stderr.take() {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for line in std::io::BufReader::new(stderr).lines() {
+                    let Ok(line) = line else { break };
+                    log.lock().expect("log").push(line);
+                }
+            });
+        }
         let stdout = child.stdout.take().expect("stdout");
         // Read the banner on a thread so a silent binary cannot hang the test.
         let (tx, rx) = std::sync::mpsc::channel();
@@ -287,6 +346,7 @@ impl Binary {
             child,
             addr,
             banner,
+            log,
         }
     }
 
@@ -359,7 +419,17 @@ pub fn raise_fd_limit() -> libc::rlim_t {
 
 /// `health` polled until `pred` holds; panics after `WAIT`.
 pub async fn wait_health_at(addr: SocketAddr, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-    let deadline = tokio::time::Instant::now() + WAIT;
+    wait_health_within(addr, WAIT, what, pred).await
+}
+
+/// `health` polled until `pred` holds; panics after `limit`.
+pub async fn wait_health_within(
+    addr: SocketAddr,
+    limit: Duration,
+    what: &str,
+    pred: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + limit;
     loop {
         let h = health(addr).await.1;
         if pred(&h) {
