@@ -6,6 +6,7 @@ export type ErrorCode =
   | 'signaling-error'
   | 'no-peers'
   | 'verification-failed'
+  | 'storage-failed'
   | 'mse-unsupported'
   | 'media-error'
   | 'wasm-load-failed'

@@ -40,6 +40,8 @@ export function engineOptions(options: ResolvedPeerOptions, extra: { vodWindow?:
   crypto.getRandomValues(seed);
   o.seed_lo = seed[0] ?? 0;
   o.seed_hi = seed[1] ?? 0;
+  // DATA timestamps on the Unix epoch, as libswift peers expect.
+  o.time_origin_ms = performance.timeOrigin;
   return o;
 }
 

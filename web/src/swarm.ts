@@ -264,6 +264,13 @@ export class Swarm extends Emitter<SwarmEvents> {
         this.completeValue = true;
         this.emit('complete', {});
         break;
+      case 'store-failed':
+        // The engine asks for nothing more; the page's memory store cannot free space.
+        this.emit(
+          'error',
+          new PpsppError('storage-failed', `chunk ${event.chunk} could not be stored: ${event.message}`),
+        );
+        break;
       default:
         break;
     }

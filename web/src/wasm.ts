@@ -105,4 +105,5 @@ export type EngineEvent =
   | { type: 'chunk-rejected'; chunk: number; peer: number; reason: string }
   | { type: 'progress'; have: number; total: number }
   | { type: 'complete' }
+  | { type: 'store-failed'; chunk: number; message: string }
   | { type: 'stats'; stats: EngineStats };

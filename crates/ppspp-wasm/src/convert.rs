@@ -55,6 +55,8 @@ fn close_reason(reason: &CloseReason) -> (&'static str, String) {
         CloseReason::Timeout => "timeout",
         CloseReason::Misbehaving(_) => "misbehaving",
         CloseReason::TooManyPeers => "too-many-peers",
+        CloseReason::OwnAddress => "own-address",
+        CloseReason::NothingToExchange(_) => "nothing-to-exchange",
     };
     (code, reason.to_string())
 }
@@ -98,6 +100,11 @@ pub fn event_object(event: &Event<u32>) -> JsValue {
             ("total", num(*total)),
         ]),
         Event::Complete => object(&[("type", "complete".into())]),
+        Event::StoreFailed { chunk, error } => object(&[
+            ("type", "store-failed".into()),
+            ("chunk", num(*chunk)),
+            ("message", error.to_string().into()),
+        ]),
         Event::Stats(s) => object(&[("type", "stats".into()), ("stats", stats_object(s))]),
     }
 }

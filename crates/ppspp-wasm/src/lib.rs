@@ -48,6 +48,9 @@ pub struct PeerOptions {
     /// Low and high halves of the seed for channel IDs and picker randomness.
     pub seed_lo: u32,
     pub seed_hi: u32,
+    /// `performance.timeOrigin`: the Unix time in milliseconds at `performance.now()` 0, so
+    /// DATA timestamps count from the Unix epoch as libswift expects; 0 = the page's clock.
+    pub time_origin_ms: f64,
 }
 
 #[wasm_bindgen]
@@ -71,6 +74,7 @@ impl Default for PeerOptions {
             timer_granularity_ms: 4,
             seed_lo: 0,
             seed_hi: 0,
+            time_origin_ms: 0.0,
         }
     }
 }
@@ -88,6 +92,13 @@ impl PeerOptions {
         if self.max_peers == 0 {
             return Err(JsError::new("max_peers must be at least 1"));
         }
+        let wall_clock_offset = core::time::Duration::try_from_secs_f64(self.time_origin_ms / 1e3)
+            .map_err(|_| {
+                JsError::new(&format!(
+                    "time_origin_ms must be milliseconds since the Unix epoch ≥ 0, not {}",
+                    self.time_origin_ms
+                ))
+            })?;
         let mut config = EngineConfig {
             upload_limit: limit("upload_limit", self.upload_limit)?,
             download_limit: limit("download_limit", self.download_limit)?,
@@ -107,6 +118,7 @@ impl PeerOptions {
                 self.timer_granularity_ms.max(1),
             )),
             seed: (u64::from(self.seed_hi) << 32) | u64::from(self.seed_lo),
+            wall_clock_offset,
             ..EngineConfig::default()
         };
         config.congestion.priority = self.priority;

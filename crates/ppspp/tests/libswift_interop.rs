@@ -205,3 +205,274 @@ fn our_seeder_answers_a_libswift_leecher() {
     // serves only what was asked and not yet acknowledged; every one of those verified.
     assert!(verified >= 1, "served and verified {verified} chunks");
 }
+
+/// What one captured libswift session says: the seeder's port and, per DATA it sent, the
+/// INTEGRITY bins that preceded it in the same datagram.
+struct Capture {
+    seeder_port: u16,
+    datagrams: Vec<common::Captured>,
+    content: Vec<u8>,
+}
+
+fn capture(name: &str) -> Capture {
+    let datagrams = common::read_pcap(name);
+    let config = CodecConfig::default();
+    let mut seeder_port = 0;
+    let mut chunks: std::collections::BTreeMap<u64, Vec<u8>> = Default::default();
+    for d in &datagrams {
+        for m in decode_datagram(&d.payload, &config)
+            .unwrap()
+            .messages()
+            .map(Result::unwrap)
+        {
+            if let Message::Data {
+                chunks: spec,
+                payload,
+                ..
+            } = m
+            {
+                seeder_port = d.src_port;
+                chunks.insert(spec.chunk_range(1024).unwrap().0, payload.to_vec());
+            }
+        }
+    }
+    let content = chunks.into_values().flatten().collect();
+    Capture {
+        seeder_port,
+        datagrams,
+        content,
+    }
+}
+
+/// Per DATA datagram: (chunk, INTEGRITY bins before it, timestamp).
+fn data_with_hashes(payload: &[u8]) -> Option<(u64, Vec<ppspp::Bin>, u64)> {
+    let config = CodecConfig::default();
+    let mut bins = Vec::new();
+    for m in decode_datagram(payload, &config)
+        .unwrap()
+        .messages()
+        .map(Result::unwrap)
+    {
+        match m {
+            Message::Integrity { chunks, .. } => bins.push(chunks.bins(1024).next().unwrap()),
+            Message::Data {
+                chunks, timestamp, ..
+            } => return Some((chunks.chunk_range(1024).unwrap().0, bins, timestamp)),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// What our seeder sends a libswift leecher whose datagrams are replayed from a capture at
+/// their recorded times: (chunk, INTEGRITY bins, timestamp) per DATA, every chunk checked
+/// against a receiver that, like libswift's, knows only the root.
+fn serve_recorded_leecher(
+    cap: &Capture,
+    wall_clock: core::time::Duration,
+) -> Vec<(u64, Vec<ppspp::Bin>, u64)> {
+    let tree =
+        ppspp::merkle::MerkleTree::from_content(HashAlgorithm::Sha1, 1024, &cap.content).unwrap();
+    let config = EngineConfig {
+        wall_clock_offset: wall_clock,
+        ..EngineConfig::default()
+    };
+    let mut seeder: Engine<u32, MemoryStore> = Engine::new_seeder(
+        config,
+        &tree,
+        MemoryStore::with_content(cap.content.clone(), 1024),
+        Time::ZERO,
+    )
+    .unwrap();
+    let mut verifier = ppspp::merkle::VerifyingTree::new(
+        HashAlgorithm::Sha1,
+        tree.root(),
+        1024,
+        cap.content.len() as u64,
+    )
+    .unwrap();
+    let codec = CodecConfig::default();
+    let mut our_id = None;
+    let mut sent = Vec::new();
+    for d in cap
+        .datagrams
+        .iter()
+        .filter(|d| d.src_port != cap.seeder_port)
+    {
+        let now = Time::from_micros((d.t * 1e6) as u64);
+        let mut bytes = d.payload.clone();
+        if let Some(id) = our_id {
+            bytes[..4].copy_from_slice(&u32::to_be_bytes(id));
+        }
+        seeder.handle_datagram(now, 2, &bytes);
+        seeder.handle_timeout(now);
+        while let Some(t) = seeder.poll_transmit(now) {
+            let dg = decode_datagram(&t.payload, &codec).unwrap();
+            let mut hashes = Vec::new();
+            for m in dg.messages().map(Result::unwrap) {
+                match m {
+                    Message::Handshake(h) if our_id.is_none() => our_id = Some(h.source_channel),
+                    Message::Integrity { chunks, hash } => {
+                        hashes.push((
+                            chunks.bins(1024).next().unwrap(),
+                            Hash::from_slice(hash).unwrap(),
+                        ));
+                    }
+                    Message::Data {
+                        chunks, payload, ..
+                    } => {
+                        let (c, _) = chunks.chunk_range(1024).unwrap();
+                        let leaf = ppspp::Bin::chunk(c).unwrap();
+                        let uncles: Vec<_> = hashes
+                            .iter()
+                            .filter(|(b, _)| !b.contains(leaf) && b.parent().contains(leaf))
+                            .copied()
+                            .collect();
+                        if !verifier.is_verified(leaf) {
+                            verifier
+                                .verify_chunk(c, payload, &uncles)
+                                .unwrap_or_else(|e| panic!("chunk {c}: {e}"));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(data) = data_with_hashes(&t.payload) {
+                sent.push(data);
+            }
+        }
+    }
+    sent
+}
+
+/// Rows 13 and 15: for content with a single peak (chunk count a power of two) libswift's
+/// leecher waits for the peak's hash (the root) before the first DATA, and libswift's
+/// seeder sends each hash about once. Ours must do as libswift's does.
+#[test]
+fn a_libswift_leecher_gets_the_hashes_libswift_sends() {
+    for name in [
+        "libswift-single-peak-1-chunk.pcap",
+        "libswift-single-peak-1024-chunks.pcap",
+    ] {
+        let cap = capture(name);
+        let theirs: Vec<_> = cap
+            .datagrams
+            .iter()
+            .filter(|d| d.src_port == cap.seeder_port)
+            .filter_map(|d| data_with_hashes(&d.payload))
+            .collect();
+        let ours = serve_recorded_leecher(&cap, core::time::Duration::ZERO);
+        let chunks = (cap.content.len() as u64).div_ceil(1024);
+        // The first DATA comes after the same hashes: the root (the single peak) first.
+        assert_eq!(ours[0].0, theirs[0].0, "{name}");
+        assert_eq!(
+            ours[0].1, theirs[0].1,
+            "{name}: hashes before the first DATA"
+        );
+        assert_eq!(
+            ours[0].1[0],
+            ppspp::Bin::covering(chunks).unwrap(),
+            "{name}"
+        );
+        // Every chunk once: the recorded leecher asked for each once.
+        let mut served: Vec<u64> = ours.iter().map(|d| d.0).collect();
+        served.sort_unstable();
+        served.dedup();
+        assert_eq!(served.len() as u64, chunks, "{name}: chunks served");
+        assert_eq!(ours.len() as u64, chunks, "{name}: duplicate DATA");
+        let hashes = |s: &[(u64, Vec<ppspp::Bin>, u64)]| s.iter().map(|d| d.1.len()).sum::<usize>();
+        let (our_hashes, their_hashes) = (hashes(&ours), hashes(&theirs));
+        assert!(
+            our_hashes as f64 <= 1.25 * their_hashes as f64,
+            "{name}: {our_hashes} INTEGRITY for {} DATA; libswift sent {their_hashes} for {}",
+            ours.len(),
+            theirs.len()
+        );
+    }
+}
+
+/// Row 14: DATA timestamps count microseconds from the Unix epoch, as libswift's do; and a
+/// libswift seeder's timestamps give our leecher one-way delays of the path's size, not
+/// of the clocks' epochs apart.
+#[test]
+fn timestamps_count_from_the_unix_epoch_like_libswift() {
+    let cap = capture("libswift-single-peak-1024-chunks.pcap");
+    let theirs: Vec<_> = cap
+        .datagrams
+        .iter()
+        .filter(|d| d.src_port == cap.seeder_port)
+        .filter_map(|d| data_with_hashes(&d.payload))
+        .collect();
+    // Our clock, set to the capture's wall clock at its start.
+    let start = theirs[0].2
+        - (cap
+            .datagrams
+            .iter()
+            .find(|d| data_with_hashes(&d.payload).is_some())
+            .unwrap()
+            .t
+            * 1e6) as u64;
+    let wall = core::time::Duration::from_micros(start);
+    let ours = serve_recorded_leecher(&cap, wall);
+    for ((_, _, mine), (_, _, recorded)) in ours.iter().zip(&theirs).take(50) {
+        let apart = mine.abs_diff(*recorded);
+        assert!(
+            apart < 1_000_000,
+            "our timestamp {mine}, libswift's {recorded}"
+        );
+    }
+
+    // Our leecher fed the m74 seeder's datagrams: every ACK's delay sample is small.
+    let content = common::read_vector_file("m74.jpg");
+    let json = session();
+    let first_data = json
+        .iter()
+        .filter(|d| d.from_seeder)
+        .find_map(|d| data_with_hashes(&d.bytes).map(|(_, _, ts)| (d.t_us, ts)))
+        .unwrap();
+    let config = EngineConfig {
+        wall_clock_offset: core::time::Duration::from_micros(first_data.1 - first_data.0),
+        ..EngineConfig::default()
+    };
+    let mut leecher: Engine<u32, MemoryStore> = Engine::new(
+        config,
+        m74_info(),
+        MemoryStore::new(content.len(), 1024),
+        Time::ZERO,
+    )
+    .unwrap();
+    leecher.connect(SEEDER, Time::ZERO);
+    let opening = leecher.poll_transmit(Time::ZERO).unwrap();
+    let our_id = match decode_datagram(&opening.payload, &CodecConfig::default())
+        .unwrap()
+        .collect_messages()
+        .unwrap()[0]
+    {
+        Message::Handshake(ref h) => h.source_channel,
+        _ => unreachable!(),
+    };
+    let mut delays = Vec::new();
+    for d in json.into_iter().filter(|d| d.from_seeder) {
+        let mut bytes = d.bytes.clone();
+        bytes[..4].copy_from_slice(&our_id.to_be_bytes());
+        let now = Time::from_micros(d.t_us);
+        leecher.handle_datagram(now, SEEDER, &bytes);
+        while let Some(t) = leecher.poll_transmit(now) {
+            for m in decode_datagram(&t.payload, &CodecConfig::default())
+                .unwrap()
+                .collect_messages()
+                .unwrap()
+            {
+                if let Message::Ack { delay_us, .. } = m {
+                    delays.push(delay_us);
+                }
+            }
+        }
+    }
+    assert!(!delays.is_empty());
+    assert!(
+        // The calibration above is only as exact as the capture's times (a few µs).
+        delays.iter().all(|d| (-1000..1_000_000).contains(d)),
+        "delay samples {delays:?}"
+    );
+}

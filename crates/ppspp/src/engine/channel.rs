@@ -10,7 +10,7 @@ use crate::congestion::{CongestionConfig, Controller};
 use crate::merkle::Hash;
 use crate::time::Time;
 use core::time::Duration;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
 /// A DATA datagram waiting for its acknowledgement.
@@ -90,12 +90,23 @@ pub(crate) struct Channel<A> {
     pub last_expiry_round: Time,
     /// When our HAVEs were last re-announced in full (they travel unreliably).
     pub haves_refreshed: Time,
+    /// When the peer last offered a chunk we lacked or asked us for one (or, checked
+    /// then, still held one we lack).
+    pub last_exchange: Time,
 
     // Sending to this peer.
+    /// Requested chunks in arrival order. An entry counts only while its chunk is in
+    /// `queued`: a CANCEL or an ACK clears the map, and the stale entry is skipped when it
+    /// comes up, so neither needs a walk of the queue.
     pub serve: VecDeque<(u64, Time)>,
-    /// Chunks in `serve`, `in_flight` or `retransmit`, so a repeated REQUEST is cheap to
-    /// recognise.
-    pub outgoing: BTreeSet<u64>,
+    /// Chunks waiting in `serve` or `retransmit`.
+    pub queued: Binmap,
+    /// Chunks of `in_flight`: sent, and neither acknowledged nor taken for lost. With
+    /// `queued` it lets a REQUEST skip what is already on its way by a binmap search, so
+    /// its cost follows the ranges asked, not the chunks in them.
+    pub sent: Binmap,
+    /// When DATA to this peer was last taken for lost.
+    pub last_loss: Option<Time>,
     pub in_flight: VecDeque<InFlight>,
     pub retransmit: VecDeque<u64>,
     pub cc: Controller,
@@ -136,6 +147,32 @@ pub(crate) struct Channel<A> {
 pub(crate) const MAX_KEEPALIVE: Duration = Duration::from_secs(58);
 
 impl<A> Channel<A> {
+    /// Takes `chunk` off the queue of chunks to send; false if it was not on it (a stale
+    /// entry of `serve` or `retransmit`).
+    pub fn unqueue(&mut self, chunk: u64) -> bool {
+        match Bin::chunk(chunk) {
+            Some(b) if self.queued.is_filled(b) => {
+                self.queued.reset(b);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Puts `chunk` (back) on the queue of chunks to send.
+    pub fn enqueue(&mut self, chunk: u64) {
+        if let Some(b) = Bin::chunk(chunk) {
+            self.queued.set(b);
+        }
+    }
+
+    /// `chunk` left `in_flight` (acknowledged, or taken for lost).
+    pub fn landed(&mut self, chunk: u64) {
+        if let Some(b) = Bin::chunk(chunk) {
+            self.sent.reset(b);
+        }
+    }
+
     /// Announce everything again (the peer may have missed our HAVEs).
     pub fn forget_haves_sent(&mut self) {
         self.have_out.clear();
@@ -178,8 +215,11 @@ impl<A> Channel<A> {
             expiry_rounds: 0,
             last_expiry_round: now,
             haves_refreshed: now,
+            last_exchange: now,
             serve: VecDeque::new(),
-            outgoing: BTreeSet::new(),
+            queued: Binmap::new(),
+            sent: Binmap::new(),
+            last_loss: None,
             in_flight: VecDeque::new(),
             retransmit: VecDeque::new(),
             // The configuration was validated when the engine was built.
@@ -206,6 +246,14 @@ impl<A> Channel<A> {
             bytes_up: 0,
             bytes_down: 0,
         }
+    }
+
+    /// No DATA to this peer was lost lately: hashes sent with DATA still in flight can be
+    /// counted on to arrive (see `integrity_for`).
+    pub fn path_is_clean(&self, now: Time) -> bool {
+        let calm = (4 * self.rtt.srtt()).max(Duration::from_secs(1));
+        self.last_loss
+            .is_none_or(|at| now.saturating_since(at) >= calm)
     }
 
     /// Datagrams with DATA that may be unacknowledged at once.

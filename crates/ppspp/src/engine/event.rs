@@ -2,6 +2,7 @@
 
 use crate::congestion::Phase;
 use crate::merkle::VerifyError;
+use crate::store::StoreError;
 use core::fmt;
 use core::time::Duration;
 
@@ -20,6 +21,11 @@ pub enum CloseReason {
     Misbehaving(String),
     /// The engine already has as many channels as it allows.
     TooManyPeers,
+    /// The address is this peer's own (a peer list named it): its handshake came back to us.
+    OwnAddress,
+    /// While we lacked chunks, the peer announced none we lack and asked us for none, for
+    /// this long: the channel only held a slot.
+    NothingToExchange(Duration),
 }
 
 impl fmt::Display for CloseReason {
@@ -31,6 +37,12 @@ impl fmt::Display for CloseReason {
             CloseReason::Timeout => f.write_str("peer went silent"),
             CloseReason::Misbehaving(why) => write!(f, "peer misbehaved: {why}"),
             CloseReason::TooManyPeers => f.write_str("too many peers"),
+            CloseReason::OwnAddress => f.write_str("that address is this peer's own"),
+            CloseReason::NothingToExchange(d) => write!(
+                f,
+                "nothing to exchange: it offered no chunk we lack and asked for none in {} s",
+                d.as_secs()
+            ),
         }
     }
 }
@@ -57,6 +69,11 @@ pub enum Event<A> {
     Progress { have: u64, total: u64 },
     /// Every chunk is verified and stored.
     Complete,
+    /// A verified chunk could not be stored (disk full, quota exceeded…). The chunk stays
+    /// wanted, but the engine asks for nothing more until
+    /// [`Engine::resume_storing`](super::Engine::resume_storing): the adapter decides
+    /// whether to stop or to free space and go on.
+    StoreFailed { chunk: u64, error: StoreError },
     /// The periodic figures, when [`EngineConfig::stats_interval`](super::EngineConfig) is set.
     Stats(Stats),
 }
@@ -74,12 +91,17 @@ pub struct Stats {
     pub bytes_uploaded: u64,
     pub chunks_verified: u64,
     pub chunks_rejected: u64,
+    /// Chunks dropped because a hash needed to verify them had not arrived (their
+    /// datagram's hashes were lost, or the peer omits them); they stay requested.
+    pub chunks_unverifiable: u64,
     pub datagrams_sent: u64,
     pub datagrams_received: u64,
     /// Datagrams dropped before processing (undecodable, unknown channel, wrong swarm).
     pub datagrams_dropped: u64,
     pub retransmissions: u64,
     pub peers: usize,
+    /// Handshakes answered whose initiator has not come back yet (they hold no channel).
+    pub half_open: usize,
 }
 
 /// Figures of one channel.

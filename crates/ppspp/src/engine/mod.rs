@@ -16,6 +16,7 @@ mod addr;
 mod channel;
 mod discover;
 mod event;
+mod half_open;
 mod handshake;
 mod recv;
 pub mod request;
@@ -30,7 +31,7 @@ pub use event::{ChannelStats, CloseReason, Event, SendState, Stats};
 use crate::Bin;
 use crate::avail::Availability;
 use crate::binmap::Binmap;
-use crate::codec::{ChunkAddressing, CodecConfig};
+use crate::codec::ChunkAddressing;
 use crate::congestion::{ConfigError, CongestionConfig};
 use crate::merkle::{Hash, HashAlgorithm, MerkleTree, VerifyingTree};
 use crate::picker::{Live, Picker, RarestFirst, Sequential, Vod};
@@ -79,6 +80,10 @@ pub struct EngineConfig {
     pub download_limit: Option<u64>,
     /// Most channels at once (RFC 7574 suggests limiting; libswift opens 20 itself).
     pub max_peers: usize,
+    /// Most handshakes answered and waiting for the initiator's next datagram. They are
+    /// held in a table of their own, not as channels, so handshakes from spoofed addresses
+    /// take no peer slot; when it is full the oldest entry goes (RFC 7574 §12).
+    pub max_half_open: usize,
     /// Most peers we serve at once; the rest are choked.
     pub max_unchoked: usize,
     /// Chunks queued for one peer; REQUESTs beyond are ignored (bounded memory).
@@ -102,6 +107,11 @@ pub struct EngineConfig {
     pub stats_interval: Option<core::time::Duration>,
     /// Seed for channel IDs and picker randomness; adapters pass real entropy.
     pub seed: u64,
+    /// The Unix time at the adapter's [`Time::ZERO`]. DATA timestamps are `now` plus this:
+    /// microseconds since the Unix epoch, which libswift assumes (digest §1.6) and from
+    /// which it derives its round-trip times. Zero keeps the adapter's own clock (the
+    /// simulator, tests).
+    pub wall_clock_offset: core::time::Duration,
 }
 
 impl Default for EngineConfig {
@@ -113,6 +123,7 @@ impl Default for EngineConfig {
             upload_limit: None,
             download_limit: None,
             max_peers: 64,
+            max_half_open: 1024,
             max_unchoked: 32,
             max_serve_queue: 4096,
             min_request_pipeline: 8,
@@ -123,6 +134,7 @@ impl Default for EngineConfig {
             urgent_priority: None,
             stats_interval: None,
             seed: 0,
+            wall_clock_offset: core::time::Duration::ZERO,
         }
     }
 }
@@ -187,7 +199,13 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     /// Boxed: channels move in and out of the map around every datagram.
     channels: BTreeMap<u32, Box<Channel<A>>>,
     by_addr: BTreeMap<A, u32>,
+    /// Handshakes answered, waiting for the initiator's next datagram.
+    half_open: half_open::HalfOpenTable<A>,
     banned: BTreeSet<A>,
+    /// Addresses that turned out to be our own (never connected to again).
+    own_addrs: BTreeSet<A>,
+    /// A store write failed: no new requests until [`Engine::resume_storing`].
+    storing_paused: bool,
     rng: Rng,
     events: VecDeque<Event<A>>,
     stats: Stats,
@@ -280,6 +298,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if config.max_peers == 0 {
             return Err(EngineError::Config("max_peers must be at least 1"));
         }
+        if config.max_half_open == 0 {
+            return Err(EngineError::Config("max_half_open must be at least 1"));
+        }
         if config.min_request_pipeline == 0
             || config.max_request_pipeline < config.min_request_pipeline
         {
@@ -299,6 +320,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         let burst = |rate: u64| rate.max(4 * (content.chunk_size as u64 + 512));
         let next_stats = config.stats_interval.map(|d| now + d);
+        let max_half_open = config.max_half_open;
         Ok(Engine {
             picker: config.picker.build(),
             rng: Rng::new(config.seed),
@@ -324,7 +346,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             avail: Availability::new(),
             channels: BTreeMap::new(),
             by_addr: BTreeMap::new(),
+            half_open: half_open::HalfOpenTable::new(max_half_open),
             banned: BTreeSet::new(),
+            own_addrs: BTreeSet::new(),
+            storing_paused: false,
             events: VecDeque::new(),
             stats: Stats {
                 chunk_count,
@@ -396,11 +421,13 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     pub fn connect(&mut self, peer: A, now: Time) {
         if self.by_addr.contains_key(&peer)
             || self.banned.contains(&peer)
+            || self.own_addrs.contains(&peer)
             || self.channels.len() >= self.config.max_peers
         {
             return;
         }
-        let id = self.new_channel(peer, now);
+        let id = self.fresh_channel_id();
+        self.new_channel(peer, id, now);
         if let Some(ch) = self.channels.get_mut(&id) {
             ch.handshake = Some(channel::HandshakeRetry {
                 tries: 0,
@@ -496,6 +523,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         Stats {
             chunks_have: self.have_count,
             peers: self.channels.len(),
+            half_open: self.half_open.len(),
             ..self.stats.clone()
         }
     }
@@ -534,21 +562,38 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.events.push_back(event);
     }
 
-    fn new_channel(&mut self, peer: A, now: Time) -> u32 {
+    /// A channel ID used by no channel and no half-open handshake.
+    fn fresh_channel_id(&mut self) -> u32 {
         let mut id = self.rng.channel_id();
-        while self.channels.contains_key(&id) {
+        while self.channels.contains_key(&id) || self.half_open.contains(id) {
             id = self.rng.channel_id();
         }
-        let codec = CodecConfig {
-            chunk_addressing: self.config.chunk_addressing,
-            hash_size: self.content.hash.size(),
-            chunk_size: self.content.chunk_size,
-            ..CodecConfig::default()
-        };
+        id
+    }
+
+    fn new_channel(&mut self, peer: A, id: u32, now: Time) {
+        let codec = self.base_codec();
         let ch = Channel::new(peer.clone(), id, codec, &self.config.congestion, now);
         self.channels.insert(id, Box::new(ch));
         self.by_addr.insert(peer, id);
-        id
+    }
+
+    /// `now` on the wall clock DATA timestamps use (see
+    /// [`EngineConfig::wall_clock_offset`]).
+    fn wall_clock(&self, now: Time) -> Time {
+        now + self.config.wall_clock_offset
+    }
+
+    /// Requests chunks again after a [`Event::StoreFailed`] (the adapter freed space, or
+    /// switched stores). Peers are judged on their deliveries from `now` on: the pause was
+    /// ours.
+    pub fn resume_storing(&mut self, now: Time) {
+        self.storing_paused = false;
+        for ch in self.channels.values_mut() {
+            ch.last_delivery = now;
+            ch.expired_since_delivery = false;
+            ch.expiry_rounds = 0;
+        }
     }
 
     /// Forgets a channel: its requests return to the pool, its map leaves availability.

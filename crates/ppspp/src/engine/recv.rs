@@ -2,9 +2,11 @@
 
 use super::channel::Channel;
 use super::event::{CloseReason, Event};
+use super::half_open::HalfOpen;
 use super::handshake::check_peer_options;
 use super::{Engine, PeerAddr, is_private};
 use crate::Bin;
+use crate::binmap::Binmap;
 use crate::codec::{ChunkSpec, CodecConfig, Handshake, Message, decode_datagram};
 use crate::merkle::{Hash, VerifyError};
 use crate::store::ChunkStore;
@@ -45,7 +47,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return;
         }
         let id = datagram.channel;
-        let Some(mut ch) = self.channels.remove(&id) else {
+        let Some(mut ch) = self
+            .channels
+            .remove(&id)
+            .or_else(|| self.promote(now, id, &from))
+        else {
             self.stats.datagrams_dropped += 1;
             return;
         };
@@ -59,7 +65,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.schedule_requests(now, Some(id));
     }
 
-    fn base_codec(&self) -> CodecConfig {
+    pub(super) fn base_codec(&self) -> CodecConfig {
         CodecConfig {
             chunk_addressing: self.config.chunk_addressing,
             hash_size: self.content.hash.size(),
@@ -78,7 +84,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
     }
 
-    /// A datagram to channel 0: a peer opening a channel to us.
+    /// A datagram to channel 0: a peer opening a channel to us. It is answered from the
+    /// half-open table; the channel is made when the initiator's next datagram proves the
+    /// address (see `half_open.rs`).
     fn handle_opening(&mut self, now: Time, from: A, bytes: &[u8]) {
         let base = self.base_codec();
         let Ok(datagram) = decode_datagram(bytes, &base) else {
@@ -98,6 +106,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             let Some(ch) = self.channels.get_mut(&existing) else {
                 return;
             };
+            if ch.handshake.is_some() && ch.local_id == hs.source_channel {
+                // Our own opening handshake came back: that address is ours.
+                self.own_addrs.insert(from);
+                self.remove_channel(existing, CloseReason::OwnAddress);
+                return;
+            }
             if ch.remote_id == hs.source_channel {
                 // Our answer was lost, and the HAVEs that rode with it: send both again.
                 ch.send_handshake = true;
@@ -112,31 +126,44 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             let old = existing;
             self.remove_channel(old, CloseReason::ClosedByPeer);
         }
-        if self.channels.len() >= self.config.max_peers {
-            self.stats.datagrams_dropped += 1;
-            return;
+        if let Some(id) = self.half_open.id_of(&from) {
+            if self
+                .half_open
+                .get_mut(id)
+                .is_some_and(|e| e.remote_id == hs.source_channel)
+            {
+                self.half_open.answer_again(id, now);
+                return;
+            }
+            // The peer restarted and opens anew.
+            self.half_open.remove(id);
         }
-        let id = self.new_channel(from, now);
-        let Some(mut ch) = self.channels.remove(&id) else {
-            return;
-        };
-        ch.remote_id = hs.source_channel;
-        ch.codec.apply_handshake(&hs.options);
-        ch.send_handshake = true;
+        let mut codec = base;
+        codec.apply_handshake(&hs.options);
+        let id = self.fresh_channel_id();
+        self.half_open
+            .insert(id, HalfOpen::new(from, hs.source_channel, codec, now));
+    }
+
+    /// The initiator's next datagram reached the channel ID our answer gave it: the
+    /// half-open handshake becomes a channel, if there is room for one.
+    fn promote(&mut self, now: Time, id: u32, from: &A) -> Option<Box<Channel<A>>> {
+        if self.half_open.get_mut(id)?.addr != *from {
+            return None;
+        }
+        let entry = self.half_open.remove(id)?;
+        if self.channels.len() >= self.config.max_peers || self.by_addr.contains_key(from) {
+            return None;
+        }
+        self.new_channel(entry.addr, id, now);
+        let mut ch = self.channels.remove(&id)?;
+        ch.remote_id = entry.remote_id;
+        ch.codec = entry.codec;
+        ch.handshake_sent = entry.answered_at;
+        ch.handshake_resent = entry.answer_resent;
+        ch.have_out = entry.announced;
         ch.last_recv = now;
-        // Light messages may follow the handshake (HAVE, REQUEST); never DATA this early.
-        let mut verdict = Verdict::Keep;
-        for msg in messages {
-            let Ok(msg) = msg else { break };
-            if matches!(msg, Message::Data { .. }) {
-                break;
-            }
-            verdict = self.handle_message(now, &mut ch, msg, &mut Vec::new());
-            if !matches!(verdict, Verdict::Keep) {
-                break;
-            }
-        }
-        self.finish(id, ch, verdict);
+        Some(ch)
     }
 
     fn handle_on_channel(&mut self, now: Time, ch: &mut Channel<A>, bytes: &[u8]) -> Verdict {
@@ -243,19 +270,16 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         hashes: &mut Vec<(Bin, Hash)>,
     ) -> Verdict {
         match msg {
-            Message::Have(spec) => self.on_have(ch, &spec),
+            Message::Have(spec) => self.on_have(now, ch, &spec),
             Message::Ack { chunks, delay_us } => self.on_ack(now, ch, &chunks, delay_us),
             Message::Request(spec) => self.on_request(now, ch, &spec),
             Message::Cancel(spec) => {
+                // What is still queued is dropped; the stale queue entries are skipped
+                // when they come up.
                 if let Some((first, last)) = self.clip(&spec) {
-                    let outgoing = &mut ch.outgoing;
-                    ch.serve.retain(|(c, _)| {
-                        let keep = *c < first || *c > last;
-                        if !keep {
-                            outgoing.remove(c);
-                        }
-                        keep
-                    });
+                    for b in Bin::from_chunk_range(first, last) {
+                        ch.queued.reset(b);
+                    }
                 }
             }
             Message::Integrity { chunks, hash } => {
@@ -304,10 +328,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// The peer now holds chunks `first..=last`. Availability is kept only while we still
     /// pick chunks; a peer holding everything counts as a seeder there (O(1) to add and
     /// remove).
-    fn peer_gained(&mut self, ch: &mut Channel<A>, first: u64, last: u64) {
+    fn peer_gained(&mut self, now: Time, ch: &mut Channel<A>, first: u64, last: u64) {
         if ch.peer_complete {
             return;
         }
+        let mut offered = false;
         let track = ch.established && !self.is_complete();
         for b in Bin::from_chunk_range(first, last) {
             if ch.peer_have.is_filled(b) {
@@ -317,6 +342,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 self.avail.apply_have(&ch.peer_have, b);
             }
             ch.peer_have.set(b);
+            offered |= !self.have.is_filled(b);
+        }
+        if offered {
+            ch.last_exchange = now;
         }
         if ch.peer_have.find_empty(0..self.chunk_count).is_none() {
             ch.peer_complete = true;
@@ -327,9 +356,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
     }
 
-    fn on_have(&mut self, ch: &mut Channel<A>, spec: &ChunkSpec) {
+    fn on_have(&mut self, now: Time, ch: &mut Channel<A>, spec: &ChunkSpec) {
         if let Some((first, last)) = self.clip(spec) {
-            self.peer_gained(ch, first, last);
+            self.peer_gained(now, ch, first, last);
         }
     }
 
@@ -340,7 +369,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let in_flight_before = ch.in_flight.len() as u32;
         let mut acked = 0u32;
         let mut sample = None;
-        let outgoing = &mut ch.outgoing;
+        let sent = &mut ch.sent;
         // Karn's rule skips acknowledgements of retransmissions, since they may be for the
         // first copy. We retransmit only after a timeout, so an acknowledgement arriving at
         // least one minimum round trip after the retransmission cannot be for the first
@@ -348,7 +377,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         // retransmissions, where skipping them all froze it.
         let min_rtt = ch.rtt.min_rtt();
         let mut take = |f: &super::channel::InFlight| {
-            outgoing.remove(&f.chunk);
+            if let Some(b) = Bin::chunk(f.chunk) {
+                sent.reset(b);
+            }
             acked += 1;
             let elapsed = now.saturating_since(f.sent);
             if !f.retransmission || min_rtt.is_some_and(|m| elapsed >= m) {
@@ -372,15 +403,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 false
             });
         }
-        let outgoing = &mut ch.outgoing;
-        ch.retransmit.retain(|c| {
-            let keep = *c < first || *c > last;
-            if !keep {
-                outgoing.remove(c);
-            }
-            keep
-        });
-        self.peer_gained(ch, first, last);
+        // Queued retransmissions of these chunks are moot now.
+        for b in Bin::from_chunk_range(first, last) {
+            ch.queued.reset(b);
+        }
+        self.peer_gained(now, ch, first, last);
         if let Some(s) = sample {
             ch.rtt.on_sample(s);
         }
@@ -393,6 +420,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
     }
 
+    /// Queues what `spec` asks for that we hold, the peer lacks and is not already on its
+    /// way. Each binmap search either queues a run of chunks or ends the range, so a
+    /// request costs O(log n) per run queued however wide it is (a REQUEST of the whole
+    /// content from a peer claiming to hold it all costs one search).
     fn on_request(&mut self, now: Time, ch: &mut Channel<A>, spec: &ChunkSpec) {
         if ch.choking {
             // It asks, so it missed our CHOKE (not acknowledged, maybe lost): say it again.
@@ -401,22 +432,35 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         // It asks, so it got our UNCHOKE.
         ch.unchoke_resend = None;
+        ch.last_exchange = now;
         let Some((first, last)) = self.clip(spec) else {
             return;
         };
-        for chunk in first..=last {
-            if ch.serve.len() >= self.config.max_serve_queue {
-                break;
+        let max = self.config.max_serve_queue;
+        for range in Bin::from_chunk_range(first, last) {
+            while ch.serve.len() < max {
+                let Some(run) = Binmap::find_all(
+                    [
+                        (&self.have, true),
+                        (&ch.peer_have, false),
+                        (&ch.queued, false),
+                        (&ch.sent, false),
+                    ],
+                    range,
+                    0,
+                ) else {
+                    break;
+                };
+                let room = (max - ch.serve.len()) as u64;
+                let start = run.base_offset();
+                let end = run.last_chunk().min(start + room - 1);
+                for chunk in start..=end {
+                    ch.serve.push_back((chunk, now));
+                }
+                for b in Bin::from_chunk_range(start, end) {
+                    ch.queued.set(b);
+                }
             }
-            let Some(bin) = Bin::chunk(chunk) else { break };
-            if ch.outgoing.contains(&chunk)
-                || !self.have.is_filled(bin)
-                || ch.peer_have.is_filled(bin)
-            {
-                continue;
-            }
-            ch.outgoing.insert(chunk);
-            ch.serve.push_back((chunk, now));
         }
     }
 
@@ -433,7 +477,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return Verdict::Ban("DATA outside the content".into());
         };
         ch.dip.on_data(now);
-        let delay = now.signed_micros_since(Time::from_micros(timestamp));
+        // Both clocks count from the Unix epoch (digest §1.6); the offset between two hosts
+        // cancels out in LEDBAT, which compares samples with their minimum.
+        let delay = self
+            .wall_clock(now)
+            .signed_micros_since(Time::from_micros(timestamp));
         let cs = self.content.chunk_size as usize;
         let mut offset = 0usize;
         for chunk in first..=last {
@@ -442,11 +490,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 return Verdict::Ban(format!("DATA for chunk {chunk} is truncated"));
             };
             offset += len;
-            let verdict = self.on_chunk(now, ch, chunk, data, hashes);
-            if !matches!(verdict, Verdict::Keep) {
-                return verdict;
+            match self.on_chunk(now, ch, chunk, data, hashes) {
+                Ok(true) => ch.pending_acks.push((chunk, delay)),
+                Ok(false) => {}
+                Err(verdict) => return verdict,
             }
-            ch.pending_acks.push((chunk, delay));
             debug_assert!(len <= cs);
         }
         if offset != payload.len() {
@@ -457,6 +505,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     }
 
     /// Verifies one chunk; only verified data is stored, acknowledged or announced.
+    /// `Ok(true)`: acknowledge it (we hold it now); `Ok(false)`: drop it unacknowledged, so
+    /// its sender sends it again; `Err`: end the channel.
     fn on_chunk(
         &mut self,
         now: Time,
@@ -464,20 +514,20 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         chunk: u64,
         data: &[u8],
         hashes: &[(Bin, Hash)],
-    ) -> Verdict {
+    ) -> Result<bool, Verdict> {
         let Some(leaf) = Bin::chunk(chunk) else {
-            return Verdict::Ban("chunk index out of range".into());
+            return Err(Verdict::Ban("chunk index out of range".into()));
         };
         ch.bytes_down += data.len() as u64;
         let requested_at = ch.requests.get(&chunk).copied();
         if self.have.is_filled(leaf) {
             self.forget_request(ch, chunk);
             self.stats.bytes_duplicate += data.len() as u64;
-            return Verdict::Keep;
+            return Ok(true);
         }
         if let Err(reason) = self.check_peaks(hashes) {
             self.unrequest(ch, chunk);
-            return self.reject(ch, chunk, reason);
+            return Err(self.reject(ch, chunk, reason));
         }
         // Hashes for this chunk's path; anything else in the datagram is not for us.
         let uncles: Vec<(Bin, Hash)> = hashes
@@ -486,25 +536,32 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             .copied()
             .collect();
         if let Err(reason) = self.tree.verify_chunk(chunk, data, &uncles) {
-            // A hash we lack is not proof of bad faith (the sender may think we know it);
-            // the chunk is dropped unacknowledged and will come again.
-            self.unrequest(ch, chunk);
             if matches!(reason, VerifyError::MissingHash(_)) {
-                return Verdict::Keep;
+                // A hash we lack is not proof of bad faith: the datagram that carried it
+                // may be lost, and its sender retransmits with every hash. The chunk is
+                // dropped unacknowledged and its request stays: if no usable copy comes,
+                // it expires like an unanswered one, and a peer that never sends what we
+                // can verify is dropped by the withholding rules (timers.rs).
+                self.stats.chunks_unverifiable += 1;
+                return Ok(false);
             }
-            return self.reject(ch, chunk, reason);
-        }
-        if self.store.write_chunk(chunk, data).is_err() {
-            // Storage trouble is ours, not the peer's: the chunk stays wanted.
             self.unrequest(ch, chunk);
-            self.stats.datagrams_dropped += 1;
-            return Verdict::Keep;
+            return Err(self.reject(ch, chunk, reason));
+        }
+        if let Err(error) = self.store.write_chunk(chunk, data) {
+            // Storage trouble is ours, not the peer's: the chunk stays wanted, and nothing
+            // more is asked for until the adapter says so.
+            self.unrequest(ch, chunk);
+            self.storing_paused = true;
+            self.push_event(Event::StoreFailed { chunk, error });
+            return Ok(false);
         }
         self.forget_request(ch, chunk);
         self.have.set(leaf);
         self.have_count += 1;
         self.exclude.set(leaf);
         ch.last_delivery = now;
+        ch.last_exchange = now;
         ch.delivered_any = true;
         ch.expired_since_delivery = false;
         if let Some(at) = requested_at {
@@ -526,7 +583,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             self.push_progress();
             self.push_event(Event::Complete);
         }
-        Verdict::Keep
+        Ok(true)
     }
 
     /// Peak hashes (sent before the first chunk, digest §2.3) are checked against the root

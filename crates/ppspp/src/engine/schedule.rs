@@ -21,7 +21,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// Tops up the requests of one channel (`Some(id)`) or of all.
     pub(crate) fn schedule_requests(&mut self, now: Time, only: Option<u32>) {
         self.relax_priorities();
-        if self.is_complete() {
+        if self.is_complete() || self.storing_paused {
             return;
         }
         let Engine {

@@ -5,6 +5,7 @@ use super::handshake::our_options;
 use super::recv::pex_message;
 use super::{Engine, PeerAddr, Transmit};
 use crate::Bin;
+use crate::binmap::Binmap;
 use crate::codec::{ChunkSpec, CodecConfig, Handshake, Message, encode_message};
 use crate::merkle::Hash;
 use crate::store::ChunkStore;
@@ -17,6 +18,8 @@ pub(crate) const HANDSHAKE_TRIES: u32 = 5;
 const MAX_ACKS: usize = 48;
 const MAX_HAVES: usize = 16;
 const MAX_REQUESTS: usize = 32;
+/// Chunks in flight vouch for hashes only inside blocks of 2^this chunks (`integrity_for`).
+const LEAN_LAYERS: u32 = 4;
 
 /// Appends messages to one datagram; a message the codec refuses is skipped (it could only
 /// come from a range the negotiated addressing cannot express).
@@ -49,10 +52,33 @@ impl Writer {
     }
 }
 
+/// Adds HAVEs for what `have` holds beyond `announced`, each the largest complete interval
+/// around the news, so every chunk is announced about log n times. True once nothing is
+/// left to announce.
+fn push_news(announced: &mut Binmap, have: &Binmap, root_bin: Bin, w: &mut Writer) -> bool {
+    for _ in 0..MAX_HAVES {
+        let Some(news) = Binmap::find_complement(announced, have, root_bin, 0) else {
+            return true;
+        };
+        let bin = match have.cover(news) {
+            b if !b.is_none() && root_bin.contains(b) => b,
+            _ => news,
+        };
+        announced.set(bin);
+        if let Some(spec) = w.spec(bin) {
+            w.push(&Message::Have(spec));
+        }
+    }
+    false
+}
+
 impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// The next datagram to send, if any. Call until it returns `None` after every
     /// `handle_*` call.
     pub fn poll_transmit(&mut self, now: Time) -> Option<Transmit<A>> {
+        if let Some(answer) = self.answer_half_open(now) {
+            return Some(answer);
+        }
         // Round robin: every channel once, starting after the last one that sent.
         let start = self.cursor;
         let mut next = self
@@ -178,29 +204,37 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.sent(now, ch, w)
     }
 
-    /// HAVEs for verified chunks the peer has not been told about: each the largest
-    /// complete interval around the news, so every chunk is announced about log n times.
+    /// Answers a handshake from the half-open table: our handshake and HAVEs of what we
+    /// hold, as libswift answers.
+    fn answer_half_open(&mut self, now: Time) -> Option<Transmit<A>> {
+        let (id, entry) = self.half_open.next_due()?;
+        let mut w = Writer::new(entry.remote_id, entry.codec);
+        let options = our_options(&(&self.content).into(), None, entry.codec.chunk_addressing);
+        w.push(&Message::Handshake(Handshake {
+            source_channel: id,
+            options,
+        }));
+        if self.have_count > 0 {
+            push_news(&mut entry.announced, &self.have, self.root_bin, &mut w);
+        }
+        entry.answer_resent |= entry.answered_at.is_some();
+        entry.answered_at = Some(now);
+        self.stats.datagrams_sent += 1;
+        Some(Transmit {
+            to: entry.addr.clone(),
+            payload: w.out,
+        })
+    }
+
+    /// HAVEs for verified chunks the peer has not been told about.
     fn push_haves(&mut self, ch: &mut Channel<A>, w: &mut Writer) {
-        // The search below walks both maps: skip it while nothing was verified since the
-        // last one found everything announced (it ran on every datagram built).
+        // The search walks both maps: skip it while nothing was verified since the last one
+        // found everything announced (it ran on every datagram built).
         if ch.peer_complete || self.have_count == 0 || ch.haves_done_at == Some(self.have_count) {
             return;
         }
-        for _ in 0..MAX_HAVES {
-            let Some(news) =
-                crate::binmap::Binmap::find_complement(&ch.have_out, &self.have, self.root_bin, 0)
-            else {
-                ch.haves_done_at = Some(self.have_count);
-                break;
-            };
-            let bin = match self.have.cover(news) {
-                b if !b.is_none() && self.root_bin.contains(b) => b,
-                _ => news,
-            };
-            ch.have_out.set(bin);
-            if let Some(spec) = w.spec(bin) {
-                w.push(&Message::Have(spec));
-            }
+        if push_news(&mut ch.have_out, &self.have, self.root_bin, w) {
+            ch.haves_done_at = Some(self.have_count);
         }
     }
 
@@ -266,6 +300,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 } else {
                     ch.serve.push_front((chunk, now));
                 }
+                ch.enqueue(chunk);
                 return false;
             }
         }
@@ -274,7 +309,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let read = self.store.read_chunk(chunk, &mut data);
         if !matches!(read, Ok(true)) {
             // The store lost it (or never had it): nothing to send for this request.
-            ch.outgoing.remove(&chunk);
             self.scratch = data;
             return false;
         }
@@ -282,7 +316,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             self.scratch = data;
             return false;
         };
-        for (bin, hash) in self.integrity_for(ch, chunk) {
+        let lean = !retransmission && ch.path_is_clean(now);
+        for (bin, hash) in self.integrity_for(ch, chunk, lean) {
             if let Some(s) = w.spec(bin) {
                 w.push(&Message::Integrity {
                     chunks: s,
@@ -292,7 +327,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         w.push(&Message::Data {
             chunks: spec,
-            timestamp: now.as_micros(),
+            timestamp: self.wall_clock(now).as_micros(),
             payload: &data,
         });
         self.upload.try_take(now, len);
@@ -301,6 +336,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             sent: now,
             retransmission,
         });
+        if let Some(b) = Bin::chunk(chunk) {
+            ch.sent.set(b);
+        }
         ch.cc.on_sent(now, ch.in_flight.len() as u32, ch.rtt.srtt());
         // Pace from the schedule, not from now, so a burst of at most `slack` is the only
         // deviation from one window per round trip.
@@ -315,19 +353,18 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     }
 
     /// The next chunk to send: retransmissions first, then requests in arrival order,
-    /// skipping what the peer got meanwhile or we cannot serve.
+    /// skipping entries no longer queued (cancelled, acknowledged) and what the peer got
+    /// meanwhile or we cannot serve.
     fn next_chunk(&mut self, ch: &mut Channel<A>) -> Option<(u64, bool)> {
         while let Some(c) = ch.retransmit.pop_front() {
-            if self.peer_lacks(ch, c) {
+            if ch.unqueue(c) && self.peer_lacks(ch, c) {
                 return Some((c, true));
             }
-            ch.outgoing.remove(&c);
         }
         while let Some((c, _)) = ch.serve.pop_front() {
-            if self.peer_lacks(ch, c) {
+            if ch.unqueue(c) && self.peer_lacks(ch, c) {
                 return Some((c, false));
             }
-            ch.outgoing.remove(&c);
         }
         None
     }
@@ -336,19 +373,31 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         Bin::chunk(chunk).is_some_and(|b| self.have.is_filled(b) && !ch.peer_have.is_filled(b))
     }
 
-    /// Hashes to send before `chunk` (data-atomic datagrams, digest §2.2): all peaks while
-    /// the peer holds nothing (libswift expects them first), then the uncles up to the
-    /// lowest node the peer has verified a chunk under (or the root).
-    fn integrity_for(&self, ch: &Channel<A>, chunk: u64) -> Vec<(Bin, Hash)> {
+    /// Hashes to send before `chunk` (data-atomic datagrams, digest §2.2), as libswift
+    /// chooses them: the peaks while the peer holds nothing (even a single peak, the root:
+    /// libswift's receiver waits for it), then the uncles up to the first node whose
+    /// sibling subtree the peer holds a chunk of, so it holds that node's hash.
+    ///
+    /// With `lean` (a first transmission on a path without recent loss), chunks sent and
+    /// not yet acknowledged count as held within the chunk's block of 2^`LEAN_LAYERS`
+    /// chunks, as libswift counts them everywhere: their datagrams carry those hashes and
+    /// arrive first. A lost datagram then leaves the chunks leaning on it unverifiable
+    /// until retransmitted; the block bounds that to a few chunks (libswift's unbounded
+    /// leaning costs a whole window of them, which after a slow-start overshoot on a long
+    /// path costs much of its throughput; docs/EXPERIMENTS.md has the figures).
+    /// Retransmissions carry every hash past what was acknowledged.
+    fn integrity_for(&self, ch: &Channel<A>, chunk: u64, lean: bool) -> Vec<(Bin, Hash)> {
+        let peer = &ch.peer_have;
+        let sent = &ch.sent;
+        let knows =
+            |b: Bin| !peer.is_empty(b) || (lean && b.layer() < LEAN_LAYERS && !sent.is_empty(b));
         let mut list = Vec::new();
-        if ch.peer_have.is_empty(self.root_bin)
+        if !knows(self.root_bin)
             && let Some(peaks) = self.tree.peaks()
-            && peaks.len() > 1
         {
             list.extend(peaks);
         }
-        let peer = &ch.peer_have;
-        for u in self.tree.uncles(chunk, |b| !peer.is_empty(b)) {
+        for u in self.tree.uncles(chunk, |b| knows(b) || knows(b.sibling())) {
             if !list.iter().any(|(b, _)| *b == u.0) {
                 list.push(u);
             }

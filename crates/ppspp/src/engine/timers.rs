@@ -27,6 +27,9 @@ const NEVER_DELIVERED_ROUNDS: u32 = 3;
 const HAVE_REFRESH: Duration = Duration::from_secs(30);
 /// A responder waits this long for the initiator's third datagram.
 const UNANSWERED_RESPONSE: Duration = Duration::from_secs(30);
+/// While we lack chunks, a peer that offers none we lack and asks us for none this long is
+/// closed: it only holds a slot (it may come back, e.g. through PEX, once it has news).
+pub(crate) const NOTHING_TO_EXCHANGE: Duration = Duration::from_secs(30);
 /// A peer that sent nothing at all for this long while our requests waited is gone (it
 /// quit without a close, or the path died): close it rather than wait for the RFC's
 /// three-minute dead-peer rule, so its requests go to others.
@@ -56,14 +59,17 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         .flatten()
         .min()
         .unwrap_or(Time::NEVER);
+        if let Some(expiry) = self.half_open.next_expiry(UNANSWERED_RESPONSE) {
+            next = next.min(expiry);
+        }
+        let complete = self.is_complete();
         for ch in self.channels.values() {
             if let Some(retry) = &ch.handshake {
                 next = next.min(retry.next);
                 continue;
             }
-            if !ch.established {
-                next = next.min(ch.last_recv + UNANSWERED_RESPONSE);
-                continue;
+            if !complete {
+                next = next.min(ch.last_exchange + NOTHING_TO_EXCHANGE);
             }
             let has_data = !ch.retransmit.is_empty() || !ch.serve.is_empty();
             if has_data && ch.in_flight.len() < ch.window() {
@@ -104,6 +110,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             let stats = self.stats();
             self.push_event(Event::Stats(stats));
         }
+        self.half_open.expire(now, UNANSWERED_RESPONSE);
         let ids: Vec<u32> = self.channels.keys().copied().collect();
         for id in ids {
             match self.channel_timers(now, id) {
@@ -142,23 +149,19 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 ch.pending_choke = Some(false);
             }
         }
-        if !ch.established {
-            // We answered a handshake and the initiator never came back.
-            if now.saturating_since(ch.last_recv) >= UNANSWERED_RESPONSE {
-                return Some(TimerVerdict::Close(CloseReason::Unreachable));
-            }
-            return None;
-        }
         // Loss detection: DATA unacknowledged after the retransmission timeout is lost.
         let rto = ch.rtt.timeout();
         let mut lost = 0u32;
         while ch.in_flight.front().is_some_and(|f| f.sent + rto <= now) {
             if let Some(f) = ch.in_flight.pop_front() {
                 lost += 1;
+                ch.landed(f.chunk);
+                ch.enqueue(f.chunk);
                 ch.retransmit.push_back(f.chunk);
             }
         }
         if lost > 0 {
+            ch.last_loss = Some(now);
             let silent = ch.last_ack.is_none_or(|t| now.saturating_since(t) >= rto);
             if silent {
                 ch.cc.on_timeout(now);
@@ -188,8 +191,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 ch.expiry_rounds += 1;
                 ch.last_expiry_round = now;
             }
-            let never = !ch.delivered_any && ch.expiry_rounds >= NEVER_DELIVERED_ROUNDS;
-            let silent = now.saturating_since(ch.last_delivery) >= WITHHOLDING.max(3 * expiry);
+            // While our store cannot take chunks, what the peer sends is dropped unanswered:
+            // its silence proves nothing.
+            let judged = !self.storing_paused;
+            let never = judged && !ch.delivered_any && ch.expiry_rounds >= NEVER_DELIVERED_ROUNDS;
+            let silent =
+                judged && now.saturating_since(ch.last_delivery) >= WITHHOLDING.max(3 * expiry);
             for c in expired {
                 self.release_request(c);
             }
@@ -205,6 +212,26 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             }
         }
         let ch = self.channels.get_mut(&id)?;
+        if now.saturating_since(ch.last_exchange) >= NOTHING_TO_EXCHANGE
+            && self.have_count < self.chunk_count
+        {
+            // Checked here, once per period, rather than on every HAVE: the peer may hold
+            // news from before (while it choked us, say), or we may be serving it.
+            let offers = ch.peer_complete
+                || crate::binmap::Binmap::find_all(
+                    [(&ch.peer_have, true), (&self.have, false)],
+                    self.root_bin,
+                    0,
+                )
+                .is_some();
+            let serving = !ch.serve.is_empty() || !ch.in_flight.is_empty();
+            if !offers && !serving && ch.requests.is_empty() {
+                return Some(TimerVerdict::Close(CloseReason::NothingToExchange(
+                    NOTHING_TO_EXCHANGE,
+                )));
+            }
+            ch.last_exchange = now;
+        }
         if now.saturating_since(ch.haves_refreshed) >= HAVE_REFRESH
             && now.saturating_since(ch.last_send) >= ch.keepalive.min(HAVE_REFRESH)
         {
@@ -246,8 +273,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     ch.choking = true;
                     ch.pending_choke = Some(true);
                     ch.unchoke_resend = None;
-                    for (c, _) in ch.serve.drain(..) {
-                        ch.outgoing.remove(&c);
+                    while let Some((c, _)) = ch.serve.pop_front() {
+                        ch.unqueue(c);
                     }
                     excess -= 1;
                 }

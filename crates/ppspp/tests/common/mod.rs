@@ -58,3 +58,45 @@ pub fn unhex(s: &str) -> Vec<u8> {
     let compact: String = s.chars().filter(|c| !c.is_whitespace()).collect();
     hex::decode(compact).unwrap_or_else(|e| panic!("bad hex {s:?}: {e}"))
 }
+
+/// One UDP datagram of a capture in `shared/vectors`: seconds since the first, ports and
+/// payload.
+pub struct Captured {
+    pub t: f64,
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub payload: Vec<u8>,
+}
+
+/// The UDP datagrams of a classic pcap file of Ethernet frames carrying IPv4 (how the
+/// libswift sessions were recorded on loopback).
+pub fn read_pcap(name: &str) -> Vec<Captured> {
+    let bytes = read_vector_file(name);
+    let u16be = |b: &[u8], i: usize| u16::from_be_bytes([b[i], b[i + 1]]);
+    let u32le = |b: &[u8], i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+    assert_eq!(
+        u32le(&bytes, 0),
+        0xa1b2_c3d4,
+        "{name}: not a microsecond pcap"
+    );
+    assert_eq!(u32le(&bytes, 20), 1, "{name}: not Ethernet frames");
+    let mut out = Vec::new();
+    let mut at = 24;
+    let mut t0 = None;
+    while at + 16 <= bytes.len() {
+        let t = f64::from(u32le(&bytes, at)) + f64::from(u32le(&bytes, at + 4)) / 1e6;
+        let len = u32le(&bytes, at + 8) as usize;
+        let frame = &bytes[at + 16..at + 16 + len];
+        at += 16 + len;
+        let ip = &frame[14..];
+        let udp = &ip[usize::from(ip[0] & 0x0f) * 4..];
+        let t0 = *t0.get_or_insert(t);
+        out.push(Captured {
+            t: t - t0,
+            src_port: u16be(udp, 0),
+            dst_port: u16be(udp, 2),
+            payload: udp[8..usize::from(u16be(udp, 4))].to_vec(),
+        });
+    }
+    out
+}
