@@ -3,6 +3,8 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 CARGO ?= cargo
 FUZZ_SECONDS ?= 60
+# decode_datagram (crates/ppspp/fuzz) or signal_message (signaling/fuzz).
+FUZZ_TARGET ?= decode_datagram
 export CARGO_TERM_COLOR ?= never
 
 .PHONY: help setup test lint test-rust test-wasm test-fuzz-build web web-poison native test-web test-e2e fuzz bench bench-smoke bench-criterion experiments demo clean
@@ -13,7 +15,8 @@ help:
 	@echo "             swarm of pages, binmap, simulated LEDBAT -> target/bench/summary.json, BENCHMARKS.md"
 	@echo "make bench-smoke  the same in seconds with tiny sizes (part of make test)"
 	@echo "make experiments  run every simulator experiment (docs/EXPERIMENTS.md) into target/sim/"
-	@echo "make fuzz    fuzz the datagram decoder for FUZZ_SECONDS (default $(FUZZ_SECONDS)) seconds"
+	@echo "make fuzz    fuzz FUZZ_TARGET (default $(FUZZ_TARGET), the datagram decoder; signal_message:"
+	@echo "             the signaling server's JSON messages) for FUZZ_SECONDS (default $(FUZZ_SECONDS)) seconds"
 	@echo "make demo    build everything, start signaling + seeder + web server, print the page URL"
 	@echo "             (HEADLESS=1: 1 seeder + 4 headless pages play it; prints a summary)"
 	@echo "make web     build the npm package (web/: Wasm + TypeScript)"
@@ -35,9 +38,10 @@ test-rust:
 test-wasm:
 	$(CARGO) build -p ppspp --target wasm32-unknown-unknown --locked
 
-# The fuzz target must compile on stable even where cargo-fuzz/nightly are absent.
+# The fuzz targets must compile on stable even where cargo-fuzz/nightly are absent.
 test-fuzz-build:
 	$(CARGO) build --manifest-path crates/ppspp/fuzz/Cargo.toml --locked
+	$(CARGO) build --manifest-path signaling/fuzz/Cargo.toml --locked
 
 # The npm package: the engine in Wasm (wasm-pack) and the TypeScript (tsc) in web/dist.
 web:
@@ -63,7 +67,8 @@ test-e2e: web web-poison native
 
 fuzz:
 	@scripts/setup.sh fuzz
-	cd crates/ppspp && $(CARGO) +nightly fuzz run decode_datagram -- -max_total_time=$(FUZZ_SECONDS)
+	cd $(if $(filter signal_message,$(FUZZ_TARGET)),signaling,crates/ppspp) && \
+	  $(CARGO) +nightly fuzz run $(FUZZ_TARGET) -- -max_total_time=$(FUZZ_SECONDS)
 
 # The benchmark suite (BENCHMARKS.md says what each figure means). Browser parts run in a
 # network namespace of loopback only.
