@@ -22,7 +22,8 @@ pub struct FetchArgs {
     /// or found through --signal.
     #[arg(value_name = "URI|ROOT-HEX")]
     uri: String,
-    /// Where to write the content (written as FILE.part until verified complete).
+    /// Where to write the content (written as a new FILE.<random>.part beside it until
+    /// verified complete).
     #[arg(short = 'o', long = "output")]
     output: PathBuf,
     /// A UDP peer to fetch from, in addition to those in the URI (repeatable).
@@ -49,7 +50,8 @@ pub struct FetchArgs {
     /// Print one JSON line of figures per second on stdout.
     #[arg(long = "stats-json")]
     stats_json: bool,
-    /// Give up if no peer has answered after this many seconds.
+    /// Give up when no chunk has been verified for this many seconds (before the first:
+    /// since the start), however many peers are connected.
     #[arg(long = "give-up-after", default_value_t = 30)]
     give_up_after: u64,
 }
@@ -61,20 +63,27 @@ const MAX_RTC_OFFERS: usize = 20;
 enum Outcome {
     Complete,
     NoPeers(Vec<String>),
+    /// Peers were connected, but none delivered a verifiable chunk in time.
+    Stalled,
     Failed(String),
     Interrupted,
 }
 
-/// Resolves if no peer connected within `secs`, or on Ctrl-C/SIGTERM.
-async fn give_up(secs: u64, connected: &std::cell::Cell<bool>) {
-    let deadline = async {
-        tokio::time::sleep(std::time::Duration::from_secs(secs)).await;
-        if connected.get() {
-            std::future::pending::<()>().await;
+/// Resolves once `progress` (the time of the last progress; `None`: never give up) is
+/// `secs` old, or on Ctrl-C/SIGTERM.
+async fn give_up(secs: u64, progress: &std::cell::Cell<Option<Instant>>) {
+    let limit = std::time::Duration::from_secs(secs);
+    let stalled = async {
+        loop {
+            match progress.get() {
+                Some(at) if at.elapsed() >= limit => return,
+                Some(at) => tokio::time::sleep_until((at + limit).into()).await,
+                None => tokio::time::sleep(limit).await,
+            }
         }
     };
     tokio::select! {
-        _ = deadline => {}
+        _ = stalled => {}
         _ = crate::shutdown_signal() => {}
     }
 }
@@ -196,7 +205,10 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
                     rtc.as_mut(),
                     offered,
                     &clock,
-                    give_up(args.give_up_after, &std::cell::Cell::new(false)),
+                    give_up(
+                        args.give_up_after,
+                        &std::cell::Cell::new(Some(Instant::now())),
+                    ),
                 )
                 .await;
                 let content = match found {
@@ -222,10 +234,15 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
             content.content_len,
             content.chunk_size as usize,
         )
-        .map_err(|e| format!("cannot create {}.part: {e}", args.output.display()))?;
+        .map_err(|e| format!("cannot write {}: {e}", args.output.display()))?;
+        let part = store
+            .temporary_path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
         let config = EngineConfig {
             download_limit: args.download_limit,
             seed: crate::random_seed(),
+            wall_clock_offset: clock.wall_clock_offset(),
             ..EngineConfig::default()
         };
         let mut engine = Engine::new(config, content, store, clock.now())
@@ -243,6 +260,7 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
         let keep = args.keep_seeding;
         let stats = args.stats_json.then(StatsPrinter::new);
         let connected = std::cell::Cell::new(false);
+        let progressed = std::cell::Cell::new(Some(Instant::now()));
         net::run(
             &mut engine,
             socket.as_ref(),
@@ -251,6 +269,7 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
             stats,
             |engine, event| match event {
                 Event::Progress { have, total } => {
+                    progressed.set(Some(Instant::now()));
                     progress.set_position(
                         have.saturating_mul(u64::from(content.chunk_size))
                             .min(content.content_len),
@@ -278,7 +297,13 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
                     }
                     Flow::Continue
                 }
+                Event::StoreFailed { chunk, error } => {
+                    outcome =
+                        Outcome::Failed(format!("cannot write chunk {chunk} to {part}: {error}"));
+                    Flow::Stop
+                }
                 Event::Complete => {
+                    progressed.set(None);
                     progress.finish_and_clear();
                     // Into place now: with --keep-seeding the process may run for long.
                     if let Err(e) = engine.store_mut().commit() {
@@ -296,11 +321,19 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
                 }
                 _ => Flow::Continue,
             },
-            give_up(args.give_up_after, &connected),
+            give_up(args.give_up_after, &progressed),
         )
         .await;
         progress.finish_and_clear();
-        if !connected.get() && !matches!(outcome, Outcome::NoPeers(_)) {
+        if connected.get()
+            && matches!(outcome, Outcome::Interrupted)
+            && progressed
+                .get()
+                .is_some_and(|at| at.elapsed().as_secs() >= args.give_up_after)
+        {
+            outcome = Outcome::Stalled;
+        }
+        if !connected.get() && !matches!(outcome, Outcome::NoPeers(_) | Outcome::Failed(_)) {
             let tried: Vec<String> = peers
                 .iter()
                 .map(|p| format!("{p}: no answer"))
@@ -316,6 +349,7 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
     })?;
     let content = *engine.content();
     let stats = engine.stats();
+    let engine_peers = engine.peers().count();
     let complete = engine.is_complete();
     let mut store = engine.into_store();
     if let Outcome::Failed(why) = outcome {
@@ -328,6 +362,14 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
             Outcome::NoPeers(why) => format!(
                 "could not complete the download: no peer left ({}); {} of {} chunks verified, {} rejected",
                 why.join("; "),
+                stats.chunks_have,
+                stats.chunk_count,
+                stats.chunks_rejected
+            ),
+            Outcome::Stalled => format!(
+                "no chunk could be verified for {} s from the {} connected peer(s); {} of {} chunks verified, {} rejected",
+                args.give_up_after,
+                engine_peers,
                 stats.chunks_have,
                 stats.chunk_count,
                 stats.chunks_rejected

@@ -1,10 +1,16 @@
 //! Chunks in a file: the seeder reads its content file; the fetcher writes a temporary
-//! `NAME.part` next to the output and renames it only once every chunk is verified, so an
-//! interrupted or failed fetch never leaves a file that looks complete.
+//! `NAME.<random>.part` next to the output and renames it only once every chunk is
+//! verified, so an interrupted or failed fetch never leaves a file that looks complete.
+//!
+//! The temporary file is created new (`O_CREAT|O_EXCL`, which follows no symlink) under a
+//! random name, so nothing planted at a predictable path is ever written through, and its
+//! space is reserved before the download, so a full disk is found before any peer is.
 
+use ppspp::Bin;
+use ppspp::binmap::Binmap;
 use ppspp::store::{ChunkStore, StoreError, checked_span, chunk_span};
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug)]
@@ -12,8 +18,10 @@ pub struct FileStore {
     file: File,
     len: u64,
     chunk_size: usize,
-    /// Which chunks the file holds (all of them for a seeder).
-    held: Vec<bool>,
+    /// Which chunks the file holds (all of them for a seeder): a binmap, so its size does
+    /// not grow with the content's.
+    held: Binmap,
+    chunks: u64,
     /// For a fetch: the temporary path and the final one, until committed.
     paths: Option<(PathBuf, PathBuf)>,
     committed: Option<PathBuf>,
@@ -21,45 +29,66 @@ pub struct FileStore {
 
 impl FileStore {
     /// Serves `path` as complete content.
-    pub fn open_complete(path: &Path, chunk_size: usize) -> std::io::Result<FileStore> {
+    pub fn open_complete(path: &Path, chunk_size: usize) -> io::Result<FileStore> {
         let file = File::open(path)?;
         let len = file.metadata()?.len();
-        let chunks = ppspp::store::chunk_count(len, chunk_size) as usize;
+        let chunks = ppspp::store::chunk_count(len, chunk_size);
+        let mut held = Binmap::new();
+        for b in Bin::from_chunk_range(0, chunks.saturating_sub(1)) {
+            held.set(b);
+        }
         Ok(FileStore {
             file,
             len,
             chunk_size,
-            held: vec![true; chunks],
+            held,
+            chunks,
             paths: None,
             committed: None,
         })
     }
 
-    /// Prepares `output.part` for content of `len` bytes.
-    pub fn create_partial(
-        output: &Path,
-        len: u64,
-        chunk_size: usize,
-    ) -> std::io::Result<FileStore> {
-        let mut part = output.as_os_str().to_owned();
-        part.push(".part");
-        let part = PathBuf::from(part);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&part)?;
-        file.set_len(len)?;
-        let chunks = ppspp::store::chunk_count(len, chunk_size) as usize;
+    /// Prepares a temporary file beside `output` for content of `len` bytes, with its space
+    /// reserved. Fails, leaving nothing behind, if `output` is a directory, its directory
+    /// does not exist, or the disk lacks the space.
+    pub fn create_partial(output: &Path, len: u64, chunk_size: usize) -> io::Result<FileStore> {
+        let dir = check_output(output)?;
+        if i64::try_from(len).is_err() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("content of {len} bytes is larger than any file can be"),
+            ));
+        }
+        let free = free_space(&dir)?;
+        if free < len {
+            return Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                format!(
+                    "the content needs {len} bytes but only {free} are free in {}",
+                    dir.display()
+                ),
+            ));
+        }
+        let (part, file) = create_temporary(output)?;
+        if let Err(e) = reserve(&file, len) {
+            drop(file);
+            let _ = std::fs::remove_file(&part);
+            return Err(e);
+        }
         Ok(FileStore {
             file,
             len,
             chunk_size,
-            held: vec![false; chunks],
+            held: Binmap::new(),
+            chunks: ppspp::store::chunk_count(len, chunk_size),
             paths: Some((part, output.to_path_buf())),
             committed: None,
         })
+    }
+
+    /// The temporary file of an unfinished fetch, if any.
+    pub fn temporary_path(&self) -> Option<&Path> {
+        self.paths.as_ref().map(|(part, _)| part.as_path())
     }
 
     /// Flushes the verified content to disk and moves it to its final name; the store
@@ -86,13 +115,84 @@ impl FileStore {
     fn span(&self, chunk: u64) -> Result<std::ops::Range<u64>, StoreError> {
         chunk_span(self.len, self.chunk_size, chunk).ok_or(StoreError::OutOfRange {
             chunk,
-            chunks: self.held.len() as u64,
+            chunks: self.chunks,
         })
     }
 }
 
-fn backend(e: std::io::Error) -> StoreError {
+fn backend(e: io::Error) -> StoreError {
     StoreError::Backend(e.to_string())
+}
+
+/// Checks that `output` can become a file, before anything is fetched; returns its
+/// directory.
+fn check_output(output: &Path) -> io::Result<PathBuf> {
+    if output.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            format!("{} is a directory; name a file to write", output.display()),
+        ));
+    }
+    if output.file_name().is_none() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} does not name a file", output.display()),
+        ));
+    }
+    let dir = match output.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("directory {} does not exist", dir.display()),
+        ));
+    }
+    Ok(dir)
+}
+
+/// Bytes an unprivileged writer may still use in `dir`'s file system.
+fn free_space(dir: &Path) -> io::Result<u64> {
+    let st = rustix::fs::statvfs(dir)?;
+    Ok(st.f_bavail.saturating_mul(st.f_frsize))
+}
+
+/// Creates `NAME.<random>.part` beside `output`, new: an existing path (a symlink planted
+/// there included) makes it try another name, never write through it.
+fn create_temporary(output: &Path) -> io::Result<(PathBuf, File)> {
+    let mut last = None;
+    for _ in 0..16 {
+        let mut name = output.as_os_str().to_owned();
+        name.push(format!(".{:016x}.part", crate::random_seed()));
+        let part = PathBuf::from(name);
+        match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&part)
+        {
+            Ok(file) => return Ok((part, file)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::other("no free temporary name")))
+}
+
+/// Reserves `len` bytes for the file, so a full disk shows now rather than mid-download;
+/// where the file system cannot reserve, the file is only sized (sparse).
+fn reserve(file: &File, len: u64) -> io::Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    match rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), 0, len) {
+        Ok(()) => Ok(()),
+        Err(e) if e == rustix::io::Errno::OPNOTSUPP || e == rustix::io::Errno::NOSYS => {
+            file.set_len(len)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 impl ChunkStore for FileStore {
@@ -102,13 +202,15 @@ impl ChunkStore for FileStore {
             .seek(SeekFrom::Start(span.start))
             .map_err(backend)?;
         self.file.write_all(data).map_err(backend)?;
-        self.held[chunk as usize] = true;
+        if let Some(b) = Bin::chunk(chunk) {
+            self.held.set(b);
+        }
         Ok(())
     }
 
     fn read_chunk(&mut self, chunk: u64, out: &mut Vec<u8>) -> Result<bool, StoreError> {
         let span = self.span(chunk)?;
-        if !self.held[chunk as usize] {
+        if !Bin::chunk(chunk).is_some_and(|b| self.held.is_filled(b)) {
             return Ok(false);
         }
         let start = out.len();

@@ -71,6 +71,7 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
             upload_limit: args.upload_limit,
             max_peers: args.max_peers.max(1),
             seed: crate::random_seed(),
+            wall_clock_offset: clock.wall_clock_offset(),
             ..EngineConfig::default()
         };
         let mut engine = Engine::new_seeder(config, &tree, store, clock.now())

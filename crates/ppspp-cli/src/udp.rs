@@ -24,18 +24,35 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<UdpSocket> {
 }
 
 /// The engine's clock: microseconds since the loop started.
-pub struct Clock(Instant);
+pub struct Clock {
+    start: Instant,
+    /// The Unix time at `start`.
+    unix_at_start: Duration,
+}
 
 impl Clock {
     pub fn new() -> Clock {
-        Clock(Instant::now())
+        Clock {
+            start: Instant::now(),
+            // A clock set before 1970 is as good as any other base: only differences of
+            // one-way delays matter to LEDBAT.
+            unix_at_start: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default(),
+        }
     }
 
     pub fn now(&self) -> Time {
-        Time::from_micros(self.0.elapsed().as_micros() as u64)
+        Time::from_micros(self.start.elapsed().as_micros() as u64)
     }
 
     pub fn instant(&self, t: Time) -> Instant {
-        self.0 + Duration::from_micros(t.as_micros())
+        self.start + Duration::from_micros(t.as_micros())
+    }
+
+    /// For [`ppspp::engine::EngineConfig::wall_clock_offset`]: DATA timestamps on the Unix
+    /// epoch, as libswift expects.
+    pub fn wall_clock_offset(&self) -> Duration {
+        self.unix_at_start
     }
 }
