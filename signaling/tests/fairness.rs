@@ -146,12 +146,25 @@ async fn one_sender_cannot_fill_a_peer_queue() {
     // The sleeper is still a member, so the room heard nothing.
     let h = server.health().await;
     assert_eq!(h["peers"], 2, "{h}");
-    // ... until one of its writes has been stuck for write_timeout: then it is dropped.
-    server
-        .wait_health_for(Duration::from_secs(15), "sleeper dropped", |h| {
-            h["peers"] == 1
-        })
-        .await;
+    // ... until one of its writes has been stuck for write_timeout: then it is dropped. The
+    // flooder keeps sending (each signal queued or refused) so that the server's writes do
+    // block once the kernel's buffers are full, however much they took.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let m = json!({"type": "signal", "to": sleeper_id, "data": blob});
+        timeout(WAIT, tx.send(Message::text(m.to_string())))
+            .await
+            .expect("send timed out")
+            .expect("send");
+        if server.health().await["peers"] == 1 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the sleeper was never dropped"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     drop(sleeper);
     server.stop().await.expect("serve");
 }
