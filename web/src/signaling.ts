@@ -89,8 +89,10 @@ export class SignalingClient {
           break;
         case 'error': {
           const text = `signaling server: ${String(msg.code)}: ${String(msg.message)}`;
-          // Relaying to a peer that just left is routine; everything else is worth reporting.
-          if (msg.code === 'unknown-peer') break;
+          // Relaying to a peer that just left is routine, and so is one whose queue is full
+          // (`peer-busy`: it reads slowly; that connection attempt times out and another
+          // peer is tried). Everything else is worth reporting.
+          if (msg.code === 'unknown-peer' || msg.code === 'peer-busy') break;
           const err = new PpsppError('signaling-error', text);
           if (msg.fatal === true && reject) {
             reject(err);
