@@ -3,32 +3,19 @@
 
 mod common;
 
-use common::{content, files_in, finish, ppspp, run, spawn, stderr, temp_dir};
+use common::{content, files_in, finish, ppspp, root_of, run, seed, stderr, temp_dir, udp_of};
 use ppspp::codec::{
     ChunkAddressing, CodecConfig, ContentIntegrity, DatagramBuilder, Handshake, HandshakeOptions,
     Message, decode_datagram,
 };
 use std::net::{SocketAddr, UdpSocket};
-use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-fn seed(file: &Path) -> (common::Running, String) {
-    let seeder = spawn(&["seed", file.to_str().unwrap(), "--udp", "127.0.0.1:0"]);
-    let uri = seeder.next_line(Duration::from_secs(30));
-    assert!(uri.starts_with("ppspp://"), "first line is the URI: {uri}");
-    (seeder, uri)
-}
-
-fn udp_of(uri: &str) -> SocketAddr {
-    let at = uri.find("udp=").expect("udp=") + 4;
-    let end = uri[at..].find('&').map_or(uri.len(), |e| at + e);
-    uri[at..end].parse().expect("udp address")
-}
-
-fn root_of(uri: &str) -> Vec<u8> {
-    let hex = &uri["ppspp://".len().."ppspp://".len() + 40];
-    (0..20)
+/// The URI's root hash as bytes.
+fn root_bytes(uri: &str) -> Vec<u8> {
+    let hex = root_of(uri);
+    (0..hex.len() / 2)
         .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
         .collect()
 }
@@ -59,9 +46,9 @@ fn spoofed_handshakes_do_not_lock_out_a_fetch() {
     let data = content(200 * 1024, 11);
     let file = dir.join("v.bin");
     std::fs::write(&file, &data).unwrap();
-    let (_seeder, uri) = seed(&file);
-    let to = udp_of(&uri);
-    let root = root_of(&uri);
+    let (_seeder, uri) = seed(&file, &[]);
+    let to: SocketAddr = udp_of(&uri).parse().unwrap();
+    let root = root_bytes(&uri);
     for i in 0..2000u32 {
         let s = UdpSocket::bind("127.0.0.1:0").unwrap();
         s.send_to(&handshake(0, 0x1000 + i, Some(&root)), to)
@@ -181,7 +168,7 @@ fn an_output_directory_is_refused_before_the_download() {
     let dir = temp_dir("outdir");
     let file = dir.join("v.bin");
     std::fs::write(&file, content(300 * 1024, 12)).unwrap();
-    let (_seeder, uri) = seed(&file);
+    let (_seeder, uri) = seed(&file, &[]);
     let target = dir.join("here");
     std::fs::create_dir(&target).unwrap();
     let o = run(
@@ -212,7 +199,7 @@ fn a_planted_symlink_is_not_written_through() {
     let data = content(100 * 1024, 13);
     let file = dir.join("v.bin");
     std::fs::write(&file, &data).unwrap();
-    let (_seeder, uri) = seed(&file);
+    let (_seeder, uri) = seed(&file, &[]);
     let victim = dir.join("precious.txt");
     std::fs::write(&victim, b"keep me").unwrap();
     let out = dir.join("out.bin");
@@ -236,7 +223,7 @@ fn a_full_disk_is_reported_as_such() {
     let data = content(1024 * 1024, 14);
     let file = dir.join("v.bin");
     std::fs::write(&file, &data).unwrap();
-    let (_seeder, uri) = seed(&file);
+    let (_seeder, uri) = seed(&file, &[]);
     let small = dir.join("small");
     std::fs::create_dir(&small).unwrap();
     let script = format!(

@@ -3,20 +3,12 @@
 
 mod common;
 
-use common::{Running, content, files_in, finish, ppspp, run, spawn, stderr, temp_dir};
-use std::path::{Path, PathBuf};
+use common::{
+    content, files_in, finish, ppspp, root_of, run, seed, spawn, stderr, temp_dir, udp_of,
+};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
-
-fn seed(file: &Path, extra: &[&str]) -> (Running, String) {
-    let mut args = vec!["seed", file.to_str().unwrap(), "--udp", "127.0.0.1:0"];
-    args.extend_from_slice(extra);
-    let seeder = spawn(&args);
-    let uri = seeder.next_line(Duration::from_secs(30));
-    assert!(uri.starts_with("ppspp://"), "first line is the URI: {uri}");
-    assert!(uri.contains("udp=127.0.0.1:"), "{uri}");
-    (seeder, uri)
-}
 
 #[test]
 fn three_fetchers_get_identical_files() {
@@ -171,20 +163,6 @@ fn a_wrong_root_is_a_clear_error_and_leaves_no_file() {
         stderr(&o)
     );
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// The seeder's UDP address, from its URI.
-fn udp_of(uri: &str) -> String {
-    let at = uri.find("udp=").expect("udp= in the URI") + 4;
-    uri[at..].split('&').next().unwrap().to_string()
-}
-
-fn root_of(uri: &str) -> String {
-    uri["ppspp://".len()..]
-        .split('?')
-        .next()
-        .unwrap()
-        .to_string()
 }
 
 #[test]

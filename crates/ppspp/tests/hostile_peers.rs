@@ -589,3 +589,38 @@ fn our_own_address_is_recognised_and_never_tried_again() {
     seed.connect(ME, Time::from_millis(2000));
     assert!(seed.poll_transmit(Time::from_millis(2000)).is_none());
 }
+
+/// A handshake spoofed with an established peer's address does not end its channel; the
+/// peer itself opening anew (it restarted) does, once it takes up the answer.
+#[test]
+fn a_spoofed_handshake_cannot_end_an_established_channel() {
+    let data = content(8 * 1024);
+    let mut seed = seeder(&data, 1024, EngineConfig::default());
+    let ours = raw_channel(&mut seed, 7, 1024);
+    seed.handle_datagram(Time::ZERO, 7, &ours.to_be_bytes());
+    assert_eq!(seed.peers().count(), 1);
+    let root = seed.content().root;
+    // The spoofer cannot see the answer, so it never takes it up.
+    seed.handle_datagram(Time::from_millis(10), 7, &opening(&root, 0x9999, 1024));
+    let answer = seed.poll_transmit(Time::from_millis(10)).unwrap();
+    seed.handle_timeout(Time::from_millis(20));
+    assert_eq!(seed.peers().count(), 1);
+    assert!(
+        !events(&mut seed)
+            .iter()
+            .any(|e| matches!(e, Event::PeerClosed { .. }))
+    );
+    // Had the peer sent it (it restarted), it takes the answer up: the new channel replaces
+    // the old one.
+    let fresh = answered_channel(&answer.payload, 1024);
+    seed.handle_datagram(Time::from_millis(30), 7, &fresh.to_be_bytes());
+    assert_eq!(seed.peers().count(), 1);
+    let evs = events(&mut seed);
+    assert!(
+        evs.contains(&Event::PeerClosed {
+            peer: 7,
+            reason: CloseReason::ClosedByPeer
+        }) && evs.contains(&Event::PeerConnected { peer: 7 }),
+        "{evs:?}"
+    );
+}

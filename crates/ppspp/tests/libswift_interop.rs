@@ -35,6 +35,15 @@ fn session() -> Vec<Recorded> {
         .collect()
 }
 
+/// The hashes of `hashes` that are uncles of `leaf` (what a receiver verifies it with).
+fn on_path(hashes: &[(ppspp::Bin, Hash)], leaf: ppspp::Bin) -> Vec<(ppspp::Bin, Hash)> {
+    hashes
+        .iter()
+        .filter(|(b, _)| !b.contains(leaf) && b.parent().contains(leaf))
+        .copied()
+        .collect()
+}
+
 fn m74_info() -> ContentInfo {
     ContentInfo {
         root: Hash::from_hex("c89800bfc82ed01ed6e3bfd5408c51274491f7d4").unwrap(),
@@ -188,11 +197,7 @@ fn our_seeder_answers_a_libswift_leecher() {
                             verifier.add_peaks(&peaks).unwrap();
                         }
                         let leaf = ppspp::Bin::chunk(c).unwrap();
-                        let uncles: Vec<_> = hashes
-                            .iter()
-                            .filter(|(b, _)| !b.contains(leaf) && b.parent().contains(leaf))
-                            .copied()
-                            .collect();
+                        let uncles = on_path(&hashes, leaf);
                         verifier.verify_chunk(c, payload, &uncles).unwrap();
                         verified += 1;
                     }
@@ -323,11 +328,7 @@ fn serve_recorded_leecher(
                     } => {
                         let (c, _) = chunks.chunk_range(1024).unwrap();
                         let leaf = ppspp::Bin::chunk(c).unwrap();
-                        let uncles: Vec<_> = hashes
-                            .iter()
-                            .filter(|(b, _)| !b.contains(leaf) && b.parent().contains(leaf))
-                            .copied()
-                            .collect();
+                        let uncles = on_path(&hashes, leaf);
                         if !verifier.is_verified(leaf) {
                             verifier
                                 .verify_chunk(c, payload, &uncles)

@@ -127,3 +127,29 @@ pub fn files_in(dir: &std::path::Path) -> Vec<String> {
     names.sort();
     names
 }
+
+/// Starts `ppspp seed FILE --udp 127.0.0.1:0 EXTRA…` and returns it with the URI it prints.
+pub fn seed(file: &std::path::Path, extra: &[&str]) -> (Running, String) {
+    let mut args = vec!["seed", file.to_str().unwrap(), "--udp", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let seeder = spawn(&args);
+    let uri = seeder.next_line(Duration::from_secs(30));
+    assert!(uri.starts_with("ppspp://"), "first line is the URI: {uri}");
+    assert!(uri.contains("udp=127.0.0.1:"), "{uri}");
+    (seeder, uri)
+}
+
+/// The seeder's UDP address, from its URI.
+pub fn udp_of(uri: &str) -> String {
+    let at = uri.find("udp=").expect("udp= in the URI") + 4;
+    uri[at..].split('&').next().unwrap().to_string()
+}
+
+/// The root hash in hex, from a URI.
+pub fn root_of(uri: &str) -> String {
+    uri["ppspp://".len()..]
+        .split('?')
+        .next()
+        .unwrap()
+        .to_string()
+}

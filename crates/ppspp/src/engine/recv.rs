@@ -118,13 +118,17 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 ch.forget_haves_sent();
                 return;
             }
-            if ch.handshake.is_some() && !ch.established && ch.local_id < hs.source_channel {
+            if ch.handshake.is_some() && !ch.established {
                 // Both sides opened at once: the lower channel ID keeps the initiator role,
                 // and the other side yields the same way.
-                return;
+                if ch.local_id < hs.source_channel {
+                    return;
+                }
+                self.remove_channel(existing, CloseReason::ClosedByPeer);
             }
-            let old = existing;
-            self.remove_channel(old, CloseReason::ClosedByPeer);
+            // An established peer opening anew has restarted, or someone spoofs its
+            // address: the channel is replaced only when the answer is taken up (promote),
+            // which proves the address.
         }
         if let Some(id) = self.half_open.id_of(&from) {
             if self
@@ -152,7 +156,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return None;
         }
         let entry = self.half_open.remove(id)?;
-        if self.channels.len() >= self.config.max_peers || self.by_addr.contains_key(from) {
+        if let Some(&old) = self.by_addr.get(from) {
+            // The peer restarted: its old channel is gone on its side.
+            self.remove_channel(old, CloseReason::ClosedByPeer);
+        }
+        if self.channels.len() >= self.config.max_peers {
             return None;
         }
         self.new_channel(entry.addr, id, now);
