@@ -387,17 +387,36 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// path costs much of its throughput; docs/EXPERIMENTS.md has the figures).
     /// Retransmissions carry every hash past what was acknowledged.
     fn integrity_for(&self, ch: &Channel<A>, chunk: u64, lean: bool) -> Vec<(Bin, Hash)> {
-        let peer = &ch.peer_have;
-        let sent = &ch.sent;
-        let knows =
-            |b: Bin| !peer.is_empty(b) || (lean && b.layer() < LEAN_LAYERS && !sent.is_empty(b));
+        // The walk stops below the lowest ancestor of `chunk` that holds a chunk the peer
+        // knows: that ancestor's other child is known, and so is everything above. Found
+        // by a binary search over the layers (an ancestor's emptiness only ends going up)
+        // rather than a binmap look-up per node and sibling on every DATA.
+        let root_layer = self.root_bin.layer();
+        let ancestor = |layer: u32| Bin::new(layer, chunk >> layer).unwrap_or(self.root_bin);
+        let (mut lo, mut hi) = (1, root_layer + 1);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if ch.peer_have.is_empty(ancestor(mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let mut known = hi;
+        if lean {
+            known = known.min(
+                (1..=LEAN_LAYERS.min(root_layer))
+                    .find(|&layer| !ch.sent.is_empty(ancestor(layer)))
+                    .unwrap_or(known),
+            );
+        }
         let mut list = Vec::new();
-        if !knows(self.root_bin)
+        if known > root_layer
             && let Some(peaks) = self.tree.peaks()
         {
             list.extend(peaks);
         }
-        for u in self.tree.uncles(chunk, |b| knows(b) || knows(b.sibling())) {
+        for u in self.tree.uncles(chunk, |b| b.layer() + 1 >= known) {
             if !list.iter().any(|(b, _)| *b == u.0) {
                 list.push(u);
             }
