@@ -7,7 +7,7 @@
 import { Emitter } from './emitter.js';
 import { PpsppError, messageOf } from './errors.js';
 import { AppendQueue, type SourceBufferLike } from './media/append-queue.js';
-import { type InitInfo, findSegmentStart, parseInit, segmentStartTime } from './media/container.js';
+import { type InitInfo, findSegmentStart, parseInit, segmentStartTime, wholeSegmentsLength } from './media/container.js';
 import { type PlayerOptions, type ResolvedPlayerOptions, resolvePlayerOptions } from './options.js';
 import { uriFor } from './discover.js';
 import { engineOptions, signalFor } from './peer.js';
@@ -19,7 +19,8 @@ export interface PlayerEvents extends SwarmEvents {
   'first-frame': { ms: number };
 }
 
-/** Bytes appended in one go (MediaSource parses faster in large appends). */
+/** Bytes looked at for whole segments in one go (MediaSource parses faster in large
+ * appends); a segment larger than this is appended whole all the same. */
 const APPEND_STEP = 1 << 20;
 /** Bytes waiting in the append queue at most. */
 const MAX_PENDING = 4 << 20;
@@ -48,6 +49,9 @@ export class Player extends Emitter<PlayerEvents> {
   private info: InitInfo | null = null;
   private queue: AppendQueue | null = null;
   private appendPos = 0;
+  /** Verified bytes run from `appendPos` to here without a whole segment in them (a
+   * segment larger than the read-ahead window): the engine fetches on from here. */
+  private segmentWait: number | null = null;
   private seek: Seek | null = null;
   private feedQueued = false;
   private ended = false;
@@ -174,10 +178,11 @@ export class Player extends Emitter<PlayerEvents> {
     const { length } = this.content;
     if (this.appendPos < length) {
       if (queue.pendingBytes >= MAX_PENDING || this.bufferedAhead() > MAX_AHEAD_SECONDS) return;
-      const end = Math.min(this.swarm.verifiedEnd(this.appendPos), this.appendPos + APPEND_STEP);
+      const end = this.wholeSegmentsEnd();
       if (end > this.appendPos) {
         queue.push(this.swarm.read(this.appendPos, end));
         this.appendPos = end;
+        this.segmentWait = null;
         this.followPlayback();
         this.scheduleFeed();
       }
@@ -196,6 +201,33 @@ export class Player extends Emitter<PlayerEvents> {
   }
 
   /**
+   * Where the verified bytes after `appendPos` stop being whole media segments: only
+   * whole ones are appended (init segment first, alone), since Firefox drops most of a
+   * WebM Cluster that arrives split across appends. At the end of the content the rest
+   * is whole by definition. With no whole segment yet while the verified run already
+   * fills the read-ahead window, the engine is told to fetch on from its end.
+   */
+  private wholeSegmentsEnd(): number {
+    const info = this.info;
+    if (!info) return this.appendPos;
+    if (this.appendPos === 0) return info.initLength;
+    const { length } = this.content;
+    const verified = this.swarm.verifiedEnd(this.appendPos);
+    if (verified >= length) return length;
+    let end = Math.min(verified, this.appendPos + APPEND_STEP);
+    let whole = wholeSegmentsLength(info, this.swarm.read(this.appendPos, end));
+    if (whole === 0 && end < verified) {
+      end = verified;
+      whole = wholeSegmentsLength(info, this.swarm.read(this.appendPos, end));
+    }
+    if (whole === 0 && verified - this.appendPos >= this.options.readAheadBytes / 2) {
+      this.segmentWait = verified;
+      this.swarm.setPlayhead(Math.floor(verified / this.content.chunkSize));
+    }
+    return this.appendPos + whole;
+  }
+
+  /**
    * Moves the engine's VoD window to what playback needs next: the byte position of the
    * current time (proportional estimate; no sooner than what is still to be appended).
    * Following the append position instead would make everything "due" as fast as it
@@ -206,7 +238,7 @@ export class Player extends Emitter<PlayerEvents> {
     if (!info || this.seek) return;
     const playing = this.byteAt(this.video.currentTime);
     const at = playing === null ? this.appendPos : Math.min(this.appendPos, playing);
-    this.swarm.setPlayhead(Math.floor(at / this.content.chunkSize));
+    this.swarm.setPlayhead(Math.floor(Math.max(at, this.segmentWait ?? 0) / this.content.chunkSize));
   }
 
   /** Where media time `t` lies in the file, estimated in proportion to the duration. */
@@ -306,6 +338,7 @@ export class Player extends Emitter<PlayerEvents> {
     this.seek = null;
     this.queue?.reset();
     this.appendPos = seek.start + at;
+    this.segmentWait = null;
     return true;
   }
 

@@ -552,3 +552,42 @@ export function segmentStartTime(info: InitInfo, bytes: Uint8Array): number | nu
     return null; // a malformed moof is "not a segment start"
   }
 }
+
+/**
+ * How many of `bytes` (a window of the file starting at a media segment or other
+ * top-level element, e.g. just after the initialization segment) form whole segments:
+ * the offset of the last boundary whose every byte before it is here. Only whole
+ * segments go to `appendBuffer`: Firefox keeps just the first frame of a WebM Cluster
+ * split across appends. WebM elements are walked by their sizes; a Cluster of unknown
+ * size (live streams) ends where the next Cluster starts. An MP4 `moof` counts only
+ * with the box after it (its `mdat`). Throws an Error on bytes that are no element.
+ */
+export function wholeSegmentsLength(info: InitInfo, bytes: Uint8Array): number {
+  let pos = 0;
+  let whole = 0;
+  if (info.kind === 'webm') {
+    for (;;) {
+      const el = readElement(bytes, pos);
+      if (el === 'short') return whole;
+      if (el === 'bad') throw new Error(`WebM: malformed element at byte ${pos} of a media segment run`);
+      if (el.size === null) {
+        const next = findSegmentStart(info, bytes, el.dataStart);
+        if (next === null) return whole;
+        pos = next;
+      } else {
+        const end = el.dataStart + el.size;
+        if (end > bytes.length) return whole;
+        pos = end;
+      }
+      whole = pos;
+    }
+  }
+  for (;;) {
+    const box = readBox(bytes, pos, Infinity);
+    if (box === 'short') return whole;
+    if (box === 'bad') throw new Error(`MP4: malformed box at byte ${pos} of a media segment run`);
+    if (box.end > bytes.length) return whole;
+    pos = box.end;
+    if (box.type !== 'moof') whole = pos;
+  }
+}

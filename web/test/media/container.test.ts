@@ -9,6 +9,7 @@ import {
   findSegmentStart,
   parseInit,
   segmentStartTime,
+  wholeSegmentsLength,
 } from '../../src/media/container.js';
 
 // ------------------------------------------------------------ byte builders
@@ -353,6 +354,67 @@ describe('garbage', () => {
   });
 });
 
+describe('wholeSegmentsLength', () => {
+  /** For every cut of the media after the init segment: the whole segments in it. */
+  const everyCut = (i: InitInfo, file: Uint8Array, starts: number[], step = 1): void => {
+    const ends = [...starts.slice(1), file.length];
+    for (let e = i.initLength; e <= file.length; e += step) {
+      const whole = wholeSegmentsLength(i, file.subarray(i.initLength, e));
+      const expected = Math.max(i.initLength, ...ends.filter((x) => x <= e)) - i.initLength;
+      expect(whole, `cut at ${e}`).toBe(expected);
+    }
+  };
+
+  it('counts whole WebM Clusters only, walking their sizes', () => {
+    const { file, clusters } = webm();
+    everyCut(info(file), file, clusters);
+  });
+
+  it('counts an MP4 moof only with its mdat', () => {
+    const { file, moofs } = fmp4();
+    everyCut(info(file), file, moofs);
+  });
+
+  it('finds the end of unknown-size Clusters at the next Cluster (live streams)', () => {
+    const { file } = webm({ unknownSize: true });
+    const i = info(file);
+    const open = (tc: number, payload: number[]): Uint8Array => {
+      const sized = cluster(tc, payload);
+      return concat([0x1f, 0x43, 0xb6, 0x75], UNKNOWN_SIZE, sized.subarray(5));
+    };
+    const live = concat(file.subarray(0, i.initLength), open(0, [1, 2, 3, 4]), open(1000, [5, 6]), open(2000, [7]));
+    const starts = scan(i, live);
+    expect(starts).toHaveLength(3);
+    const media = live.subarray(i.initLength);
+    // A Cluster of unknown size is whole once the next one starts; the last one never is
+    // by itself (the Player appends it when the content ends).
+    for (let e = 0; e <= media.length; e++) {
+      // Whole up to the last Cluster start that can be recognised in the cut.
+      const seen = scan(i, live.subarray(0, i.initLength + e)).filter((x) => x > i.initLength);
+      const expected = Math.max(0, ...seen.map((x) => x - i.initLength));
+      expect(wholeSegmentsLength(i, media.subarray(0, e)), `cut at ${e}`).toBe(expected);
+    }
+    expect(wholeSegmentsLength(i, media)).toBe((starts[2] ?? 0) - i.initLength);
+  });
+
+  it('waits for a Cluster larger than any read-ahead window, then takes it whole', () => {
+    const { file } = webm();
+    const i = info(file);
+    const big = cluster(3000, new Array<number>(3 << 20).fill(7));
+    const media = concat(big, cluster(4000));
+    for (const e of [1, 1000, 1 << 20, big.length - 1]) expect(wholeSegmentsLength(i, media.subarray(0, e))).toBe(0);
+    expect(wholeSegmentsLength(i, media.subarray(0, big.length))).toBe(big.length);
+    expect(wholeSegmentsLength(i, media)).toBe(media.length);
+  });
+
+  it('refuses bytes that are no element, with a clear error', () => {
+    const { file } = webm();
+    expect(() => wholeSegmentsLength(info(file), new Uint8Array([0x00, 0x00, 0x00, 0x00]))).toThrow(/malformed element/);
+    const mp4 = fmp4().file;
+    expect(() => wholeSegmentsLength(info(mp4), new Uint8Array([0, 0, 0, 4, 0x6d, 0x6f, 0x6f, 0x66]))).toThrow(/malformed box/);
+  });
+});
+
 // ------------------------------------------------------- real ffmpeg files
 
 function haveFfmpeg(): boolean {
@@ -417,6 +479,13 @@ describe('real files from ffmpeg', () => {
     expect(times[0] ?? 1).toBeLessThan(0.2);
     for (let k = 1; k < times.length; k++) expect(times[k] ?? -1).toBeGreaterThan(times[k - 1] ?? Infinity);
     expect(times[times.length - 1] ?? 9).toBeLessThan(3.5);
+    // Cut anywhere, what is whole ends at a segment start (or the file's end).
+    const ends = [...starts.slice(1), file.length];
+    for (let e = i.initLength; e < file.length; e += 997) {
+      const whole = wholeSegmentsLength(i, file.subarray(i.initLength, e));
+      expect(whole, `cut at ${e}`).toBe(Math.max(i.initLength, ...ends.filter((x) => x <= e)) - i.initLength);
+    }
+    expect(wholeSegmentsLength(i, file.subarray(i.initLength))).toBe(file.length - i.initLength);
   };
 
   it('parses a real WebM (VP8 + Opus) and a real fragmented MP4 (H.264 + AAC)', () => {
