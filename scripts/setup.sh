@@ -53,6 +53,9 @@ need_web() {
     fi
     local missing=()
     [ -x /usr/bin/chromium ] || missing+=(chromium)
+    # Firefox ESR for the cross-browser e2e tests (driven by puppeteer-core, never a
+    # downloaded browser).
+    [ -x /usr/bin/firefox-esr ] || missing+=(firefox-esr)
     command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
     command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
     command -v ip >/dev/null 2>&1 || missing+=(iproute2)
@@ -68,7 +71,7 @@ need_web() {
     if [ ! -f "$root/node_modules/.package-lock.json" ] \
         || [ "$root/package-lock.json" -nt "$root/node_modules/.package-lock.json" ]; then
         log "installing npm packages (npm ci)"
-        (cd "$root" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund)
+        (cd "$root" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund)
     fi
 }
 

@@ -10,6 +10,9 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { type Browser, type Page, expect } from '@playwright/test';
 
+/** What the checks below need of a page: Playwright's, or a Firefox page (firefox.ts). */
+export type Evaluable = Pick<Page, 'evaluate'>;
+
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const BIN = join(ROOT, 'target', 'release');
 export const VIDEO = join(ROOT, 'target', 'e2e', 'video.webm');
@@ -186,7 +189,7 @@ export async function openPages(browser: Browser, web: string, uri: string, n: n
 }
 
 /** Waits until the page's video played past `seconds` with no error. */
-export async function expectPlayedPast(page: Page, seconds: number, timeout = 60_000): Promise<void> {
+export async function expectPlayedPast(page: Evaluable, seconds: number, timeout = 60_000): Promise<void> {
   await expect
     .poll(
       () =>
@@ -203,7 +206,7 @@ export async function expectPlayedPast(page: Page, seconds: number, timeout = 60
 }
 
 /** Waits until the page holds the whole content, then returns the SHA-256 of its bytes. */
-export async function completeHash(page: Page, timeout = 60_000): Promise<string> {
+export async function completeHash(page: Evaluable, timeout = 60_000): Promise<string> {
   await expect
     .poll(() => page.evaluate(() => {
       const t = (window as unknown as { __t: { error: string | null; player: { stats(): { chunksHave: number; chunkCount: number } } | null } }).__t;
@@ -220,7 +223,7 @@ export async function completeHash(page: Page, timeout = 60_000): Promise<string
 }
 
 /** Page stats (`player.stats()`). */
-export function pageStats(page: Page): Promise<{ bytesDownloaded: number; bytesUploaded: number; bytesFromSeeders: number; bytesFromPeers: number; chunksRejected: number; chunksHave: number; chunkCount: number }> {
+export function pageStats(page: Evaluable): Promise<{ bytesDownloaded: number; bytesUploaded: number; bytesFromSeeders: number; bytesFromPeers: number; chunksRejected: number; chunksHave: number; chunkCount: number }> {
   return page.evaluate(() => {
     const s = (window as unknown as { __t: { player: { stats(): Record<string, number> } } }).__t.player.stats();
     return {
@@ -231,7 +234,7 @@ export function pageStats(page: Page): Promise<{ bytesDownloaded: number; bytesU
 }
 
 /** Every selected ICE pair of the page is loopback: no test traffic leaves the host. */
-export async function expectLoopback(page: Page): Promise<void> {
+export async function expectLoopback(page: Evaluable): Promise<void> {
   const pairs = await page.evaluate(() => (window as unknown as { __t: { player: { selectedPairs(): Promise<{ local: string; remote: string }[]> } } }).__t.player.selectedPairs());
   for (const p of pairs) {
     expect(p.local, 'local candidate is loopback').toMatch(/^(127\.|::1$)/);

@@ -1,0 +1,88 @@
+/**
+ * Firefox ESR pages (Debian's, through puppeteer-core), alone and in one swarm with
+ * Chromium pages: they play, seek, and upload to and download from each other.
+ */
+import { expect, test } from '@playwright/test';
+import { readFileSync } from 'node:fs';
+import { type FirefoxPage, longestStall, openFirefoxPage, watchStalls } from './firefox.js';
+import {
+  type Swarm, VIDEO, VIDEO_MP4, VIDEO_MP4_SECONDS, VIDEO_SECONDS, VIDEO_SHA256, completeHash, expectLoopback, expectPlayedPast,
+  openPages, pageStats, sha256, startSwarm, startWeb,
+} from './swarm.js';
+
+let web: { url: string; stop(): Promise<void> };
+let swarm: Swarm | null = null;
+let firefoxes: FirefoxPage[] = [];
+
+test.beforeAll(async () => {
+  web = await startWeb();
+});
+test.afterAll(async () => {
+  await web.stop();
+});
+test.afterEach(async ({ browser }) => {
+  for (const page of firefoxes) await page.close();
+  firefoxes = [];
+  for (const context of browser.contexts()) await context.close();
+  await swarm?.stop();
+  swarm = null;
+});
+
+async function firefox(uri: string): Promise<FirefoxPage> {
+  const page = await openFirefoxPage(`${web.url}/e2e/player.html?uri=${encodeURIComponent(uri)}`);
+  firefoxes.push(page);
+  return page;
+}
+
+for (const [name, file, seconds] of [
+  ['WebM (VP9 + Opus)', VIDEO, VIDEO_SECONDS],
+  ['fragmented MP4 (H.264 + AAC)', VIDEO_MP4, VIDEO_MP4_SECONDS],
+] as const) {
+  test(`a Firefox page plays ${name} past 10 s without a stall over 1 s`, async () => {
+    swarm = await startSwarm({ file, uploadLimit: 400_000 });
+    const page = await firefox(swarm.uri);
+    await watchStalls(page);
+    await expectPlayedPast(page, Math.min(10.5, seconds - 1), 60_000);
+    expect(await longestStall(page), 'longest stall (s)').toBeLessThan(1);
+    expect(await completeHash(page)).toBe(sha256(readFileSync(file)));
+    await expectLoopback(page);
+  });
+}
+
+test('a seek to 80 % in Firefox plays from there within 5 s', async () => {
+  swarm = await startSwarm({ uploadLimit: 400_000 });
+  const page = await firefox(swarm.uri);
+  await expectPlayedPast(page, 1);
+  const target = VIDEO_SECONDS * 0.8;
+  const started = Date.now();
+  await page.evaluate((t) => {
+    document.querySelector('video')!.currentTime = t;
+  }, target);
+  await expectPlayedPast(page, target + 0.5, 5000);
+  expect(Date.now() - started).toBeLessThan(5000);
+  expect(await page.evaluate(() => document.querySelector('video')!.error?.message ?? null)).toBeNull();
+});
+
+test('Firefox and Chromium pages in one swarm feed each other', async ({ browser }) => {
+  swarm = await startSwarm({ uploadLimit: 600_000 });
+  const expected = VIDEO_SHA256();
+  // Two Firefox pages get the whole video; then the seeder goes: Chromium pages can only
+  // get it from them.
+  const ff = [await firefox(swarm.uri), await firefox(swarm.uri)];
+  for (const page of ff) expect(await completeHash(page)).toBe(expected);
+  await swarm.killSeeder();
+  const chromium = await openPages(browser, web.url, swarm.uri, 2);
+  for (const page of chromium) {
+    await expectPlayedPast(page, 3);
+    expect(await completeHash(page)).toBe(expected);
+    expect((await pageStats(page)).bytesFromPeers).toBeGreaterThan(0);
+  }
+  // Then the Firefox pages go, and a new Firefox page gets it from the Chromium pages.
+  for (const page of ff) await page.close();
+  firefoxes = [];
+  const late = await firefox(swarm.uri);
+  await expectPlayedPast(late, 3);
+  expect(await completeHash(late)).toBe(expected);
+  expect((await pageStats(late)).bytesFromPeers).toBeGreaterThan(0);
+  for (const page of [...chromium, late]) await expectLoopback(page);
+});
