@@ -126,4 +126,40 @@ test('pages complete after the seeder is killed once they hold everything togeth
   for (const page of pages) expect(await completeHash(page)).toBe(expected);
 });
 
+test('a starved page reports its stalls; a playhead stopped with media buffered is an error', async ({ browser }) => {
+  swarm = await startSwarm();
+  // Fetching at two thirds of the video's rate, playback catches up with the download.
+  const rate = Math.floor((LENGTH() / VIDEO_SECONDS) * 0.66);
+  const [page] = await openPages(browser, web.url, swarm.uri, 1, `&download=${rate}&stuck=2000`);
+  await expect
+    .poll(() => page!.evaluate(() => (window as unknown as { __t: { stalls: { cause: string }[] } }).__t.stalls.map((s) => s.cause)), {
+      timeout: 60_000,
+      message: 'a stall event',
+    })
+    .toContain('no-data');
+  const stats = await page!.evaluate(() => {
+    const s = (window as unknown as { __t: { player: { stats(): { rebufferMs: number; stalls: number } } } }).__t.player.stats();
+    return { rebufferMs: s.rebufferMs, stalls: s.stalls };
+  });
+  expect(stats.stalls).toBeGreaterThan(0);
+  expect(stats.rebufferMs).toBeGreaterThan(250);
+  expect(await page!.evaluate(() => (window as unknown as { __t: { errors: string[] } }).__t.errors)).toEqual([]);
+  // A playhead that stands still with media buffered ahead (here: playback rate 0, which
+  // leaves the video "playing") becomes a playback-stuck error after stuckTimeoutMs.
+  await expect
+    .poll(() => page!.evaluate(() => {
+      const v = document.querySelector('video')!;
+      let ahead = 0;
+      for (let i = 0; i < v.buffered.length; i++) if (v.buffered.start(i) <= v.currentTime && v.currentTime < v.buffered.end(i)) ahead = v.buffered.end(i) - v.currentTime;
+      return ahead;
+    }), { timeout: 60_000, message: 'a second of media buffered ahead' })
+    .toBeGreaterThan(1);
+  await page!.evaluate(() => {
+    document.querySelector('video')!.playbackRate = 0;
+  });
+  await expect
+    .poll(() => page!.evaluate(() => (window as unknown as { __t: { errors: string[] } }).__t.errors.join('\n')), { timeout: 10_000 })
+    .toMatch(/^playback-stuck: playback stopped at .* \(decode\)/);
+});
+
 export type { Browser };

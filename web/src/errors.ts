@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'storage-failed'
   | 'mse-unsupported'
   | 'media-error'
+  | 'playback-stuck'
   | 'wasm-load-failed'
   | 'closed';
 

@@ -7,7 +7,8 @@
  * player.on('stats', (s) => console.log(s.downloadBps, s.offload));
  * ```
  */
-export { Player, type PlayerEvents } from './player.js';
+export { Player, type PlayerEvents, type PlayerStats } from './player.js';
+export type { Stall, StallCause } from './media/stall-watch.js';
 export { Peer, type PeerEvents, type SeedOptions } from './peer.js';
 export { PpsppError, type ErrorCode } from './errors.js';
 export type { PeerOptions, PlayerOptions } from './options.js';

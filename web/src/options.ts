@@ -43,6 +43,12 @@ export interface PlayerOptions extends PeerOptions {
   readAheadBytes?: number;
   /** Priority of a channel while it carries chunks playback needs next (default 2; 0 = never raise). */
   urgentPriority?: number;
+  /**
+   * Milliseconds the playhead may stand still with media buffered ahead before the
+   * Player reports a `playback-stuck` error (default 8000; stalls for lack of data only
+   * give `stall` events).
+   */
+  stuckTimeoutMs?: number;
 }
 
 export interface ResolvedPeerOptions {
@@ -63,6 +69,7 @@ export interface ResolvedPlayerOptions extends ResolvedPeerOptions {
   keepBehindSeconds: number;
   readAheadBytes: number;
   urgentPriority: number;
+  stuckTimeoutMs: number;
 }
 
 function bad(message: string): PpsppError {
@@ -113,7 +120,7 @@ const KNOWN_PEER = [
   'signal', 'iceServers', 'maxConnections', 'uploadLimit', 'downloadLimit', 'priority',
   'connectTimeoutMs', 'statsIntervalMs', 'wasm', 'preferPeers',
 ];
-const KNOWN_PLAYER = [...KNOWN_PEER, 'mimeType', 'keepBehindSeconds', 'readAheadBytes', 'urgentPriority'];
+const KNOWN_PLAYER = [...KNOWN_PEER, 'mimeType', 'keepBehindSeconds', 'readAheadBytes', 'urgentPriority', 'stuckTimeoutMs'];
 
 function checkKnown(options: object, known: string[]): void {
   for (const key of Object.keys(options)) {
@@ -157,5 +164,6 @@ export function resolvePlayerOptions(options: PlayerOptions = {}): ResolvedPlaye
     keepBehindSeconds: number(options, 'keepBehindSeconds', 30, { min: 2 }),
     readAheadBytes: number(options, 'readAheadBytes', 4 << 20, { min: 0 }),
     urgentPriority: number(options, 'urgentPriority', 2, { min: 0, max: 16, integer: true }),
+    stuckTimeoutMs: number(options, 'stuckTimeoutMs', 8000, { min: 1000 }),
   };
 }

@@ -7,6 +7,7 @@
 import { Emitter } from './emitter.js';
 import { PpsppError, messageOf } from './errors.js';
 import { AppendQueue, type SourceBufferLike } from './media/append-queue.js';
+import { type Stall, StallWatch, bufferedAhead } from './media/stall-watch.js';
 import { type InitInfo, findSegmentStart, parseInit, segmentStartTime, wholeSegmentsLength } from './media/container.js';
 import { type PlayerOptions, type ResolvedPlayerOptions, resolvePlayerOptions } from './options.js';
 import { uriFor } from './discover.js';
@@ -17,7 +18,24 @@ import { type ContentInfo, WasmPeer, loadWasm, parseUriLoaded } from './wasm.js'
 export interface PlayerEvents extends SwarmEvents {
   /** The first frame is decoded (`loadeddata`), `ms` after `attach()` was called. */
   'first-frame': { ms: number };
+  /**
+   * Playback stood still and went on again: when, for how long, where, and why (no data
+   * yet, a decoder that did not go on with media buffered, or MediaSource refusing an
+   * append). A decode stall past `stuckTimeoutMs` is also a `playback-stuck` error.
+   */
+  stall: Stall;
 }
+
+/** The Player's figures: the swarm's, plus rebuffering. */
+export interface PlayerStats extends SwarmStats {
+  /** Milliseconds the playhead stood still while it should have played, in ended stalls. */
+  rebufferMs: number;
+  /** Stalls that ended. */
+  stalls: number;
+}
+
+/** How often the playhead is looked at for stalls. */
+const STALL_CHECK_MS = 250;
 
 /** Bytes looked at for whole segments in one go (MediaSource parses faster in large
  * appends); a segment larger than this is appended whole all the same. */
@@ -58,6 +76,7 @@ export class Player extends Emitter<PlayerEvents> {
   private destroyed = false;
   private failed = false;
   private readonly cleanup: (() => void)[] = [];
+  private readonly stalls: StallWatch;
 
   private constructor(
     private readonly video: HTMLVideoElement,
@@ -70,6 +89,18 @@ export class Player extends Emitter<PlayerEvents> {
     this.uri = swarm.uri;
     this.mediaSource = new MediaSource();
     this.objectUrl = URL.createObjectURL(this.mediaSource);
+    this.stalls = new StallWatch(video, {
+      stuckAfterMs: options.stuckTimeoutMs,
+      onStall: (stall) => this.emit('stall', stall),
+      onStuck: (stall) =>
+        this.emit(
+          'error',
+          new PpsppError(
+            'playback-stuck',
+            `playback stopped at ${stall.position.toFixed(2)} s for ${(stall.durationMs / 1000).toFixed(1)} s (${stall.cause}) with ${bufferedAhead(video, stall.position).toFixed(1)} s buffered ahead`,
+          ),
+        ),
+    });
   }
 
   /**
@@ -125,6 +156,11 @@ export class Player extends Emitter<PlayerEvents> {
       this.scheduleFeed();
     });
     this.listen(this.video, 'seeking', () => this.onSeeking());
+    for (const type of ['waiting', 'stalled', 'playing', 'pause', 'ended']) {
+      this.listen(this.video, type, () => this.stalls.tick(performance.now()));
+    }
+    const watch = setInterval(() => this.stalls.tick(performance.now()), STALL_CHECK_MS);
+    this.cleanup.push(() => clearInterval(watch));
     this.listen(this.video, 'timeupdate', () => {
       this.followPlayback();
       this.scheduleFeed();
@@ -177,7 +213,7 @@ export class Player extends Emitter<PlayerEvents> {
     if (!queue) return;
     const { length } = this.content;
     if (this.appendPos < length) {
-      if (queue.pendingBytes >= MAX_PENDING || this.bufferedAhead() > MAX_AHEAD_SECONDS) return;
+      if (queue.pendingBytes >= MAX_PENDING || bufferedAhead(this.video) > MAX_AHEAD_SECONDS) return;
       const end = this.wholeSegmentsEnd();
       if (end > this.appendPos) {
         queue.push(this.swarm.read(this.appendPos, end));
@@ -249,13 +285,6 @@ export class Player extends Emitter<PlayerEvents> {
     return info.initLength + Math.floor((t / duration) * (this.content.length - info.initLength));
   }
 
-  private bufferedAhead(): number {
-    const b = this.video.buffered;
-    const t = this.video.currentTime;
-    for (let i = 0; i < b.length; i++) if (b.start(i) <= t + 0.5 && t <= b.end(i)) return b.end(i) - t;
-    return 0;
-  }
-
   /** Parses the initialization segment once it is here and creates the SourceBuffer. */
   private startMedia(): boolean {
     const avail = this.swarm.verifiedEnd(0);
@@ -272,7 +301,10 @@ export class Player extends Emitter<PlayerEvents> {
     const sb: SourceBufferLike = this.mediaSource.addSourceBuffer(mime);
     this.queue = new AppendQueue(sb, () => this.video.currentTime, {
       keepBehindSeconds: this.options.keepBehindSeconds,
-      onError: (err) => this.fail(new PpsppError('media-error', `MediaSource append failed: ${err.message}`, { cause: err })),
+      onError: (err) => {
+        this.stalls.appendRefused();
+        this.fail(new PpsppError('media-error', `MediaSource append failed: ${err.message}`, { cause: err }));
+      },
     });
     if (info.durationSeconds !== null && Number.isFinite(info.durationSeconds)) {
       this.mediaSource.duration = info.durationSeconds;
@@ -342,9 +374,9 @@ export class Player extends Emitter<PlayerEvents> {
     return true;
   }
 
-  /** Current figures of the swarm. */
-  stats(): SwarmStats {
-    return this.swarm.stats();
+  /** Current figures of the swarm, and of rebuffering. */
+  stats(): PlayerStats {
+    return { ...this.swarm.stats(), rebufferMs: this.stalls.rebufferMs, stalls: this.stalls.stalls };
   }
 
   /** Verified chunk ranges. */
