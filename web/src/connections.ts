@@ -64,6 +64,17 @@ export interface ConnectionOptions {
   seeder: () => boolean;
 }
 
+/**
+ * Throws `webrtc-unsupported` where the page has no RTCPeerConnection (some WebKit builds,
+ * or WebRTC disabled by policy): without data channels a page cannot join a swarm, and it
+ * should say so rather than wait for peers forever.
+ */
+export function requireWebRtc(): void {
+  if (typeof RTCPeerConnection === 'undefined') {
+    throw new PpsppError('webrtc-unsupported', 'this browser has no WebRTC (RTCPeerConnection): it cannot join a swarm');
+  }
+}
+
 export class Connections {
   private readonly byHandle = new Map<number, Conn>();
   private readonly byRemote = new Map<string, Conn>();

@@ -8,6 +8,7 @@ export type ErrorCode =
   | 'verification-failed'
   | 'storage-failed'
   | 'mse-unsupported'
+  | 'webrtc-unsupported'
   | 'media-error'
   | 'playback-stuck'
   | 'wasm-load-failed'

@@ -2,6 +2,7 @@
  * The lower-level API: fetch any content from a swarm (bytes or a stream), or seed bytes
  * you have. Every byte it returns was verified against the URI's Merkle root.
  */
+import { requireWebRtc } from './connections.js';
 import { isRootHex, uriFor } from './discover.js';
 import { Emitter } from './emitter.js';
 import { PpsppError, messageOf } from './errors.js';
@@ -62,9 +63,13 @@ export class Peer extends Emitter<PeerEvents> {
     super();
   }
 
-  /** Checks the options and loads the WebAssembly module. */
+  /**
+   * Checks the options and loads the WebAssembly module. Rejects with `bad-option`,
+   * `webrtc-unsupported` or `wasm-load-failed`.
+   */
   static async create(options: PeerOptions = {}): Promise<Peer> {
     const resolved = resolvePeerOptions(options);
+    requireWebRtc();
     await loadWasm(resolved.wasm);
     return new Peer(resolved);
   }

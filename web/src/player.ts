@@ -10,6 +10,7 @@ import { AppendQueue, type SourceBufferLike } from './media/append-queue.js';
 import { type Stall, StallWatch, bufferedAhead } from './media/stall-watch.js';
 import { type InitInfo, findSegmentStart, parseInit, segmentStartTime, wholeSegmentsLength } from './media/container.js';
 import { type PlayerOptions, type ResolvedPlayerOptions, resolvePlayerOptions } from './options.js';
+import { requireWebRtc } from './connections.js';
 import { uriFor } from './discover.js';
 import { engineOptions, signalFor } from './peer.js';
 import { Swarm, type SwarmEvents, type SwarmStats } from './swarm.js';
@@ -106,7 +107,7 @@ export class Player extends Emitter<PlayerEvents> {
   /**
    * Plays `uri` in `video` (a swarm URI, or just its root hash in hex with the `signal`
    * option set, as for `Peer.fetch`). Rejects with a {@link PpsppError}: `bad-option`,
-   * `bad-uri`, `mse-unsupported`, `signaling-unreachable`, `wasm-load-failed`, `no-peers`
+   * `bad-uri`, `mse-unsupported`, `webrtc-unsupported`, `signaling-unreachable`, `wasm-load-failed`, `no-peers`
    * (a bare root that no peer could describe). Later trouble comes as `error` events.
    */
   static async attach(video: HTMLVideoElement, uri: string, options: PlayerOptions = {}): Promise<Player> {
@@ -115,6 +116,7 @@ export class Player extends Emitter<PlayerEvents> {
     if (typeof MediaSource === 'undefined') {
       throw new PpsppError('mse-unsupported', 'this browser has no MediaSource: it cannot play from a swarm');
     }
+    requireWebRtc();
     if (!(video instanceof HTMLVideoElement)) {
       throw new PpsppError('bad-option', 'Player.attach needs an HTMLVideoElement');
     }
