@@ -5,8 +5,8 @@
 import { type Browser, type Page, expect, test } from '@playwright/test';
 import { readFileSync, statSync } from 'node:fs';
 import {
-  type Swarm, VIDEO, VIDEO_MP4, VIDEO_MP4_SECONDS, VIDEO_SECONDS, VIDEO_SHA256, completeHash, expectLoopback, expectPlayedPast, openPages,
-  pageStats, sha256, startSwarm, startWeb,
+  type Swarm, VIDEO, VIDEO_LONG_GOP, VIDEO_MP4, VIDEO_MP4_SECONDS, VIDEO_SECONDS, VIDEO_SHA256, completeHash, expectLoopback,
+  expectPlayedPast, makeLongGopVideo, openPages, pageStats, sha256, startSwarm, startWeb,
 } from './swarm.js';
 
 let web: { url: string; stop(): Promise<void> };
@@ -160,6 +160,18 @@ test('a starved page reports its stalls; a playhead stopped with media buffered 
   await expect
     .poll(() => page!.evaluate(() => (window as unknown as { __t: { errors: string[] } }).__t.errors.join('\n')), { timeout: 10_000 })
     .toMatch(/^playback-stuck: playback stopped at .* \(decode\)/);
+});
+
+test('Clusters larger than the read-ahead window are fetched whole and play', async ({ browser }) => {
+  makeLongGopVideo();
+  swarm = await startSwarm({ file: VIDEO_LONG_GOP, uploadLimit: 1_000_000 });
+  // 256 KiB of read-ahead against Clusters of about 2 MB.
+  const [page] = await openPages(browser, web.url, swarm.uri, 1, `&readahead=${256 * 1024}`);
+  await expectPlayedPast(page!, 12, 60_000);
+  // Playback began with the first Cluster, not once the whole file was there.
+  const held = await page!.evaluate(() => (window as unknown as { __t: { heldAtFirstFrame: number } }).__t.heldAtFirstFrame);
+  expect(held, 'share of the file held at the first frame').toBeLessThan(0.75);
+  expect(await completeHash(page!)).toBe(sha256(readFileSync(VIDEO_LONG_GOP)));
 });
 
 export type { Browser };

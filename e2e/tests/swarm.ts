@@ -54,6 +54,26 @@ export async function makeVideo(): Promise<void> {
   execFileSync('mv', [`${VIDEO}.tmp`, VIDEO]);
 }
 
+/** 40 s of VP9 + Opus with a keyframe every 10 s: four Clusters of about 2 MB each, more
+ * than the Player looks at in one go (1 MiB). */
+export const VIDEO_LONG_GOP = join(ROOT, 'target', 'e2e', 'video-long-gop.webm');
+
+export function makeLongGopVideo(): void {
+  if (existsSync(VIDEO_LONG_GOP) && statSync(VIDEO_LONG_GOP).size > 0) return;
+  execFileSync('ffmpeg', [
+    '-y', '-loglevel', 'error',
+    '-f', 'lavfi', '-i', 'testsrc2=size=320x240:rate=25',
+    '-f', 'lavfi', '-i', 'sine=frequency=550:sample_rate=48000',
+    '-t', '40',
+    '-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8', '-b:v', '1600k', '-g', '250', '-keyint_min', '250',
+    '-c:a', 'libopus', '-b:a', '48k',
+    // The WebM muxer would otherwise start a Cluster every 5 s, keyframe or not.
+    '-cluster_time_limit', '20000', '-cluster_size_limit', '10000000',
+    '-f', 'webm', `${VIDEO_LONG_GOP}.tmp`,
+  ]);
+  execFileSync('mv', [`${VIDEO_LONG_GOP}.tmp`, VIDEO_LONG_GOP]);
+}
+
 export function sha256(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
