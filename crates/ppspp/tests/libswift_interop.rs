@@ -219,6 +219,17 @@ struct Capture {
     content: Vec<u8>,
 }
 
+impl Capture {
+    /// What libswift's seeder sent, per DATA: (chunk, INTEGRITY bins before it, timestamp).
+    fn seeder_data(&self) -> Vec<(u64, Vec<ppspp::Bin>, u64)> {
+        self.datagrams
+            .iter()
+            .filter(|d| d.src_port == self.seeder_port)
+            .filter_map(|d| data_with_hashes(&d.payload))
+            .collect()
+    }
+}
+
 fn capture(name: &str) -> Capture {
     let datagrams = common::read_pcap(name);
     let config = CodecConfig::default();
@@ -356,12 +367,7 @@ fn a_libswift_leecher_gets_the_hashes_libswift_sends() {
         "libswift-single-peak-1024-chunks.pcap",
     ] {
         let cap = capture(name);
-        let theirs: Vec<_> = cap
-            .datagrams
-            .iter()
-            .filter(|d| d.src_port == cap.seeder_port)
-            .filter_map(|d| data_with_hashes(&d.payload))
-            .collect();
+        let theirs = cap.seeder_data();
         let ours = serve_recorded_leecher(&cap, core::time::Duration::ZERO);
         let chunks = (cap.content.len() as u64).div_ceil(1024);
         // The first DATA comes after the same hashes: the root (the single peak) first.
@@ -398,12 +404,7 @@ fn a_libswift_leecher_gets_the_hashes_libswift_sends() {
 #[test]
 fn timestamps_count_from_the_unix_epoch_like_libswift() {
     let cap = capture("libswift-single-peak-1024-chunks.pcap");
-    let theirs: Vec<_> = cap
-        .datagrams
-        .iter()
-        .filter(|d| d.src_port == cap.seeder_port)
-        .filter_map(|d| data_with_hashes(&d.payload))
-        .collect();
+    let theirs = cap.seeder_data();
     // Our clock, set to the capture's wall clock at its start.
     let start = theirs[0].2
         - (cap
