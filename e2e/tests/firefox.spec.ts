@@ -6,8 +6,8 @@ import { expect, test } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 import { type FirefoxPage, longestStall, openFirefoxPage, watchStalls } from './firefox.js';
 import {
-  type Swarm, VIDEO, VIDEO_MP4, VIDEO_MP4_SECONDS, VIDEO_SECONDS, VIDEO_SHA256, completeHash, expectLoopback, expectPlayedPast,
-  openPages, pageStats, sha256, startSwarm, startWeb,
+  type Swarm, VIDEO, VIDEO_LONG_GOP, VIDEO_MP4, VIDEO_MP4_SECONDS, VIDEO_SECONDS, VIDEO_SHA256, completeHash, expectLoopback,
+  expectPlayedPast, makeLongGopVideo, openPages, pageStats, sha256, startSwarm, startWeb,
 } from './swarm.js';
 
 let web: { url: string; stop(): Promise<void> };
@@ -48,6 +48,18 @@ for (const [name, file, seconds] of [
     await expectLoopback(page);
   });
 }
+
+test('Firefox plays Clusters of 1.3 MB as their blocks arrive, without a stall over 1 s', async () => {
+  makeLongGopVideo();
+  swarm = await startSwarm({ file: VIDEO_LONG_GOP, uploadLimit: 1_000_000 });
+  const page = await firefox(swarm.uri);
+  await watchStalls(page);
+  await expectPlayedPast(page, 12, 60_000);
+  expect(await longestStall(page), 'longest stall (s)').toBeLessThan(1);
+  // The first frame came with a small part of the first Cluster, not with all of it.
+  const held = await page.evaluate(() => (window as unknown as { __t: { heldAtFirstFrame: number } }).__t.heldAtFirstFrame);
+  expect(held, 'share of the file held at the first frame').toBeLessThan(0.15);
+});
 
 test('a seek to 80 % in Firefox plays from there within 5 s', async () => {
   swarm = await startSwarm({ uploadLimit: 400_000 });

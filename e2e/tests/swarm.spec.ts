@@ -162,7 +162,7 @@ test('a starved page reports its stalls; a playhead stopped with media buffered 
     .toMatch(/^playback-stuck: playback stopped at .* \(decode\)/);
 });
 
-test('Clusters larger than the read-ahead window are fetched whole and play', async ({ browser }) => {
+test('Clusters larger than the read-ahead window play from their first blocks', async ({ browser }) => {
   makeLongGopVideo();
   swarm = await startSwarm({ file: VIDEO_LONG_GOP, uploadLimit: 1_000_000 });
   // 256 KiB of read-ahead against Clusters of about 2 MB.

@@ -8,7 +8,15 @@ import { Emitter } from './emitter.js';
 import { PpsppError, messageOf } from './errors.js';
 import { AppendQueue, type SourceBufferLike } from './media/append-queue.js';
 import { type Stall, StallWatch, bufferedAhead } from './media/stall-watch.js';
-import { type InitInfo, findSegmentStart, parseInit, segmentStartTime, wholeSegmentsLength } from './media/container.js';
+import {
+  type InitInfo,
+  completeChildrenEnd,
+  findSegmentStart,
+  openClusterHead,
+  parseInit,
+  segmentStartTime,
+  wholeSegmentsLength,
+} from './media/container.js';
 import { type PlayerOptions, type ResolvedPlayerOptions, resolvePlayerOptions } from './options.js';
 import { requireWebRtc } from './connections.js';
 import { uriFor } from './discover.js';
@@ -71,6 +79,8 @@ export class Player extends Emitter<PlayerEvents> {
   /** Verified bytes run from `appendPos` to here without a whole segment in them (a
    * segment larger than the read-ahead window): the engine fetches on from here. */
   private segmentWait: number | null = null;
+  /** A WebM Cluster appended in part (as an unknown-size Cluster): where it ends. */
+  private openCluster: { end: number } | null = null;
   private seek: Seek | null = null;
   private feedQueued = false;
   private ended = false;
@@ -216,10 +226,10 @@ export class Player extends Emitter<PlayerEvents> {
     const { length } = this.content;
     if (this.appendPos < length) {
       if (queue.pendingBytes >= MAX_PENDING || bufferedAhead(this.video) > MAX_AHEAD_SECONDS) return;
-      const end = this.wholeSegmentsEnd();
-      if (end > this.appendPos) {
-        queue.push(this.swarm.read(this.appendPos, end));
-        this.appendPos = end;
+      const next = this.nextAppend();
+      if (next) {
+        queue.push(next.bytes);
+        this.appendPos = next.to;
         this.segmentWait = null;
         this.followPlayback();
         this.scheduleFeed();
@@ -239,11 +249,43 @@ export class Player extends Emitter<PlayerEvents> {
   }
 
   /**
-   * Where the verified bytes after `appendPos` stop being whole media segments: only
-   * whole ones are appended (init segment first, alone), since Firefox drops most of a
-   * WebM Cluster that arrives split across appends. At the end of the content the rest
-   * is whole by definition. With no whole segment yet while the verified run already
-   * fills the read-ahead window, the engine is told to fetch on from its end.
+   * What to append next, and where in the file it ends: whole media segments; or, for a
+   * WebM Cluster not yet whole, its complete blocks so far, the first time behind the
+   * Cluster's ID with an unknown size (as live streams write it), so playback need not
+   * wait for the whole Cluster. Both engines take a Cluster of unknown size in pieces;
+   * Firefox does not take a Cluster of known size in pieces.
+   */
+  private nextAppend(): { bytes: Uint8Array; to: number } | null {
+    const info = this.info;
+    if (!info) return null;
+    const from = this.appendPos;
+    const verified = this.swarm.verifiedEnd(from);
+    if (this.openCluster) {
+      const limit = this.openCluster.end;
+      const bytes = this.swarm.read(from, Math.min(verified, limit));
+      const end = verified >= limit ? bytes.length : completeChildrenEnd(bytes, 0, bytes.length);
+      if (verified >= limit) this.openCluster = null;
+      return end > 0 ? { bytes: bytes.subarray(0, end), to: from + end } : null;
+    }
+    const whole = this.wholeSegmentsEnd();
+    if (whole > from) return { bytes: this.swarm.read(from, whole), to: whole };
+    if (info.kind !== 'webm' || from < info.initLength || verified <= from) return null;
+    const bytes = this.swarm.read(from, Math.min(verified, from + APPEND_STEP));
+    const open = openClusterHead(bytes);
+    if (!open || open.clusterEnd === null) return null;
+    this.openCluster = { end: from + open.clusterEnd };
+    const body = bytes.subarray(open.children, open.end);
+    const piece = new Uint8Array(open.head.length + body.length);
+    piece.set(open.head);
+    piece.set(body, open.head.length);
+    return { bytes: piece, to: from + open.end };
+  }
+
+  /**
+   * Where the verified bytes after `appendPos` stop being whole media segments (the init
+   * segment first, alone). At the end of the content the rest is whole by definition.
+   * With no whole segment yet while the verified run already fills half the read-ahead
+   * window, the engine is told to fetch on from its end.
    */
   private wholeSegmentsEnd(): number {
     const info = this.info;
@@ -373,6 +415,7 @@ export class Player extends Emitter<PlayerEvents> {
     this.queue?.reset();
     this.appendPos = seek.start + at;
     this.segmentWait = null;
+    this.openCluster = null;
     return true;
   }
 

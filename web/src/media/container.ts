@@ -591,3 +591,41 @@ export function wholeSegmentsLength(info: InitInfo, bytes: Uint8Array): number {
     if (box.type !== 'moof') whole = pos;
   }
 }
+
+/**
+ * For a WebM Cluster starting at `bytes[0]` and not yet whole: the part of it that can
+ * be appended now, so playback need not wait for the whole Cluster. That is the Cluster's
+ * ID with an unknown size (as live streams write it: the next Cluster ends it for the
+ * parser) and its children up to the last complete one. `end` is where those children end
+ * in `bytes`, `clusterEnd` where the Cluster ends (null for an unknown size), and
+ * `children` where its children start. Null when there is no complete block yet, or when
+ * `bytes` does not start with a Cluster.
+ */
+export function openClusterHead(
+  bytes: Uint8Array,
+): { head: Uint8Array; children: number; end: number; clusterEnd: number | null } | null {
+  if (!clusterTimecode(bytes, 0)) return null;
+  const el = readElement(bytes, 0);
+  if (typeof el === 'string') return null;
+  const end = completeChildrenEnd(bytes, el.dataStart, el.size === null ? Infinity : el.dataStart + el.size);
+  // The Timecode alone plays nothing.
+  const timecode = readElement(bytes, el.dataStart);
+  if (typeof timecode === 'string' || timecode.size === null || end <= timecode.dataStart + timecode.size) return null;
+  const head = new Uint8Array(4 + 8);
+  head.set(bytes.subarray(0, 4));
+  head.set([0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff], 4);
+  return { head, children: el.dataStart, end, clusterEnd: el.size === null ? null : el.dataStart + el.size };
+}
+
+/** Where the complete elements from `pos` on, inside a parent ending at `limit`, end. */
+export function completeChildrenEnd(bytes: Uint8Array, pos: number, limit: number): number {
+  const stop = Math.min(limit, bytes.length);
+  while (pos < stop) {
+    const el = readElement(bytes, pos);
+    if (typeof el === 'string' || el.size === null) break;
+    const end = el.dataStart + el.size;
+    if (end > stop) break;
+    pos = end;
+  }
+  return pos;
+}

@@ -8,6 +8,8 @@ import {
   detectContainer,
   findSegmentStart,
   parseInit,
+  completeChildrenEnd,
+  openClusterHead,
   segmentStartTime,
   wholeSegmentsLength,
 } from '../../src/media/container.js';
@@ -412,6 +414,33 @@ describe('wholeSegmentsLength', () => {
     expect(() => wholeSegmentsLength(info(file), new Uint8Array([0x00, 0x00, 0x00, 0x00]))).toThrow(/malformed element/);
     const mp4 = fmp4().file;
     expect(() => wholeSegmentsLength(info(mp4), new Uint8Array([0, 0, 0, 4, 0x6d, 0x6f, 0x6f, 0x66]))).toThrow(/malformed box/);
+  });
+});
+
+describe('openClusterHead', () => {
+  it('gives a growing Cluster as an unknown-size Cluster of its complete blocks', () => {
+    const c = cluster(1000, new Array<number>(300).fill(5));
+    // Timecode (E7 82 hi lo) and a SimpleBlock: nothing to play before the block is whole.
+    const blockStart = c.indexOf(0xa3);
+    for (let e = 0; e < c.length; e++) {
+      const open = openClusterHead(c.subarray(0, e));
+      if (e < c.length) expect(open, `cut at ${e}`).toBeNull();
+    }
+    const open = openClusterHead(concat(c, [0x1f]));
+    expect(open).not.toBeNull();
+    expect([...open!.head]).toEqual([0x1f, 0x43, 0xb6, 0x75, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
+    expect(open!.end).toBe(c.length);
+    expect(open!.clusterEnd).toBe(c.length);
+    expect(open!.children).toBeLessThan(blockStart);
+  });
+
+  it('stops at the last complete child, and only for a Cluster', () => {
+    const blocks = [el(0xa3, [0x81, 0, 0, 0x80, 1, 2]), el(0xa3, [0x81, 0, 1, 0x80, 3, 4]), el(0xa3, [0x81, 0, 2, 0x80, 5])];
+    const c = el(0x1f43b675, el(0xe7, be(2000, 2)), ...blocks);
+    const second = c.length - (blocks[2]?.length ?? 0);
+    for (let e = second; e < c.length; e++) expect(openClusterHead(c.subarray(0, e))?.end).toBe(second);
+    expect(completeChildrenEnd(c, c.length - blocks.reduce((n, b) => n + b.length, 0), c.length)).toBe(c.length);
+    expect(openClusterHead(el(0x1654ae6b, [1, 2, 3]))).toBeNull();
   });
 });
 
