@@ -118,6 +118,9 @@ struct World {
     /// REQUEST messages seen per (from, to).
     requests: BTreeMap<(u32, u32), u64>,
     cs: u32,
+    /// Nodes whose datagrams vanish, both ways.
+    cut: Vec<u32>,
+    now: Time,
 }
 
 impl World {
@@ -130,6 +133,8 @@ impl World {
             rewrite: BTreeMap::new(),
             requests: BTreeMap::new(),
             cs,
+            cut: Vec::new(),
+            now: Time::ZERO,
         }
     }
 
@@ -144,15 +149,25 @@ impl World {
                 .filter(|m| m.starts_with("Request"))
                 .count() as u64;
             *self.requests.entry((from, t.to)).or_default() += asks;
+            if self.cut.contains(&from) || self.cut.contains(&t.to) {
+                continue;
+            }
             self.seq += 1;
             self.queue
                 .push(Reverse((now + self.delay, self.seq, from, t.to, bytes)));
         }
     }
 
-    /// Runs until `done` or `limit`; returns the time reached.
+    /// Runs until `done` or `limit`, on from where the last run stopped; returns the time
+    /// reached.
     fn run(&mut self, limit: Time, done: impl Fn(&[Node]) -> bool) -> Time {
-        let mut now = Time::ZERO;
+        let now = self.step(limit, done);
+        self.now = now;
+        now
+    }
+
+    fn step(&mut self, limit: Time, done: impl Fn(&[Node]) -> bool) -> Time {
+        let mut now = self.now;
         for i in 0..self.nodes.len() as u32 {
             self.drain(now, i);
         }
@@ -389,6 +404,45 @@ fn a_peer_that_offers_nothing_is_closed() {
     assert!(
         matches!(closed.as_slice(), [CloseReason::NothingToExchange(_)]),
         "{closed:?}"
+    );
+}
+
+/// A peer that was of use stays however quiet it gets: two leechers that traded chunks
+/// and then hold the same ones (their seeder gone) keep their channel.
+#[test]
+fn a_peer_that_was_of_use_stays() {
+    let data = content(256 * 1024);
+    let slow = EngineConfig {
+        upload_limit: Some(40_000),
+        ..EngineConfig::default()
+    };
+    let mut world = World::new(
+        vec![
+            seeder(&data, 1024, slow),
+            leecher(&data, 1024),
+            leecher(&data, 1024),
+        ],
+        1024,
+    );
+    world.nodes[1].connect(0, Time::ZERO);
+    world.nodes[2].connect(0, Time::ZERO);
+    world.nodes[1].connect(2, Time::ZERO);
+    world.run(Time::from_millis(3_000), |_| false);
+    world.cut.push(0);
+    world.run(Time::from_millis(90_000), |_| false);
+    for n in [1, 2] {
+        let node = &world.nodes[n];
+        assert!(!node.is_complete() && node.stats().chunks_have > 0);
+        let other = 3 - n as u32;
+        assert!(
+            node.peers().any(|p| *p == other),
+            "node {n} dropped its fellow leecher"
+        );
+    }
+    assert_eq!(
+        world.nodes[1].have().count_filled(),
+        world.nodes[2].have().count_filled(),
+        "they traded until they held the same"
     );
 }
 

@@ -93,6 +93,9 @@ pub(crate) struct Channel<A> {
     /// When the peer last offered a chunk we lacked or asked us for one (or, checked
     /// then, still held one we lack).
     pub last_exchange: Time,
+    /// It offered a chunk we lacked or asked us for one at least once: a peer that was of
+    /// use stays, however long it is quiet (a paused player asks for nothing).
+    pub exchanged: bool,
 
     // Sending to this peer.
     /// Requested chunks in arrival order. An entry counts only while its chunk is in
@@ -216,6 +219,7 @@ impl<A> Channel<A> {
             last_expiry_round: now,
             haves_refreshed: now,
             last_exchange: now,
+            exchanged: false,
             serve: VecDeque::new(),
             queued: Binmap::new(),
             sent: Binmap::new(),

@@ -23,8 +23,8 @@ pub enum CloseReason {
     TooManyPeers,
     /// The address is this peer's own (a peer list named it): its handshake came back to us.
     OwnAddress,
-    /// While we lacked chunks, the peer announced none we lack and asked us for none, for
-    /// this long: the channel only held a slot.
+    /// While we lacked chunks, the peer announced none we lack and asked us for none from
+    /// the start, for this long: the channel only held a slot.
     NothingToExchange(Duration),
 }
 

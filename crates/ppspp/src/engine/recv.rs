@@ -354,6 +354,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         if offered {
             ch.last_exchange = now;
+            ch.exchanged = true;
         }
         if ch.peer_have.find_empty(0..self.chunk_count).is_none() {
             ch.peer_complete = true;
@@ -441,6 +442,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         // It asks, so it got our UNCHOKE.
         ch.unchoke_resend = None;
         ch.last_exchange = now;
+        ch.exchanged = true;
         let Some((first, last)) = self.clip(spec) else {
             return;
         };
@@ -570,6 +572,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.exclude.set(leaf);
         ch.last_delivery = now;
         ch.last_exchange = now;
+        ch.exchanged = true;
         ch.delivered_any = true;
         ch.expired_since_delivery = false;
         if let Some(at) = requested_at {

@@ -27,8 +27,9 @@ const NEVER_DELIVERED_ROUNDS: u32 = 3;
 const HAVE_REFRESH: Duration = Duration::from_secs(30);
 /// A responder waits this long for the initiator's third datagram.
 const UNANSWERED_RESPONSE: Duration = Duration::from_secs(30);
-/// While we lack chunks, a peer that offers none we lack and asks us for none this long is
-/// closed: it only holds a slot (it may come back, e.g. through PEX, once it has news).
+/// While we lack chunks, a peer that has offered none we lack and asked us for none since
+/// it connected, this long, is closed: it only holds a slot (it may come back, e.g. through
+/// PEX, once it has news). One that was of use once stays.
 pub(crate) const NOTHING_TO_EXCHANGE: Duration = Duration::from_secs(30);
 /// A peer that sent nothing at all for this long while our requests waited is gone (it
 /// quit without a close, or the path died): close it rather than wait for the RFC's
@@ -68,7 +69,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 next = next.min(retry.next);
                 continue;
             }
-            if !complete {
+            if !complete && !ch.exchanged {
                 next = next.min(ch.last_exchange + NOTHING_TO_EXCHANGE);
             }
             let has_data = !ch.retransmit.is_empty() || !ch.serve.is_empty();
@@ -212,7 +213,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             }
         }
         let ch = self.channels.get_mut(&id)?;
-        if now.saturating_since(ch.last_exchange) >= NOTHING_TO_EXCHANGE
+        if !ch.exchanged
+            && now.saturating_since(ch.last_exchange) >= NOTHING_TO_EXCHANGE
             && self.have_count < self.chunk_count
         {
             // Checked here, once per period, rather than on every HAVE: the peer may hold
