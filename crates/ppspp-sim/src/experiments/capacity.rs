@@ -1,0 +1,33 @@
+//! `capacity`: one flow over links of different capacity (libswift Fig. 8).
+
+use ppspp_sim::plot::{Series, lines};
+use serde_json::json;
+use std::path::Path;
+
+use super::{Res, base, round, run_bulk, series, single_csv};
+
+/// Runs `capacity` into `out`.
+pub fn run(out: &Path, seed: u64) -> Res {
+    let mut runs = Vec::new();
+    for mbit in [2u64, 5, 10, 15, 20] {
+        let r = run_bulk(&base(mbit * 1_000_000, 10, 100_000, 30.0, seed));
+        runs.push((format!("{mbit}"), r));
+    }
+    single_csv(&out.join("capacity.csv"), "capacity_mbps", &runs)?;
+    let s: Vec<Series> = runs
+        .iter()
+        .map(|(n, r)| Series::new(format!("{n} Mbit/s"), series(r, |s| s.rate_mbps[0])))
+        .collect();
+    lines(
+        &out.join("capacity_rate.png"),
+        "Goodput by link capacity (10 ms one-way)",
+        "time (s)",
+        "Mbit/s",
+        &s,
+    )?;
+    let mut util = json!({});
+    for (n, r) in &runs {
+        util[format!("{n}mbps")] = json!(round(r.mean(10.0, 30.0, |s| s.utilisation), 3));
+    }
+    Ok(json!({ "utilisation_10_30s": util }))
+}

@@ -1,0 +1,99 @@
+//! The experiments of docs/EXPERIMENTS.md, one module each, and what they share: the
+//! bulk-transfer base scenario, the record of closed channels, rounding for summaries.
+//! Each module's `run` writes its CSV and PNG files into `out` and returns its JSON summary.
+
+pub mod capacity;
+pub mod delay;
+pub mod latecomer;
+pub mod link;
+pub mod loss;
+pub mod priority;
+pub mod swarm;
+
+use ppspp_sim::bulk::{Bulk, BulkRun, Flow};
+use ppspp_sim::plot::csv;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::time::Duration;
+
+/// An experiment's JSON summary, or why it failed.
+pub type Res = Result<Value, String>;
+
+thread_local! {
+    /// Every run in which a leecher closed its channel to the seeder: (run, time, reason).
+    static CLOSED: std::cell::RefCell<Vec<Value>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The channels leechers closed so far in this process (see `CLOSED`).
+pub fn closed() -> Vec<Value> {
+    CLOSED.with(|c| c.borrow().clone())
+}
+
+/// Runs a scenario and records any channel the leecher closed (see `CLOSED`).
+pub fn run_bulk(b: &Bulk) -> BulkRun {
+    let r = ppspp_sim::bulk::run(b);
+    for (i, c) in r.closed.iter().enumerate() {
+        if let Some((t, why)) = c {
+            let label = format!(
+                "{} Mbit/s, owd {} ms, queue {} B, loss {}, flow {i}",
+                b.bandwidth_bps / 1_000_000,
+                b.owd.as_millis(),
+                b.queue_bytes,
+                b.loss
+            );
+            CLOSED.with(|v| {
+                v.borrow_mut()
+                    .push(json!({"run": label, "t_s": round(*t, 2), "reason": why}))
+            });
+        }
+    }
+    r
+}
+
+/// `x` rounded to `digits` decimal places.
+pub fn round(x: f64, digits: i32) -> f64 {
+    let m = 10f64.powi(digits);
+    (x * m).round() / m
+}
+
+/// One LEDBAT flow from the start over a lossless bottleneck of `bw` bit/s.
+pub fn base(bw: u64, owd_ms: u64, queue: usize, duration_s: f64, seed: u64) -> Bulk {
+    Bulk {
+        bandwidth_bps: bw,
+        queue_bytes: queue,
+        owd: Duration::from_millis(owd_ms),
+        loss: 0.0,
+        duration_s,
+        sample_s: 0.5,
+        flows: vec![Flow::ledbat(0.0)],
+        content_len: None,
+        seed,
+    }
+}
+
+/// A run's samples as (time, `f(sample)`) points.
+pub fn series(r: &BulkRun, f: impl Fn(&ppspp_sim::bulk::Sample) -> f64) -> Vec<(f64, f64)> {
+    r.samples.iter().map(|s| (s.t, f(s))).collect()
+}
+
+/// CSV of single-flow runs: label, t, rate, cwnd, queue, progress.
+pub fn single_csv(path: &Path, label: &str, runs: &[(String, BulkRun)]) -> Result<(), String> {
+    let mut rows = Vec::new();
+    for (name, r) in runs {
+        for s in &r.samples {
+            rows.push(vec![
+                name.clone(),
+                format!("{:.1}", s.t),
+                format!("{:.4}", s.rate_mbps[0]),
+                format!("{:.2}", s.cwnd[0]),
+                format!("{:.2}", s.queue_ms),
+                s.progress[0].to_string(),
+            ]);
+        }
+    }
+    csv(
+        path,
+        &format!("{label},t_s,rate_mbps,cwnd,queue_ms,bytes_downloaded"),
+        &rows,
+    )
+}
