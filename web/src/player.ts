@@ -8,15 +8,8 @@ import { Emitter } from './emitter.js';
 import { PpsppError, messageOf } from './errors.js';
 import { AppendQueue, type SourceBufferLike } from './media/append-queue.js';
 import { type Stall, StallWatch, bufferedAhead } from './media/stall-watch.js';
-import {
-  type InitInfo,
-  completeChildrenEnd,
-  findSegmentStart,
-  openClusterHead,
-  parseInit,
-  segmentStartTime,
-  wholeSegmentsLength,
-} from './media/container.js';
+import { type InitInfo, findSegmentStart, parseInit, segmentStartTime, wholeSegmentsLength } from './media/container.js';
+import { completeChildrenEnd, openClusterHead } from './media/webm.js';
 import { type PlayerOptions, type ResolvedPlayerOptions, resolvePlayerOptions } from './options.js';
 import { requireWebRtc } from './connections.js';
 import { uriFor } from './discover.js';
