@@ -253,6 +253,8 @@ export class Swarm extends Emitter<SwarmEvents> {
         // The engine ended the channel (misbehaving peer, timeout): end the connection too.
         {
           const remote = this.connections.remoteOf(event.peer);
+          // Already gone (its channel closed before this turn): that was its peer-left.
+          if (remote === '') break;
           this.connections.close(event.peer);
           this.emit('peer-left', { peer: event.peer, remote, reason: event.message });
         }
