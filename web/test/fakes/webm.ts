@@ -1,0 +1,94 @@
+/**
+ * A small synthetic WebM (VP9 + Opus track entries, one Cluster a second with one
+ * SimpleBlock of pseudo-random bytes), laid out as ffmpeg's muxer lays it out: EBML
+ * header, Segment, SeekHead, Info (with Duration), Tracks, Clusters. Enough for the
+ * Player's parsing; no decoder ever sees it.
+ */
+
+function concat(...parts: Array<Uint8Array | number[]>): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+const text = (s: string): number[] => [...s].map((c) => c.charCodeAt(0));
+
+function be(v: number, n: number): number[] {
+  const out: number[] = [];
+  for (let i = n - 1; i >= 0; i--) out.push(Math.floor(v / 2 ** (8 * i)) % 256);
+  return out;
+}
+
+/** An EBML element: `id` as written (marker bits included), its size as a minimal vint. */
+function el(id: number, ...children: Array<Uint8Array | number[]>): Uint8Array {
+  const data = concat(...children);
+  let len = 1;
+  while (data.length >= 2 ** (7 * len) - 1) len++;
+  const size = be(data.length, len);
+  size[0] = (size[0] ?? 0) | (0x80 >> (len - 1));
+  const idBytes = be(id, Math.ceil(Math.log2(id + 1) / 8));
+  return concat(idBytes, size, data);
+}
+
+function f64(x: number): number[] {
+  const b = new Uint8Array(8);
+  new DataView(b.buffer).setFloat64(0, x);
+  return [...b];
+}
+
+/** Deterministic pseudo-random bytes (xorshift). */
+export function randomBytes(len: number, seed: number): Uint8Array {
+  let x = seed | 1;
+  const out = new Uint8Array(len);
+  for (let i = 0; i < len; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    out[i] = x & 0xff;
+  }
+  return out;
+}
+
+export interface SyntheticWebm {
+  file: Uint8Array;
+  /** Bytes before the first Cluster. */
+  initLength: number;
+  /** Byte offset of each Cluster, and its time in seconds. */
+  clusters: { offset: number; time: number }[];
+  durationSeconds: number;
+  mimeType: string;
+}
+
+/** `seconds` Clusters of `clusterBytes` (about) each. */
+export function syntheticWebm(seconds: number, clusterBytes: number): SyntheticWebm {
+  const header = el(0x1a45dfa3, el(0x4286, [1]), el(0x4282, text('webm')), el(0x4287, [4]), el(0x4285, [2]));
+  const init = concat(
+    el(0x114d9b74, el(0x4dbb, el(0x53ab, [0x15, 0x49, 0xa9, 0x66]), el(0x53ac, [0]))), // SeekHead
+    el(0x1549a966, el(0x2ad7b1, be(1_000_000, 3)), el(0x4489, f64(seconds * 1000))), // Info: ms, Duration
+    el(
+      0x1654ae6b, // Tracks
+      el(0xae, el(0xd7, [1]), el(0x83, [1]), el(0x86, text('V_VP9'))),
+      el(0xae, el(0xd7, [2]), el(0x83, [2]), el(0x86, text('A_OPUS'))),
+    ),
+  );
+  const clusters: Uint8Array[] = [];
+  for (let s = 0; s < seconds; s++) {
+    const block = concat([0x81, 0, 0, 0x80], randomBytes(clusterBytes, s + 1)); // track 1, +0, keyframe
+    clusters.push(el(0x1f43b675, el(0xe7, be(s * 1000, 2)), el(0xa3, block)));
+  }
+  const body = concat(init, ...clusters);
+  const segment = el(0x18538067, body);
+  const file = concat(header, segment);
+  const initLength = file.length - clusters.reduce((n, c) => n + c.length, 0);
+  const offsets: { offset: number; time: number }[] = [];
+  let at = initLength;
+  clusters.forEach((c, s) => {
+    offsets.push({ offset: at, time: s });
+    at += c.length;
+  });
+  return { file, initLength, clusters: offsets, durationSeconds: seconds, mimeType: 'video/webm; codecs="vp9,opus"' };
+}

@@ -1,0 +1,398 @@
+/**
+ * Swarm with the real engine (Wasm) over fake WebRTC and a fake signaling server: what
+ * peers exchange is real PPSPP, so content, verification, progress and peer events are
+ * the engine's own.
+ */
+import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { PpsppError } from '../src/errors.js';
+import { type PeerOptions, type ResolvedPeerOptions, resolvePeerOptions } from '../src/options.js';
+import { engineOptions } from '../src/peer.js';
+import { Swarm, type SwarmEvents } from '../src/swarm.js';
+import { WasmPeer, parseUriLoaded } from '../src/wasm.js';
+import { loadEngine } from './fakes/engine.js';
+import { FakeSignalServer, installWebSocket } from './fakes/signaling.js';
+import { nextEvent, until, untilTasks } from './fakes/tasks.js';
+import { randomBytes } from './fakes/webm.js';
+import { FakeNet, installWebRtc } from './fakes/webrtc.js';
+
+const CHUNK = 1024;
+
+let net: FakeNet;
+let server: FakeSignalServer;
+const undo: (() => void)[] = [];
+const swarms: Swarm[] = [];
+
+beforeAll(loadEngine);
+
+beforeEach(() => {
+  net = new FakeNet();
+  undo.push(installWebRtc(net), installWebSocket());
+  server = new FakeSignalServer();
+});
+
+afterEach(() => {
+  vi.useRealTimers();
+  for (const s of swarms.splice(0)) s.close();
+  server.close();
+  for (const u of undo.splice(0).reverse()) u();
+});
+
+function resolved(o: PeerOptions = {}): ResolvedPeerOptions {
+  return resolvePeerOptions({ statsIntervalMs: 0, ...o });
+}
+
+function seeder(data: Uint8Array, o: PeerOptions = {}): Swarm {
+  const r = resolved(o);
+  const engine = WasmPeer.seeder(data, CHUNK, 'sha256', server.url, 'test.bin', engineOptions(r), performance.now());
+  const swarm = new Swarm(engine, parseUriLoaded(engine.uri()), server.url, r, true);
+  swarms.push(swarm);
+  return swarm;
+}
+
+function fetcher(uri: string, o: PeerOptions = {}): Swarm {
+  const r = resolved(o);
+  const engine = WasmPeer.fetcher(uri, engineOptions(r), performance.now());
+  const swarm = new Swarm(engine, parseUriLoaded(uri), server.url, r, false);
+  swarms.push(swarm);
+  return swarm;
+}
+
+type Log = { [K in keyof SwarmEvents]: SwarmEvents[K][] };
+
+/** Every event `swarm` emits, by type. */
+function record(swarm: Swarm): Log {
+  const log = {
+    'peer-joined': [],
+    'peer-left': [],
+    'chunk-verified': [],
+    'chunk-rejected': [],
+    progress: [],
+    complete: [],
+    stats: [],
+    error: [],
+  } as Log;
+  for (const type of Object.keys(log) as (keyof SwarmEvents)[]) {
+    swarm.on(type, (payload) => (log[type] as unknown[]).push(payload));
+  }
+  return log;
+}
+
+/** The swarm's peer id in the fake server's room (the remote its peers see). */
+function idOf(swarm: Swarm, index: number): string {
+  const id = server.room(swarm.content.root)[index];
+  if (id === undefined) throw new Error(`no peer ${index} in the room`);
+  return id;
+}
+
+describe('Swarm over fake WebRTC, with the real engine', () => {
+  it('a fetcher gets the content from a seeder: every chunk verified once, progress to the end, complete once', async () => {
+    const data = randomBytes(200 * CHUNK + 123, 7);
+    const chunks = Math.ceil(data.length / CHUNK);
+    const seed = seeder(data);
+    await seed.start();
+    const seedLog = record(seed);
+    const fetch = fetcher(seed.uri);
+    const log = record(fetch);
+    const complete = nextEvent(fetch, 'complete');
+    await fetch.start();
+    await complete;
+
+    expect(fetch.complete).toBe(true);
+    expect(fetch.read(0, data.length)).toEqual(data);
+    expect(fetch.haveRanges()).toEqual([[0, chunks]]);
+    expect(fetch.verifiedEnd(0)).toBe(data.length);
+    const verified = log['chunk-verified'].map((e) => e.chunk).sort((a, b) => a - b);
+    expect(verified).toEqual([...Array(chunks).keys()]);
+    const seederHandle = log['peer-joined'][0]?.peer;
+    expect(log['peer-joined']).toEqual([{ peer: seederHandle, remote: idOf(seed, 0), seeder: true }]);
+    expect(log['chunk-verified'].every((e) => e.peer === seederHandle)).toBe(true);
+    const haves = log.progress.map((p) => p.have);
+    expect(haves).toEqual([...haves].sort((a, b) => a - b));
+    expect(log.progress.at(-1)).toEqual({ have: chunks, total: chunks });
+    expect(log.complete).toHaveLength(1);
+    expect(log.error).toEqual([]);
+    expect(log['chunk-rejected']).toEqual([]);
+
+    const stats = fetch.stats();
+    expect(stats).toMatchObject({
+      chunksHave: chunks,
+      chunkCount: chunks,
+      chunksVerified: chunks,
+      chunksRejected: 0,
+      connections: 1,
+      bytesFromSeeders: data.length,
+      bytesFromPeers: 0,
+      offload: 0,
+    });
+    expect(stats.channels).toHaveLength(1);
+    expect(stats.channels[0]).toMatchObject({ peer: seederHandle, remote: idOf(seed, 0), seeder: true });
+    // The seeder saw a viewer, not a seeder, and uploaded at least the whole content.
+    expect(seedLog['peer-joined']).toEqual([{ peer: expect.any(Number), remote: idOf(fetch, 1), seeder: false }]);
+    expect(seed.stats().bytesUploaded).toBeGreaterThanOrEqual(data.length);
+    expect(await fetch.selectedPairs()).toEqual([{ local: '127.0.0.1', remote: '127.0.0.1' }]);
+  });
+
+  it('a fetcher that completed serves a late one after the seeder left: all from peers, offload 1', async () => {
+    const data = randomBytes(120 * CHUNK, 8);
+    const seed = seeder(data);
+    await seed.start();
+    const first = fetcher(seed.uri);
+    const firstLog = record(first);
+    const firstDone = nextEvent(first, 'complete');
+    await first.start();
+    await firstDone;
+    const seederId = idOf(seed, 0);
+    const firstId = idOf(first, 1);
+    const left = nextEvent(first, 'peer-left');
+    seed.close();
+    expect(await left).toMatchObject({ remote: seederId });
+    await until(() => server.room(seed.content.root).length === 1, 'the seeder left the room');
+    expect(server.room(seed.content.root)).toEqual([firstId]);
+
+    const late = fetcher(seed.uri);
+    const log = record(late);
+    const done = nextEvent(late, 'complete');
+    await late.start();
+    await done;
+    expect(late.read(0, data.length)).toEqual(data);
+    expect(log['peer-joined']).toEqual([{ peer: expect.any(Number), remote: firstId, seeder: false }]);
+    expect(late.stats()).toMatchObject({ bytesFromPeers: data.length, bytesFromSeeders: 0, offload: 1 });
+    expect(first.stats().bytesUploaded).toBeGreaterThanOrEqual(data.length);
+    // The seeder's departure was one peer-left, whichever came first: its PPSPP close or the channel's.
+    expect(firstLog['peer-left']).toHaveLength(1);
+  });
+
+  it('a peer whose data channel closes mid-transfer is a peer-left, and the engine forgets it', async () => {
+    const data = randomBytes(400 * CHUNK, 9);
+    const seed = seeder(data, { uploadLimit: 100_000 });
+    await seed.start();
+    const fetch = fetcher(seed.uri);
+    const log = record(fetch);
+    const joined = nextEvent(fetch, 'peer-joined');
+    await fetch.start();
+    const { peer } = await joined;
+    await nextEvent(fetch, 'progress', (p) => p.have >= 10);
+    // The seeder's end of the channel closes (its tab crashed, its network went away).
+    const ends = net.openChannels();
+    expect(ends).toHaveLength(2);
+    const seederEnd = ends.find((c) => c.pc.localDescription?.type === 'answer');
+    expect(seederEnd).toBeDefined();
+    const left = nextEvent(fetch, 'peer-left');
+    seederEnd?.close();
+    expect(await left).toEqual({ peer, remote: idOf(seed, 0), reason: 'connection closed' });
+    expect(fetch.stats()).toMatchObject({ connections: 0, peers: 0 });
+    expect(fetch.complete).toBe(false);
+    // What was verified stays readable.
+    const end = fetch.verifiedEnd(0);
+    expect(end).toBeGreaterThan(0);
+    expect(fetch.read(0, end)).toEqual(data.subarray(0, end));
+    expect(log['peer-left']).toHaveLength(1);
+  });
+
+  it('a chunk corrupted on the way is rejected: chunk-rejected, a verification-failed error, the peer dropped, nothing of it kept', async () => {
+    const data = randomBytes(100 * CHUNK, 10);
+    const seed = seeder(data);
+    await seed.start();
+    let corrupted = 0;
+    net.intercept = ({ data: bytes }) => {
+      // The first datagram that carries a whole chunk: its last byte is chunk data.
+      if (corrupted === 0 && bytes.length > CHUNK) {
+        corrupted += 1;
+        const copy = new Uint8Array(bytes);
+        copy[copy.length - 1]! ^= 0xff;
+        return copy;
+      }
+      return bytes;
+    };
+    const fetch = fetcher(seed.uri);
+    const log = record(fetch);
+    const joined = nextEvent(fetch, 'peer-joined');
+    const rejected = nextEvent(fetch, 'chunk-rejected');
+    const left = nextEvent(fetch, 'peer-left');
+    await fetch.start();
+    const { peer } = await joined;
+    const r = await rejected;
+    expect(r).toMatchObject({ peer, reason: expect.any(String) });
+    const l = await left;
+    expect(l).toMatchObject({ peer, remote: idOf(seed, 0) });
+    expect(log.error.map((e: PpsppError) => e.code)).toEqual(['verification-failed']);
+    expect(log.error[0]?.message).toContain(`chunk ${r.chunk}`);
+    expect(fetch.stats()).toMatchObject({ chunksRejected: 1, connections: 0 });
+    const held = fetch.haveRanges().some(([a, b]) => a <= r.chunk && r.chunk < b);
+    expect(held, 'the rejected chunk is not held').toBe(false);
+    // Its connection is closed, and the seeder's end learns of it.
+    const offered = net.connections.find((pc) => pc.localDescription?.type === 'offer');
+    expect(offered?.connectionState).toBe('closed');
+    await until(() => seed.stats().connections === 0, "the seeder's connection closes too");
+  });
+
+  it('completes through a network that loses a tenth of the datagrams (the engine resends)', async () => {
+    const data = randomBytes(150 * CHUNK, 11);
+    const seed = seeder(data);
+    await seed.start();
+    let n = 0;
+    net.intercept = ({ data: bytes }) => (++n % 10 === 0 ? null : bytes);
+    const fetch = fetcher(seed.uri);
+    const done = nextEvent(fetch, 'complete', undefined, 25_000);
+    await fetch.start();
+    await done;
+    expect(fetch.read(0, data.length)).toEqual(data);
+    expect(net.delivered).toBeLessThan(net.sent);
+    expect(seed.stats().retransmissions).toBeGreaterThan(0);
+  }, 30_000);
+
+  it('a seeder that leaves mid-transfer is one peer-left; the fetcher completes from the other seeder', async () => {
+    const data = randomBytes(200 * CHUNK, 12);
+    const a = seeder(data, { uploadLimit: 100_000 });
+    await a.start();
+    const b = seeder(data, { uploadLimit: 100_000 });
+    await b.start();
+    expect(b.content.root).toBe(a.content.root);
+    // preferPeers off: with only seeders around, the default asks none of them (see below).
+    const fetch = fetcher(a.uri, { preferPeers: false });
+    const log = record(fetch);
+    const done = nextEvent(fetch, 'complete', undefined, 15_000);
+    await fetch.start();
+    await until(() => log['peer-joined'].length === 2 && fetch.stats().chunksHave >= 20, 'both seeders joined, some chunks in');
+    const aId = idOf(a, 0);
+    a.close();
+    await done;
+    expect(fetch.read(0, data.length)).toEqual(data);
+    expect(log['peer-left']).toEqual([{ peer: expect.any(Number), remote: aId, reason: expect.any(String) }]);
+    expect(fetch.stats()).toMatchObject({ connections: 1, bytesFromSeeders: data.length });
+  }, 20_000);
+
+  it('keeps to maxConnections', async () => {
+    const data = randomBytes(50 * CHUNK, 13);
+    const seeds = [seeder(data), seeder(data), seeder(data)];
+    for (const seed of seeds) await seed.start();
+    // preferPeers off: with only seeders around, the default asks none of them (see below).
+    const fetch = fetcher(seeds[0]!.uri, { maxConnections: 2, preferPeers: false });
+    const log = record(fetch);
+    const done = nextEvent(fetch, 'complete');
+    await fetch.start();
+    await done;
+    expect(fetch.read(0, data.length)).toEqual(data);
+    expect(log['peer-joined']).toHaveLength(2);
+    expect(fetch.stats().connections).toBe(2);
+    const served = seeds.filter((seed) => seed.stats().channels.some((c) => !c.seeder));
+    expect(served).toHaveLength(2);
+  });
+
+  // The engine's origin rule (an origin is asked only for chunks due for playback or held
+  // by no other peer) counts the other origins as "other peers": with two seeders and no
+  // playhead (Peer.fetch), every chunk is held by another origin, so neither is asked and
+  // the download stops after the chunks asked before the second seeder's HAVE came.
+  it.fails('KNOWN BUG: two seeders and no other peer, preferPeers on (the default): the fetch completes', async () => {
+    const data = randomBytes(50 * CHUNK, 20);
+    const seeds = [seeder(data), seeder(data)];
+    for (const seed of seeds) await seed.start();
+    const fetch = fetcher(seeds[0]!.uri);
+    const done = nextEvent(fetch, 'complete', undefined, 2_000);
+    await fetch.start();
+    await done;
+  });
+
+  it('start() rejects with signaling-unreachable when the server cannot be reached', async () => {
+    const data = randomBytes(10 * CHUNK, 14);
+    const seed = seeder(data);
+    server.close();
+    await expect(seed.start()).rejects.toMatchObject({ code: 'signaling-unreachable' });
+  });
+
+  it('ignores malformed signaling, and drops a connection whose offer cannot be used', async () => {
+    const data = randomBytes(10 * CHUNK, 15);
+    const seed = seeder(data);
+    const log = record(seed);
+    await seed.start();
+    const me = idOf(seed, 0);
+    const stranger = 'f'.repeat(32);
+    for (const junk of [null, 'offer', 42, { kind: 'answer', sdp: 'v=0' }, { kind: 'candidate', candidate: {} }, { kind: 'offer' }]) {
+      server.inject(me, stranger, junk);
+    }
+    server.inject(me, stranger, { kind: 'offer', sdp: 'v=0 not a real offer' });
+    await until(() => net.connections.length === 1 && net.connections[0]!.connectionState === 'closed', 'the bad offer\'s connection is closed');
+    expect(seed.stats().connections).toBe(0);
+    expect(log['peer-joined']).toEqual([]);
+    expect(log['peer-left']).toEqual([]);
+    // And it still serves a real peer.
+    const fetch = fetcher(seed.uri);
+    const done = nextEvent(fetch, 'complete');
+    await fetch.start();
+    await done;
+    expect(fetch.read(0, data.length)).toEqual(data);
+  });
+});
+
+describe('Swarm timers (fake time)', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'performance', 'Date'] });
+  });
+
+  const joinsOf = (): number => server.received.filter((r) => r.msg.type === 'join').length;
+
+  it('alone, a fetcher rejoins signaling every 5 s and reports no-peers once, after 10 s', async () => {
+    const data = randomBytes(10 * CHUNK, 16);
+    const seed = seeder(data);
+    const uri = seed.uri;
+    seed.close();
+    const fetch = fetcher(uri);
+    const log = record(fetch);
+    await fetch.start();
+    expect(joinsOf()).toBe(1);
+    await vi.advanceTimersByTimeAsync(4_900);
+    expect(joinsOf()).toBe(1);
+    await vi.advanceTimersByTimeAsync(200);
+    expect(joinsOf()).toBe(2);
+    expect(server.received.filter((r) => r.msg.type === 'leave')).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(4_800);
+    expect(log.error).toEqual([]);
+    await vi.advanceTimersByTimeAsync(200);
+    expect(log.error.map((e) => e.code)).toEqual(['no-peers']);
+    expect(joinsOf()).toBe(3);
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(log.error.map((e) => e.code)).toEqual(['no-peers']);
+  });
+
+  it('a seeder alone reports no no-peers error (it has everything)', async () => {
+    const seed = seeder(randomBytes(10 * CHUNK, 17));
+    const log = record(seed);
+    await seed.start();
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(log.error).toEqual([]);
+  });
+
+  it('drops a connection whose channel does not open within connectTimeoutMs, without peer events', async () => {
+    net.connectable = false;
+    const seed = seeder(randomBytes(10 * CHUNK, 18));
+    await seed.start();
+    const fetch = fetcher(seed.uri, { connectTimeoutMs: 3000 });
+    const log = record(fetch);
+    await fetch.start();
+    // The offer, answer and candidates go through; ICE never completes.
+    await untilTasks(
+      () => net.connections[0]?.remoteDescription?.type === 'answer' && net.connections[0].candidates.length === 1,
+      "the answer and the seeder's candidate reach the fetcher",
+    );
+    const offered = net.connections[0]!;
+    expect(offered.localDescription?.type).toBe('offer');
+    expect(fetch.stats().connections).toBe(1);
+    await vi.advanceTimersByTimeAsync(2_990);
+    expect(offered.connectionState).toBe('new');
+    await vi.advanceTimersByTimeAsync(20);
+    expect(offered.connectionState).toBe('closed');
+    expect(fetch.stats().connections).toBe(0);
+    expect(log['peer-joined']).toEqual([]);
+    expect(log['peer-left']).toEqual([]);
+  });
+
+  it('emits stats every statsIntervalMs with the engine figures', async () => {
+    const seed = seeder(randomBytes(10 * CHUNK, 19), { statsIntervalMs: 500 });
+    const log = record(seed);
+    await seed.start();
+    await vi.advanceTimersByTimeAsync(1_600);
+    expect(log.stats).toHaveLength(3);
+    expect(log.stats[2]).toMatchObject({ chunksHave: 10, chunkCount: 10, connections: 0, elapsedMs: expect.any(Number) });
+    expect(log.stats[2]!.elapsedMs).toBeGreaterThanOrEqual(1_500);
+  });
+});
