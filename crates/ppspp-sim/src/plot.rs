@@ -1,6 +1,9 @@
-//! CSV and PNG output. Text is drawn with DejaVu Sans from Debian's `fonts-dejavu-core`
-//! (installed by scripts/setup.sh), loaded at run time: nothing is downloaded.
+//! CSV and PNG output of the experiments: line plots, CSV tables, and the shapes the bulk
+//! experiments share (a run's samples against time, one CSV of single-flow runs). Text is
+//! drawn with DejaVu Sans from Debian's `fonts-dejavu-core` (installed by
+//! scripts/setup.sh), loaded at run time: nothing is downloaded.
 
+use crate::bulk::{BulkRun, Sample};
 use plotters::prelude::*;
 use plotters::style::{FontStyle, register_font};
 use std::fmt::Write as _;
@@ -38,16 +41,28 @@ pub fn init_font() -> Result<(), String> {
 
 /// A named line.
 pub struct Series {
+    /// Its name in the legend.
     pub name: String,
+    /// Its (x, y) points in order.
     pub points: Vec<(f64, f64)>,
 }
 
 impl Series {
+    /// A line named `name` through `points`.
     pub fn new(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
         Series {
             name: name.into(),
             points,
         }
+    }
+
+    /// A line named `name` of `value` of each of `run`'s samples against its time.
+    pub fn over_time(
+        name: impl Into<String>,
+        run: &BulkRun,
+        value: impl Fn(&Sample) -> f64,
+    ) -> Series {
+        Series::new(name, run.samples.iter().map(|s| (s.t, value(s))).collect())
     }
 }
 
@@ -113,6 +128,56 @@ pub fn lines(
         .map_err(|e| err(&e))?;
     root.present().map_err(|e| err(&e))?;
     Ok(())
+}
+
+/// Draws `series` against time in seconds, as `lines` does.
+pub fn time_lines(
+    path: &Path,
+    title: &str,
+    y_label: &str,
+    series: &[Series],
+) -> Result<(), String> {
+    lines(path, title, "time (s)", y_label, series)
+}
+
+/// Draws one line per labelled run, `value` of its samples against time, named
+/// `name(label)`.
+pub fn runs_over_time<'a>(
+    path: &Path,
+    title: &str,
+    y_label: &str,
+    runs: impl IntoIterator<Item = &'a (String, BulkRun)>,
+    name: impl Fn(&str) -> String,
+    value: impl Fn(&Sample) -> f64,
+) -> Result<(), String> {
+    let series: Vec<Series> = runs
+        .into_iter()
+        .map(|(label, r)| Series::over_time(name(label), r, &value))
+        .collect();
+    time_lines(path, title, y_label, &series)
+}
+
+/// Writes single-flow runs as CSV: `label_column` (the run's label), time, goodput,
+/// window, queueing delay and bytes downloaded of each sample.
+pub fn runs_csv(path: &Path, label_column: &str, runs: &[(String, BulkRun)]) -> Result<(), String> {
+    let mut rows = Vec::new();
+    for (name, r) in runs {
+        for s in &r.samples {
+            rows.push(vec![
+                name.clone(),
+                format!("{:.1}", s.t),
+                format!("{:.4}", s.rate_mbps[0]),
+                format!("{:.2}", s.cwnd[0]),
+                format!("{:.2}", s.queue_ms),
+                s.progress[0].to_string(),
+            ]);
+        }
+    }
+    csv(
+        path,
+        &format!("{label_column},t_s,rate_mbps,cwnd,queue_ms,bytes_downloaded"),
+        &rows,
+    )
 }
 
 /// Writes rows as CSV under a header.

@@ -1,10 +1,10 @@
 //! `capacity`: one flow over links of different capacity (libswift Fig. 8).
 
-use ppspp_sim::plot::{Series, lines};
+use ppspp_sim::plot::{runs_csv, runs_over_time};
 use serde_json::json;
 use std::path::Path;
 
-use super::{Res, base, round, run_bulk, series, single_csv};
+use super::{Res, base, round, run_bulk};
 
 /// Runs `capacity` into `out`.
 pub fn run(out: &Path, seed: u64) -> Res {
@@ -13,17 +13,14 @@ pub fn run(out: &Path, seed: u64) -> Res {
         let r = run_bulk(&base(mbit * 1_000_000, 10, 100_000, 30.0, seed));
         runs.push((format!("{mbit}"), r));
     }
-    single_csv(&out.join("capacity.csv"), "capacity_mbps", &runs)?;
-    let s: Vec<Series> = runs
-        .iter()
-        .map(|(n, r)| Series::new(format!("{n} Mbit/s"), series(r, |s| s.rate_mbps[0])))
-        .collect();
-    lines(
+    runs_csv(&out.join("capacity.csv"), "capacity_mbps", &runs)?;
+    runs_over_time(
         &out.join("capacity_rate.png"),
         "Goodput by link capacity (10 ms one-way)",
-        "time (s)",
         "Mbit/s",
-        &s,
+        &runs,
+        |n| format!("{n} Mbit/s"),
+        |s| s.rate_mbps[0],
     )?;
     let mut util = json!({});
     for (n, r) in &runs {

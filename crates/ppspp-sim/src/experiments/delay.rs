@@ -1,10 +1,10 @@
 //! `delay`: one flow over links of different one-way delay (libswift Fig. 9).
 
-use ppspp_sim::plot::{Series, lines};
+use ppspp_sim::plot::{runs_csv, runs_over_time};
 use serde_json::json;
 use std::path::Path;
 
-use super::{Res, base, round, run_bulk, series, single_csv};
+use super::{Res, base, round, run_bulk};
 
 /// Runs `delay` into `out`.
 pub fn run(out: &Path, seed: u64) -> Res {
@@ -13,28 +13,22 @@ pub fn run(out: &Path, seed: u64) -> Res {
         let r = run_bulk(&base(10_000_000, owd, 400_000, 60.0, seed));
         runs.push((format!("{owd}"), r));
     }
-    single_csv(&out.join("delay.csv"), "owd_ms", &runs)?;
-    let prog: Vec<Series> = runs
-        .iter()
-        .map(|(n, r)| Series::new(format!("{n} ms"), series(r, |s| s.progress[0] as f64 / 1e6)))
-        .collect();
-    lines(
+    runs_csv(&out.join("delay.csv"), "owd_ms", &runs)?;
+    runs_over_time(
         &out.join("delay_progress.png"),
         "Download progress by one-way delay (10 Mbit/s)",
-        "time (s)",
         "MB downloaded",
-        &prog,
+        &runs,
+        |n| format!("{n} ms"),
+        |s| s.progress[0] as f64 / 1e6,
     )?;
-    let rate: Vec<Series> = runs
-        .iter()
-        .map(|(n, r)| Series::new(format!("{n} ms"), series(r, |s| s.rate_mbps[0])))
-        .collect();
-    lines(
+    runs_over_time(
         &out.join("delay_rate.png"),
         "Goodput by one-way delay (10 Mbit/s)",
-        "time (s)",
         "Mbit/s",
-        &rate,
+        &runs,
+        |n| format!("{n} ms"),
+        |s| s.rate_mbps[0],
     )?;
     let mut m = json!({});
     for (n, r) in &runs {

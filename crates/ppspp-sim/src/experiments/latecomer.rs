@@ -3,12 +3,12 @@
 
 use ppspp::congestion::CongestionConfig;
 use ppspp_sim::bulk::Flow;
-use ppspp_sim::plot::{Series, csv, lines};
+use ppspp_sim::plot::{Series, csv, time_lines};
 use ppspp_sim::scenario::jain;
 use serde_json::json;
 use std::path::Path;
 
-use super::{Res, base, round, run_bulk, series};
+use super::{Res, base, round, run_bulk};
 
 /// Runs `latecomer` into `out`.
 pub fn run(out: &Path, seed: u64) -> Res {
@@ -57,14 +57,13 @@ pub fn run(out: &Path, seed: u64) -> Res {
                 format!("{:.2}", s.queue_ms),
             ]);
         }
-        lines(
+        time_lines(
             &out.join(format!("latecomer_{key}.png")),
             &format!("Two LEDBAT flows, 4 Mbit/s, second at 60 s: {label}"),
-            "time (s)",
             "Mbit/s",
             &[
-                Series::new("first flow", series(&r, |s| s.rate_mbps[0])),
-                Series::new("second flow", series(&r, |s| s.rate_mbps[1])),
+                Series::over_time("first flow", &r, |s| s.rate_mbps[0]),
+                Series::over_time("second flow", &r, |s| s.rate_mbps[1]),
             ],
         )?;
     }

@@ -1,11 +1,11 @@
 //! `link`: seeder→leecher over one bottleneck with a small and a large drop-tail queue
 //! (libswift Fig. 7).
 
-use ppspp_sim::plot::{Series, lines};
+use ppspp_sim::plot::{runs_csv, runs_over_time};
 use serde_json::json;
 use std::path::Path;
 
-use super::{Res, base, round, run_bulk, series, single_csv};
+use super::{Res, base, round, run_bulk};
 
 /// Runs `link` into `out`.
 pub fn run(out: &Path, seed: u64) -> Res {
@@ -14,28 +14,22 @@ pub fn run(out: &Path, seed: u64) -> Res {
         let r = run_bulk(&base(5_000_000, 60, q, 60.0, seed));
         runs.push((format!("{} KB", q / 1000), r));
     }
-    single_csv(&out.join("link.csv"), "queue", &runs)?;
-    let rate: Vec<Series> = runs
-        .iter()
-        .map(|(n, r)| Series::new(format!("queue {n}"), series(r, |s| s.rate_mbps[0])))
-        .collect();
-    lines(
+    runs_csv(&out.join("link.csv"), "queue", &runs)?;
+    runs_over_time(
         &out.join("link_rate.png"),
         "Seeder→leecher, 5 Mbit/s, 60 ms one-way: goodput",
-        "time (s)",
         "Mbit/s",
-        &rate,
+        &runs,
+        |n| format!("queue {n}"),
+        |s| s.rate_mbps[0],
     )?;
-    let cwnd: Vec<Series> = runs
-        .iter()
-        .map(|(n, r)| Series::new(format!("queue {n}"), series(r, |s| s.cwnd[0])))
-        .collect();
-    lines(
+    runs_over_time(
         &out.join("link_cwnd.png"),
         "Seeder's congestion window (datagrams)",
-        "time (s)",
         "cwnd",
-        &cwnd,
+        &runs,
+        |n| format!("queue {n}"),
+        |s| s.cwnd[0],
     )?;
     let mut summary = json!({});
     for (n, r) in &runs {

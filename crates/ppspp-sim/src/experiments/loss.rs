@@ -1,11 +1,11 @@
 //! `loss`: one flow over links of different random loss (libswift Figs. 10–11).
 
 use ppspp_sim::bulk::BulkRun;
-use ppspp_sim::plot::{Series, lines};
+use ppspp_sim::plot::{runs_csv, runs_over_time};
 use serde_json::json;
 use std::path::Path;
 
-use super::{Res, base, round, run_bulk, series, single_csv};
+use super::{Res, base, round, run_bulk};
 
 /// Runs `loss` into `out`.
 pub fn run(out: &Path, seed: u64) -> Res {
@@ -15,43 +15,34 @@ pub fn run(out: &Path, seed: u64) -> Res {
         b.loss = permille as f64 / 1000.0;
         runs.push((format!("{:.1}", permille as f64 / 10.0), run_bulk(&b)));
     }
-    single_csv(&out.join("loss.csv"), "loss_percent", &runs)?;
-    let prog: Vec<Series> = runs
-        .iter()
-        .map(|(n, r)| Series::new(format!("{n} %"), series(r, |s| s.progress[0] as f64 / 1e6)))
-        .collect();
-    lines(
+    runs_csv(&out.join("loss.csv"), "loss_percent", &runs)?;
+    runs_over_time(
         &out.join("loss_progress.png"),
         "Download progress by loss rate (10 Mbit/s, 10 ms one-way)",
-        "time (s)",
         "MB downloaded",
-        &prog,
+        &runs,
+        |n| format!("{n} %"),
+        |s| s.progress[0] as f64 / 1e6,
     )?;
     let pick: Vec<&(String, BulkRun)> = runs
         .iter()
         .filter(|(n, _)| n == "0.0" || n == "1.5")
         .collect();
-    let rate: Vec<Series> = pick
-        .iter()
-        .map(|(n, r)| Series::new(format!("{n} % rate"), series(r, |s| s.rate_mbps[0])))
-        .collect();
-    lines(
+    runs_over_time(
         &out.join("loss_rate.png"),
         "Goodput at 0 % and 1.5 % loss (Fig. 11a)",
-        "time (s)",
         "Mbit/s",
-        &rate,
+        pick.iter().copied(),
+        |n| format!("{n} % rate"),
+        |s| s.rate_mbps[0],
     )?;
-    let cwnd: Vec<Series> = pick
-        .iter()
-        .map(|(n, r)| Series::new(format!("{n} % cwnd"), series(r, |s| s.cwnd[0])))
-        .collect();
-    lines(
+    runs_over_time(
         &out.join("loss_cwnd.png"),
         "Seeder's cwnd at 0 % and 1.5 % loss (Fig. 11b)",
-        "time (s)",
         "cwnd (datagrams)",
-        &cwnd,
+        pick.iter().copied(),
+        |n| format!("{n} % cwnd"),
+        |s| s.cwnd[0],
     )?;
     let mut m = json!({});
     for (n, r) in &runs {

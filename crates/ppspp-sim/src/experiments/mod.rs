@@ -1,6 +1,7 @@
 //! The experiments of docs/EXPERIMENTS.md, one module each, and what they share: the
-//! bulk-transfer base scenario, the record of closed channels, rounding for summaries.
-//! Each module's `run` writes its CSV and PNG files into `out` and returns its JSON summary.
+//! bulk-transfer base scenario, the record of closed channels, rounding for summaries
+//! (plots and CSV: `ppspp_sim::plot`). Each module's `run` writes its CSV and PNG files
+//! into `out` and returns its JSON summary.
 
 pub mod capacity;
 pub mod delay;
@@ -11,9 +12,7 @@ pub mod priority;
 pub mod swarm;
 
 use ppspp_sim::bulk::{Bulk, BulkRun, Flow};
-use ppspp_sim::plot::csv;
 use serde_json::{Value, json};
-use std::path::Path;
 use std::time::Duration;
 
 /// An experiment's JSON summary, or why it failed.
@@ -69,31 +68,4 @@ pub fn base(bw: u64, owd_ms: u64, queue: usize, duration_s: f64, seed: u64) -> B
         content_len: None,
         seed,
     }
-}
-
-/// A run's samples as (time, `f(sample)`) points.
-pub fn series(r: &BulkRun, f: impl Fn(&ppspp_sim::bulk::Sample) -> f64) -> Vec<(f64, f64)> {
-    r.samples.iter().map(|s| (s.t, f(s))).collect()
-}
-
-/// CSV of single-flow runs: label, t, rate, cwnd, queue, progress.
-pub fn single_csv(path: &Path, label: &str, runs: &[(String, BulkRun)]) -> Result<(), String> {
-    let mut rows = Vec::new();
-    for (name, r) in runs {
-        for s in &r.samples {
-            rows.push(vec![
-                name.clone(),
-                format!("{:.1}", s.t),
-                format!("{:.4}", s.rate_mbps[0]),
-                format!("{:.2}", s.cwnd[0]),
-                format!("{:.2}", s.queue_ms),
-                s.progress[0].to_string(),
-            ]);
-        }
-    }
-    csv(
-        path,
-        &format!("{label},t_s,rate_mbps,cwnd,queue_ms,bytes_downloaded"),
-        &rows,
-    )
 }
