@@ -5,6 +5,7 @@
  * connections and closes them when done; the swarm then connects afresh.
  */
 import { Connections } from './connections.js';
+import { Driver } from './driver.js';
 import { PpsppError, messageOf } from './errors.js';
 import type { ResolvedPeerOptions } from './options.js';
 import { SignalingClient } from './signaling.js';
@@ -47,8 +48,6 @@ export async function discoverUri(root: string, signalUrl: string, options: Reso
     throw new PpsppError('bad-uri', messageOf(err), { cause: err });
   }
   const asked = new Set<number>();
-  let over = false;
-  let timer: ReturnType<typeof setTimeout> | null = null;
   let finish: (result: { uri?: string; error?: PpsppError }) => void = () => {};
   const done = new Promise<{ uri?: string; error?: PpsppError }>((resolve) => (finish = resolve));
 
@@ -71,38 +70,28 @@ export async function discoverUri(root: string, signalUrl: string, options: Reso
     },
     {
       open: (handle, _remote, initiator) => {
-        if (over || !initiator) return;
+        if (driver.closed || !initiator) return;
         asked.add(handle);
         discovery.connect(handle, performance.now());
-        pump();
+        driver.kick();
       },
-      message: (handle, data) => {
-        if (over) return;
-        discovery.handleDatagram(handle, data, performance.now());
-        pump();
-      },
+      message: (handle, data) => driver.datagram(handle, data),
       closed: (handle) => {
-        if (over) return;
+        if (driver.closed) return;
         discovery.peerLost(handle);
         asked.delete(handle);
-        pump();
+        driver.kick();
       },
       error: () => {},
     },
   );
+  const driver = new Driver(discovery, {
+    send: (peer, payload) => connections.send(peer, payload),
+    afterSend: check,
+  });
 
-  function flush(): void {
-    const now = performance.now();
-    for (;;) {
-      const payload = discovery.pollTransmit(now);
-      if (payload === undefined) break;
-      connections.send(discovery.transmitPeer(), payload);
-    }
-  }
-
-  function pump(): void {
-    if (over) return;
-    flush();
+  /** After each turn of the loop: done once a peer has described the content, or every one asked has failed. */
+  function check(): void {
     const uri = discovery.uri(signalUrl);
     if (uri !== undefined) {
       finish({ uri });
@@ -112,15 +101,7 @@ export async function discoverUri(root: string, signalUrl: string, options: Reso
     // Every connection made so far has been asked and has failed: nothing left to wait for.
     if (failure !== undefined && connections.size <= asked.size) {
       finish({ error: new PpsppError('no-peers', `cannot fetch ${root} by its root: ${failure}`) });
-      return;
     }
-    if (timer !== null) clearTimeout(timer);
-    const wait = discovery.pollTimeout(performance.now());
-    timer = wait < 0 ? null : setTimeout(() => {
-      timer = null;
-      discovery.handleTimeout(performance.now());
-      pump();
-    }, wait);
   }
 
   const deadline = setTimeout(
@@ -134,10 +115,9 @@ export async function discoverUri(root: string, signalUrl: string, options: Reso
     return uri as string;
   } finally {
     clearTimeout(deadline);
-    if (timer !== null) clearTimeout(timer);
     // Send the probe channels' closes before the connections go.
-    flush();
-    over = true;
+    driver.flush();
+    driver.close();
     connections.closeAll();
     signaling.close();
     discovery.free();

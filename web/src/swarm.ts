@@ -1,10 +1,11 @@
 /**
  * One swarm: the engine (Wasm), its WebRTC connections and its signaling session, driven
- * by one loop. Datagrams and timers go into the engine; its transmits go out on the data
- * channels; its events become the typed events users see. The engine never calls back
- * into JavaScript, so nothing here can re-enter it.
+ * by one loop (driver.ts). Datagrams and timers go into the engine; its transmits go out
+ * on the data channels; its events become the typed events users see. The engine never
+ * calls back into JavaScript, so nothing here can re-enter it.
  */
 import { Connections } from './connections.js';
+import { Driver } from './driver.js';
 import { Emitter } from './emitter.js';
 import { PpsppError } from './errors.js';
 import type { ResolvedPeerOptions } from './options.js';
@@ -51,20 +52,10 @@ export interface SwarmEvents {
   error: PpsppError;
 }
 
-/** Most datagrams sent in one turn of the loop before yielding to the page. */
-const MAX_SENDS_PER_TURN = 512;
 /** With no connection for this long the swarm rejoins signaling for a fresh sample. */
 const LONELY_REJOIN_MS = 5000;
 /** With no peer at all for this long the `no-peers` error fires (the swarm keeps trying). */
 const NO_PEERS_ERROR_MS = 10_000;
-
-/**
- * The loop runs as a task posted on a MessageChannel: after the data-channel messages
- * already queued (so their ACKs go out together, which doubled throughput at 1 KiB chunks
- * over a microtask per message), and without setTimeout's 4 ms clamp for nested timers.
- */
-let kickChannel: MessageChannel | null = null;
-const pendingKicks: Swarm[] = [];
 
 export class Swarm extends Emitter<SwarmEvents> {
   readonly content: ContentInfo;
@@ -72,9 +63,7 @@ export class Swarm extends Emitter<SwarmEvents> {
   private readonly signaling: SignalingClient;
   private readonly connections: Connections;
   private readonly started = performance.now();
-  private timer: ReturnType<typeof setTimeout> | null = null;
-  private timerDue = Infinity;
-  private pumpQueued = false;
+  private readonly driver: Driver;
   private closed = false;
   private statsTimer: ReturnType<typeof setInterval> | null = null;
   private lonelyTimer: ReturnType<typeof setInterval> | null = null;
@@ -97,6 +86,10 @@ export class Swarm extends Emitter<SwarmEvents> {
     this.content = content;
     this.uri = engine.uri();
     this.completeValue = engine.isComplete();
+    this.driver = new Driver(engine, {
+      send: (peer, payload) => this.connections.send(peer, payload),
+      afterSend: () => this.drainEvents(),
+    });
     this.signaling = new SignalingClient(signalUrl, content.root, {
       welcome: (_id, peers) => {
         for (const remote of peers) this.connections.offer(remote);
@@ -121,18 +114,14 @@ export class Swarm extends Emitter<SwarmEvents> {
           // Seeders are origins: asked for what playback needs next or nobody else has.
           if (seeder && options.preferPeers) this.engine.setOrigin(handle, true);
           this.emit('peer-joined', { peer: handle, remote, seeder });
-          this.kick();
+          this.driver.kick();
         },
-        message: (handle, data) => {
-          if (this.closed) return;
-          this.engine.handleDatagram(handle, data, performance.now());
-          this.kick();
-        },
+        message: (handle, data) => this.driver.datagram(handle, data),
         closed: (handle, remote, wasOpen) => {
           if (this.closed) return;
           this.engine.peerLost(handle);
           if (wasOpen) this.emit('peer-left', { peer: handle, remote, reason: 'connection closed' });
-          this.kick();
+          this.driver.kick();
         },
         error: (err) => this.emit('error', err),
       },
@@ -147,7 +136,7 @@ export class Swarm extends Emitter<SwarmEvents> {
     await this.signaling.start();
     this.lonelySince = performance.now();
     this.lonelyTimer = setInterval(() => this.checkLonely(), 1000);
-    this.kick();
+    this.driver.kick();
   }
 
   private checkLonely(): void {
@@ -174,60 +163,19 @@ export class Swarm extends Emitter<SwarmEvents> {
     return this.completeValue;
   }
 
-  /** Runs the loop soon, once, however many inputs arrive before it does. */
-  private kick(): void {
-    if (this.pumpQueued || this.closed) return;
-    this.pumpQueued = true;
-    if (!kickChannel) {
-      kickChannel = new MessageChannel();
-      kickChannel.port1.onmessage = () => Swarm.runKicked();
-    }
-    kickChannel.port2.postMessage(null);
-    pendingKicks.push(this);
-  }
-
-  /** Runs the pump of a kicked swarm (the MessageChannel task). */
+  /** Runs the pump of every kicked swarm (the loop's MessageChannel task; see {@link Driver.runKicked}). */
   static runKicked(): void {
-    for (const swarm of pendingKicks.splice(0)) {
-      swarm.pumpQueued = false;
-      swarm.pump();
-    }
+    Driver.runKicked();
   }
 
-  private pump(): void {
-    if (this.closed) return;
-    const now = performance.now();
-    let sends = 0;
-    for (;;) {
-      const payload = this.engine.pollTransmit(now);
-      if (payload === undefined) break;
-      this.connections.send(this.engine.transmitPeer(), payload);
-      if (++sends >= MAX_SENDS_PER_TURN) break;
-    }
+  /** The engine's events since the last turn, as the swarm's events. */
+  private drainEvents(): void {
     for (;;) {
       const event = this.engine.pollEvent() as EngineEvent | undefined;
       if (event === undefined) break;
       this.dispatch(event);
       if (this.closed) return;
     }
-    // More to send right away: yield to the page first, then go on.
-    const wait = sends >= MAX_SENDS_PER_TURN ? 0 : this.engine.pollTimeout(now);
-    this.schedule(wait);
-  }
-
-  private schedule(waitMs: number): void {
-    if (waitMs < 0) return;
-    const due = performance.now() + waitMs;
-    if (this.timer !== null && due >= this.timerDue) return;
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timerDue = due;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.timerDue = Infinity;
-      if (this.closed) return;
-      this.engine.handleTimeout(performance.now());
-      this.pump();
-    }, Math.max(0, waitMs));
   }
 
   private dispatch(event: EngineEvent): void {
@@ -273,8 +221,24 @@ export class Swarm extends Emitter<SwarmEvents> {
           new PpsppError('storage-failed', `chunk ${event.chunk} could not be stored: ${event.message}`),
         );
         break;
-      default:
+      case 'peer-connected':
+        // The channel's handshake completed. Users saw `peer-joined` when the data channel
+        // opened; the handshake adds nothing they act on (a peer that never answers it is
+        // closed by the engine and comes out as `peer-closed`).
         break;
+      case 'peer-discovered':
+        // A peer's address learnt by PEX. Browser peers meet through signaling only: the
+        // engine's peers here are data-channel handles, and there is no address to dial.
+        break;
+      case 'stats':
+        // Periodic engine figures: never emitted here (engineOptions sets stats_interval_ms
+        // to 0); the swarm's own stats timer reads `engine.stats()` instead.
+        break;
+      default: {
+        // An engine event this switch does not handle is a compile error here.
+        const unhandled: never = event;
+        void unhandled;
+      }
     }
   }
 
@@ -333,7 +297,7 @@ export class Swarm extends Emitter<SwarmEvents> {
 
   setPlayhead(chunk: number): void {
     this.engine.setPlayhead(chunk);
-    this.kick();
+    this.driver.kick();
   }
 
   /** The selected ICE pair of each open connection (tests prove traffic stays on loopback). */
@@ -345,14 +309,9 @@ export class Swarm extends Emitter<SwarmEvents> {
   close(): void {
     if (this.closed) return;
     this.engine.closeAll();
-    const now = performance.now();
-    for (let i = 0; i < 1024; i++) {
-      const payload = this.engine.pollTransmit(now);
-      if (payload === undefined) break;
-      this.connections.send(this.engine.transmitPeer(), payload);
-    }
+    this.driver.flush(1024);
+    this.driver.close();
     this.closed = true;
-    if (this.timer !== null) clearTimeout(this.timer);
     if (this.statsTimer !== null) clearInterval(this.statsTimer);
     if (this.lonelyTimer !== null) clearInterval(this.lonelyTimer);
     this.connections.closeAll();
