@@ -1,6 +1,13 @@
 /**
  * Loading the engine's WebAssembly module (built by wasm-pack into ../wasm/) and the
  * shapes of the plain objects it returns (crates/ppspp-wasm/src/convert.rs builds them).
+ *
+ * Those shapes are written by hand here. Each has a field table next to it (`…_FIELDS`:
+ * every key and the JavaScript type of its value) that the compiler proves equal to the
+ * interface: a key missing from either, an extra one, or a type that does not match is a
+ * compile error. test/wasm-shapes.test.ts then checks every kind of object the real Wasm
+ * build returns against the tables, so a change on the Rust side that is not made here
+ * fails the tests.
  */
 import init, { WasmDiscovery, WasmPeer, PeerOptions, parseUri as wasmParseUri } from '../wasm/ppspp_wasm.js';
 import { PpsppError, messageOf } from './errors.js';
@@ -36,7 +43,40 @@ export function wasmLoaded(): boolean {
   return loaded;
 }
 
-/** What a swarm URI says about its content. */
+/** The type of a JavaScript value as the field tables name it (`typeof`, with arrays and null apart). */
+export type TypeTag = 'number' | 'string' | 'boolean' | 'array' | 'null' | 'undefined' | 'object';
+
+/** The tags a value of type `V` may have (`number | null` → `'number' | 'null'`). */
+type TagOf<V> = V extends number
+  ? 'number'
+  : V extends string
+    ? 'string'
+    : V extends boolean
+      ? 'boolean'
+      : V extends readonly unknown[]
+        ? 'array'
+        : V extends null
+          ? 'null'
+          : V extends undefined
+            ? 'undefined'
+            : 'object';
+
+/**
+ * A field table of `T`: every key of `T` (optional ones too), each with the tag of its
+ * value or the list of tags it may have. Written as `{…} satisfies Fields<T>`, a key
+ * missing, a key too many (excess property) or a tag `T` does not allow fails to compile.
+ */
+export type Fields<T> = { readonly [K in keyof T]-?: TagOf<T[K]> | readonly TagOf<T[K]>[] };
+
+/** The tag of a value at run time, as {@link TypeTag} names it. */
+export function typeTag(value: unknown): TypeTag {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  const t = typeof value;
+  return t === 'number' || t === 'string' || t === 'boolean' || t === 'undefined' ? t : 'object';
+}
+
+/** What a swarm URI says about its content (`parseUri`, `WasmPeer.content()`). */
 export interface ContentInfo {
   /** The Merkle root in hex: the swarm ID. */
   root: string;
@@ -50,6 +90,17 @@ export interface ContentInfo {
   udp: string[];
   name?: string;
 }
+
+/** convert.rs `content_object`: `signal` and `name` are always set, to undefined when absent. */
+export const CONTENT_INFO_FIELDS = {
+  root: 'string',
+  hash: 'string',
+  chunkSize: 'number',
+  length: 'number',
+  signal: ['string', 'undefined'],
+  udp: 'array',
+  name: ['string', 'undefined'],
+} as const satisfies Fields<ContentInfo>;
 
 /** Throws `PpsppError('bad-uri')`; the module must be loaded. */
 export function parseUriLoaded(uri: string): ContentInfo {
@@ -76,6 +127,22 @@ export interface EngineStats {
   peers: number;
 }
 
+/** convert.rs `stats_object`. */
+export const ENGINE_STATS_FIELDS = {
+  chunksHave: 'number',
+  chunkCount: 'number',
+  bytesDownloaded: 'number',
+  bytesDuplicate: 'number',
+  bytesUploaded: 'number',
+  chunksVerified: 'number',
+  chunksRejected: 'number',
+  datagramsSent: 'number',
+  datagramsReceived: 'number',
+  datagramsDropped: 'number',
+  retransmissions: 'number',
+  peers: 'number',
+} as const satisfies Fields<EngineStats>;
+
 /** One channel's figures. */
 export interface ChannelStats {
   peer: number;
@@ -97,9 +164,58 @@ export interface ChannelStats {
   bytesDownloaded: number;
 }
 
+/** convert.rs `channel_stats_object`, one element. */
+export const CHANNEL_STATS_FIELDS = {
+  peer: 'number',
+  established: 'boolean',
+  state: 'string',
+  cwnd: 'number',
+  rttMs: 'number',
+  queuingDelayMs: ['number', 'null'],
+  priority: 'number',
+  inFlight: 'number',
+  requestsOutstanding: 'number',
+  chokedByPeer: 'boolean',
+  choking: 'boolean',
+  serveQueue: 'number',
+  peerChunks: 'number',
+  bytesUploaded: 'number',
+  bytesDownloaded: 'number',
+} as const satisfies Fields<ChannelStats>;
+
+/** Every `state` convert.rs writes (`SendState` and congestion `Phase`). */
+export const CHANNEL_STATES = {
+  'ping-pong': true,
+  'slow-start': true,
+  avoidance: true,
+  'keep-alive': true,
+} as const satisfies Record<ChannelStats['state'], true>;
+
+/** Why the engine closed a channel: the `reason` of a `peer-closed` event (convert.rs `close_reason`). */
+export type PeerCloseReason =
+  | 'closed-by-peer'
+  | 'closed-locally'
+  | 'unreachable'
+  | 'timeout'
+  | 'misbehaving'
+  | 'too-many-peers'
+  | 'own-address'
+  | 'nothing-to-exchange';
+
+export const PEER_CLOSE_REASONS = {
+  'closed-by-peer': true,
+  'closed-locally': true,
+  unreachable: true,
+  timeout: true,
+  misbehaving: true,
+  'too-many-peers': true,
+  'own-address': true,
+  'nothing-to-exchange': true,
+} as const satisfies Record<PeerCloseReason, true>;
+
 export type EngineEvent =
   | { type: 'peer-connected'; peer: number }
-  | { type: 'peer-closed'; peer: number; reason: string; message: string }
+  | { type: 'peer-closed'; peer: number; reason: PeerCloseReason; message: string }
   | { type: 'peer-discovered'; peer: number }
   | { type: 'chunk-verified'; chunk: number; peer: number }
   | { type: 'chunk-rejected'; chunk: number; peer: number; reason: string }
@@ -107,3 +223,22 @@ export type EngineEvent =
   | { type: 'complete' }
   | { type: 'store-failed'; chunk: number; message: string }
   | { type: 'stats'; stats: EngineStats };
+
+/** The event of type `T`. */
+export type EngineEventOf<T extends EngineEvent['type']> = Extract<EngineEvent, { type: T }>;
+
+/**
+ * convert.rs `event_object`: the fields of each event type. A type missing here, or one
+ * too many, fails to compile too. The `stats` event's `stats` is {@link ENGINE_STATS_FIELDS}.
+ */
+export const ENGINE_EVENT_FIELDS = {
+  'peer-connected': { type: 'string', peer: 'number' },
+  'peer-closed': { type: 'string', peer: 'number', reason: 'string', message: 'string' },
+  'peer-discovered': { type: 'string', peer: 'number' },
+  'chunk-verified': { type: 'string', chunk: 'number', peer: 'number' },
+  'chunk-rejected': { type: 'string', chunk: 'number', peer: 'number', reason: 'string' },
+  progress: { type: 'string', have: 'number', total: 'number' },
+  complete: { type: 'string' },
+  'store-failed': { type: 'string', chunk: 'number', message: 'string' },
+  stats: { type: 'string', stats: 'object' },
+} as const satisfies { readonly [T in EngineEvent['type']]: Fields<EngineEventOf<T>> };
