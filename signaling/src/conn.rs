@@ -77,7 +77,7 @@ enum End {
     /// The client closed or the socket failed: nothing more to send.
     Gone,
     /// The server closes with this code and reason (after any error already sent).
-    Close(u16, &'static str),
+    Close(u16, Utf8Bytes),
 }
 
 enum Event {
@@ -124,15 +124,18 @@ impl Conn {
 
     /// Sends an error; for a fatal one returns how to close.
     async fn error(&mut self, msg: ServerMessage) -> Result<(), End> {
-        let fatal = match &msg {
-            ServerMessage::Error { code, .. } => code.is_fatal().then_some(*code),
+        // A fatal error closes with its close code, the code's name as the reason.
+        let close = match &msg {
+            ServerMessage::Error { code, .. } => code
+                .close_code()
+                .map(|close| End::Close(close, Utf8Bytes::from(code.as_str()))),
             _ => None,
         };
         if !self.send_json(&msg).await {
             return Err(End::Gone);
         }
-        match fatal {
-            Some(code) => Err(End::Close(code.close_code(), code.as_str())),
+        match close {
+            Some(end) => Err(end),
             None => Ok(()),
         }
     }
@@ -308,11 +311,8 @@ impl Conn {
 
     /// Sends a close frame and reads until the client's close (or `DRAIN` passes), so our
     /// last frames are not lost to a reset.
-    async fn close(&mut self, code: u16, reason: &'static str) {
-        let frame = CloseFrame {
-            code,
-            reason: Utf8Bytes::from_static(reason),
-        };
+    async fn close(&mut self, code: u16, reason: Utf8Bytes) {
+        let frame = CloseFrame { code, reason };
         if !self.send(Message::Close(Some(frame))).await {
             return;
         }
@@ -362,7 +362,10 @@ pub(crate) async fn run(
             _ = ping.tick() => Event::Ping,
         };
         let step = match event {
-            Event::Shutdown => Err(End::Close(close_code::GOING_AWAY, "server shutting down")),
+            Event::Shutdown => Err(End::Close(
+                close_code::GOING_AWAY,
+                Utf8Bytes::from_static("server shutting down"),
+            )),
             Event::Idle => {
                 let secs = cfg.idle_timeout.as_secs_f64();
                 conn.fail(
@@ -382,7 +385,10 @@ pub(crate) async fn run(
                 // The registry dropped us: not even a notice fit in our queue.
                 tracing::info!(peer = ?conn.joined.as_ref().map(|j| &j.peer_id), "queue full; dropping slow reader");
                 conn.joined = None;
-                Err(End::Close(close_code::POLICY, "slow reader"))
+                Err(End::Close(
+                    close_code::POLICY,
+                    Utf8Bytes::from_static("slow reader"),
+                ))
             }
             Event::Frame(f) => {
                 let active = matches!(f, Some(Ok(_)));
@@ -408,7 +414,7 @@ pub(crate) async fn run(
     match end {
         End::Gone => tracing::debug!("connection gone"),
         End::Close(code, reason) => {
-            tracing::debug!(code, reason, "closing connection");
+            tracing::debug!(code, reason = reason.as_str(), "closing connection");
             conn.close(code, reason).await;
         }
     }

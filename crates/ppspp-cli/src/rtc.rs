@@ -6,7 +6,8 @@
 //! `maxRetransmits: 0`, carrying one PPSPP datagram per message: PPSPP does its own
 //! retransmission and congestion control, so SCTP must not.
 
-use crate::signal::{ServerMsg, SignalClient};
+use crate::signal::SignalClient;
+use ppspp_signal_protocol::ServerMessage;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::ErrorKind;
@@ -59,7 +60,7 @@ struct Conn {
 /// Something to wait for, returned by [`RtcTransport::recv`].
 pub enum Incoming {
     Datagram(usize, SocketAddr),
-    Signal(Option<ServerMsg>),
+    Signal(Option<ServerMessage>),
 }
 
 /// Every WebRTC peer connection of this process.
@@ -377,9 +378,9 @@ impl RtcTransport {
         self.drain(id);
     }
 
-    fn handle_signal(&mut self, msg: ServerMsg) {
+    fn handle_signal(&mut self, msg: ServerMessage) {
         match msg {
-            ServerMsg::Signal { from, data } => {
+            ServerMessage::Signal { from, data } => {
                 let kind = data.get("kind").and_then(Value::as_str).unwrap_or("");
                 let sdp = data.get("sdp").and_then(Value::as_str).unwrap_or("");
                 match kind {
@@ -390,7 +391,7 @@ impl RtcTransport {
                     _ => {}
                 }
             }
-            ServerMsg::PeerLeft { peer_id } => {
+            ServerMessage::PeerLeft { peer_id } => {
                 // An open connection may outlive its signaling session; one still being set
                 // up cannot complete.
                 if let Some(&id) = self.by_remote.get(&peer_id)
@@ -399,9 +400,11 @@ impl RtcTransport {
                     self.close(id);
                 }
             }
-            ServerMsg::Error { code, message, .. } => {
+            ServerMessage::Error { code, message, .. } => {
                 eprintln!("signaling: {code}: {message}");
             }
+            // Only ever the reply to our `join`, which `SignalClient::join` consumed.
+            ServerMessage::Welcome { .. } => {}
         }
     }
 

@@ -1,33 +1,17 @@
 //! A client of the signaling protocol (docs/SIGNALING.md, version 1): join a swarm's room,
-//! learn a sample of its peers, relay opaque `data` to and from them.
+//! learn a sample of its peers, relay opaque `data` to and from them. The messages are
+//! `ppspp-signal-protocol`'s, the same types the server parses and prints.
 
 use futures_util::{SinkExt, StreamExt};
-use serde_json::{Value, json};
+use ppspp_signal_protocol::{ClientMessage, DecodeError, PROTOCOL_VERSION, ServerMessage};
+use serde_json::Value;
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
 
-/// The protocol version this client speaks.
-pub const VERSION: u64 = 1;
-
 /// How long connecting and joining may take before we give up.
 const JOIN_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// What the server told us.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ServerMsg {
-    /// A relayed `signal` from another peer of the room.
-    Signal { from: String, data: Value },
-    /// A peer of the room left.
-    PeerLeft { peer_id: String },
-    /// An error; after a fatal one the server closes the connection.
-    Error {
-        code: String,
-        message: String,
-        fatal: bool,
-    },
-}
 
 /// A joined connection to a signaling server.
 pub struct SignalClient {
@@ -54,8 +38,11 @@ impl SignalClient {
         let (mut ws, _) = connect_async(url)
             .await
             .map_err(|e| format!("cannot reach the signaling server {url}: {e}"))?;
-        let join = json!({"type": "join", "v": VERSION, "swarm": swarm});
-        ws.send(Message::text(join.to_string()))
+        let join = ClientMessage::Join {
+            v: PROTOCOL_VERSION,
+            swarm: swarm.to_owned(),
+        };
+        ws.send(Message::text(join.to_json()))
             .await
             .map_err(|e| format!("signaling server {url}: cannot send join: {e}"))?;
         loop {
@@ -70,50 +57,47 @@ impl SignalClient {
                 }
                 continue;
             };
-            let v: Value = serde_json::from_str(text.as_str())
-                .map_err(|e| format!("signaling server {url} sent bad JSON: {e}"))?;
-            match v.get("type").and_then(Value::as_str) {
-                Some("welcome") => {
-                    let peer_id = v
-                        .get("peer_id")
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| format!("signaling server {url}: welcome without peer_id"))?
-                        .to_string();
-                    let peers = v
-                        .get("peers")
-                        .and_then(Value::as_array)
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(|p| p.as_str().map(str::to_string))
-                                .collect()
-                        })
-                        .unwrap_or_default();
+            match ServerMessage::from_json(text.as_str()) {
+                Ok(ServerMessage::Welcome { peer_id, peers, .. }) => {
                     return Ok(SignalClient { ws, peer_id, peers });
                 }
-                Some("error") => {
-                    let code = v.get("code").and_then(Value::as_str).unwrap_or("?");
-                    let message = v.get("message").and_then(Value::as_str).unwrap_or("");
+                Ok(ServerMessage::Error { code, message, .. }) => {
                     return Err(format!(
                         "signaling server {url} refused to join: {code}: {message}"
                     ));
                 }
+                Err(DecodeError::Json(e)) => {
+                    return Err(format!("signaling server {url} sent bad JSON: {e}"));
+                }
+                Err(DecodeError::Fields { kind, error })
+                    if kind == "welcome" || kind == "error" =>
+                {
+                    return Err(format!(
+                        "signaling server {url} sent a malformed {kind}: {error}"
+                    ));
+                }
                 // Anything else before the welcome is ignored (forward compatible).
-                _ => {}
+                Ok(_) | Err(_) => {}
             }
         }
     }
 
     /// Relays `data` to peer `to`.
     pub async fn signal(&mut self, to: &str, data: Value) -> Result<(), String> {
-        let msg = json!({"type": "signal", "to": to, "data": data});
+        let msg = ClientMessage::Signal {
+            to: to.to_owned(),
+            data,
+        };
         self.ws
-            .send(Message::text(msg.to_string()))
+            .send(Message::text(msg.to_json()))
             .await
             .map_err(|e| format!("signaling: cannot send: {e}"))
     }
 
-    /// The next message from the server; `None` once the connection is closed. Cancel-safe.
-    pub async fn recv(&mut self) -> Option<ServerMsg> {
+    /// The next message from the server; `None` once the connection is closed. Messages
+    /// that are not JSON, of a type this version does not define, or malformed are
+    /// skipped. Cancel-safe.
+    pub async fn recv(&mut self) -> Option<ServerMessage> {
         loop {
             let msg = match self.ws.next().await? {
                 Ok(m) => m,
@@ -124,10 +108,7 @@ impl SignalClient {
                 Message::Close(_) => return None,
                 _ => continue,
             };
-            let Ok(v) = serde_json::from_str::<Value>(text.as_str()) else {
-                continue;
-            };
-            if let Some(m) = parse_server_msg(&v) {
+            if let Ok(m) = ServerMessage::from_json(text.as_str()) {
                 return Some(m);
             }
         }
@@ -139,33 +120,15 @@ impl SignalClient {
     }
 }
 
-/// Parses one server message; `None` for types this client does not act on.
-fn parse_server_msg(v: &Value) -> Option<ServerMsg> {
-    let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
-    match v.get("type")?.as_str()? {
-        "signal" => Some(ServerMsg::Signal {
-            from: s("from")?,
-            data: v.get("data").cloned().unwrap_or(Value::Null),
-        }),
-        "peer-left" => Some(ServerMsg::PeerLeft {
-            peer_id: s("peer_id")?,
-        }),
-        "error" => Some(ServerMsg::Error {
-            code: s("code").unwrap_or_default(),
-            message: s("message").unwrap_or_default(),
-            fatal: v.get("fatal").and_then(Value::as_bool).unwrap_or(false),
-        }),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ppspp_signal_protocol::ErrorCode;
+    use serde_json::json;
 
     const SWARM: &str = "c89800bfc82ed01ed6e3bfd5408c51274491f7d4";
 
-    async fn next(c: &mut SignalClient) -> ServerMsg {
+    async fn next(c: &mut SignalClient) -> ServerMessage {
         tokio::time::timeout(Duration::from_secs(5), c.recv())
             .await
             .expect("a message within 5 s")
@@ -192,7 +155,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             next(&mut a).await,
-            ServerMsg::Signal {
+            ServerMessage::Signal {
                 from: b.peer_id.clone(),
                 data: json!({"kind": "offer", "sdp": "x"})
             }
@@ -202,7 +165,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             next(&mut b).await,
-            ServerMsg::Signal {
+            ServerMessage::Signal {
                 from: a.peer_id.clone(),
                 data: json!({"kind": "answer"})
             }
@@ -213,16 +176,22 @@ mod tests {
             .await
             .unwrap();
         match next(&mut b).await {
-            ServerMsg::Error { code, fatal, .. } => {
-                assert_eq!(code, "unknown-peer");
+            ServerMessage::Error {
+                code, fatal, to, ..
+            } => {
+                assert_eq!(code, ErrorCode::UnknownPeer);
                 assert!(!fatal);
+                assert_eq!(to.as_deref(), Some("00000000000000000000000000000000"));
             }
             other => panic!("expected an error, got {other:?}"),
         }
 
         let a_id = a.peer_id.clone();
         a.close().await;
-        assert_eq!(next(&mut b).await, ServerMsg::PeerLeft { peer_id: a_id });
+        assert_eq!(
+            next(&mut b).await,
+            ServerMessage::PeerLeft { peer_id: a_id }
+        );
 
         // The server going away ends the stream.
         let (shut, end) = tokio::join!(

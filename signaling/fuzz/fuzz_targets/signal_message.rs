@@ -4,19 +4,19 @@
 //! print back (as the server prints what it relays) into a message that parses the same;
 //! and any server message that parses must print into JSON that parses back to it.
 //!
-//! The target compiles `signaling/src/protocol.rs` itself (it depends only on serde and
-//! serde_json): the same parser the server runs, without building the server's network
-//! stack into the fuzz crate.
+//! The messages are `ppspp-signal-protocol`'s; the target compiles the server's
+//! `signaling/src/protocol.rs` itself (it depends only on that crate): the same parser the
+//! server runs, without building the server's network stack into the fuzz crate.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 #[path = "../../src/protocol.rs"]
 mod protocol;
 
 use protocol::{ClientMessage, ServerMessage, parse_client, valid_swarm_id};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 fuzz_target!(|bytes: &[u8]| {
     let Ok(text) = std::str::from_utf8(bytes) else {
@@ -25,8 +25,8 @@ fuzz_target!(|bytes: &[u8]| {
     match parse_client(text) {
         Ok(ClientMessage::Join { v, swarm }) => {
             let _ = valid_swarm_id(&swarm);
-            let again = json!({"type": "join", "v": v, "swarm": swarm}).to_string();
-            assert_eq!(parse_client(&again), Ok(ClientMessage::Join { v, swarm }));
+            let join = ClientMessage::Join { v, swarm };
+            assert_eq!(parse_client(&join.to_json()), Ok(join));
         }
         Ok(ClientMessage::Signal { to, data }) => {
             // What the server relays: the data printed again, under the sender's id.
@@ -35,7 +35,7 @@ fuzz_target!(|bytes: &[u8]| {
                 data: data.clone(),
             }
             .to_json();
-            let back: ServerMessage = serde_json::from_str(&relayed).expect("relayed signal");
+            let back = ServerMessage::from_json(&relayed).expect("relayed signal");
             assert_eq!(
                 back,
                 ServerMessage::Signal {
@@ -43,8 +43,8 @@ fuzz_target!(|bytes: &[u8]| {
                     data: data.clone()
                 }
             );
-            let again = json!({"type": "signal", "to": to, "data": data}).to_string();
-            assert_eq!(parse_client(&again), Ok(ClientMessage::Signal { to, data }));
+            let signal = ClientMessage::Signal { to, data };
+            assert_eq!(parse_client(&signal.to_json()), Ok(signal));
         }
         Ok(ClientMessage::Leave) => {}
         Err(e) => {
@@ -52,9 +52,9 @@ fuzz_target!(|bytes: &[u8]| {
             assert!(!e.message().is_empty());
         }
     }
-    if let Ok(m) = serde_json::from_str::<ServerMessage>(text) {
+    if let Ok(m) = ServerMessage::from_json(text) {
         let printed = m.to_json();
-        let back: ServerMessage = serde_json::from_str(&printed).expect("printed message");
+        let back = ServerMessage::from_json(&printed).expect("printed message");
         assert_eq!(back, m, "{printed}");
         let _: Value = serde_json::from_str(&printed).expect("JSON");
     }
