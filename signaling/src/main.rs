@@ -146,29 +146,6 @@ fn raise_fd_limit(connections: usize) {
 #[cfg(not(unix))]
 fn raise_fd_limit(_connections: usize) {}
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => tracing::info!("SIGINT received"),
-        _ = term => tracing::info!("SIGTERM received"),
-    }
-}
-
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
@@ -210,7 +187,11 @@ async fn main() -> ExitCode {
         let _ = writeln!(out, "ppspp-signal listening on ws://{addr}{WS_PATH}");
         let _ = out.flush();
     }
-    match ppspp_signal::serve(listener, config, shutdown_signal()).await {
+    let shutdown = async {
+        let signal = ppspp_shutdown::shutdown_signal().await;
+        tracing::info!("{signal} received");
+    };
+    match ppspp_signal::serve(listener, config, shutdown).await {
         Ok(()) => {
             tracing::info!("stopped");
             ExitCode::SUCCESS

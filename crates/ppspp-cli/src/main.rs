@@ -64,24 +64,7 @@ pub fn random_seed() -> u64 {
     h.finish()
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
+/// Resolves on Ctrl-C or SIGTERM (the trigger shared with the signaling server).
 pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = term => {}
-    }
+    ppspp_shutdown::shutdown_signal().await;
 }
