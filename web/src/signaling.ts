@@ -16,8 +16,75 @@ export interface SignalingHandlers {
   error(err: PpsppError): void;
 }
 
-const PROTOCOL_VERSION = 1;
+/** The protocol version this client speaks (`join.v`). */
+export const PROTOCOL_VERSION = 1;
 const MAX_BACKOFF_MS = 30_000;
+
+/**
+ * A message from the server as this client reads it: only the fields it acts on.
+ * `signaling/protocol/` (Rust) defines the messages; its JSON fixtures check this file too
+ * (`test/signaling-protocol.test.ts`).
+ */
+export type ServerMessage =
+  | { type: 'welcome'; peerId: string; peers: string[] }
+  | { type: 'signal'; from: string; data: unknown }
+  | { type: 'peer-left'; peerId: string }
+  | { type: 'error'; code: string; message: string; fatal: boolean };
+
+/**
+ * Reads one text frame from the server; `null` for what the client ignores: text that is
+ * not a JSON object, and types it does not know (newer servers may send more).
+ */
+export function decodeServerMessage(text: string): ServerMessage | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof parsed !== 'object' || parsed === null) return null;
+  const msg = parsed as Record<string, unknown>;
+  switch (msg.type) {
+    case 'welcome':
+      return {
+        type: 'welcome',
+        peerId: String(msg.peer_id),
+        peers: Array.isArray(msg.peers) ? msg.peers.map(String) : [],
+      };
+    case 'signal':
+      return { type: 'signal', from: String(msg.from), data: msg.data };
+    case 'peer-left':
+      return { type: 'peer-left', peerId: String(msg.peer_id) };
+    case 'error':
+      return { type: 'error', code: String(msg.code), message: String(msg.message), fatal: msg.fatal === true };
+    default:
+      return null;
+  }
+}
+
+/** The `join` frame for `swarm` (the root in lowercase hex). */
+export function encodeJoin(swarm: string): string {
+  return JSON.stringify({ type: 'join', v: PROTOCOL_VERSION, swarm });
+}
+
+/** The `signal` frame relaying `data` to peer `to`. */
+export function encodeSignal(to: string, data: unknown): string {
+  return JSON.stringify({ type: 'signal', to, data });
+}
+
+/** The `leave` frame. */
+export function encodeLeave(): string {
+  return JSON.stringify({ type: 'leave' });
+}
+
+/**
+ * Whether a server error is routine rather than worth reporting: relaying to a peer that
+ * just left (`unknown-peer`), or to one whose queue is full (`peer-busy`: it reads slowly;
+ * that connection attempt times out and another peer is tried).
+ */
+export function isRoutineError(code: string): boolean {
+  return code === 'unknown-peer' || code === 'peer-busy';
+}
 
 export class SignalingClient {
   private socket: WebSocket | null = null;
@@ -59,42 +126,35 @@ export class SignalingClient {
     this.socket = socket;
     let welcomed = false;
     socket.onopen = () => {
-      socket.send(JSON.stringify({ type: 'join', v: PROTOCOL_VERSION, swarm: this.swarm }));
+      socket.send(encodeJoin(this.swarm));
     };
     socket.onmessage = (ev: MessageEvent) => {
       if (typeof ev.data !== 'string') return;
-      let msg: Record<string, unknown>;
-      try {
-        msg = JSON.parse(ev.data) as Record<string, unknown>;
-      } catch {
-        return;
-      }
-      switch (msg.type) {
+      // Null: not JSON, or a newer server message (protocol: clients ignore unknown types).
+      const msg = decodeServerMessage(ev.data);
+      switch (msg?.type) {
         case 'welcome': {
           welcomed = true;
           this.attempt = 0;
-          this.peerIdValue = String(msg.peer_id);
-          const peers = Array.isArray(msg.peers) ? msg.peers.map(String) : [];
-          this.handlers.welcome(this.peerIdValue, peers);
+          this.peerIdValue = msg.peerId;
+          this.handlers.welcome(this.peerIdValue, msg.peers);
           resolve?.();
           resolve = undefined;
           reject = undefined;
           break;
         }
         case 'signal':
-          this.handlers.signal(String(msg.from), msg.data);
+          this.handlers.signal(msg.from, msg.data);
           break;
         case 'peer-left':
-          this.handlers.peerLeft(String(msg.peer_id));
+          this.handlers.peerLeft(msg.peerId);
           break;
         case 'error': {
-          const text = `signaling server: ${String(msg.code)}: ${String(msg.message)}`;
-          // Relaying to a peer that just left is routine, and so is one whose queue is full
-          // (`peer-busy`: it reads slowly; that connection attempt times out and another
-          // peer is tried). Everything else is worth reporting.
-          if (msg.code === 'unknown-peer' || msg.code === 'peer-busy') break;
+          const text = `signaling server: ${msg.code}: ${msg.message}`;
+          // Routine errors are not reported; everything else is.
+          if (isRoutineError(msg.code)) break;
           const err = new PpsppError('signaling-error', text);
-          if (msg.fatal === true && reject) {
+          if (msg.fatal && reject) {
             reject(err);
             reject = undefined;
             resolve = undefined;
@@ -105,7 +165,7 @@ export class SignalingClient {
           break;
         }
         default:
-          break; // newer server messages are ignored (protocol: clients ignore unknown types)
+          break;
       }
     };
     socket.onclose = (ev: CloseEvent) => {
@@ -142,16 +202,16 @@ export class SignalingClient {
   /** Relays `data` to `to`; dropped silently while disconnected (the peer will retry). */
   send(to: string, data: unknown): void {
     if (this.socket?.readyState === WebSocket.OPEN && this.peerIdValue !== null) {
-      this.socket.send(JSON.stringify({ type: 'signal', to, data }));
+      this.socket.send(encodeSignal(to, data));
     }
   }
 
   /** Leaves and joins again: a new id and a fresh sample of peers (when we found none). */
   rejoin(): void {
     if (this.socket?.readyState === WebSocket.OPEN && this.peerIdValue !== null) {
-      this.socket.send(JSON.stringify({ type: 'leave' }));
+      this.socket.send(encodeLeave());
       this.peerIdValue = null;
-      this.socket.send(JSON.stringify({ type: 'join', v: PROTOCOL_VERSION, swarm: this.swarm }));
+      this.socket.send(encodeJoin(this.swarm));
     }
   }
 
@@ -162,7 +222,7 @@ export class SignalingClient {
     const socket = this.socket;
     this.socket = null;
     if (socket && socket.readyState <= WebSocket.OPEN) {
-      if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: 'leave' }));
+      if (socket.readyState === WebSocket.OPEN) socket.send(encodeLeave());
       socket.close(1000);
     }
   }
