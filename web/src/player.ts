@@ -5,7 +5,7 @@
  * fragment) that holds the new position.
  */
 import { Emitter } from './emitter.js';
-import { PpsppError, messageOf } from './errors.js';
+import { PpsppError, fatal, messageOf } from './errors.js';
 import { AppendQueue, type SourceBufferLike } from './media/append-queue.js';
 import { type Stall, StallWatch, bufferedAhead } from './media/stall-watch.js';
 import { type InitInfo, findSegmentStart, parseInit, segmentStartTime, wholeSegmentsLength } from './media/container.js';
@@ -109,9 +109,11 @@ export class Player extends Emitter<PlayerEvents> {
 
   /**
    * Plays `uri` in `video` (a swarm URI, or just its root hash in hex with the `signal`
-   * option set, as for `Peer.fetch`). Rejects with a {@link PpsppError}: `bad-option`,
-   * `bad-uri`, `mse-unsupported`, `webrtc-unsupported`, `signaling-unreachable`, `wasm-load-failed`, `no-peers`
-   * (a bare root that no peer could describe). Later trouble comes as `error` events.
+   * option set, as for `Peer.fetch`). Rejects with a {@link PpsppError} (always fatal):
+   * `bad-option`, `bad-uri`, `mse-unsupported`, `webrtc-unsupported`, `wasm-load-failed`,
+   * `signaling-unreachable`, `signaling-error` (the server refused to join) or `no-peers`
+   * (a bare root that no peer could describe). Later trouble comes as `error` events, whose
+   * `fatal` says whether playback can go on.
    */
   static async attach(video: HTMLVideoElement, uri: string, options: PlayerOptions = {}): Promise<Player> {
     const attachedAt = performance.now();
@@ -191,10 +193,11 @@ export class Player extends Emitter<PlayerEvents> {
     this.cleanup.push(() => target.removeEventListener(type, listener));
   }
 
+  /** Stops feeding MediaSource: playback cannot go on, so the error is fatal. */
   private fail(err: PpsppError): void {
     if (this.failed) return;
     this.failed = true;
-    this.emit('error', err);
+    this.emit('error', fatal(err) as PpsppError);
   }
 
   private scheduleFeed(): void {

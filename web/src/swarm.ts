@@ -7,7 +7,7 @@
 import { Connections } from './connections.js';
 import { Driver } from './driver.js';
 import { Emitter } from './emitter.js';
-import { PpsppError } from './errors.js';
+import { PpsppError, fatal } from './errors.js';
 import type { ResolvedPeerOptions } from './options.js';
 import { SignalingClient } from './signaling.js';
 import type { ChannelStats, ContentInfo, EngineEvent, EngineStats, WasmPeer } from './wasm.js';
@@ -48,7 +48,11 @@ export interface SwarmEvents {
   progress: { have: number; total: number };
   complete: Record<string, never>;
   stats: SwarmStats;
-  /** Non-fatal trouble (signaling errors, no peers); fatal ones reject the call that failed. */
+  /**
+   * Trouble while the swarm runs: `signaling-error`, `no-peers` and `verification-failed`
+   * (not fatal: it goes on), `storage-failed` (fatal: nothing more is fetched). Errors
+   * before it runs reject the call instead.
+   */
   error: PpsppError;
 }
 
@@ -131,9 +135,16 @@ export class Swarm extends Emitter<SwarmEvents> {
     }
   }
 
-  /** Joins the room; rejects with `signaling-unreachable` if the server cannot be reached. */
+  /**
+   * Joins the room; rejects with `signaling-unreachable` if the server cannot be reached,
+   * or `signaling-error` if it refuses (both fatal).
+   */
   async start(): Promise<void> {
-    await this.signaling.start();
+    try {
+      await this.signaling.start();
+    } catch (err) {
+      throw fatal(err);
+    }
     this.lonelySince = performance.now();
     this.lonelyTimer = setInterval(() => this.checkLonely(), 1000);
     this.driver.kick();
