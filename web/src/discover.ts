@@ -6,7 +6,7 @@
  */
 import { Connections } from './connections.js';
 import { Driver } from './driver.js';
-import { PpsppError, messageOf } from './errors.js';
+import { PpsppError, abortReason, fatal, messageOf } from './errors.js';
 import type { ResolvedPeerOptions } from './options.js';
 import { SignalingClient } from './signaling.js';
 import { WasmDiscovery } from './wasm.js';
@@ -23,22 +23,24 @@ export function isRootHex(text: string): boolean {
 
 /**
  * A swarm URI for what the caller passed: the URI itself, or for a bare root hash the URI
- * discovered from the peers met through the `signal` option.
+ * discovered from the peers met through the `signal` option (`abort` stops that).
  */
-export async function uriFor(uriOrRoot: string, options: ResolvedPeerOptions): Promise<string> {
+export async function uriFor(uriOrRoot: string, options: ResolvedPeerOptions, abort?: AbortSignal): Promise<string> {
   if (!isRootHex(uriOrRoot)) return uriOrRoot;
   if (options.signal === undefined) {
     throw new PpsppError('bad-option', 'fetching by root hash needs the signal option (where to meet the peers that can describe the content)');
   }
-  return discoverUri(uriOrRoot, options.signal, options);
+  return discoverUri(uriOrRoot, options.signal, options, abort);
 }
 
 /**
  * Resolves with the swarm URI of `root` (with `signalUrl` in it), or rejects: `bad-uri`
- * for a malformed root, `signaling-unreachable`, or `no-peers` when no peer could say
- * within {@link DISCOVERY_TIMEOUT_MS} (the message gives each peer's reason).
+ * for a malformed root, `signaling-unreachable` (or `signaling-error`: the server refused
+ * to join), `no-peers` when no peer could say within {@link DISCOVERY_TIMEOUT_MS} (the
+ * message gives each peer's reason), or `abort`'s reason once it aborts.
  */
-export async function discoverUri(root: string, signalUrl: string, options: ResolvedPeerOptions): Promise<string> {
+export async function discoverUri(root: string, signalUrl: string, options: ResolvedPeerOptions, abort?: AbortSignal): Promise<string> {
+  if (abort?.aborted) throw abortReason(abort);
   const seed = new Uint32Array(2);
   crypto.getRandomValues(seed);
   let discovery: WasmDiscovery;
@@ -48,8 +50,9 @@ export async function discoverUri(root: string, signalUrl: string, options: Reso
     throw new PpsppError('bad-uri', messageOf(err), { cause: err });
   }
   const asked = new Set<number>();
-  let finish: (result: { uri?: string; error?: PpsppError }) => void = () => {};
-  const done = new Promise<{ uri?: string; error?: PpsppError }>((resolve) => (finish = resolve));
+  type Result = { uri: string; error?: undefined } | { uri?: undefined; error: unknown };
+  let finish: (result: Result) => void = () => {};
+  const done = new Promise<Result>((resolve) => (finish = resolve));
 
   const signaling = new SignalingClient(signalUrl, root.trim().toLowerCase(), {
     welcome: (_id, peers) => {
@@ -100,20 +103,32 @@ export async function discoverUri(root: string, signalUrl: string, options: Reso
     const failure = discovery.failure();
     // Every connection made so far has been asked and has failed: nothing left to wait for.
     if (failure !== undefined && connections.size <= asked.size) {
-      finish({ error: new PpsppError('no-peers', `cannot fetch ${root} by its root: ${failure}`) });
+      finish({ error: new PpsppError('no-peers', `cannot fetch ${root} by its root: ${failure}`, { fatal: true }) });
     }
   }
 
   const deadline = setTimeout(
-    () => finish({ error: new PpsppError('no-peers', `no peer of swarm ${root} described its content within ${DISCOVERY_TIMEOUT_MS / 1000} s`) }),
+    () =>
+      finish({
+        error: new PpsppError('no-peers', `no peer of swarm ${root} described its content within ${DISCOVERY_TIMEOUT_MS / 1000} s`, {
+          fatal: true,
+        }),
+      }),
     DISCOVERY_TIMEOUT_MS,
   );
+  const onAbort = (): void => finish({ error: abortReason(abort as AbortSignal) });
+  abort?.addEventListener('abort', onAbort);
   try {
-    await signaling.start();
-    const { uri, error } = await done;
-    if (error) throw error;
-    return uri as string;
+    // The deadline and an abort count while signaling connects too.
+    const started = signaling.start().then(
+      () => done,
+      (err: unknown): Result => ({ error: fatal(err) }),
+    );
+    const result = await Promise.race([started, done]);
+    if (result.uri === undefined) throw result.error;
+    return result.uri;
   } finally {
+    abort?.removeEventListener('abort', onAbort);
     clearTimeout(deadline);
     // Send the probe channels' closes before the connections go.
     driver.flush();

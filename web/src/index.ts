@@ -9,7 +9,7 @@
  */
 export { Player, type PlayerEvents, type PlayerStats } from './player.js';
 export type { Stall, StallCause } from './media/stall-watch.js';
-export { Peer, type PeerEvents, type SeedOptions } from './peer.js';
+export { Peer, type PeerEvents, type SeedOptions, type FetchOptions } from './peer.js';
 export { PpsppError, type ErrorCode } from './errors.js';
 export type { PeerOptions, PlayerOptions } from './options.js';
 export type { SwarmStats, PeerChannelStats, SwarmEvents } from './swarm.js';

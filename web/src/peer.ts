@@ -5,7 +5,7 @@
 import { requireWebRtc } from './connections.js';
 import { isRootHex, uriFor } from './discover.js';
 import { Emitter } from './emitter.js';
-import { PpsppError, messageOf } from './errors.js';
+import { PpsppError, abortReason, fatal, messageOf } from './errors.js';
 import { type PeerOptions, type ResolvedPeerOptions, checkSignalUrl, resolvePeerOptions } from './options.js';
 import { Swarm, type SwarmEvents, type SwarmStats } from './swarm.js';
 import { type ContentInfo, PeerOptions as WasmOptions, WasmPeer, loadWasm, parseUriLoaded } from './wasm.js';
@@ -24,6 +24,46 @@ export interface SeedOptions {
   hash?: 'sha1' | 'sha256';
   /** File name for the URI. */
   name?: string;
+}
+
+export interface FetchOptions {
+  /**
+   * Aborts the fetch (the web platform's `AbortSignal`, as for `fetch()`; not to be mixed
+   * up with the `signal` option of `Peer.create`, the signaling server): it rejects with
+   * `signal.reason`, and the download stops. See {@link Peer.fetch}.
+   */
+  signal?: AbortSignal;
+}
+
+/** A swarm of this peer, and who uses it. */
+interface Joined {
+  swarm: Swarm;
+  /** Settles once the swarm has joined signaling (rejects, fatal, if it could not). */
+  started: Promise<void>;
+  /** Calls waiting on it now (fetch, stream). */
+  users: number;
+  /** Joined by `seed`: it stays until `close()`. */
+  seeding: boolean;
+}
+
+/** Settles a {@link Peer.guard}ed wait. */
+interface Settle {
+  resolve(): void;
+  reject(err: unknown): void;
+}
+
+/** The `signal` of fetch's options, checked: an AbortSignal, not a signaling URL. */
+function abortSignalOption(options: FetchOptions | undefined): AbortSignal | undefined {
+  const signal: unknown = options?.signal;
+  if (signal === undefined) return undefined;
+  const s = signal as Partial<AbortSignal> | null;
+  if (typeof s !== 'object' || s === null || typeof s.aborted !== 'boolean' || typeof s.addEventListener !== 'function') {
+    throw new PpsppError(
+      'bad-option',
+      "fetch's signal option must be an AbortSignal (the signaling server is Peer.create's signal option)",
+    );
+  }
+  return s as AbortSignal;
 }
 
 /** Wasm engine settings from resolved options (shared with the Player). */
@@ -56,8 +96,10 @@ export function signalFor(options: ResolvedPeerOptions, content: ContentInfo): s
 }
 
 export class Peer extends Emitter<PeerEvents> {
-  private readonly swarms = new Map<string, Swarm>();
+  private readonly swarms = new Map<string, Joined>();
   private closed = false;
+  /** Aborted by {@link close}: what pending calls wait on besides their own signal. */
+  private readonly closing = new AbortController();
 
   private constructor(private readonly options: ResolvedPeerOptions) {
     super();
@@ -92,10 +134,12 @@ export class Peer extends Emitter<PeerEvents> {
     swarm.on('error', (err) => this.emit('error', err));
   }
 
-  private async join(engine: WasmPeer, content: ContentInfo, seeding: boolean): Promise<Swarm> {
+  /** The swarm of `content` (the one already joined, or a new one that is joining now). */
+  private join(engine: WasmPeer, content: ContentInfo, seeding: boolean): Joined {
     const existing = this.swarms.get(content.root);
     if (existing) {
       engine.free();
+      existing.seeding ||= seeding;
       return existing;
     }
     let swarm: Swarm;
@@ -105,26 +149,33 @@ export class Peer extends Emitter<PeerEvents> {
       engine.free();
       throw err;
     }
-    this.swarms.set(content.root, swarm);
+    const joined: Joined = { swarm, started: Promise.resolve(), users: 0, seeding };
+    joined.started = swarm.start().catch((err: unknown) => {
+      this.leave(joined);
+      throw fatal(err);
+    });
+    // Nobody may be waiting (a call that was aborted meanwhile): no unhandled rejection.
+    joined.started.catch(() => {});
+    this.swarms.set(content.root, joined);
     this.forward(swarm);
-    try {
-      await swarm.start();
-    } catch (err) {
-      this.swarms.delete(content.root);
-      swarm.close();
-      throw err;
-    }
-    return swarm;
+    return joined;
   }
 
-  private async swarmFor(uriOrRoot: string): Promise<Swarm> {
+  /** Leaves `joined`'s swarm (once; a newer swarm of the same root stays). */
+  private leave(joined: Joined): void {
+    if (this.swarms.get(joined.swarm.content.root) === joined) this.swarms.delete(joined.swarm.content.root);
+    joined.swarm.close();
+  }
+
+  private async swarmFor(uriOrRoot: string, abort?: AbortSignal): Promise<Joined> {
     this.check();
     if (isRootHex(uriOrRoot)) {
       const existing = this.swarms.get(uriOrRoot.trim().toLowerCase());
       if (existing) return existing;
     }
-    const uri = await uriFor(uriOrRoot, this.options);
+    const uri = await uriFor(uriOrRoot, this.options, abort);
     this.check();
+    if (abort?.aborted) throw abortReason(abort);
     const content = parseUriLoaded(uri);
     const existing = this.swarms.get(content.root);
     if (existing) return existing;
@@ -139,59 +190,132 @@ export class Peer extends Emitter<PeerEvents> {
   }
 
   /**
+   * Waits for what `start` sets going until it calls `resolve` or `reject`, or until
+   * `abort` aborts (rejects with its reason) or the peer is closed (rejects with `closed`).
+   * `start` returns its clean-up, which runs in every case.
+   */
+  private guard(start: (settle: Settle) => () => void, abort: AbortSignal | undefined, closedMessage: string): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const closing = this.closing.signal;
+      let cleanup = (): void => {};
+      let settled = false;
+      const finish = (f: () => void): void => {
+        if (settled) return;
+        settled = true;
+        cleanup();
+        abort?.removeEventListener('abort', onAbort);
+        closing.removeEventListener('abort', onClose);
+        f();
+      };
+      const onAbort = (): void => finish(() => reject(abortReason(abort as AbortSignal)));
+      const onClose = (): void => finish(() => reject(new PpsppError('closed', closedMessage)));
+      if (abort?.aborted) return onAbort();
+      if (closing.aborted) return onClose();
+      abort?.addEventListener('abort', onAbort);
+      closing.addEventListener('abort', onClose);
+      cleanup = start({ resolve: () => finish(resolve), reject: (err) => finish(() => reject(err)) });
+      if (settled) cleanup();
+    });
+  }
+
+  /**
    * Fetches the content and resolves with all of it, verified. The peer keeps seeding it
    * to others until {@link close}. `uri` may also be just the root hash in hex, with the
-   * `signal` option set: the chunk size and length are then learnt from the peers first
-   * (rejects with `no-peers` if none can say within 30 s).
+   * `signal` option of {@link Peer.create} set: the chunk size and length are then learnt
+   * from the peers first (rejects with `no-peers` if none can say within 30 s).
+   *
+   * `options.signal`, an `AbortSignal`, aborts it: the call rejects with the signal's
+   * reason (an `AbortError` DOMException for `controller.abort()`, a `TimeoutError` for
+   * `AbortSignal.timeout()`), learning the content from the peers stops, and the swarm is
+   * left unless it completed or another call (`fetch`, `stream`, `seed`) uses it. It also
+   * rejects with `closed` when the peer is closed first, and with the error of a fatal
+   * `error` event of its swarm (`storage-failed`).
    */
-  async fetch(uri: string): Promise<Uint8Array> {
-    const swarm = await this.swarmFor(uri);
-    if (!swarm.complete) {
-      await new Promise<void>((resolve, reject) => {
-        const done = (): void => {
-          swarm.off('complete', done);
-          clearInterval(poll);
-          resolve();
-        };
-        swarm.on('complete', done);
-        // The swarm may be closed under us (peer.close()): stop waiting then.
-        const poll = setInterval(() => {
-          if (this.closed) {
-            clearInterval(poll);
-            reject(new PpsppError('closed', 'the peer was closed before the download completed'));
+  async fetch(uri: string, options?: FetchOptions): Promise<Uint8Array> {
+    const abort = abortSignalOption(options);
+    if (abort?.aborted) throw abortReason(abort);
+    const joined = await this.swarmFor(uri, abort);
+    const { swarm } = joined;
+    joined.users++;
+    try {
+      await this.guard(
+        (settle) => {
+          joined.started.then(settle.resolve, settle.reject);
+          return () => {};
+        },
+        abort,
+        'the peer was closed before the download started',
+      );
+      await this.guard(
+        (settle) => {
+          if (swarm.complete) {
+            settle.resolve();
+            return () => {};
           }
-        }, 250);
-      });
+          const onComplete = (): void => settle.resolve();
+          const onError = (err: PpsppError): void => {
+            if (err.fatal) settle.reject(err);
+          };
+          swarm.once('complete', onComplete);
+          swarm.on('error', onError);
+          return () => {
+            swarm.off('complete', onComplete);
+            swarm.off('error', onError);
+          };
+        },
+        abort,
+        'the peer was closed before the download completed',
+      );
+    } finally {
+      joined.users--;
+      if (abort?.aborted && joined.users === 0 && !joined.seeding && !swarm.complete) this.leave(joined);
     }
     return swarm.read(0, swarm.content.length);
   }
 
   /** The content as a stream of verified bytes, in order, as soon as they arrive (`uri`: as for {@link fetch}). */
   stream(uri: string): ReadableStream<Uint8Array> {
-    let swarm: Swarm | null = null;
+    let joined: Joined | null = null;
     let offset = 0;
     let wake: (() => void) | null = null;
     const onData = (): void => {
       wake?.();
       wake = null;
     };
+    const release = (): void => {
+      if (!joined) return;
+      joined.swarm.off('chunk-verified', onData);
+      joined.users--;
+      joined = null;
+    };
     return new ReadableStream<Uint8Array>({
       start: async () => {
-        swarm = await this.swarmFor(uri);
-        swarm.on('chunk-verified', onData);
+        const j = await this.swarmFor(uri);
+        j.users++;
+        joined = j;
+        j.swarm.on('chunk-verified', onData);
+        try {
+          await j.started;
+        } catch (err) {
+          release();
+          throw err;
+        }
       },
       pull: async (controller) => {
-        const s = swarm;
+        const s = joined?.swarm;
         if (!s) return;
         const { chunkSize, length } = s.content;
         for (;;) {
-          if (this.closed) throw new PpsppError('closed', 'the peer was closed');
+          if (this.closed) {
+            release();
+            throw new PpsppError('closed', 'the peer was closed');
+          }
           const end = s.verifiedEnd(offset);
           if (end > offset) {
             controller.enqueue(s.read(offset, end));
             offset = end;
             if (offset >= length) {
-              s.off('chunk-verified', onData);
+              release();
               controller.close();
             }
             return;
@@ -203,9 +327,7 @@ export class Peer extends Emitter<PeerEvents> {
           });
         }
       },
-      cancel: () => {
-        swarm?.off('chunk-verified', onData);
-      },
+      cancel: () => release(),
     });
   }
 
@@ -231,32 +353,34 @@ export class Peer extends Emitter<PeerEvents> {
     }
     const uri = engine.uri();
     const content = parseUriLoaded(uri);
-    await this.join(engine, content, true);
+    await this.join(engine, content, true).started;
     return uri;
   }
 
   /** Figures of the swarm of `uri` (or of the only swarm), or null if there is none. */
   stats(uri?: string): SwarmStats | null {
-    const swarm = uri === undefined ? this.swarms.values().next().value : this.swarms.get(parseUriLoaded(uri).root);
-    return swarm ? swarm.stats() : null;
+    const joined = uri === undefined ? this.swarms.values().next().value : this.swarms.get(parseUriLoaded(uri).root);
+    return joined ? joined.swarm.stats() : null;
   }
 
   /** Verified chunk ranges of `uri`'s content. */
   have(uri: string): [number, number][] {
-    return this.swarms.get(parseUriLoaded(uri).root)?.haveRanges() ?? [];
+    return this.swarms.get(parseUriLoaded(uri).root)?.swarm.haveRanges() ?? [];
   }
 
   /** Selected ICE candidate pairs of every connection (for tests and diagnostics). */
   async selectedPairs(): Promise<{ local: string; remote: string }[]> {
-    const all = await Promise.all([...this.swarms.values()].map((s) => s.selectedPairs()));
+    const all = await Promise.all([...this.swarms.values()].map((j) => j.swarm.selectedPairs()));
     return all.flat();
   }
 
-  /** Leaves every swarm and frees the engines. */
+  /** Leaves every swarm and frees the engines; pending `fetch` calls reject with `closed`. */
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    for (const swarm of this.swarms.values()) swarm.close();
+    const joined = [...this.swarms.values()];
     this.swarms.clear();
+    this.closing.abort(new PpsppError('closed', 'the peer was closed'));
+    for (const j of joined) j.swarm.close();
   }
 }
