@@ -43,12 +43,14 @@ fn transfer(data: &[u8], tree: &MerkleTree, chunk_size: usize) -> u64 {
     let mut now = Time::ZERO;
     let mut wire: VecDeque<(u32, Vec<u8>)> = VecDeque::new();
     let mut datagrams = 0u64;
+    let mut buf = Vec::new();
     while !leecher.is_complete() {
-        while let Some(t) = seeder.poll_transmit(now) {
-            wire.push_back((t.to, t.payload));
+        // The wire holds copies: one link, one datagram at a time.
+        while let Some(to) = seeder.poll_transmit(now, &mut buf) {
+            wire.push_back((to, buf.clone()));
         }
-        while let Some(t) = leecher.poll_transmit(now) {
-            wire.push_back((t.to, t.payload));
+        while let Some(to) = leecher.poll_transmit(now, &mut buf) {
+            wire.push_back((to, buf.clone()));
         }
         if let Some((to, bytes)) = wire.pop_front() {
             now += Duration::from_micros(20);

@@ -1,6 +1,9 @@
 //! Learning chunk size and content length from peers, knowing only the root: a
 //! [`Discovery`] against real seeder engines over a tiny deterministic network.
 
+mod common;
+
+use common::virtual_net::poll;
 use ppspp::engine::{ContentInfo, Discovery, Engine, EngineConfig};
 use ppspp::merkle::{Hash, HashAlgorithm, MerkleTree};
 use ppspp::store::MemoryStore;
@@ -78,11 +81,11 @@ impl Swarm {
             && self.discovery.found().is_none()
             && self.discovery.failed().is_none()
         {
-            while let Some(t) = self.discovery.poll_transmit(self.now) {
+            while let Some(t) = poll(&mut self.discovery, self.now) {
                 self.send(0, t.to, t.payload);
             }
             for i in 0..self.seeders.len() {
-                while let Some(t) = self.seeders[i].poll_transmit(self.now) {
+                while let Some(t) = poll(&mut self.seeders[i], self.now) {
                     self.send(i as u32 + 1, t.to, t.payload);
                 }
             }
@@ -245,10 +248,10 @@ fn mangled_answers_never_panic_and_never_mislead() {
     d.connect(1u32, Time::ZERO);
     let mut answers = Vec::new();
     for _ in 0..3 {
-        while let Some(t) = d.poll_transmit(Time::ZERO) {
+        while let Some(t) = poll(&mut d, Time::ZERO) {
             s.handle_datagram(Time::ZERO, 0, &t.payload);
         }
-        while let Some(t) = s.poll_transmit(Time::ZERO) {
+        while let Some(t) = poll(&mut s, Time::ZERO) {
             answers.push(t.payload.clone());
             d.handle_datagram(Time::ZERO, 1, &t.payload);
         }
@@ -265,7 +268,7 @@ fn mangled_answers_never_panic_and_never_mislead() {
     for _ in 0..3000 {
         let mut d = Discovery::new(expected.root, &[], 3).unwrap();
         d.connect(1u32, Time::ZERO);
-        while d.poll_transmit(Time::ZERO).is_some() {}
+        while poll(&mut d, Time::ZERO).is_some() {}
         for answer in &answers {
             let mut bytes = answer.clone();
             match next() % 3 {
@@ -277,7 +280,7 @@ fn mangled_answers_never_panic_and_never_mislead() {
                 _ => bytes.extend((0..next() % 40).map(|_| next() as u8)),
             }
             d.handle_datagram(Time::ZERO, 1, &bytes);
-            while d.poll_transmit(Time::ZERO).is_some() {}
+            while poll(&mut d, Time::ZERO).is_some() {}
         }
         if let Some(found) = d.found() {
             assert_eq!(found, &expected);

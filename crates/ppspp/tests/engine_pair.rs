@@ -7,88 +7,12 @@ use ppspp::engine::{ContentInfo, Engine, EngineConfig, Event};
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
 use ppspp::store::MemoryStore;
 use ppspp::time::Time;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use common::virtual_net::VirtualNet as Net;
 use std::time::Duration;
 
 type Node = Engine<u32, MemoryStore>;
 
-/// A datagram in flight: (arrival time, sequence, from, to, bytes).
-type InFlight = Reverse<(Time, u64, u32, u32, Vec<u8>)>;
-
-struct Net {
-    queue: BinaryHeap<InFlight>,
-    seq: u64,
-    delay: Duration,
-    loss_per_mille: u64,
-    rng: u64,
-    delivered: u64,
-    dropped: u64,
-    /// Nodes cut off from the network (their datagrams vanish both ways).
-    cut: Vec<u32>,
-    /// Drop the next datagram from this node.
-    drop_next_from: Option<u32>,
-    /// Flip a payload byte in every DATA-sized datagram from this node.
-    corrupt_from: Option<u32>,
-    /// Timer wake-ups that sent nothing (a driver obeying poll_timeout would spin on them).
-    idle_wakeups: u64,
-}
-
-impl Net {
-    fn new(delay: Duration, loss_per_mille: u64, seed: u64) -> Net {
-        Net {
-            queue: BinaryHeap::new(),
-            seq: 0,
-            delay,
-            loss_per_mille,
-            rng: seed | 1,
-            delivered: 0,
-            dropped: 0,
-            cut: Vec::new(),
-            drop_next_from: None,
-            corrupt_from: None,
-            idle_wakeups: 0,
-        }
-    }
-
-    fn random(&mut self) -> u64 {
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        self.rng
-    }
-
-    fn send(&mut self, now: Time, from: u32, to: u32, mut bytes: Vec<u8>) {
-        if self.drop_next_from == Some(from) {
-            self.drop_next_from = None;
-            self.dropped += 1;
-            return;
-        }
-        if self.corrupt_from == Some(from) && bytes.len() > 512 {
-            let last = bytes.len() - 1;
-            bytes[last] ^= 0x55;
-        }
-        if self.cut.contains(&from) || self.cut.contains(&to) {
-            self.dropped += 1;
-            return;
-        }
-        if self.random() % 1000 < self.loss_per_mille {
-            self.dropped += 1;
-            return;
-        }
-        self.seq += 1;
-        self.queue
-            .push(Reverse((now + self.delay, self.seq, from, to, bytes)));
-    }
-}
-
-fn drain(now: Time, id: u32, node: &mut Node, net: &mut Net) {
-    while let Some(t) = node.poll_transmit(now) {
-        net.send(now, id, t.to, t.payload);
-    }
-}
-
-/// Runs until `done` or `limit`; returns the time reached.
+/// Runs from time zero until `done` or `limit`; returns the time reached.
 fn run(nodes: &mut [Node], net: &mut Net, limit: Time, done: impl Fn(&[Node]) -> bool) -> Time {
     run_from(Time::ZERO, nodes, net, limit, done)
 }
@@ -100,52 +24,8 @@ fn run_from(
     limit: Time,
     done: impl Fn(&[Node]) -> bool,
 ) -> Time {
-    let mut now = start;
-    // An engine that keeps asking to be woken "now" must fail a test, not hang it.
-    let mut steps = 0u64;
-    for (i, n) in nodes.iter_mut().enumerate() {
-        drain(now, i as u32, n, net);
-    }
-    while now < limit && !done(nodes) {
-        steps += 1;
-        assert!(steps < 2_000_000, "the engines spun at {now:?}");
-        let next_timer = nodes
-            .iter()
-            .filter_map(|n| n.poll_timeout())
-            .min()
-            .unwrap_or(Time::NEVER);
-        let next_packet = net
-            .queue
-            .peek()
-            .map(|Reverse((t, ..))| *t)
-            .unwrap_or(Time::NEVER);
-        let next = next_timer.min(next_packet).max(now);
-        if next > limit {
-            now = limit;
-            break;
-        }
-        now = next;
-        while net.queue.peek().is_some_and(|Reverse((t, ..))| *t <= now) {
-            let Reverse((_, _, from, to, bytes)) = net.queue.pop().unwrap();
-            if net.cut.contains(&to) {
-                continue;
-            }
-            net.delivered += 1;
-            nodes[to as usize].handle_datagram(now, from, &bytes);
-            drain(now, to, &mut nodes[to as usize], net);
-        }
-        for (i, n) in nodes.iter_mut().enumerate() {
-            if n.poll_timeout().is_some_and(|t| t <= now) {
-                n.handle_timeout(now);
-                let before = net.seq + net.dropped;
-                drain(now, i as u32, n, net);
-                if net.seq + net.dropped == before && n.poll_timeout().is_some_and(|t| t <= now) {
-                    net.idle_wakeups += 1;
-                }
-            }
-        }
-    }
-    now
+    net.now = start;
+    net.run(nodes, limit, done)
 }
 
 fn content(len: usize) -> Vec<u8> {

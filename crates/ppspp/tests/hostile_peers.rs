@@ -2,6 +2,11 @@
 //! the seeder and `fetch` (issue 11) and must stay fixed. Time is simulated, so every test
 //! is deterministic and bounded.
 
+mod common;
+
+use common::virtual_net::{VirtualNet, poll};
+use std::cell::RefCell;
+use std::rc::Rc;
 use ppspp::codec::{
     ChunkAddressing, ChunkSpec, CodecConfig, ContentIntegrity, DatagramBuilder, Handshake,
     HandshakeOptions, Message, decode_datagram,
@@ -10,8 +15,7 @@ use ppspp::engine::{CloseReason, ContentInfo, Engine, EngineConfig, Event};
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
 use ppspp::store::{ChunkStore, MemoryStore, StoreError};
 use ppspp::time::Time;
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 type Node = Engine<u32, MemoryStore>;
@@ -101,109 +105,55 @@ fn messages_of(bytes: &[u8], cs: u32) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// A datagram in flight: (arrival, sequence, from, to, bytes).
-type Packet = Reverse<(Time, u64, u32, u32, Vec<u8>)>;
-
 /// Rewrites a node's datagrams on their way (chunk size given).
 type Rewrite = fn(&[u8], u32) -> Vec<u8>;
 
-/// Engines at addresses 0, 1, … over links of one fixed delay. A node's output can be
-/// rewritten on its way (an attacker built from an honest engine).
+/// Engines at addresses 0, 1, … over links of one fixed delay (the shared virtual
+/// network). A node's output can be rewritten on its way (an attacker built from an honest
+/// engine), and the REQUEST messages each node sends are counted.
 struct World {
     nodes: Vec<Node>,
-    queue: BinaryHeap<Packet>,
-    seq: u64,
-    delay: Duration,
-    rewrite: BTreeMap<u32, Rewrite>,
-    /// REQUEST messages seen per (from, to).
-    requests: BTreeMap<(u32, u32), u64>,
+    net: VirtualNet,
     cs: u32,
-    /// Nodes whose datagrams vanish, both ways.
-    cut: Vec<u32>,
-    now: Time,
+    /// REQUEST messages seen per (from, to).
+    requests: Rc<RefCell<BTreeMap<(u32, u32), u64>>>,
 }
 
 impl World {
     fn new(nodes: Vec<Node>, cs: u32) -> World {
-        World {
-            nodes,
-            queue: BinaryHeap::new(),
-            seq: 0,
-            delay: Duration::from_millis(10),
-            rewrite: BTreeMap::new(),
-            requests: BTreeMap::new(),
-            cs,
-            cut: Vec::new(),
-            now: Time::ZERO,
-        }
-    }
-
-    fn drain(&mut self, now: Time, from: u32) {
-        while let Some(t) = self.nodes[from as usize].poll_transmit(now) {
-            let mut bytes = t.payload;
-            if let Some(f) = self.rewrite.get(&from) {
-                bytes = f(&bytes, self.cs);
-            }
-            let asks = messages_of(&bytes, self.cs)
+        let mut net = VirtualNet::new(Duration::from_millis(10), 0, 1);
+        let requests = Rc::new(RefCell::new(BTreeMap::new()));
+        let seen = requests.clone();
+        net.observer = Some(Box::new(move |from, to, bytes: &[u8]| {
+            let asks = messages_of(bytes, cs)
                 .iter()
                 .filter(|m| m.starts_with("Request"))
                 .count() as u64;
-            *self.requests.entry((from, t.to)).or_default() += asks;
-            if self.cut.contains(&from) || self.cut.contains(&t.to) {
-                continue;
-            }
-            self.seq += 1;
-            self.queue
-                .push(Reverse((now + self.delay, self.seq, from, t.to, bytes)));
+            *seen.borrow_mut().entry((from, to)).or_default() += asks;
+        }));
+        World {
+            nodes,
+            net,
+            cs,
+            requests,
         }
+    }
+
+    /// Rewrites everything node `id` sends with `f`.
+    fn rewrite(&mut self, id: u32, f: Rewrite) {
+        let cs = self.cs;
+        self.net.rewrite.insert(id, Box::new(move |b| f(b, cs)));
+    }
+
+    /// REQUEST messages `from` sent to `to`.
+    fn requests(&self, from: u32, to: u32) -> u64 {
+        self.requests.borrow().get(&(from, to)).copied().unwrap_or(0)
     }
 
     /// Runs until `done` or `limit`, on from where the last run stopped; returns the time
     /// reached.
     fn run(&mut self, limit: Time, done: impl Fn(&[Node]) -> bool) -> Time {
-        let now = self.step(limit, done);
-        self.now = now;
-        now
-    }
-
-    fn step(&mut self, limit: Time, done: impl Fn(&[Node]) -> bool) -> Time {
-        let mut now = self.now;
-        for i in 0..self.nodes.len() as u32 {
-            self.drain(now, i);
-        }
-        let mut steps = 0u64;
-        while now < limit && !done(&self.nodes) {
-            steps += 1;
-            assert!(steps < 5_000_000, "the engines spun at {now:?}");
-            let timer = self
-                .nodes
-                .iter()
-                .filter_map(|n| n.poll_timeout())
-                .min()
-                .unwrap_or(Time::NEVER);
-            let packet = self.queue.peek().map_or(Time::NEVER, |Reverse((t, ..))| *t);
-            now = timer.min(packet).max(now);
-            if now > limit {
-                return limit;
-            }
-            while self.queue.peek().is_some_and(|Reverse((t, ..))| *t <= now) {
-                let Reverse((_, _, from, to, bytes)) = self.queue.pop().unwrap();
-                if let Some(node) = self.nodes.get_mut(to as usize) {
-                    node.handle_datagram(now, from, &bytes);
-                    self.drain(now, to);
-                }
-            }
-            for i in 0..self.nodes.len() as u32 {
-                if self.nodes[i as usize]
-                    .poll_timeout()
-                    .is_some_and(|t| t <= now)
-                {
-                    self.nodes[i as usize].handle_timeout(now);
-                }
-                self.drain(now, i);
-            }
-        }
-        now
+        self.net.run(&mut self.nodes, limit, done)
     }
 }
 
@@ -228,7 +178,7 @@ fn spoofed_handshakes_take_no_peer_slot() {
         let now = Time::from_millis(u64::from(i) * 5);
         seed.handle_datagram(now, 10_000 + i, &opening(&root, 0x1000 + i, 1024));
         seed.handle_timeout(now);
-        while let Some(t) = seed.poll_transmit(now) {
+        while let Some(t) = poll(&mut seed, now) {
             answered += 1;
             answer_bytes += t.payload.len();
         }
@@ -258,7 +208,7 @@ fn a_channel_is_made_only_by_the_answered_address() {
     let mut seed = seeder(&data, 1024, EngineConfig::default());
     let root = seed.content().root;
     seed.handle_datagram(Time::ZERO, 7, &opening(&root, 0x77, 1024));
-    let answer = seed.poll_transmit(Time::ZERO).unwrap();
+    let answer = poll(&mut seed, Time::ZERO).unwrap();
     let ours = answered_channel(&answer.payload, 1024);
     // From another address: dropped.
     seed.handle_datagram(Time::ZERO, 8, &ours.to_be_bytes());
@@ -300,7 +250,7 @@ impl ChunkStore for NullStore {
 fn raw_channel<S: ChunkStore>(engine: &mut Engine<u32, S>, addr: u32, cs: u32) -> u32 {
     let root = engine.content().root;
     engine.handle_datagram(Time::ZERO, addr, &opening(&root, 0x5150, cs));
-    let answer = engine.poll_transmit(Time::ZERO).unwrap();
+    let answer = poll(engine, Time::ZERO).unwrap();
     answered_channel(&answer.payload, cs)
 }
 
@@ -428,7 +378,7 @@ fn a_peer_that_was_of_use_stays() {
     world.nodes[2].connect(0, Time::ZERO);
     world.nodes[1].connect(2, Time::ZERO);
     world.run(Time::from_millis(3_000), |_| false);
-    world.cut.push(0);
+    world.net.cut.push(0);
     world.run(Time::from_millis(90_000), |_| false);
     for n in [1, 2] {
         let node = &world.nodes[n];
@@ -489,7 +439,7 @@ fn a_peer_sending_data_without_hashes_is_dropped() {
         ],
         cs as u32,
     );
-    world.rewrite.insert(1, strip_hashes);
+    world.rewrite(1, strip_hashes);
     world.nodes[0].connect(1, Time::ZERO);
     let end = world.run(Time::from_millis(120_000), |n| n[0].peers().count() == 0);
     assert!(
@@ -498,7 +448,7 @@ fn a_peer_sending_data_without_hashes_is_dropped() {
     );
     assert_eq!(world.nodes[0].stats().chunks_verified, 0);
     // Its unverifiable answers keep their requests (they expire, then one at a time).
-    let asked = world.requests.get(&(0, 1)).copied().unwrap_or(0);
+    let asked = world.requests(0, 1);
     assert!(
         asked < 20,
         "{asked} requests to the peer that sends no hashes"
@@ -513,13 +463,13 @@ fn a_peer_sending_data_without_hashes_is_dropped() {
         ],
         cs as u32,
     );
-    world.rewrite.insert(1, strip_hashes);
+    world.rewrite(1, strip_hashes);
     world.nodes[0].connect(1, Time::ZERO);
     world.nodes[0].connect(2, Time::ZERO);
     world.run(Time::from_millis(120_000), |n| n[0].is_complete());
     assert!(world.nodes[0].is_complete(), "{:?}", world.nodes[0].stats());
     assert_eq!(world.nodes[0].store().bytes(), &data[..]);
-    let wasted = world.requests.get(&(0, 1)).copied().unwrap_or(0);
+    let wasted = world.requests(0, 1);
     assert!(
         wasted < 20,
         "{wasted} requests to the peer that sends no hashes"
@@ -569,7 +519,7 @@ fn a_full_disk_is_reported_and_nothing_more_is_asked() {
     let mut requests_after_failure = 0;
     for step in 0..60_000u64 {
         now = Time::from_millis(step);
-        while let Some(t) = fetcher.poll_transmit(now) {
+        while let Some(t) = poll(&mut fetcher, now) {
             if !failed.is_empty() {
                 requests_after_failure += messages_of(&t.payload, cs as u32)
                     .iter()
@@ -578,7 +528,7 @@ fn a_full_disk_is_reported_and_nothing_more_is_asked() {
             }
             seed.handle_datagram(now, 0, &t.payload);
         }
-        while let Some(t) = seed.poll_transmit(now) {
+        while let Some(t) = poll(&mut seed, now) {
             fetcher.handle_datagram(now, 1, &t.payload);
         }
         fetcher.handle_timeout(now);
@@ -622,7 +572,7 @@ fn our_own_address_is_recognised_and_never_tried_again() {
     let mut sent = 0;
     for step in 0..100u64 {
         let now = Time::from_millis(step * 10);
-        while let Some(t) = seed.poll_transmit(now) {
+        while let Some(t) = poll(&mut seed, now) {
             assert_eq!(t.to, ME);
             sent += 1;
             // What we send to our own address arrives back from it.
@@ -641,7 +591,7 @@ fn our_own_address_is_recognised_and_never_tried_again() {
     assert_eq!(sent, 1, "one handshake, then nothing");
     assert_eq!(seed.peers().count(), 0);
     seed.connect(ME, Time::from_millis(2000));
-    assert!(seed.poll_transmit(Time::from_millis(2000)).is_none());
+    assert!(poll(&mut seed, Time::from_millis(2000)).is_none());
 }
 
 /// A handshake spoofed with an established peer's address does not end its channel; the
@@ -656,7 +606,7 @@ fn a_spoofed_handshake_cannot_end_an_established_channel() {
     let root = seed.content().root;
     // The spoofer cannot see the answer, so it never takes it up.
     seed.handle_datagram(Time::from_millis(10), 7, &opening(&root, 0x9999, 1024));
-    let answer = seed.poll_transmit(Time::from_millis(10)).unwrap();
+    let answer = poll(&mut seed, Time::from_millis(10)).unwrap();
     seed.handle_timeout(Time::from_millis(20));
     assert_eq!(seed.peers().count(), 1);
     assert!(

@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::virtual_net::poll;
+
 use ppspp::codec::{CodecConfig, Message, decode_datagram};
 use ppspp::engine::{ContentInfo, Engine, EngineConfig, Event};
 use ppspp::merkle::{Hash, HashAlgorithm};
@@ -64,9 +66,7 @@ fn our_leecher_verifies_everything_a_libswift_seeder_sends() {
     )
     .unwrap();
     leecher.connect(SEEDER, Time::ZERO);
-    let opening = leecher
-        .poll_transmit(Time::ZERO)
-        .expect("opening handshake");
+    let opening = poll(&mut leecher, Time::ZERO).expect("opening handshake");
     // Our opening handshake names the swarm exactly as libswift's did.
     let config = CodecConfig::default();
     let our_id = match decode_datagram(&opening.payload, &config)
@@ -86,7 +86,7 @@ fn our_leecher_verifies_everything_a_libswift_seeder_sends() {
         bytes[..4].copy_from_slice(&our_id.to_be_bytes());
         let now = Time::from_micros(d.t_us);
         leecher.handle_datagram(now, SEEDER, &bytes);
-        while let Some(t) = leecher.poll_transmit(now) {
+        while let Some(t) = poll(&mut leecher, now) {
             assert_eq!(t.to, SEEDER);
             // Everything we answer decodes, addressed to libswift's channel.
             let dg = decode_datagram(&t.payload, &config).unwrap();
@@ -126,7 +126,7 @@ fn our_seeder_answers_a_libswift_leecher() {
     // libswift's opening handshake goes to channel 0 unchanged.
     let now = Time::from_micros(leecher_msgs[0].t_us);
     seeder.handle_datagram(now, 2, &leecher_msgs[0].bytes);
-    let reply = seeder.poll_transmit(now).expect("handshake answer");
+    let reply = poll(&mut seeder, now).expect("handshake answer");
     let config = CodecConfig::default();
     let dg = decode_datagram(&reply.payload, &config).unwrap();
     assert_eq!(dg.channel, 0x9f32_965a, "answer goes to libswift's channel");
@@ -177,7 +177,7 @@ fn our_seeder_answers_a_libswift_leecher() {
         let now = Time::from_micros(d.t_us);
         seeder.handle_datagram(now, 2, &bytes);
         seeder.handle_timeout(now);
-        while let Some(t) = seeder.poll_transmit(now) {
+        while let Some(t) = poll(&mut seeder, now) {
             let dg = decode_datagram(&t.payload, &config).unwrap();
             let mut hashes = Vec::new();
             for m in dg.collect_messages().unwrap() {
@@ -322,7 +322,7 @@ fn serve_recorded_leecher(
         }
         seeder.handle_datagram(now, 2, &bytes);
         seeder.handle_timeout(now);
-        while let Some(t) = seeder.poll_transmit(now) {
+        while let Some(t) = poll(&mut seeder, now) {
             let dg = decode_datagram(&t.payload, &codec).unwrap();
             let mut hashes = Vec::new();
             for m in dg.messages().map(Result::unwrap) {
@@ -444,7 +444,7 @@ fn timestamps_count_from_the_unix_epoch_like_libswift() {
     )
     .unwrap();
     leecher.connect(SEEDER, Time::ZERO);
-    let opening = leecher.poll_transmit(Time::ZERO).unwrap();
+    let opening = poll(&mut leecher, Time::ZERO).unwrap();
     let our_id = match decode_datagram(&opening.payload, &CodecConfig::default())
         .unwrap()
         .collect_messages()
@@ -459,7 +459,7 @@ fn timestamps_count_from_the_unix_epoch_like_libswift() {
         bytes[..4].copy_from_slice(&our_id.to_be_bytes());
         let now = Time::from_micros(d.t_us);
         leecher.handle_datagram(now, SEEDER, &bytes);
-        while let Some(t) = leecher.poll_transmit(now) {
+        while let Some(t) = poll(&mut leecher, now) {
             for m in decode_datagram(&t.payload, &CodecConfig::default())
                 .unwrap()
                 .collect_messages()

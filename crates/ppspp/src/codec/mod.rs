@@ -342,6 +342,21 @@ impl DatagramBuilder {
         self.len() == CHANNEL_ID_LEN
     }
 
+    /// Drops the messages pushed after the datagram was `len` bytes long (a sender that
+    /// finds a group of messages does not fit, such as hashes and their DATA).
+    pub fn truncate(&mut self, len: usize) {
+        if len >= CHANNEL_ID_LEN && len < self.len() {
+            self.buf.truncate(self.start + len);
+            self.sealed = false;
+        }
+    }
+
+    /// Changes the length limit for the messages pushed from now on (a sender may keep
+    /// control messages within an MTU and still append a larger DATA).
+    pub fn set_max_len(&mut self, max: usize) {
+        self.config.max_datagram_len = max;
+    }
+
     /// The codec state for the next message.
     pub fn config(&self) -> &CodecConfig {
         &self.config

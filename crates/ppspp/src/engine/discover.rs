@@ -15,11 +15,14 @@
 //! count; if the chunk was not the last one, the last one is requested next. Nothing is
 //! believed before it verifies against the root: a peer that sends hashes or data that do
 //! not is dropped, and the others go on. Sans-IO like the engine: time comes in, datagrams
-//! go out through [`Discovery::poll_transmit`].
+//! go out through [`Discovery::poll_transmit`], and the outcome comes as a
+//! [`DiscoveryEvent`].
 
 use super::addr::PeerAddr;
 use super::handshake::{SwarmParams, check_peer_options, our_options};
-use super::{ContentInfo, Transmit};
+use super::ContentInfo;
+use super::discovery_outcome::{DiscoveryConfigError, DiscoveryError, DiscoveryEvent, ProbeFailure};
+use super::sans_io::{Connect, SansIo};
 use crate::Bin;
 use crate::codec::{
     ChunkAddressing, ChunkSpec, CodecConfig, Handshake, Message, MessageIter, decode_datagram,
@@ -47,26 +50,6 @@ const REQUEST_RETRY: Duration = Duration::from_secs(1);
 /// How long an answering peer may take to announce any chunk.
 const HAVE_WAIT: Duration = Duration::from_secs(10);
 
-/// Why discovery failed: every peer was tried and none could say.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DiscoveryError<A> {
-    /// Each peer tried and what went wrong with it.
-    pub failures: Vec<(A, String)>,
-}
-
-impl<A: fmt::Display> fmt::Display for DiscoveryError<A> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("no peer could describe the content")?;
-        for (i, (peer, why)) in self.failures.iter().enumerate() {
-            let sep = if i == 0 { ": " } else { "; " };
-            write!(f, "{sep}{peer}: {why}")?;
-        }
-        Ok(())
-    }
-}
-
-impl<A: fmt::Debug + fmt::Display> std::error::Error for DiscoveryError<A> {}
-
 enum Probe {
     /// Handshakes out, one channel per candidate chunk size: `(local channel, size)`.
     Opening {
@@ -75,7 +58,7 @@ enum Probe {
         next: Time,
     },
     Open(Box<OpenProbe>),
-    Failed(String),
+    Failed(ProbeFailure),
 }
 
 struct OpenProbe {
@@ -101,8 +84,13 @@ pub struct Discovery<A: PeerAddr> {
     cam: ChunkAddressing,
     peers: BTreeMap<A, Probe>,
     rng: Rng,
-    out: VecDeque<Transmit<A>>,
+    /// Datagrams built and not yet polled: a handful per peer (handshakes for each
+    /// candidate size, a request, a close), so they are queued whole.
+    out: VecDeque<(A, Vec<u8>)>,
     found: Option<ContentInfo>,
+    events: VecDeque<DiscoveryEvent<A>>,
+    /// An [`DiscoveryEvent::AllFailed`] was reported and no peer was added since.
+    failure_reported: bool,
 }
 
 impl<A: PeerAddr> fmt::Debug for Discovery<A> {
@@ -118,16 +106,11 @@ impl<A: PeerAddr> fmt::Debug for Discovery<A> {
 impl<A: PeerAddr> Discovery<A> {
     /// Discovery for the swarm `root`, trying `chunk_sizes` (empty: the
     /// [`CANDIDATE_CHUNK_SIZES`]). The hash function follows from the root's length.
-    pub fn new(root: Hash, chunk_sizes: &[u32], seed: u64) -> Result<Self, String> {
+    pub fn new(root: Hash, chunk_sizes: &[u32], seed: u64) -> Result<Self, DiscoveryConfigError> {
         let hash = HashAlgorithm::ALL
             .into_iter()
             .find(|a| a.size() == root.len())
-            .ok_or_else(|| {
-                format!(
-                    "a root hash of {} hex digits matches no Merkle hash function (SHA-1: 40, SHA-224: 56, SHA-256: 64, SHA-384: 96, SHA-512: 128)",
-                    2 * root.len()
-                )
-            })?;
+            .ok_or(DiscoveryConfigError::RootLength(root.len()))?;
         let mut sizes: Vec<u32> = if chunk_sizes.is_empty() {
             CANDIDATE_CHUNK_SIZES.to_vec()
         } else {
@@ -136,7 +119,7 @@ impl<A: PeerAddr> Discovery<A> {
         sizes.sort_unstable();
         sizes.dedup();
         if sizes.contains(&0) {
-            return Err("chunk size 0".into());
+            return Err(DiscoveryConfigError::ZeroChunkSize);
         }
         Ok(Discovery {
             root,
@@ -147,19 +130,23 @@ impl<A: PeerAddr> Discovery<A> {
             rng: Rng::new(seed),
             out: VecDeque::new(),
             found: None,
+            events: VecDeque::new(),
+            failure_reported: false,
         })
     }
 
     /// Starts asking `peer` (again, if it failed before).
-    pub fn connect(&mut self, peer: A, now: Time) {
-        if self.found.is_some()
-            || matches!(
-                self.peers.get(&peer),
-                Some(Probe::Opening { .. } | Probe::Open(_))
-            )
-        {
-            return;
+    pub fn connect(&mut self, peer: A, now: Time) -> Connect {
+        if self.found.is_some() {
+            return Connect::Finished;
         }
+        if matches!(
+            self.peers.get(&peer),
+            Some(Probe::Opening { .. } | Probe::Open(_))
+        ) {
+            return Connect::AlreadyConnected;
+        }
+        self.failure_reported = false;
         let mut channels = Vec::with_capacity(self.chunk_sizes.len());
         for &size in &self.chunk_sizes {
             channels.push((self.rng.channel_id(), size));
@@ -172,6 +159,7 @@ impl<A: PeerAddr> Discovery<A> {
                 next: now,
             },
         );
+        Connect::Started
     }
 
     /// The transport to `peer` is gone.
@@ -179,8 +167,26 @@ impl<A: PeerAddr> Discovery<A> {
         if let Some(p) = self.peers.get_mut(peer)
             && !matches!(p, Probe::Failed(_))
         {
-            *p = Probe::Failed("connection lost".into());
+            *p = Probe::Failed(ProbeFailure::ConnectionLost);
         }
+        self.note_outcome();
+    }
+
+    /// Queues the outcome event once there is one to report.
+    fn note_outcome(&mut self) {
+        if self.failure_reported || self.found.is_some() {
+            return;
+        }
+        if let Some(e) = self.failed() {
+            self.failure_reported = true;
+            self.events.push_back(DiscoveryEvent::AllFailed(e));
+        }
+    }
+
+    /// The next outcome, if any: [`DiscoveryEvent::Found`] once, or
+    /// [`DiscoveryEvent::AllFailed`] each time every peer so far has failed.
+    pub fn poll_event(&mut self) -> Option<DiscoveryEvent<A>> {
+        self.events.pop_front()
     }
 
     /// What was learnt, once a peer has proven it.
@@ -211,13 +217,18 @@ impl<A: PeerAddr> Discovery<A> {
             .map(|(a, _)| a)
     }
 
-    pub fn poll_transmit(&mut self, now: Time) -> Option<Transmit<A>> {
+    /// Writes the next datagram into `buf` (replacing what it held) and returns where it
+    /// goes; `None` when nothing is due.
+    pub fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<A> {
         if self.out.is_empty() {
             self.handle_timeout(now);
         }
-        self.out.pop_front()
+        let (to, payload) = self.out.pop_front()?;
+        *buf = payload;
+        Some(to)
     }
 
+    /// When to call [`handle_timeout`](Self::handle_timeout) next.
     pub fn poll_timeout(&self) -> Option<Time> {
         if self.found.is_some() {
             return None;
@@ -250,12 +261,8 @@ impl<A: PeerAddr> Discovery<A> {
                     next,
                 } if now >= *next => {
                     if *tries >= HANDSHAKE_TRIES {
-                        let sizes: Vec<String> =
-                            channels.iter().map(|(_, s)| s.to_string()).collect();
-                        *probe = Probe::Failed(format!(
-                            "no answer: not in this swarm, or its chunk size is none of {} bytes",
-                            sizes.join(", ")
-                        ));
+                        let chunk_sizes = channels.iter().map(|(_, s)| *s).collect();
+                        *probe = Probe::Failed(ProbeFailure::NoAnswer { chunk_sizes });
                         continue;
                     }
                     *next = now + Duration::from_secs(1 << *tries);
@@ -269,29 +276,27 @@ impl<A: PeerAddr> Discovery<A> {
                         });
                         let mut payload = Vec::new();
                         if encode_datagram(0, &[hs], &codec, &mut payload).is_ok() {
-                            self.out.push_back(Transmit {
-                                to: peer.clone(),
-                                payload,
-                            });
+                            self.out.push_back((peer.clone(), payload));
                         }
                     }
                 }
                 Probe::Open(o) if now >= o.next => match o.asked {
-                    None => *probe = Probe::Failed("announced no chunks".into()),
+                    None => *probe = Probe::Failed(ProbeFailure::AnnouncedNothing),
                     Some(chunk) if o.tries >= REQUEST_TRIES => {
-                        *probe = Probe::Failed(format!("did not deliver chunk {chunk}"));
+                        *probe = Probe::Failed(ProbeFailure::NotDelivered { chunk });
                     }
                     Some(chunk) => {
                         o.next = now + REQUEST_RETRY * (1 << o.tries.min(8));
                         o.tries += 1;
-                        if let Some(t) = request(&peer, o, chunk) {
-                            self.out.push_back(t);
+                        if let Some(payload) = request(o, chunk) {
+                            self.out.push_back((peer.clone(), payload));
                         }
                     }
                 },
                 _ => {}
             }
         }
+        self.note_outcome();
     }
 
     /// A datagram from `from`. Anything not for one of our probe channels is ignored.
@@ -326,11 +331,13 @@ impl<A: PeerAddr> Discovery<A> {
                     return;
                 };
                 if hs.is_close() {
-                    *probe = Probe::Failed("closed the channel".into());
+                    *probe = Probe::Failed(ProbeFailure::Closed);
+                    self.note_outcome();
                     return;
                 }
                 if let Err(why) = check_peer_options(&params, &hs.options, false) {
-                    *probe = Probe::Failed(why);
+                    *probe = Probe::Failed(ProbeFailure::Handshake(why));
+                    self.note_outcome();
                     return;
                 }
                 codec.apply_handshake(&hs.options);
@@ -369,12 +376,15 @@ impl<A: PeerAddr> Discovery<A> {
                     o.asked = Some(chunk);
                     o.tries = 1;
                     o.next = now + REQUEST_RETRY;
-                    if let Some(t) = request(&from, o, chunk) {
-                        self.out.push_back(t);
+                    if let Some(payload) = request(o, chunk) {
+                        self.out.push_back((from, payload));
                     }
                 }
             }
-            Step::Fail(why) => *probe = Probe::Failed(why),
+            Step::Fail(why) => {
+                *probe = Probe::Failed(why);
+                self.note_outcome();
+            }
             Step::Found(content_len) => {
                 if let Probe::Open(o) = probe {
                     self.found = Some(ContentInfo {
@@ -383,6 +393,12 @@ impl<A: PeerAddr> Discovery<A> {
                         chunk_size: o.codec.chunk_size,
                         content_len,
                     });
+                    self.events.push_back(DiscoveryEvent::Found(ContentInfo {
+                        root,
+                        hash,
+                        chunk_size: o.codec.chunk_size,
+                        content_len,
+                    }));
                 }
                 self.close_all();
             }
@@ -396,10 +412,7 @@ impl<A: PeerAddr> Discovery<A> {
                 let mut payload = Vec::new();
                 let close = Message::Handshake(Handshake::close());
                 if encode_datagram(o.remote, &[close], &o.codec, &mut payload).is_ok() {
-                    self.out.push_back(Transmit {
-                        to: peer.clone(),
-                        payload,
-                    });
+                    self.out.push_back((peer.clone(), payload));
                 }
             }
         }
@@ -420,7 +433,7 @@ impl<A: PeerAddr> Discovery<A> {
 enum Step {
     Wait,
     Ask(u64),
-    Fail(String),
+    Fail(ProbeFailure),
     Found(u64),
 }
 
@@ -430,11 +443,11 @@ impl OpenProbe {
         let mut step = Step::Wait;
         for msg in messages {
             let Ok(msg) = msg else {
-                return Step::Fail("sent a datagram that does not decode".into());
+                return Step::Fail(ProbeFailure::Malformed);
             };
             match msg {
                 Message::Handshake(hs) if hs.is_close() => {
-                    return Step::Fail("closed the channel".into());
+                    return Step::Fail(ProbeFailure::Closed);
                 }
                 Message::Have(spec) => {
                     if let Some((_, last)) = spec.chunk_range(cs) {
@@ -456,7 +469,7 @@ impl OpenProbe {
                     let hashes = core::mem::take(&mut self.hashes);
                     return match chunks.chunk_range(cs) {
                         Some((first, _)) => self.on_data(first, payload, &hashes),
-                        None => Step::Fail("sent DATA without chunks".into()),
+                        None => Step::Fail(ProbeFailure::DataWithoutChunks),
                     };
                 }
                 _ => {}
@@ -476,7 +489,7 @@ impl OpenProbe {
         let cs = self.codec.chunk_size as usize;
         let data = &payload[..payload.len().min(cs)];
         let Some(leaf) = Bin::chunk(chunk) else {
-            return Step::Fail("sent a chunk index out of range".into());
+            return Step::Fail(ProbeFailure::ChunkOutOfRange);
         };
         if self.tree.chunk_count().is_none() {
             // Peaks come first, then uncles, and uncles can look like peaks (those of
@@ -495,7 +508,7 @@ impl OpenProbe {
                 .chain([&single[..]])
                 .any(|peaks| self.tree.add_peaks(peaks).is_ok());
             if !learnt {
-                return Step::Fail("sent peak hashes that do not match the root".into());
+                return Step::Fail(ProbeFailure::BadPeaks);
             }
         }
         let uncles: Vec<(Bin, Hash)> = hashes
@@ -507,7 +520,7 @@ impl OpenProbe {
             Ok(()) => {}
             // Sent for a tree we do not have yet (e.g. the peaks got lost): ask again.
             Err(VerifyError::MissingHash(_)) => return Step::Wait,
-            Err(e) => return Step::Fail(format!("chunk {chunk} failed verification: {e}")),
+            Err(reason) => return Step::Fail(ProbeFailure::BadChunk { chunk, reason }),
         }
         let n = self.tree.chunk_count().unwrap_or(0);
         match self.tree.content_len() {
@@ -547,14 +560,45 @@ fn codec_for(cam: ChunkAddressing, hash: HashAlgorithm, chunk_size: u32) -> Code
     }
 }
 
-fn request<A: PeerAddr>(peer: &A, o: &OpenProbe, chunk: u64) -> Option<Transmit<A>> {
+/// A REQUEST for `chunk` on the probe's channel.
+fn request(o: &OpenProbe, chunk: u64) -> Option<Vec<u8>> {
     let spec =
         ChunkSpec::from_chunk_range(chunk, chunk, o.codec.chunk_addressing, o.codec.chunk_size)
             .ok()?;
     let mut payload = Vec::new();
     encode_datagram(o.remote, &[Message::Request(spec)], &o.codec, &mut payload).ok()?;
-    Some(Transmit {
-        to: peer.clone(),
-        payload,
-    })
+    Some(payload)
+}
+
+impl<A: PeerAddr> SansIo for Discovery<A> {
+    type Addr = A;
+    type Event = DiscoveryEvent<A>;
+
+    fn connect(&mut self, peer: A, now: Time) -> Connect {
+        Discovery::connect(self, peer, now)
+    }
+
+    fn peer_lost(&mut self, peer: &A) {
+        Discovery::peer_lost(self, peer);
+    }
+
+    fn handle_datagram(&mut self, now: Time, from: A, bytes: &[u8]) {
+        Discovery::handle_datagram(self, now, from, bytes);
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        Discovery::handle_timeout(self, now);
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        Discovery::poll_timeout(self)
+    }
+
+    fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<A> {
+        Discovery::poll_transmit(self, now, buf)
+    }
+
+    fn poll_event(&mut self) -> Option<DiscoveryEvent<A>> {
+        Discovery::poll_event(self)
+    }
 }

@@ -1,5 +1,6 @@
 //! What the engine reports to its adapter.
 
+use super::misbehaviour::Misbehaviour;
 use crate::congestion::Phase;
 use crate::merkle::VerifyError;
 use crate::store::StoreError;
@@ -18,7 +19,7 @@ pub enum CloseReason {
     /// Nothing heard for three minutes despite our datagrams (RFC 7574 dead-peer rule).
     Timeout,
     /// The peer sent data that failed verification, or broke the protocol.
-    Misbehaving(String),
+    Misbehaving(Misbehaviour),
     /// The engine already has as many channels as it allows.
     TooManyPeers,
     /// The address is this peer's own (a peer list named it): its handshake came back to us.

@@ -7,6 +7,7 @@
 //! bitmap, since we support them all.
 
 use super::ContentInfo;
+use super::misbehaviour::HandshakeMismatch;
 use crate::codec::{ChunkAddressing, ContentIntegrity, HandshakeOptions};
 use crate::merkle::{Hash, HashAlgorithm};
 
@@ -54,41 +55,39 @@ pub(crate) fn check_peer_options(
     content: &SwarmParams,
     options: &HandshakeOptions<'_>,
     initiator: bool,
-) -> Result<(), String> {
+) -> Result<(), HandshakeMismatch> {
     if let Some(v) = options.version
         && v != 1
         && options.min_version.is_none_or(|m| m > 1)
     {
-        return Err(format!("protocol version {v} is not supported"));
+        return Err(HandshakeMismatch::Version(v));
     }
     match options.swarm_id {
         Some(id) if id != content.root.as_bytes() => {
-            return Err("handshake for another swarm".into());
+            return Err(HandshakeMismatch::OtherSwarm);
         }
-        None if initiator => return Err("initiator did not name the swarm".into()),
+        None if initiator => return Err(HandshakeMismatch::NoSwarmId),
         _ => {}
     }
-    if let Some(cipm) = options.content_integrity
-        && cipm != ContentIntegrity::MerkleTree
+    if let Some(method) = options.content_integrity
+        && method != ContentIntegrity::MerkleTree
     {
-        return Err(format!(
-            "content integrity method {cipm:?} is not supported"
-        ));
+        return Err(HandshakeMismatch::ContentIntegrity(method));
     }
     // RFC 7574: SHA-1 when the option is absent.
     let hash = options.merkle_hash_function.unwrap_or(0);
     if hash != content.hash.wire_code() {
-        return Err(format!(
-            "Merkle hash function {hash} differs from the swarm's ({})",
-            content.hash
-        ));
+        return Err(HandshakeMismatch::HashFunction {
+            offered: hash,
+            ours: content.hash,
+        });
     }
     let chunk_size = options.chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE);
     if chunk_size != content.chunk_size {
-        return Err(format!(
-            "chunk size {chunk_size} differs from the swarm's ({})",
-            content.chunk_size
-        ));
+        return Err(HandshakeMismatch::ChunkSize {
+            offered: chunk_size,
+            ours: content.chunk_size,
+        });
     }
     Ok(())
 }

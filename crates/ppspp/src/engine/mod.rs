@@ -14,27 +14,33 @@
 
 mod addr;
 mod channel;
+mod config;
 mod discover;
+mod discovery_outcome;
 mod event;
 mod half_open;
 mod handshake;
+mod misbehaviour;
 mod recv;
-pub mod request;
+mod request;
+mod sans_io;
 mod schedule;
 mod send;
 mod timers;
 
 pub use addr::{PeerAddr, is_private};
-pub use discover::{CANDIDATE_CHUNK_SIZES, Discovery, DiscoveryError};
+pub use config::{ContentError, ContentInfo, EngineConfig, EngineError, PickerKind};
+pub use discover::{CANDIDATE_CHUNK_SIZES, Discovery};
+pub use discovery_outcome::{DiscoveryConfigError, DiscoveryError, DiscoveryEvent, ProbeFailure};
 pub use event::{ChannelStats, CloseReason, Event, SendState, Stats};
+pub use misbehaviour::{HandshakeMismatch, Misbehaviour};
+pub use sans_io::{Connect, SansIo};
 
 use crate::Bin;
 use crate::avail::Availability;
 use crate::binmap::Binmap;
-use crate::codec::ChunkAddressing;
-use crate::congestion::{ConfigError, CongestionConfig};
-use crate::merkle::{Hash, HashAlgorithm, MerkleTree, VerifyingTree};
-use crate::picker::{Live, Picker, RarestFirst, Sequential, Vod};
+use crate::merkle::{Hash, MerkleTree, VerifyingTree};
+use crate::picker::Picker;
 use crate::rate_limit::TokenBucket;
 use crate::rng::Rng;
 use crate::store::ChunkStore;
@@ -42,141 +48,6 @@ use crate::time::Time;
 use channel::Channel;
 use core::fmt;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-
-/// Which piece picker the receiver uses.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PickerKind {
-    /// In order; `twist` spreads parallel channels.
-    Sequential { twist: bool },
-    /// Rarest chunks first (files).
-    RarestFirst,
-    /// In order inside `window` chunks ahead of the playhead, then rarest-first (video).
-    Vod { window: u64 },
-    /// From the live edge, never older than `discard_window` chunks.
-    Live { discard_window: u64 },
-}
-
-impl PickerKind {
-    fn build(&self) -> Box<dyn Picker + Send> {
-        match *self {
-            PickerKind::Sequential { twist } => Box::new(Sequential { twist }),
-            PickerKind::RarestFirst => Box::new(RarestFirst),
-            PickerKind::Vod { window } => Box::new(Vod::new(window)),
-            PickerKind::Live { discard_window } => Box::new(Live::new(discard_window)),
-        }
-    }
-}
-
-/// Engine settings. [`EngineConfig::default`] suits a browser or native peer.
-#[derive(Clone, Debug, PartialEq)]
-pub struct EngineConfig {
-    /// How chunks are addressed on channels we open (chunk32 is mandatory to implement and
-    /// what libswift speaks; we accept any method a peer opens with).
-    pub chunk_addressing: ChunkAddressing,
-    pub congestion: CongestionConfig,
-    pub picker: PickerKind,
-    /// Upload and download limits in bytes per second (`None`: unlimited).
-    pub upload_limit: Option<u64>,
-    pub download_limit: Option<u64>,
-    /// Most channels at once (RFC 7574 suggests limiting; libswift opens 20 itself).
-    pub max_peers: usize,
-    /// Most handshakes answered and waiting for the initiator's next datagram. They are
-    /// held in a table of their own, not as channels, so handshakes from spoofed addresses
-    /// take no peer slot; when it is full the oldest entry goes (RFC 7574 §12).
-    pub max_half_open: usize,
-    /// Most peers we serve at once; the rest are choked.
-    pub max_unchoked: usize,
-    /// Chunks queued for one peer; REQUESTs beyond are ignored (bounded memory).
-    pub max_serve_queue: usize,
-    /// Chunks requested from one peer before its rate is known, and at most ever.
-    pub min_request_pipeline: u64,
-    pub max_request_pipeline: u64,
-    /// Datagrams above this size send their hashes in a datagram of their own first.
-    pub mtu: usize,
-    /// Ask peers for more peers (PEX).
-    pub pex: bool,
-    /// The adapter's timer granularity: pacing may send this much ahead of schedule in one
-    /// burst, since a timer cannot wake it for each datagram of a fast path (tokio: 1 ms;
-    /// browsers: about 4 ms).
-    pub pacing_granularity: core::time::Duration,
-    /// While a channel carries requests the picker marks urgent (VoD: chunks just ahead of
-    /// the playhead), raise its congestion priority to this (DTL runtime priority). It acts
-    /// on our side of the channel only: PPSPP has no message to make a peer send harder.
-    pub urgent_priority: Option<u32>,
-    /// Emit [`Event::Stats`] this often (`None`: never; `stats()` can always be called).
-    pub stats_interval: Option<core::time::Duration>,
-    /// Seed for channel IDs and picker randomness; adapters pass real entropy.
-    pub seed: u64,
-    /// The Unix time at the adapter's [`Time::ZERO`]. DATA timestamps are `now` plus this:
-    /// microseconds since the Unix epoch, which libswift assumes (digest §1.6) and from
-    /// which it derives its round-trip times. Zero keeps the adapter's own clock (the
-    /// simulator, tests).
-    pub wall_clock_offset: core::time::Duration,
-}
-
-impl Default for EngineConfig {
-    fn default() -> Self {
-        EngineConfig {
-            chunk_addressing: ChunkAddressing::Chunk32,
-            congestion: CongestionConfig::default(),
-            picker: PickerKind::RarestFirst,
-            upload_limit: None,
-            download_limit: None,
-            max_peers: 64,
-            max_half_open: 1024,
-            max_unchoked: 32,
-            max_serve_queue: 4096,
-            min_request_pipeline: 8,
-            max_request_pipeline: 2048,
-            mtu: 1500,
-            pex: true,
-            pacing_granularity: core::time::Duration::from_millis(1),
-            urgent_priority: None,
-            stats_interval: None,
-            seed: 0,
-            wall_clock_offset: core::time::Duration::ZERO,
-        }
-    }
-}
-
-/// What identifies the content: the swarm metadata every peer must agree on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ContentInfo {
-    /// The Merkle root, which is the swarm ID.
-    pub root: Hash,
-    pub hash: HashAlgorithm,
-    pub chunk_size: u32,
-    pub content_len: u64,
-}
-
-/// Why an engine could not be built.
-#[derive(Clone, Debug, PartialEq)]
-pub enum EngineError {
-    Congestion(ConfigError),
-    /// The content description is unusable (empty, zero chunk size, wrong root length).
-    Content(String),
-    /// A setting is out of range.
-    Config(&'static str),
-}
-
-impl fmt::Display for EngineError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            EngineError::Congestion(e) => e.fmt(f),
-            EngineError::Content(why) => write!(f, "invalid content description: {why}"),
-            EngineError::Config(why) => write!(f, "invalid engine setting: {why}"),
-        }
-    }
-}
-
-impl std::error::Error for EngineError {}
-
-/// A datagram to send.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Transmit<A> {
-    pub to: A,
-    pub payload: Vec<u8>,
-}
 
 /// Events kept at most; the oldest go first if the adapter never reads them.
 const MAX_EVENTS: usize = 65_536;
@@ -223,7 +94,10 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     /// Some chunk was requested from more than one peer (endgame): arrivals cancel the
     /// other copies.
     endgame: bool,
+    /// Reused per datagram: a chunk read from the store, the hashes sent or received
+    /// with one.
     scratch: Vec<u8>,
+    hash_scratch: Vec<(Bin, Hash)>,
 }
 
 impl<A: PeerAddr, S: ChunkStore> fmt::Debug for Engine<A, S> {
@@ -252,7 +126,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             content.chunk_size as usize,
             content.content_len,
         )
-        .map_err(|e| EngineError::Content(e.to_string()))?;
+        .map_err(|e| EngineError::Content(ContentError::Tree(e)))?;
         Engine::with_tree(config, content, tree, store, now)
     }
 
@@ -267,7 +141,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             root: tree.root(),
             hash: tree.algorithm(),
             chunk_size: u32::try_from(tree.chunk_size())
-                .map_err(|_| EngineError::Content("chunk size above 4 GiB".into()))?,
+                .map_err(|_| {
+                    EngineError::Content(ContentError::ChunkSizeTooLarge(tree.chunk_size()))
+                })?,
             content_len: tree.content_len(),
         };
         let verifying = VerifyingTree::from_tree(tree);
@@ -291,28 +167,13 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         store: S,
         now: Time,
     ) -> Result<Self, EngineError> {
-        config
-            .congestion
-            .validate()
-            .map_err(EngineError::Congestion)?;
-        if config.max_peers == 0 {
-            return Err(EngineError::Config("max_peers must be at least 1"));
-        }
-        if config.max_half_open == 0 {
-            return Err(EngineError::Config("max_half_open must be at least 1"));
-        }
-        if config.min_request_pipeline == 0
-            || config.max_request_pipeline < config.min_request_pipeline
-        {
-            return Err(EngineError::Config(
-                "need 1 <= min_request_pipeline <= max_request_pipeline",
-            ));
-        }
+        config.validate()?;
         let chunk_count = tree
             .chunk_count()
-            .ok_or_else(|| EngineError::Content("content size unknown".into()))?;
+            .ok_or(EngineError::Content(ContentError::SizeUnknown))?;
         let root_bin =
-            Bin::covering(chunk_count).ok_or_else(|| EngineError::Content("no chunks".into()))?;
+            Bin::covering(chunk_count).ok_or(EngineError::Content(ContentError::NoChunks))?;
+        content.check_datagram_fits(root_bin, config.mtu)?;
         let mut exclude = Binmap::new();
         // Chunks past the end are never wanted.
         for b in Bin::from_chunk_range(chunk_count, root_bin.last_chunk()) {
@@ -363,6 +224,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             progress_reported: 0,
             endgame: false,
             scratch: Vec::new(),
+            hash_scratch: Vec::new(),
         })
     }
 
@@ -416,15 +278,20 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     }
 
     /// Opens a channel to `peer` (the initiator's handshake goes out on the next
-    /// [`poll_transmit`](Self::poll_transmit)). Does nothing if one exists, the peer was
-    /// banned, or the engine is full.
-    pub fn connect(&mut self, peer: A, now: Time) {
-        if self.by_addr.contains_key(&peer)
-            || self.banned.contains(&peer)
-            || self.own_addrs.contains(&peer)
-            || self.channels.len() >= self.config.max_peers
-        {
-            return;
+    /// [`poll_transmit`](Self::poll_transmit)), unless one exists, the peer was banned or
+    /// is ourselves, or the engine is full: the outcome says which.
+    pub fn connect(&mut self, peer: A, now: Time) -> Connect {
+        if self.by_addr.contains_key(&peer) {
+            return Connect::AlreadyConnected;
+        }
+        if self.banned.contains(&peer) {
+            return Connect::Banned;
+        }
+        if self.own_addrs.contains(&peer) {
+            return Connect::OwnAddress;
+        }
+        if self.channels.len() >= self.config.max_peers {
+            return Connect::Full;
         }
         let id = self.fresh_channel_id();
         self.new_channel(peer, id, now);
@@ -435,6 +302,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             });
             ch.send_handshake = true;
         }
+        Connect::Started
     }
 
     /// Closes the channel to `peer` with an explicit close.
@@ -504,6 +372,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.by_addr.keys()
     }
 
+    /// The next event, if any.
     pub fn poll_event(&mut self) -> Option<Event<A>> {
         if self.events.is_empty() && self.progress_reported != self.have_count {
             self.push_progress();
@@ -630,10 +499,43 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     }
 
     /// Drops a peer that broke the rules and never talks to it again.
-    fn ban(&mut self, id: u32, why: String) {
+    fn ban(&mut self, id: u32, why: Misbehaviour) {
         if let Some(ch) = self.channels.get(&id) {
             self.banned.insert(ch.addr.clone());
         }
         self.remove_channel(id, CloseReason::Misbehaving(why));
+    }
+}
+
+impl<A: PeerAddr, S: ChunkStore> SansIo for Engine<A, S> {
+    type Addr = A;
+    type Event = Event<A>;
+
+    fn connect(&mut self, peer: A, now: Time) -> Connect {
+        Engine::connect(self, peer, now)
+    }
+
+    fn peer_lost(&mut self, peer: &A) {
+        Engine::peer_lost(self, peer);
+    }
+
+    fn handle_datagram(&mut self, now: Time, from: A, bytes: &[u8]) {
+        Engine::handle_datagram(self, now, from, bytes);
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        Engine::handle_timeout(self, now);
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        Engine::poll_timeout(self)
+    }
+
+    fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<A> {
+        Engine::poll_transmit(self, now, buf)
+    }
+
+    fn poll_event(&mut self) -> Option<Event<A>> {
+        Engine::poll_event(self)
     }
 }

@@ -3,6 +3,7 @@
 use super::channel::Channel;
 use super::event::{CloseReason, Event};
 use super::half_open::HalfOpen;
+use super::misbehaviour::Misbehaviour;
 use super::handshake::check_peer_options;
 use super::{Engine, PeerAddr, is_private};
 use crate::Bin;
@@ -25,7 +26,7 @@ const PEX_FRESHNESS: Duration = Duration::from_secs(60);
 enum Verdict {
     Keep,
     Close(CloseReason),
-    Ban(String),
+    Ban(Misbehaviour),
 }
 
 impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
@@ -187,7 +188,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             let msg = match msg {
                 Ok(m) => m,
                 // RFC 7574 §7: no error messages; a peer that sends garbage is abandoned.
-                Err(e) => return Verdict::Close(CloseReason::Misbehaving(e.to_string())),
+                Err(e) => return Verdict::Close(CloseReason::Misbehaving(Misbehaviour::Malformed(e))),
             };
             if let Message::Handshake(hs) = msg {
                 if let Some(v) = self.handle_handshake(now, ch, &hs, first) {
@@ -236,7 +237,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return None; // a repeat; harmless
         }
         if let Err(why) = check_peer_options(&(&self.content).into(), &hs.options, false) {
-            return Some(Verdict::Close(CloseReason::Misbehaving(why)));
+            return Some(Verdict::Close(CloseReason::Misbehaving(
+                Misbehaviour::Handshake(why),
+            )));
         }
         ch.remote_id = hs.source_channel;
         ch.codec.apply_handshake(&hs.options);
@@ -309,12 +312,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             Message::PexResV6(a) => self.on_pex_peer(now, SocketAddr::V6(a)),
             Message::Choke => {
                 ch.choked_by_peer = true;
-                let requested: Vec<u64> = ch.requests.keys().copied().collect();
-                ch.requests.clear();
-                ch.request_order.clear();
-                for c in requested {
+                for c in std::mem::take(&mut ch.requests).into_keys() {
                     self.release_request(c);
                 }
+                ch.request_order.clear();
             }
             Message::Unchoke => ch.choked_by_peer = false,
             // Live-stream signatures and certificate PEX belong to features we do not
@@ -484,7 +485,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         hashes: &mut Vec<(Bin, Hash)>,
     ) -> Verdict {
         let Some((first, last)) = self.clip(spec) else {
-            return Verdict::Ban("DATA outside the content".into());
+            return Verdict::Ban(Misbehaviour::DataOutsideContent);
         };
         ch.dip.on_data(now);
         // Both clocks count from the Unix epoch (digest §1.6); the offset between two hosts
@@ -497,7 +498,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         for chunk in first..=last {
             let len = self.chunk_len(chunk);
             let Some(data) = payload.get(offset..offset + len) else {
-                return Verdict::Ban(format!("DATA for chunk {chunk} is truncated"));
+                return Verdict::Ban(Misbehaviour::DataTruncated { chunk });
             };
             offset += len;
             match self.on_chunk(now, ch, chunk, data, hashes) {
@@ -508,7 +509,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             debug_assert!(len <= cs);
         }
         if offset != payload.len() {
-            return Verdict::Ban("DATA longer than its chunks".into());
+            return Verdict::Ban(Misbehaviour::DataTooLong);
         }
         hashes.clear();
         Verdict::Keep
@@ -526,7 +527,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         hashes: &[(Bin, Hash)],
     ) -> Result<bool, Verdict> {
         let Some(leaf) = Bin::chunk(chunk) else {
-            return Err(Verdict::Ban("chunk index out of range".into()));
+            return Err(Verdict::Ban(Misbehaviour::ChunkOutOfRange));
         };
         ch.bytes_down += data.len() as u64;
         let requested_at = ch.requests.get(&chunk).copied();
@@ -540,12 +541,16 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return Err(self.reject(ch, chunk, reason));
         }
         // Hashes for this chunk's path; anything else in the datagram is not for us.
-        let uncles: Vec<(Bin, Hash)> = hashes
-            .iter()
-            .filter(|(b, _)| !b.contains(leaf) && b.parent().contains(leaf))
-            .copied()
-            .collect();
-        if let Err(reason) = self.tree.verify_chunk(chunk, data, &uncles) {
+        let mut uncles = std::mem::take(&mut self.hash_scratch);
+        uncles.clear();
+        uncles.extend(
+            hashes
+                .iter()
+                .filter(|(b, _)| !b.contains(leaf) && b.parent().contains(leaf)),
+        );
+        let verified = self.tree.verify_chunk(chunk, data, &uncles);
+        self.hash_scratch = uncles;
+        if let Err(reason) = verified {
             if matches!(reason, VerifyError::MissingHash(_)) {
                 // A hash we lack is not proof of bad faith: the datagram that carried it
                 // may be lost, and its sender retransmits with every hash. The chunk is
@@ -600,15 +605,15 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// Peak hashes (sent before the first chunk, digest §2.3) are checked against the root
     /// as a set; a wrong set is as bad as a wrong chunk.
     fn check_peaks(&mut self, hashes: &[(Bin, Hash)]) -> Result<(), VerifyError> {
-        let peaks: Vec<Bin> = Bin::peaks(self.chunk_count).collect();
-        if peaks.len() < 2 || peaks.iter().all(|p| self.tree.is_verified(*p)) {
+        // Checked without allocating: past the first chunk every peak is verified.
+        let peaks = || Bin::peaks(self.chunk_count);
+        if peaks().nth(1).is_none() || peaks().all(|p| self.tree.is_verified(p)) {
             return Ok(());
         }
-        let given: Vec<(Bin, Hash)> = peaks
-            .iter()
-            .filter_map(|p| hashes.iter().find(|(b, _)| b == p).copied())
+        let given: Vec<(Bin, Hash)> = peaks()
+            .filter_map(|p| hashes.iter().find(|(b, _)| *b == p).copied())
             .collect();
-        if given.len() == peaks.len() {
+        if given.len() == peaks().count() {
             self.tree.add_peaks(&given)?;
         }
         Ok(())
@@ -616,13 +621,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
 
     fn reject(&mut self, ch: &mut Channel<A>, chunk: u64, reason: VerifyError) -> Verdict {
         self.stats.chunks_rejected += 1;
-        let why = format!("chunk {chunk} failed verification: {reason}");
         self.push_event(Event::ChunkRejected {
             chunk,
             from: ch.addr.clone(),
             reason,
         });
-        Verdict::Ban(why)
+        Verdict::Ban(Misbehaviour::BadChunk { chunk, reason })
     }
 
     /// `chunk` arrived but could not be used: it is wanted again, from anyone.

@@ -44,11 +44,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let missing = chunk_count.saturating_sub(*have_count);
         // Built once per call, and only when a channel reaches the endgame below.
         let mut waiting: Option<Vec<(Time, u64)>> = None;
-        let ids: Vec<u32> = match only {
-            Some(id) => vec![id],
+        // One channel (a datagram arrived) needs no list of them all.
+        let all: Vec<u32> = match only {
+            Some(_) => Vec::new(),
             None => channels.keys().copied().collect(),
         };
-        for id in ids {
+        for id in only.into_iter().chain(all) {
             let Some(ch) = channels.get_mut(&id) else {
                 continue;
             };

@@ -3,10 +3,10 @@
 use super::channel::{Channel, InFlight, MAX_KEEPALIVE};
 use super::handshake::our_options;
 use super::recv::pex_message;
-use super::{Engine, PeerAddr, Transmit};
+use super::{Engine, PeerAddr};
 use crate::Bin;
 use crate::binmap::Binmap;
-use crate::codec::{ChunkSpec, CodecConfig, Handshake, Message, encode_message};
+use crate::codec::{ChunkSpec, CodecConfig, DatagramBuilder, EncodeError, Handshake, Message};
 use crate::merkle::Hash;
 use crate::store::ChunkStore;
 use crate::time::Time;
@@ -21,41 +21,43 @@ const MAX_REQUESTS: usize = 32;
 /// Chunks in flight vouch for hashes only inside blocks of 2^this chunks (`integrity_for`).
 const LEAN_LAYERS: u32 = 4;
 
-/// Appends messages to one datagram; a message the codec refuses is skipped (it could only
-/// come from a range the negotiated addressing cannot express).
-struct Writer {
-    out: Vec<u8>,
-    codec: CodecConfig,
-    messages: usize,
+/// Starts a datagram in the caller's buffer. Messages are refused once the datagram would
+/// pass `mtu`; only DATA may go beyond it (see [`EngineConfig::mtu`](super::EngineConfig)).
+fn begin(buf: &mut Vec<u8>, channel: u32, codec: &CodecConfig, mtu: usize) -> DatagramBuilder {
+    let mut codec = *codec;
+    codec.max_datagram_len = codec.max_datagram_len.min(mtu);
+    DatagramBuilder::with_buffer(core::mem::take(buf), channel, &codec)
 }
 
-impl Writer {
-    fn new(channel: u32, codec: CodecConfig) -> Writer {
-        Writer {
-            out: channel.to_be_bytes().to_vec(),
-            codec,
-            messages: 0,
+/// Adds a message if it fits; false when the datagram is full and the message must wait
+/// for the next one.
+fn fits(w: &mut DatagramBuilder, msg: &Message<'_>) -> bool {
+    match w.push(msg) {
+        Ok(()) => true,
+        Err(EncodeError::Oversized { .. }) => false,
+        Err(e) => {
+            // Every spec comes from `spec` in the negotiated addressing and every hash from
+            // the content's own tree: nothing else can fail to encode.
+            debug_assert!(false, "engine built an unencodable {msg:?}: {e}");
+            true
         }
     }
+}
 
-    fn push(&mut self, msg: &Message<'_>) {
-        if encode_message(msg, &self.codec, &mut self.out).is_ok() {
-            self.messages += 1;
-            if let Message::Handshake(h) = msg {
-                self.codec.apply_handshake(&h.options);
-            }
-        }
-    }
-
-    fn spec(&self, bin: Bin) -> Option<ChunkSpec> {
-        ChunkSpec::from_bin(bin, self.codec.chunk_addressing, self.codec.chunk_size).ok()
-    }
+/// `bin` as a chunk spec in the datagram's addressing (`None`: it cannot be written there).
+fn spec(w: &DatagramBuilder, bin: Bin) -> Option<ChunkSpec> {
+    ChunkSpec::from_bin(bin, w.config().chunk_addressing, w.config().chunk_size).ok()
 }
 
 /// Adds HAVEs for what `have` holds beyond `announced`, each the largest complete interval
 /// around the news, so every chunk is announced about log n times. True once nothing is
 /// left to announce.
-fn push_news(announced: &mut Binmap, have: &Binmap, root_bin: Bin, w: &mut Writer) -> bool {
+fn push_news(
+    announced: &mut Binmap,
+    have: &Binmap,
+    root_bin: Bin,
+    w: &mut DatagramBuilder,
+) -> bool {
     for _ in 0..MAX_HAVES {
         let Some(news) = Binmap::find_complement(announced, have, root_bin, 0) else {
             return true;
@@ -64,20 +66,22 @@ fn push_news(announced: &mut Binmap, have: &Binmap, root_bin: Bin, w: &mut Write
             b if !b.is_none() && root_bin.contains(b) => b,
             _ => news,
         };
-        announced.set(bin);
-        if let Some(spec) = w.spec(bin) {
-            w.push(&Message::Have(spec));
+        if let Some(spec) = spec(w, bin)
+            && !fits(w, &Message::Have(spec))
+        {
+            return false;
         }
+        announced.set(bin);
     }
     false
 }
 
 impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
-    /// The next datagram to send, if any. Call until it returns `None` after every
-    /// `handle_*` call.
-    pub fn poll_transmit(&mut self, now: Time) -> Option<Transmit<A>> {
-        if let Some(answer) = self.answer_half_open(now) {
-            return Some(answer);
+    /// Writes the next datagram into `buf` (replacing what it held) and returns where it
+    /// goes; `None` when nothing is due. Call until `None` after every `handle_*` call.
+    pub fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<A> {
+        if let Some(to) = self.answer_half_open(now, buf) {
+            return Some(to);
         }
         // Round robin: every channel once, starting after the last one that sent.
         let start = self.cursor;
@@ -108,7 +112,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             let Some(mut ch) = self.channels.remove(&id) else {
                 continue;
             };
-            let built = self.build(now, &mut ch);
+            let built = self.build(now, &mut ch, buf);
             let to = ch.addr.clone();
             // A closing channel ends once its close (if any) is out.
             let ended = ch.closing.take_if(|c| !c.notify);
@@ -116,71 +120,79 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             if let Some(closing) = ended {
                 self.remove_channel(id, closing.reason);
             }
-            if let Some(payload) = built {
+            if built {
                 self.cursor = id;
                 self.stats.datagrams_sent += 1;
-                return Some(Transmit { to, payload });
+                return Some(to);
             }
         }
         None
     }
 
-    fn build(&mut self, now: Time, ch: &mut Channel<A>) -> Option<Vec<u8>> {
-        if let Some(closing) = &ch.closing {
+    /// Builds the channel's next datagram into `buf`; false if it has nothing to send.
+    fn build(&mut self, now: Time, ch: &mut Channel<A>, buf: &mut Vec<u8>) -> bool {
+        let mtu = self.config.mtu;
+        if let Some(closing) = &mut ch.closing {
             if !closing.notify {
-                return None;
+                return false;
             }
-            let mut w = Writer::new(ch.remote_id, ch.codec);
-            w.push(&Message::Handshake(Handshake::close()));
-            ch.closing.as_mut()?.notify = false;
-            return Some(self.sent(now, ch, w));
+            closing.notify = false;
+            let mut w = begin(buf, ch.remote_id, &ch.codec, mtu);
+            fits(&mut w, &Message::Handshake(Handshake::close()));
+            return self.sent(now, ch, w, buf);
         }
         if let Some(retry) = &ch.handshake {
             // Initiator: only the opening handshake until the answer arrives.
             if !ch.send_handshake && now < retry.next {
-                return None;
+                return false;
             }
-            return Some(self.opening(now, ch));
+            return self.opening(now, ch, buf);
         }
-        let mut w = Writer::new(ch.remote_id, ch.codec);
+        let mut w = begin(buf, ch.remote_id, &ch.codec, mtu);
         if ch.send_handshake {
             ch.send_handshake = false;
             ch.handshake_resent |= ch.handshake_sent.is_some();
             ch.handshake_sent = Some(now);
             let options = our_options(&(&self.content).into(), None, ch.codec.chunk_addressing);
-            w.push(&Message::Handshake(Handshake {
-                source_channel: ch.local_id,
-                options,
-            }));
+            fits(
+                &mut w,
+                &Message::Handshake(Handshake {
+                    source_channel: ch.local_id,
+                    options,
+                }),
+            );
         }
         self.push_haves(ch, &mut w);
         if !ch.established {
             // A responder says nothing more before the initiator's third datagram.
-            return (w.messages > 0).then(|| self.sent(now, ch, w));
+            if w.is_empty() {
+                *buf = w.finish();
+                return false;
+            }
+            return self.sent(now, ch, w, buf);
         }
         self.push_control(ch, &mut w);
-        if self.push_data(now, ch, &mut w) {
-            return Some(self.sent(now, ch, w));
-        }
-        if w.messages > 0 {
-            return Some(self.sent(now, ch, w));
+        if self.push_data(now, ch, &mut w) || !w.is_empty() {
+            return self.sent(now, ch, w, buf);
         }
         if now.saturating_since(ch.last_send) >= ch.keepalive {
             // A keep-alive is the bare channel ID; the interval doubles while idle.
             ch.keepalive = (ch.keepalive * 2).min(MAX_KEEPALIVE);
-            return Some(self.sent(now, ch, w));
+            return self.sent(now, ch, w, buf);
         }
-        None
+        *buf = w.finish();
+        false
     }
 
-    fn sent(&mut self, now: Time, ch: &mut Channel<A>, w: Writer) -> Vec<u8> {
+    fn sent(&mut self, now: Time, ch: &mut Channel<A>, w: DatagramBuilder, buf: &mut Vec<u8>) -> bool {
         ch.last_send = now;
         ch.sent_since_recv = ch.sent_since_recv.saturating_add(1);
-        w.out
+        *buf = w.finish();
+        true
     }
 
     /// The initiator's first datagram (datagram 1 of the three-way handshake).
-    fn opening(&mut self, now: Time, ch: &mut Channel<A>) -> Vec<u8> {
+    fn opening(&mut self, now: Time, ch: &mut Channel<A>, buf: &mut Vec<u8>) -> bool {
         ch.send_handshake = false;
         ch.handshake_resent |= ch.handshake_sent.is_some();
         ch.handshake_sent = Some(now);
@@ -194,40 +206,44 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             Some(root.as_bytes()),
             ch.codec.chunk_addressing,
         );
-        let mut w = Writer::new(0, ch.codec);
-        w.push(&Message::Handshake(Handshake {
-            source_channel: ch.local_id,
-            options,
-        }));
+        let mut w = begin(buf, 0, &ch.codec, self.config.mtu);
+        fits(
+            &mut w,
+            &Message::Handshake(Handshake {
+                source_channel: ch.local_id,
+                options,
+            }),
+        );
         // Our HAVEs ride along only in the datagrams that follow: the opening one must stay
         // small, and a retry must not claim they were delivered.
-        self.sent(now, ch, w)
+        self.sent(now, ch, w, buf)
     }
 
     /// Answers a handshake from the half-open table: our handshake and HAVEs of what we
     /// hold, as libswift answers.
-    fn answer_half_open(&mut self, now: Time) -> Option<Transmit<A>> {
+    fn answer_half_open(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<A> {
         let (id, entry) = self.half_open.next_due()?;
-        let mut w = Writer::new(entry.remote_id, entry.codec);
+        let mut w = begin(buf, entry.remote_id, &entry.codec, self.config.mtu);
         let options = our_options(&(&self.content).into(), None, entry.codec.chunk_addressing);
-        w.push(&Message::Handshake(Handshake {
-            source_channel: id,
-            options,
-        }));
+        fits(
+            &mut w,
+            &Message::Handshake(Handshake {
+                source_channel: id,
+                options,
+            }),
+        );
         if self.have_count > 0 {
             push_news(&mut entry.announced, &self.have, self.root_bin, &mut w);
         }
         entry.answer_resent |= entry.answered_at.is_some();
         entry.answered_at = Some(now);
         self.stats.datagrams_sent += 1;
-        Some(Transmit {
-            to: entry.addr.clone(),
-            payload: w.out,
-        })
+        *buf = w.finish();
+        Some(entry.addr.clone())
     }
 
     /// HAVEs for verified chunks the peer has not been told about.
-    fn push_haves(&mut self, ch: &mut Channel<A>, w: &mut Writer) {
+    fn push_haves(&mut self, ch: &mut Channel<A>, w: &mut DatagramBuilder) {
         // The search walks both maps: skip it while nothing was verified since the last one
         // found everything announced (it ran on every datagram built).
         if ch.peer_complete || self.have_count == 0 || ch.haves_done_at == Some(self.have_count) {
@@ -238,50 +254,74 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
     }
 
-    fn push_control(&mut self, ch: &mut Channel<A>, w: &mut Writer) {
-        let acks: Vec<(u64, i64)> = ch
-            .pending_acks
-            .drain(..ch.pending_acks.len().min(MAX_ACKS))
-            .collect();
-        for (chunk, delay_us) in acks {
-            if let Some(spec) = Bin::chunk(chunk).and_then(|b| w.spec(b)) {
-                w.push(&Message::Ack {
-                    chunks: spec,
-                    delay_us,
-                });
+    /// ACKs, CHOKE/UNCHOKE, CANCELs, REQUESTs and PEX, as many as fit; the rest wait for
+    /// the next datagram.
+    fn push_control(&mut self, ch: &mut Channel<A>, w: &mut DatagramBuilder) {
+        let mut taken = 0;
+        for &(chunk, delay_us) in ch.pending_acks.iter().take(MAX_ACKS) {
+            if let Some(spec) = Bin::chunk(chunk).and_then(|b| spec(w, b))
+                && !fits(
+                    w,
+                    &Message::Ack {
+                        chunks: spec,
+                        delay_us,
+                    },
+                )
+            {
+                break;
             }
+            taken += 1;
         }
-        if let Some(choke) = ch.pending_choke.take() {
-            w.push(if choke {
-                &Message::Choke
-            } else {
-                &Message::Unchoke
-            });
+        ch.pending_acks.drain(..taken);
+        if let Some(choke) = ch.pending_choke
+            && fits(
+                w,
+                if choke {
+                    &Message::Choke
+                } else {
+                    &Message::Unchoke
+                },
+            )
+        {
+            ch.pending_choke = None;
         }
-        for bin in std::mem::take(&mut ch.pending_cancels) {
-            if let Some(spec) = w.spec(bin) {
-                w.push(&Message::Cancel(spec));
+        let mut taken = 0;
+        for &bin in &ch.pending_cancels {
+            if let Some(spec) = spec(w, bin)
+                && !fits(w, &Message::Cancel(spec))
+            {
+                break;
             }
+            taken += 1;
         }
-        let requests: Vec<Bin> = ch
-            .pending_requests
-            .drain(..ch.pending_requests.len().min(MAX_REQUESTS))
-            .collect();
-        for bin in requests {
-            if let Some(spec) = w.spec(bin) {
-                w.push(&Message::Request(spec));
+        ch.pending_cancels.drain(..taken);
+        let mut taken = 0;
+        for &bin in ch.pending_requests.iter().take(MAX_REQUESTS) {
+            if let Some(spec) = spec(w, bin)
+                && !fits(w, &Message::Request(spec))
+            {
+                break;
             }
+            taken += 1;
         }
-        if std::mem::take(&mut ch.pending_pex_req) {
-            w.push(&Message::PexReq);
+        ch.pending_requests.drain(..taken);
+        if ch.pending_pex_req && fits(w, &Message::PexReq) {
+            ch.pending_pex_req = false;
         }
-        for addr in std::mem::take(&mut ch.pending_pex_res) {
-            w.push(&pex_message(addr));
+        let mut taken = 0;
+        for &addr in &ch.pending_pex_res {
+            if !fits(w, &pex_message(addr)) {
+                break;
+            }
+            taken += 1;
         }
+        ch.pending_pex_res.drain(..taken);
     }
 
     /// Adds INTEGRITY and DATA if the window, pacing and upload limit allow; true if it did.
-    fn push_data(&mut self, now: Time, ch: &mut Channel<A>, w: &mut Writer) -> bool {
+    /// The chunk and its hashes may take the datagram past the MTU (a chunk is the unit of
+    /// transfer); the hashes never go without their chunk (data-atomic datagrams).
+    fn push_data(&mut self, now: Time, ch: &mut Channel<A>, w: &mut DatagramBuilder) -> bool {
         let slack = self.config.pacing_granularity;
         if ch.in_flight.len() >= ch.window() || now + slack < ch.next_data {
             return false;
@@ -294,16 +334,13 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             Some(d) if d.is_zero() => {}
             wait => {
                 self.upload_ready_at = wait.map(|d| now + d);
-                // Not yet: put it back in front and wait for tokens.
-                if retransmission {
-                    ch.retransmit.push_front(chunk);
-                } else {
-                    ch.serve.push_front((chunk, now));
-                }
-                ch.enqueue(chunk);
+                self.put_back(ch, chunk, retransmission, now);
                 return false;
             }
         }
+        let Some(data_spec) = Bin::chunk(chunk).and_then(|b| spec(w, b)) else {
+            return false;
+        };
         self.scratch.clear();
         let mut data = std::mem::take(&mut self.scratch);
         let read = self.store.read_chunk(chunk, &mut data);
@@ -312,24 +349,40 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             self.scratch = data;
             return false;
         }
-        let Some(spec) = Bin::chunk(chunk).and_then(|b| w.spec(b)) else {
-            self.scratch = data;
-            return false;
-        };
+        w.set_max_len(ch.codec.max_datagram_len);
         let lean = !retransmission && ch.path_is_clean(now);
-        for (bin, hash) in self.integrity_for(ch, chunk, lean) {
-            if let Some(s) = w.spec(bin) {
-                w.push(&Message::Integrity {
-                    chunks: s,
-                    hash: hash.as_bytes(),
-                });
-            }
-        }
-        w.push(&Message::Data {
-            chunks: spec,
-            timestamp: self.wall_clock(now).as_micros(),
-            payload: &data,
+        let mut hashes = std::mem::take(&mut self.hash_scratch);
+        self.integrity_for(ch, chunk, lean, &mut hashes);
+        let before = w.len();
+        let mut pushed = hashes.iter().all(|(bin, hash)| {
+            spec(w, *bin).is_none_or(|s| {
+                fits(
+                    w,
+                    &Message::Integrity {
+                        chunks: s,
+                        hash: hash.as_bytes(),
+                    },
+                )
+            })
         });
+        pushed = pushed
+            && fits(
+                w,
+                &Message::Data {
+                    chunks: data_spec,
+                    timestamp: self.wall_clock(now).as_micros(),
+                    payload: &data,
+                },
+            );
+        self.hash_scratch = hashes;
+        self.scratch = data;
+        if !pushed {
+            // The control messages already in the datagram leave no room for this chunk
+            // (`Engine::new` makes sure a chunk alone always fits): it goes next time.
+            w.truncate(before);
+            self.put_back(ch, chunk, retransmission, now);
+            return false;
+        }
         self.upload.try_take(now, len);
         ch.in_flight.push_back(InFlight {
             chunk,
@@ -348,8 +401,17 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if retransmission {
             self.stats.retransmissions += 1;
         }
-        self.scratch = data;
         true
+    }
+
+    /// Puts a chunk taken from the queues back in front, to go out in a later datagram.
+    fn put_back(&mut self, ch: &mut Channel<A>, chunk: u64, retransmission: bool, now: Time) {
+        if retransmission {
+            ch.retransmit.push_front(chunk);
+        } else {
+            ch.serve.push_front((chunk, now));
+        }
+        ch.enqueue(chunk);
     }
 
     /// The next chunk to send: retransmissions first, then requests in arrival order,
@@ -383,10 +445,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// chunks, as libswift counts them everywhere: their datagrams carry those hashes and
     /// arrive first. A lost datagram then leaves the chunks leaning on it unverifiable
     /// until retransmitted; the block bounds that to a few chunks (libswift's unbounded
-    /// leaning costs a whole window of them, which after a slow-start overshoot on a long
-    /// path costs much of its throughput; docs/EXPERIMENTS.md has the figures).
-    /// Retransmissions carry every hash past what was acknowledged.
-    fn integrity_for(&self, ch: &Channel<A>, chunk: u64, lean: bool) -> Vec<(Bin, Hash)> {
+    /// leaning costs a whole window of them after a slow-start overshoot on a long path;
+    /// docs/EXPERIMENTS.md has the figures). Retransmissions carry every hash past what
+    /// was acknowledged. The list replaces what `out` held.
+    fn integrity_for(&self, ch: &Channel<A>, chunk: u64, lean: bool, out: &mut Vec<(Bin, Hash)>) {
+        out.clear();
         // The walk stops below the lowest ancestor of `chunk` that holds a chunk the peer
         // knows: that ancestor's other child is known, and so is everything above. Found
         // by a binary search over the layers (an ancestor's emptiness only ends going up)
@@ -410,17 +473,22 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     .unwrap_or(known),
             );
         }
-        let mut list = Vec::new();
-        if known > root_layer
-            && let Some(peaks) = self.tree.peaks()
-        {
-            list.extend(peaks);
+        if known > root_layer {
+            self.tree.peaks_into(out);
         }
-        for u in self.tree.uncles(chunk, |b| b.layer() + 1 >= known) {
-            if !list.iter().any(|(b, _)| *b == u.0) {
-                list.push(u);
+        let peak_count = out.len();
+        self.tree
+            .uncles_into(chunk, |b| b.layer() + 1 >= known, out);
+        // A peak is also an uncle when the peer holds nothing: send it once.
+        if peak_count > 0 {
+            let mut i = peak_count;
+            while i < out.len() {
+                if out[..peak_count].iter().any(|(b, _)| *b == out[i].0) {
+                    out.remove(i);
+                } else {
+                    i += 1;
+                }
             }
         }
-        list
     }
 }

@@ -1,7 +1,9 @@
 //! Everything that happens because time passed: handshake retries, loss detection and
 //! retransmission, request expiry, keep-alives, the dead-peer rule, PEX and choking.
 
+use super::channel::Channel;
 use super::event::{CloseReason, Event};
+use super::misbehaviour::Misbehaviour;
 use super::request::plan_ahead;
 use super::send::HANDSHAKE_TRIES;
 use super::{Engine, PeerAddr};
@@ -42,58 +44,121 @@ const UNCHOKE_RESENDS: u32 = 4;
 /// What a channel's timers decided.
 enum TimerVerdict {
     Close(CloseReason),
-    Ban(String),
+    Ban(Misbehaviour),
+}
+
+/// Every deadline of one channel, in one table: [`Engine::poll_timeout`] wakes for the
+/// earliest and `channel_timers` acts on those that passed, so the two cannot drift apart
+/// (a deadline only one of them knew either never fired or woke the driver for nothing).
+/// `None`: that deadline does not apply now.
+#[derive(Default)]
+struct Deadlines {
+    /// The initiator's next handshake (while it is set, no other deadline applies).
+    handshake_retry: Option<Time>,
+    /// RFC 7574's dead-peer rule.
+    dead_peer: Option<Time>,
+    /// An UNCHOKE no REQUEST followed goes again.
+    unchoke_resend: Option<Time>,
+    /// The oldest DATA in flight counts as lost.
+    retransmission: Option<Time>,
+    /// A peer silent while our requests waited is closed.
+    silent_with_requests: Option<Time>,
+    /// The oldest request goes back to the pool.
+    request_expiry: Option<Time>,
+    /// A peer of no use so far is closed.
+    nothing_to_exchange: Option<Time>,
+    /// Our HAVEs are announced again in full.
+    have_refresh: Option<Time>,
+    /// A PEX request goes out.
+    pex_request: Option<Time>,
+    /// Pacing and the upload limit let the next DATA go (`poll_transmit` sends it).
+    next_data: Option<Time>,
+    /// A keep-alive is due (`poll_transmit` sends it).
+    keepalive: Option<Time>,
+}
+
+impl Deadlines {
+    fn earliest(&self) -> Option<Time> {
+        [
+            self.handshake_retry,
+            self.dead_peer,
+            self.unchoke_resend,
+            self.retransmission,
+            self.silent_with_requests,
+            self.request_expiry,
+            self.nothing_to_exchange,
+            self.have_refresh,
+            self.pex_request,
+            self.next_data,
+            self.keepalive,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+}
+
+/// True if `deadline` applies and has passed.
+fn passed(deadline: Option<Time>, now: Time) -> bool {
+    deadline.is_some_and(|t| t <= now)
 }
 
 impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
+    /// The deadline table of `ch` (see [`Deadlines`]).
+    fn deadlines(&self, ch: &Channel<A>) -> Deadlines {
+        if let Some(retry) = &ch.handshake {
+            return Deadlines {
+                handshake_retry: Some(retry.next),
+                ..Deadlines::default()
+            };
+        }
+        let has_data = !ch.retransmit.is_empty() || !ch.serve.is_empty();
+        let keepalive = ch.keepalive.min(HAVE_REFRESH);
+        Deadlines {
+            handshake_retry: None,
+            dead_peer: (ch.sent_since_recv >= DEAD_PEER_DATAGRAMS)
+                .then(|| ch.last_recv + DEAD_PEER),
+            unchoke_resend: ch.unchoke_resend.map(|(due, _)| due),
+            retransmission: ch.in_flight.front().map(|f| f.sent + ch.rtt.timeout()),
+            silent_with_requests: (!ch.requests.is_empty() && ch.expired_since_delivery)
+                .then(|| ch.last_recv + SILENT_WITH_REQUESTS),
+            request_expiry: ch
+                .oldest_request()
+                .map(|t| t + 2 * plan_ahead(ch.planning_rtt())),
+            nothing_to_exchange: (!self.is_complete() && !ch.exchanged)
+                .then(|| ch.last_exchange + NOTHING_TO_EXCHANGE),
+            have_refresh: Some(
+                (ch.haves_refreshed + HAVE_REFRESH).max(ch.last_send + keepalive),
+            ),
+            pex_request: ch.pex_request_due,
+            // While the upload limit holds data back, its refill is the deadline.
+            next_data: (has_data && ch.in_flight.len() < ch.window()).then(|| {
+                (ch.next_data - self.config.pacing_granularity)
+                    .max(self.upload_ready_at.unwrap_or(Time::ZERO))
+            }),
+            keepalive: Some(ch.last_send + ch.keepalive),
+        }
+    }
+
     /// When [`handle_timeout`](Self::handle_timeout) should next be called (`None`: only
     /// when a datagram arrives).
     pub fn poll_timeout(&self) -> Option<Time> {
         // Output that is ready now goes out through `poll_transmit`, which adapters drain
         // after every call; only waiting produces a deadline here.
-        let mut next = [
+        [
             self.upload_ready_at,
             self.download_ready_at,
             self.next_stats,
+            self.half_open.next_expiry(UNANSWERED_RESPONSE),
         ]
         .into_iter()
         .flatten()
+        .chain(
+            self.channels
+                .values()
+                .filter_map(|ch| self.deadlines(ch).earliest()),
+        )
         .min()
-        .unwrap_or(Time::NEVER);
-        if let Some(expiry) = self.half_open.next_expiry(UNANSWERED_RESPONSE) {
-            next = next.min(expiry);
-        }
-        let complete = self.is_complete();
-        for ch in self.channels.values() {
-            if let Some(retry) = &ch.handshake {
-                next = next.min(retry.next);
-                continue;
-            }
-            if !complete && !ch.exchanged {
-                next = next.min(ch.last_exchange + NOTHING_TO_EXCHANGE);
-            }
-            let has_data = !ch.retransmit.is_empty() || !ch.serve.is_empty();
-            if has_data && ch.in_flight.len() < ch.window() {
-                // While the upload limit holds data back, its refill is the deadline.
-                let paced = ch.next_data - self.config.pacing_granularity;
-                next = next.min(paced.max(self.upload_ready_at.unwrap_or(Time::ZERO)));
-            }
-            if let Some(oldest) = ch.in_flight.front() {
-                next = next.min(oldest.sent + ch.rtt.timeout());
-            }
-            if let Some(oldest) = ch.oldest_request() {
-                next = next.min(oldest + 2 * plan_ahead(ch.planning_rtt()));
-            }
-            next = next.min(ch.last_send + ch.keepalive);
-            next = next.min(ch.last_recv + DEAD_PEER);
-            if let Some(due) = ch.pex_request_due {
-                next = next.min(due);
-            }
-            if let Some((due, _)) = ch.unchoke_resend {
-                next = next.min(due);
-            }
-        }
-        (next != Time::NEVER).then_some(next)
     }
 
     /// Advances timers to `now`. Afterwards drain [`poll_transmit`](Self::poll_transmit).
@@ -126,9 +191,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
 
     fn channel_timers(&mut self, now: Time, id: u32) -> Option<TimerVerdict> {
         let room_for_peers = self.channels.len() < self.config.max_peers;
+        let due = self.deadlines(self.channels.get(&id)?);
         let ch = self.channels.get_mut(&id)?;
         if let Some(retry) = &ch.handshake {
-            if now >= retry.next {
+            if passed(due.handshake_retry, now) {
                 if retry.tries >= HANDSHAKE_TRIES {
                     return Some(TimerVerdict::Close(CloseReason::Unreachable));
                 }
@@ -136,13 +202,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             }
             return None;
         }
-        if now.saturating_since(ch.last_recv) >= DEAD_PEER
-            && ch.sent_since_recv >= DEAD_PEER_DATAGRAMS
-        {
+        if passed(due.dead_peer, now) {
             return Some(TimerVerdict::Close(CloseReason::Timeout));
         }
-        if let Some((due, tries)) = ch.unchoke_resend
-            && now >= due
+        if passed(due.unchoke_resend, now)
+            && let Some((_, tries)) = ch.unchoke_resend
         {
             ch.unchoke_resend = (tries + 1 < UNCHOKE_RESENDS && !ch.choking)
                 .then(|| (now + UNCHOKE_RESEND * 2u32.pow(tries + 1), tries + 1));
@@ -171,10 +235,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 ch.cc.on_loss(now, ch.rtt.srtt());
             }
         }
-        if !ch.requests.is_empty()
-            && ch.expired_since_delivery
-            && now.saturating_since(ch.last_recv) >= SILENT_WITH_REQUESTS
-        {
+        if passed(due.silent_with_requests, now) {
             return Some(TimerVerdict::Close(CloseReason::Timeout));
         }
         // Requests not served within two planning windows go back to the pool.
@@ -202,21 +263,16 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 self.release_request(c);
             }
             if never {
-                return Some(TimerVerdict::Ban(
-                    "announced chunks it never delivered".into(),
-                ));
+                return Some(TimerVerdict::Ban(Misbehaviour::NeverDelivered));
             }
             if silent {
                 return Some(TimerVerdict::Close(CloseReason::Misbehaving(
-                    "stopped delivering the chunks it announced".into(),
+                    Misbehaviour::StoppedDelivering,
                 )));
             }
         }
         let ch = self.channels.get_mut(&id)?;
-        if !ch.exchanged
-            && now.saturating_since(ch.last_exchange) >= NOTHING_TO_EXCHANGE
-            && self.have_count < self.chunk_count
-        {
+        if passed(due.nothing_to_exchange, now) {
             // Checked here, once per period, rather than on every HAVE: the peer may hold
             // news from before (while it choked us, say), or we may be serving it.
             let offers = ch.peer_complete
@@ -234,13 +290,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             }
             ch.last_exchange = now;
         }
-        if now.saturating_since(ch.haves_refreshed) >= HAVE_REFRESH
-            && now.saturating_since(ch.last_send) >= ch.keepalive.min(HAVE_REFRESH)
-        {
+        if passed(due.have_refresh, now) {
             ch.haves_refreshed = now;
             ch.forget_haves_sent();
         }
-        if ch.pex_request_due.is_some_and(|due| due <= now) {
+        if passed(due.pex_request, now) {
             ch.pending_pex_req = room_for_peers;
             ch.pex_request_due = room_for_peers.then_some(now + PEX_INTERVAL);
         }

@@ -102,14 +102,26 @@ impl VerifyingTree {
     /// the proofs it checked them with. Empty for a chunk this tree has not verified.
     pub fn uncles(&self, chunk: u64, receiver_knows: impl Fn(Bin) -> bool) -> Vec<(Bin, Hash)> {
         let mut out = Vec::new();
+        self.uncles_into(chunk, receiver_knows, &mut out);
+        out
+    }
+
+    /// [`uncles`](Self::uncles), appended to `out` (a sender reuses one list per DATA).
+    pub fn uncles_into(
+        &self,
+        chunk: u64,
+        receiver_knows: impl Fn(Bin) -> bool,
+        out: &mut Vec<(Bin, Hash)>,
+    ) {
+        let start = out.len();
         let Some((n, root_bin)) = self.shape else {
-            return out;
+            return;
         };
         let Some(mut node) = Bin::chunk(chunk) else {
-            return out;
+            return;
         };
         if chunk >= n || !self.store.contains(node) {
-            return out;
+            return;
         }
         while node != root_bin && !receiver_knows(node) {
             let sib = node.sibling();
@@ -117,13 +129,34 @@ impl VerifyingTree {
                 match self.store.get(sib) {
                     Some(hash) => out.push((sib, hash)),
                     // Every verified node's sibling is stored; a gap means no proof.
-                    None => return Vec::new(),
+                    None => {
+                        out.truncate(start);
+                        return;
+                    }
                 }
             }
             node = node.parent();
         }
-        out.reverse();
-        out
+        out[start..].reverse();
+    }
+
+    /// Appends the peak hashes, left to right, if all of them are verified (else nothing);
+    /// true if it did.
+    pub fn peaks_into(&self, out: &mut Vec<(Bin, Hash)>) -> bool {
+        let Some((n, _)) = self.shape else {
+            return false;
+        };
+        let start = out.len();
+        for p in Bin::peaks(n) {
+            match self.verified_hash(p) {
+                Some(h) => out.push((p, h)),
+                None => {
+                    out.truncate(start);
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// The verified peak hashes, left to right, if all of them are verified.

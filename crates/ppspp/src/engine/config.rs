@@ -1,0 +1,226 @@
+//! Engine settings, the content description, and why an engine cannot be built.
+
+use crate::Bin;
+use crate::codec::{ChunkAddressing, CodecConfig};
+use crate::congestion::{ConfigError, CongestionConfig};
+use crate::merkle::{Hash, HashAlgorithm, MerkleError};
+use crate::picker::{Live, Picker, RarestFirst, Sequential, Vod};
+use core::fmt;
+
+/// Which piece picker the receiver uses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PickerKind {
+    /// In order; `twist` spreads parallel channels.
+    Sequential { twist: bool },
+    /// Rarest chunks first (files).
+    RarestFirst,
+    /// In order inside `window` chunks ahead of the playhead, then rarest-first (video).
+    Vod { window: u64 },
+    /// From the live edge, never older than `discard_window` chunks.
+    Live { discard_window: u64 },
+}
+
+impl PickerKind {
+    pub(super) fn build(&self) -> Box<dyn Picker + Send> {
+        match *self {
+            PickerKind::Sequential { twist } => Box::new(Sequential { twist }),
+            PickerKind::RarestFirst => Box::new(RarestFirst),
+            PickerKind::Vod { window } => Box::new(Vod::new(window)),
+            PickerKind::Live { discard_window } => Box::new(Live::new(discard_window)),
+        }
+    }
+}
+
+/// Engine settings. [`EngineConfig::default`] suits a browser or native peer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EngineConfig {
+    /// How chunks are addressed on channels we open (chunk32 is mandatory to implement and
+    /// what libswift speaks; we accept any method a peer opens with).
+    pub chunk_addressing: ChunkAddressing,
+    pub congestion: CongestionConfig,
+    pub picker: PickerKind,
+    /// Upload and download limits in bytes per second (`None`: unlimited).
+    pub upload_limit: Option<u64>,
+    pub download_limit: Option<u64>,
+    /// Most channels at once (RFC 7574 suggests limiting; libswift opens 20 itself).
+    pub max_peers: usize,
+    /// Most handshakes answered and waiting for the initiator's next datagram. They are
+    /// held in a table of their own, not as channels, so handshakes from spoofed addresses
+    /// take no peer slot; when it is full the oldest entry goes (RFC 7574 §12).
+    pub max_half_open: usize,
+    /// Most peers we serve at once; the rest are choked.
+    pub max_unchoked: usize,
+    /// Chunks queued for one peer; REQUESTs beyond are ignored (bounded memory).
+    pub max_serve_queue: usize,
+    /// Chunks requested from one peer before its rate is known, and at most ever.
+    pub min_request_pipeline: u64,
+    pub max_request_pipeline: u64,
+    /// Longest datagram of control messages (HANDSHAKE, HAVE, ACK, REQUEST, CANCEL,
+    /// CHOKE, PEX), in bytes: what does not fit waits for the next datagram. A datagram
+    /// that carries DATA holds the chunk and its hashes on top, whatever their size,
+    /// since a chunk is the unit of transfer (RFC 7574 §3.1 leaves the datagram size to
+    /// the chunk size).
+    pub mtu: usize,
+    /// Ask peers for more peers (PEX).
+    pub pex: bool,
+    /// The adapter's timer granularity: pacing may send this much ahead of schedule in one
+    /// burst, since a timer cannot wake it for each datagram of a fast path (tokio: 1 ms;
+    /// browsers: about 4 ms).
+    pub pacing_granularity: core::time::Duration,
+    /// While a channel carries requests the picker marks urgent (VoD: chunks just ahead of
+    /// the playhead), raise its congestion priority to this (DTL runtime priority). It acts
+    /// on our side of the channel only: PPSPP has no message to make a peer send harder.
+    pub urgent_priority: Option<u32>,
+    /// Emit [`Event::Stats`] this often (`None`: never; `stats()` can always be called).
+    pub stats_interval: Option<core::time::Duration>,
+    /// Seed for channel IDs and picker randomness; adapters pass real entropy.
+    pub seed: u64,
+    /// The Unix time at the adapter's [`Time::ZERO`]. DATA timestamps are `now` plus this:
+    /// microseconds since the Unix epoch, which libswift assumes (digest §1.6) and from
+    /// which it derives its round-trip times. Zero keeps the adapter's own clock (the
+    /// simulator, tests).
+    pub wall_clock_offset: core::time::Duration,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            chunk_addressing: ChunkAddressing::Chunk32,
+            congestion: CongestionConfig::default(),
+            picker: PickerKind::RarestFirst,
+            upload_limit: None,
+            download_limit: None,
+            max_peers: 64,
+            max_half_open: 1024,
+            max_unchoked: 32,
+            max_serve_queue: 4096,
+            min_request_pipeline: 8,
+            max_request_pipeline: 2048,
+            mtu: 1500,
+            pex: true,
+            pacing_granularity: core::time::Duration::from_millis(1),
+            urgent_priority: None,
+            stats_interval: None,
+            seed: 0,
+            wall_clock_offset: core::time::Duration::ZERO,
+        }
+    }
+}
+
+/// What identifies the content: the swarm metadata every peer must agree on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContentInfo {
+    /// The Merkle root, which is the swarm ID.
+    pub root: Hash,
+    pub hash: HashAlgorithm,
+    pub chunk_size: u32,
+    pub content_len: u64,
+}
+
+/// Why an engine could not be built.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EngineError {
+    /// The congestion-control settings are out of range.
+    Congestion(ConfigError),
+    /// The content description is unusable.
+    Content(ContentError),
+    /// A setting is out of range.
+    Config(&'static str),
+}
+
+/// What is wrong with a content description.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ContentError {
+    /// No Merkle tree can be built for it (empty, zero chunk size, root of the wrong
+    /// length, too many chunks).
+    Tree(MerkleError),
+    /// A chunk size above 4 GiB.
+    ChunkSizeTooLarge(usize),
+    /// The chunk count is not known.
+    SizeUnknown,
+    /// The content holds no chunk.
+    NoChunks,
+    /// A chunk with its hashes and the control messages of a datagram would exceed the
+    /// longest datagram a peer accepts.
+    ChunkTooLargeForDatagram { chunk_size: u32, max: usize },
+}
+
+impl fmt::Display for ContentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ContentError::Tree(e) => e.fmt(f),
+            ContentError::ChunkSizeTooLarge(size) => {
+                write!(f, "chunk size {size} is above 4 GiB")
+            }
+            ContentError::SizeUnknown => f.write_str("content size unknown"),
+            ContentError::NoChunks => f.write_str("no chunks"),
+            ContentError::ChunkTooLargeForDatagram { chunk_size, max } => write!(
+                f,
+                "chunks of {chunk_size} bytes with their hashes do not fit in a datagram of {max} bytes"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ContentError {}
+
+/// The smallest `mtu` accepted: an opening handshake with a SHA-512 root fits.
+const MIN_MTU: usize = 512;
+
+impl EngineConfig {
+    /// Checks every setting; the engine's constructors call it.
+    pub fn validate(&self) -> Result<(), EngineError> {
+        self.congestion.validate().map_err(EngineError::Congestion)?;
+        if self.max_peers == 0 {
+            return Err(EngineError::Config("max_peers must be at least 1"));
+        }
+        if self.max_half_open == 0 {
+            return Err(EngineError::Config("max_half_open must be at least 1"));
+        }
+        if self.min_request_pipeline == 0
+            || self.max_request_pipeline < self.min_request_pipeline
+        {
+            return Err(EngineError::Config(
+                "need 1 <= min_request_pipeline <= max_request_pipeline",
+            ));
+        }
+        if self.mtu < MIN_MTU {
+            return Err(EngineError::Config("mtu must be at least 512 bytes"));
+        }
+        Ok(())
+    }
+}
+
+impl ContentInfo {
+    /// Checks that a DATA datagram fits what peers decode: the chunk, every hash it may
+    /// need (peaks and uncles, one per layer each), and up to an MTU of control messages
+    /// sent with it.
+    pub(super) fn check_datagram_fits(&self, root_bin: Bin, mtu: usize) -> Result<(), EngineError> {
+        // Per INTEGRITY: type, the widest chunk spec (byte64: two u64), the hash.
+        let per_hash = 1 + 16 + self.hash.size();
+        let hashes = 2 * (root_bin.layer() as usize + 1) * per_hash;
+        // DATA: type, chunk spec, timestamp.
+        let data = 1 + 16 + 8 + self.chunk_size as usize;
+        let max = CodecConfig::default().max_datagram_len;
+        if mtu + hashes + data > max {
+            return Err(EngineError::Content(ContentError::ChunkTooLargeForDatagram {
+                chunk_size: self.chunk_size,
+                max,
+            }));
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for EngineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EngineError::Congestion(e) => e.fmt(f),
+            EngineError::Content(why) => write!(f, "invalid content description: {why}"),
+            EngineError::Config(why) => write!(f, "invalid engine setting: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for EngineError {}
+

@@ -1,0 +1,94 @@
+//! What a peer can do wrong: why its channel was closed or it was banned, and why its
+//! handshake cannot work with our swarm.
+
+use crate::codec::{ContentIntegrity, DecodeError};
+use crate::merkle::{HashAlgorithm, VerifyError};
+use core::fmt;
+
+/// A handshake option that rules the peer out of our swarm.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HandshakeMismatch {
+    /// It speaks only a protocol version other than 1.
+    Version(u8),
+    /// It names another swarm.
+    OtherSwarm,
+    /// It opened a channel without naming the swarm.
+    NoSwarmId,
+    /// It protects content other than with a Merkle tree.
+    ContentIntegrity(ContentIntegrity),
+    /// Its Merkle hash function (wire code) is not the swarm's.
+    HashFunction { offered: u8, ours: HashAlgorithm },
+    /// Its chunk size is not the swarm's.
+    ChunkSize { offered: u32, ours: u32 },
+}
+
+impl fmt::Display for HandshakeMismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HandshakeMismatch::Version(v) => write!(f, "protocol version {v} is not supported"),
+            HandshakeMismatch::OtherSwarm => f.write_str("handshake for another swarm"),
+            HandshakeMismatch::NoSwarmId => f.write_str("initiator did not name the swarm"),
+            HandshakeMismatch::ContentIntegrity(m) => {
+                write!(f, "content integrity method {m:?} is not supported")
+            }
+            HandshakeMismatch::HashFunction { offered, ours } => write!(
+                f,
+                "Merkle hash function {offered} differs from the swarm's ({ours})"
+            ),
+            HandshakeMismatch::ChunkSize { offered, ours } => {
+                write!(f, "chunk size {offered} differs from the swarm's ({ours})")
+            }
+        }
+    }
+}
+
+impl std::error::Error for HandshakeMismatch {}
+
+/// Why a peer's channel was ended for breaking the rules
+/// ([`CloseReason::Misbehaving`](super::CloseReason::Misbehaving)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Misbehaviour {
+    /// Its handshake cannot work with our swarm.
+    Handshake(HandshakeMismatch),
+    /// It sent a datagram that does not decode (RFC 7574 §7 has no error messages: the
+    /// peer is abandoned).
+    Malformed(DecodeError),
+    /// DATA for chunks outside the content.
+    DataOutsideContent,
+    /// DATA shorter than the chunks it names.
+    DataTruncated { chunk: u64 },
+    /// DATA longer than the chunks it names.
+    DataTooLong,
+    /// A chunk index no bin can hold.
+    ChunkOutOfRange,
+    /// A chunk failed verification against the root.
+    BadChunk { chunk: u64, reason: VerifyError },
+    /// It announced chunks and delivered none of them, through several request rounds.
+    NeverDelivered,
+    /// It delivered before, then none of what it announced for a long time.
+    StoppedDelivering,
+}
+
+impl fmt::Display for Misbehaviour {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Misbehaviour::Handshake(m) => m.fmt(f),
+            Misbehaviour::Malformed(e) => e.fmt(f),
+            Misbehaviour::DataOutsideContent => f.write_str("DATA outside the content"),
+            Misbehaviour::DataTruncated { chunk } => {
+                write!(f, "DATA for chunk {chunk} is truncated")
+            }
+            Misbehaviour::DataTooLong => f.write_str("DATA longer than its chunks"),
+            Misbehaviour::ChunkOutOfRange => f.write_str("chunk index out of range"),
+            Misbehaviour::BadChunk { chunk, reason } => {
+                write!(f, "chunk {chunk} failed verification: {reason}")
+            }
+            Misbehaviour::NeverDelivered => f.write_str("announced chunks it never delivered"),
+            Misbehaviour::StoppedDelivering => {
+                f.write_str("stopped delivering the chunks it announced")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Misbehaviour {}
