@@ -135,11 +135,9 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
         Target::Uri(uri) => Plan::Known(uri.content()),
         Target::Root(root) => {
             let sizes: Vec<u32> = args.chunk_size.map(|c| c as u32).into_iter().collect();
-            Plan::Discover(Box::new(Discovery::new(
-                *root,
-                &sizes,
-                crate::random_seed(),
-            )?))
+            Plan::Discover(Box::new(
+                Discovery::new(*root, &sizes, crate::random_seed()).map_err(|e| e.to_string())?,
+            ))
         }
     };
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -1,12 +1,15 @@
-//! Drives one engine over its transports: plain UDP (one socket for every UDP peer) and
-//! WebRTC data channels (one more socket for every peer connection, see `rtc.rs`). One task
-//! alternates between datagrams, signaling messages, the timers and the stats tick. The
-//! engine decides everything; this loop only moves bytes and time.
+//! Drives a sans-IO peer (the engine, or discovery before it) over its transports: plain
+//! UDP (one socket for every UDP peer) and WebRTC data channels (one more socket for every
+//! peer connection, see `rtc.rs`). One loop, [`drive`], alternates between datagrams,
+//! WebRTC events, the timers and the stats tick; a [`Role`] says what differs between the
+//! engine and discovery. The peer decides everything; the loop only moves bytes and time.
 
 use crate::rtc::{RtcEvent, RtcTransport};
 use crate::stats::StatsPrinter;
 use crate::udp::{Clock, RECV_BUFFER};
-use ppspp::engine::{ContentInfo, Discovery, DiscoveryError, Engine, Event, PeerAddr};
+use ppspp::engine::{
+    ContentInfo, Discovery, DiscoveryError, DiscoveryEvent, Engine, Event, PeerAddr, SansIo,
+};
 use ppspp::store::ChunkStore;
 use ppspp::time::Time;
 use std::fmt;
@@ -53,75 +56,107 @@ pub enum Flow {
     Stop,
 }
 
-/// Runs until `on_event` says stop or `stop` resolves.
-pub async fn run<S: ChunkStore>(
-    engine: &mut Engine<Peer, S>,
+/// What differs between the peers [`drive`] runs: what a WebRTC connection opening or
+/// closing means, what to do with events, and whether to print stats.
+trait Role<P: SansIo<Addr = Peer>> {
+    /// A data channel opened (`initiator`: we offered it) or closed.
+    fn on_rtc(&mut self, p: &mut P, id: u64, opened: Option<bool>, now: Time) -> Flow {
+        match opened {
+            Some(true) => {
+                p.connect(Peer::Rtc(id), now);
+            }
+            Some(false) => {}
+            None => p.peer_lost(&Peer::Rtc(id)),
+        }
+        Flow::Continue
+    }
+    fn on_event(&mut self, p: &mut P, event: P::Event) -> Flow;
+    /// Once a second, if [`Self::ticks`].
+    fn on_tick(&mut self, _p: &P, _now: Time) {}
+    fn ticks(&self) -> bool {
+        false
+    }
+}
+
+/// How [`drive`] ended.
+enum End {
+    /// The role said stop.
+    Done,
+    /// `stop` resolved.
+    Signalled,
+}
+
+/// The one driver loop of the CLI: moves datagrams between `p` and its transports (plain
+/// UDP, WebRTC data channels), feeds it the time, and hands its events to `role`, until the
+/// role says stop or `stop` resolves. The peer decides everything; this only moves bytes
+/// and time.
+async fn drive<P: SansIo<Addr = Peer>>(
+    p: &mut P,
+    role: &mut impl Role<P>,
     udp: Option<&UdpSocket>,
     mut rtc: Option<&mut RtcTransport>,
     clock: &Clock,
-    mut stats: Option<StatsPrinter>,
-    mut on_event: impl FnMut(&mut Engine<Peer, S>, Event<Peer>) -> Flow,
     stop: impl std::future::Future<Output = ()>,
-) {
+) -> End {
     tokio::pin!(stop);
     let mut buf = vec![0u8; RECV_BUFFER];
+    let mut out = Vec::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        // Until nothing moves: what the engine sends can make the connections produce events
+        // Until nothing moves: what the peer sends can make the connections produce events
         // and the other way round.
         loop {
-            flush(engine, udp, rtc.as_deref_mut(), clock).await;
+            flush(p, &mut out, udp, rtc.as_deref_mut(), clock).await;
             let mut progressed = false;
-            if let Some(r) = rtc.as_deref_mut() {
-                while let Some(e) = r.poll_event() {
-                    progressed = true;
-                    match e {
-                        RtcEvent::Open { id, initiator } => {
-                            if initiator {
-                                engine.connect(Peer::Rtc(id), clock.now());
-                            }
-                        }
-                        RtcEvent::Data { id, data } => {
-                            engine.handle_datagram(clock.now(), Peer::Rtc(id), &data)
-                        }
-                        RtcEvent::Closed { id, .. } => engine.peer_lost(&Peer::Rtc(id)),
+            while let Some(e) = rtc.as_deref_mut().and_then(RtcTransport::poll_event) {
+                progressed = true;
+                let flow = match e {
+                    RtcEvent::Open { id, initiator } => {
+                        role.on_rtc(p, id, Some(initiator), clock.now())
                     }
+                    RtcEvent::Data { id, data } => {
+                        p.handle_datagram(clock.now(), Peer::Rtc(id), &data);
+                        Flow::Continue
+                    }
+                    RtcEvent::Closed { id, .. } => role.on_rtc(p, id, None, clock.now()),
+                };
+                if let Flow::Stop = flow {
+                    return End::Done;
                 }
             }
             if !progressed {
                 break;
             }
         }
-        while let Some(event) = engine.poll_event() {
-            if let Flow::Stop = on_event(engine, event) {
-                finish(engine, udp, rtc, clock, stats.as_mut(), false).await;
-                return;
+        while let Some(event) = p.poll_event() {
+            if let Flow::Stop = role.on_event(p, event) {
+                return End::Done;
             }
         }
-        let deadline = deadline_of(engine.poll_timeout(), clock, rtc.as_deref());
+        let deadline = deadline_of(p.poll_timeout(), clock, rtc.as_deref());
         let wake = tokio::select! {
             input = next_input(udp, rtc.as_deref_mut(), &mut buf, deadline) => match input {
                 Input::Udp(received) => Wake::Udp(received),
                 Input::Rtc => Wake::Rtc,
                 Input::Timer => Wake::Timer,
             },
-            _ = tick.tick(), if stats.is_some() => Wake::Tick,
+            _ = tick.tick(), if role.ticks() => Wake::Tick,
             _ = &mut stop => Wake::Stop,
         };
         match wake {
             Wake::Udp(received) => {
                 if let (Ok((n, from)), Some(socket)) = (received, udp) {
-                    engine.handle_datagram(clock.now(), Peer::Udp(from), &buf[..n]);
+                    p.handle_datagram(clock.now(), Peer::Udp(from), &buf[..n]);
                     // Take whatever else already arrived before answering: fewer wake-ups.
                     loop {
                         match socket.try_recv_from(&mut buf) {
                             Ok((n, from)) => {
-                                engine.handle_datagram(clock.now(), Peer::Udp(from), &buf[..n])
+                                p.handle_datagram(clock.now(), Peer::Udp(from), &buf[..n])
                             }
                             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                             // ICMP errors from peers that went away surface here; the
-                            // engine's timers deal with those peers.
+                            // peer's timers deal with those peers.
                             Err(_) => break,
                         }
                     }
@@ -129,7 +164,7 @@ pub async fn run<S: ChunkStore>(
             }
             Wake::Rtc => {}
             Wake::Timer => {
-                engine.handle_timeout(clock.now());
+                p.handle_timeout(clock.now());
                 if let Some(r) = rtc.as_deref_mut() {
                     r.handle_timeout(std::time::Instant::now());
                 }
@@ -140,14 +175,120 @@ pub async fn run<S: ChunkStore>(
                 {
                     eprintln!("rtc: {}", r.debug_line());
                 }
-                if let Some(s) = stats.as_mut() {
-                    s.print(engine, clock.now());
-                }
+                role.on_tick(p, clock.now());
             }
-            Wake::Stop => {
-                finish(engine, udp, rtc, clock, stats.as_mut(), true).await;
-                return;
+            Wake::Stop => return End::Signalled,
+        }
+    }
+}
+
+/// The engine's role: events go to the caller's handler; stats print once a second.
+struct Serving<'a, S: ChunkStore, F> {
+    stats: Option<&'a mut StatsPrinter>,
+    on_event: F,
+    _store: std::marker::PhantomData<S>,
+}
+
+impl<S, F> Role<Engine<Peer, S>> for Serving<'_, S, F>
+where
+    S: ChunkStore,
+    F: FnMut(&mut Engine<Peer, S>, Event<Peer>) -> Flow,
+{
+    fn on_event(&mut self, p: &mut Engine<Peer, S>, event: Event<Peer>) -> Flow {
+        (self.on_event)(p, event)
+    }
+
+    fn on_tick(&mut self, p: &Engine<Peer, S>, now: Time) {
+        if let Some(s) = self.stats.as_deref_mut() {
+            s.print(p, now);
+        }
+    }
+
+    fn ticks(&self) -> bool {
+        self.stats.is_some()
+    }
+}
+
+/// Runs `engine` until `on_event` says stop or `stop` resolves (then every channel is
+/// closed first), and shuts the WebRTC transport down.
+pub async fn run<S: ChunkStore>(
+    engine: &mut Engine<Peer, S>,
+    udp: Option<&UdpSocket>,
+    mut rtc: Option<&mut RtcTransport>,
+    clock: &Clock,
+    mut stats: Option<StatsPrinter>,
+    on_event: impl FnMut(&mut Engine<Peer, S>, Event<Peer>) -> Flow,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    let mut role = Serving {
+        stats: stats.as_mut(),
+        on_event,
+        _store: std::marker::PhantomData,
+    };
+    let end = drive(engine, &mut role, udp, rtc.as_deref_mut(), clock, stop).await;
+    if let End::Signalled = end {
+        engine.close_all();
+    }
+    flush(engine, &mut Vec::new(), udp, rtc.as_deref_mut(), clock).await;
+    if let Some(r) = rtc {
+        r.shutdown().await;
+    }
+    if let Some(s) = stats.as_mut() {
+        s.print(engine, clock.now());
+    }
+}
+
+/// Discovery's role: WebRTC connections we offered are asked as they open; it ends when a
+/// peer proves the content or every peer (and every connection still being offered) has
+/// failed.
+struct Discovering {
+    offered: Vec<u64>,
+    opened: Vec<u64>,
+    outcome: Option<Result<ContentInfo, DiscoveryError<Peer>>>,
+}
+
+impl Discovering {
+    fn give_up_if_all_failed(&mut self, p: &Discovery<Peer>) -> Flow {
+        match p.failed() {
+            Some(e) if self.offered.is_empty() => {
+                self.outcome = Some(Err(e));
+                Flow::Stop
             }
+            _ => Flow::Continue,
+        }
+    }
+}
+
+impl Role<Discovery<Peer>> for Discovering {
+    fn on_rtc(
+        &mut self,
+        p: &mut Discovery<Peer>,
+        id: u64,
+        opened: Option<bool>,
+        now: Time,
+    ) -> Flow {
+        self.offered.retain(|o| *o != id);
+        match opened {
+            Some(true) => {
+                self.opened.push(id);
+                p.connect(Peer::Rtc(id), now);
+            }
+            Some(false) => {}
+            None => {
+                self.opened.retain(|o| *o != id);
+                p.peer_lost(&Peer::Rtc(id));
+            }
+        }
+        self.give_up_if_all_failed(p)
+    }
+
+    fn on_event(&mut self, p: &mut Discovery<Peer>, event: DiscoveryEvent<Peer>) -> Flow {
+        match event {
+            DiscoveryEvent::Found(info) => {
+                self.outcome = Some(Ok(info));
+                Flow::Stop
+            }
+            DiscoveryEvent::AllFailed(_) => self.give_up_if_all_failed(p),
         }
     }
 }
@@ -159,80 +300,22 @@ pub async fn discover(
     discovery: &mut Discovery<Peer>,
     udp: Option<&UdpSocket>,
     mut rtc: Option<&mut RtcTransport>,
-    mut offered: Vec<u64>,
+    offered: Vec<u64>,
     clock: &Clock,
     stop: impl std::future::Future<Output = ()>,
 ) -> (Option<Result<ContentInfo, DiscoveryError<Peer>>>, Vec<u64>) {
-    tokio::pin!(stop);
-    let mut buf = vec![0u8; RECV_BUFFER];
-    let mut opened = Vec::new();
-    loop {
-        loop {
-            while let Some(t) = discovery.poll_transmit(clock.now()) {
-                send(t.to, &t.payload, udp, rtc.as_deref_mut()).await;
-            }
-            if let Some(r) = rtc.as_deref_mut() {
-                r.flush().await;
-            }
-            let mut progressed = false;
-            if let Some(r) = rtc.as_deref_mut() {
-                while let Some(e) = r.poll_event() {
-                    progressed = true;
-                    match e {
-                        RtcEvent::Open { id, initiator } => {
-                            offered.retain(|o| *o != id);
-                            if initiator {
-                                opened.push(id);
-                                discovery.connect(Peer::Rtc(id), clock.now());
-                            }
-                        }
-                        RtcEvent::Data { id, data } => {
-                            discovery.handle_datagram(clock.now(), Peer::Rtc(id), &data)
-                        }
-                        RtcEvent::Closed { id, .. } => {
-                            offered.retain(|o| *o != id);
-                            opened.retain(|o| *o != id);
-                            discovery.peer_lost(&Peer::Rtc(id));
-                        }
-                    }
-                }
-            }
-            if !progressed {
-                break;
-            }
-        }
-        if let Some(found) = discovery.found().copied() {
-            // The closes of the probe channels go out before the engine takes over.
-            while let Some(t) = discovery.poll_transmit(clock.now()) {
-                send(t.to, &t.payload, udp, rtc.as_deref_mut()).await;
-            }
-            if let Some(r) = rtc.as_deref_mut() {
-                r.flush().await;
-            }
-            return (Some(Ok(found)), opened);
-        }
-        if offered.is_empty()
-            && let Some(e) = discovery.failed()
-        {
-            return (Some(Err(e)), opened);
-        }
-        let deadline = deadline_of(discovery.poll_timeout(), clock, rtc.as_deref());
-        tokio::select! {
-            input = next_input(udp, rtc.as_deref_mut(), &mut buf, deadline) => match input {
-                Input::Udp(Ok((n, from))) => {
-                    discovery.handle_datagram(clock.now(), Peer::Udp(from), &buf[..n]);
-                }
-                Input::Udp(Err(_)) | Input::Rtc => {}
-                Input::Timer => {
-                    discovery.handle_timeout(clock.now());
-                    if let Some(r) = rtc.as_deref_mut() {
-                        r.handle_timeout(std::time::Instant::now());
-                    }
-                }
-            },
-            _ = &mut stop => return (None, opened),
-        }
+    let mut role = Discovering {
+        offered,
+        opened: Vec::new(),
+        outcome: None,
+    };
+    // Peers that failed before the loop started (none answer UDP, nothing offered).
+    if let Flow::Continue = role.give_up_if_all_failed(discovery) {
+        drive(discovery, &mut role, udp, rtc.as_deref_mut(), clock, stop).await;
     }
+    // The closes of the probe channels go out before the engine takes over.
+    flush(discovery, &mut Vec::new(), udp, rtc, clock).await;
+    (role.outcome, role.opened)
 }
 
 /// When to wake: the driver's own timer or the WebRTC transport's, whichever comes first.
@@ -305,34 +388,16 @@ enum Wake {
     Stop,
 }
 
-async fn finish<S: ChunkStore>(
-    engine: &mut Engine<Peer, S>,
-    udp: Option<&UdpSocket>,
-    mut rtc: Option<&mut RtcTransport>,
-    clock: &Clock,
-    stats: Option<&mut StatsPrinter>,
-    close_all: bool,
-) {
-    if close_all {
-        engine.close_all();
-    }
-    flush(engine, udp, rtc.as_deref_mut(), clock).await;
-    if let Some(r) = rtc {
-        r.shutdown().await;
-    }
-    if let Some(s) = stats {
-        s.print(engine, clock.now());
-    }
-}
-
-async fn flush<S: ChunkStore>(
-    engine: &mut Engine<Peer, S>,
+/// Sends everything `p` has to send now.
+async fn flush<P: SansIo<Addr = Peer>>(
+    p: &mut P,
+    out: &mut Vec<u8>,
     udp: Option<&UdpSocket>,
     mut rtc: Option<&mut RtcTransport>,
     clock: &Clock,
 ) {
-    while let Some(t) = engine.poll_transmit(clock.now()) {
-        send(t.to, &t.payload, udp, rtc.as_deref_mut()).await;
+    while let Some(to) = p.poll_transmit(clock.now(), out) {
+        send(to, out, udp, rtc.as_deref_mut()).await;
     }
     if let Some(r) = rtc {
         r.flush().await;

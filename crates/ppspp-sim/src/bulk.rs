@@ -172,7 +172,9 @@ pub fn run(b: &Bulk) -> BulkRun {
             net.run_until(secs(at));
             let (s, r) = (flows[i].sender, flows[i].receiver);
             match prio {
-                None => net.with_engine(r, |e, now| e.connect(s, now)),
+                None => net.with_engine(r, |e, now| {
+                    e.connect(s, now);
+                }),
                 Some(p) => net.with_engine(s, |e, _| e.set_priority(&r, p)),
             }
             next_action += 1;

@@ -119,6 +119,8 @@ pub struct Network {
     /// Wire bytes delivered per (from, to), cumulative.
     pub delivered: BTreeMap<(NodeId, NodeId), u64>,
     pub stats: NetStats,
+    /// The buffer engines write their datagrams into.
+    send_buf: Vec<u8>,
 }
 
 impl Network {
@@ -134,6 +136,7 @@ impl Network {
             rng: Rng::new(seed),
             delivered: BTreeMap::new(),
             stats: NetStats::default(),
+            send_buf: Vec::new(),
         }
     }
 
@@ -306,18 +309,21 @@ impl Network {
     fn service(&mut self, id: NodeId, from_timer: bool) {
         let now = self.now;
         let mut out: Vec<(NodeId, usize, Body)> = Vec::new();
+        let mut buf = std::mem::take(&mut self.send_buf);
         let timeout = match &mut self.nodes[id as usize].kind {
             NodeKind::Peer(p) => {
-                while let Some(t) = p.engine.poll_transmit(now) {
+                // Each datagram in flight on a simulated link is a copy of its own.
+                while let Some(to) = p.engine.poll_transmit(now, &mut buf) {
                     let payload = match p.mutation {
-                        Some(m) => match mutate(m, &t.payload) {
+                        Some(m) => match mutate(m, &buf) {
                             Some(b) => b,
                             None => continue,
                         },
-                        None => t.payload,
+                        None => buf.clone(),
                     };
-                    out.push((t.to, payload.len() + UDP_OVERHEAD, Body::Ppspp(payload)));
+                    out.push((to, payload.len() + UDP_OVERHEAD, Body::Ppspp(payload)));
                 }
+
                 while let Some(e) = p.engine.poll_event() {
                     if matches!(e, Event::Progress { .. }) {
                         continue;
@@ -337,6 +343,7 @@ impl Network {
             }
             NodeKind::TcpReceiver(_) => None,
         };
+        self.send_buf = buf;
         let sent = !out.is_empty();
         for (to, size, body) in out {
             self.send(id, to, size, body);

@@ -1,7 +1,7 @@
 //! Fetching by root hash alone: the core's [`Discovery`] for the browser, driven like
 //! [`WasmPeer`](crate::WasmPeer) (the caller moves the messages and passes the time).
 
-use crate::{timeout_ms, to_time};
+use crate::driven::Driven;
 use ppspp::engine::Discovery;
 use ppspp::merkle::Hash;
 use ppspp::uri::SwarmUri;
@@ -11,8 +11,7 @@ use wasm_bindgen::prelude::*;
 /// swarm URI to fetch with.
 #[wasm_bindgen]
 pub struct WasmDiscovery {
-    discovery: Discovery<u32>,
-    out_peer: u32,
+    discovery: Driven<Discovery<u32>>,
 }
 
 #[wasm_bindgen]
@@ -30,62 +29,60 @@ impl WasmDiscovery {
             .ok_or_else(|| JsError::new(&format!("not a root hash in hex: {root_hex}")))?;
         let sizes: Vec<u32> = (chunk_size > 0).then_some(chunk_size).into_iter().collect();
         let seed = (u64::from(seed_hi) << 32) | u64::from(seed_lo);
-        let discovery = Discovery::new(root, &sizes, seed).map_err(|e| JsError::new(&e))?;
+        let discovery =
+            Discovery::new(root, &sizes, seed).map_err(|e| JsError::new(&e.to_string()))?;
         Ok(WasmDiscovery {
-            discovery,
-            out_peer: 0,
+            discovery: Driven::new(discovery),
         })
     }
 
     /// Asks `peer` (its data channel just opened and we initiated).
     pub fn connect(&mut self, peer: u32, now_ms: f64) {
-        self.discovery.connect(peer, to_time(now_ms));
+        self.discovery.connect(peer, now_ms);
     }
 
     #[wasm_bindgen(js_name = peerLost)]
     pub fn peer_lost(&mut self, peer: u32) {
-        self.discovery.peer_lost(&peer);
+        self.discovery.peer_lost(peer);
     }
 
     #[wasm_bindgen(js_name = handleDatagram)]
     pub fn handle_datagram(&mut self, peer: u32, data: &[u8], now_ms: f64) {
-        self.discovery.handle_datagram(to_time(now_ms), peer, data);
+        self.discovery.handle_datagram(peer, data, now_ms);
     }
 
     /// The next message to send, or `undefined`; [`Self::transmit_peer`] says to whom.
     #[wasm_bindgen(js_name = pollTransmit)]
-    pub fn poll_transmit(&mut self, now_ms: f64) -> Option<Vec<u8>> {
-        let t = self.discovery.poll_transmit(to_time(now_ms))?;
-        self.out_peer = t.to;
-        Some(t.payload)
+    pub fn poll_transmit(&mut self, now_ms: f64) -> Option<js_sys::Uint8Array> {
+        self.discovery.poll_transmit(now_ms)
     }
 
     #[wasm_bindgen(js_name = transmitPeer)]
     pub fn transmit_peer(&self) -> u32 {
-        self.out_peer
+        self.discovery.transmit_peer()
     }
 
     /// Milliseconds until `handleTimeout` is due (0: now), or -1 when nothing is scheduled.
     #[wasm_bindgen(js_name = pollTimeout)]
     pub fn poll_timeout(&self, now_ms: f64) -> f64 {
-        timeout_ms(self.discovery.poll_timeout(), now_ms)
+        self.discovery.poll_timeout(now_ms)
     }
 
     #[wasm_bindgen(js_name = handleTimeout)]
     pub fn handle_timeout(&mut self, now_ms: f64) {
-        self.discovery.handle_timeout(to_time(now_ms));
+        self.discovery.handle_timeout(now_ms);
     }
 
     /// The swarm URI (with `signal`, if given) once a peer has proven the chunk size and
     /// length, else `undefined`.
     pub fn uri(&self, signal: Option<String>) -> Option<String> {
-        let mut uri = SwarmUri::new(self.discovery.found()?);
+        let mut uri = SwarmUri::new(self.discovery.inner.found()?);
         uri.signal = signal;
         Some(uri.to_string())
     }
 
     /// Why discovery failed, once every peer asked so far has failed, else `undefined`.
     pub fn failure(&self) -> Option<String> {
-        self.discovery.failed().map(|e| e.to_string())
+        self.discovery.inner.failed().map(|e| e.to_string())
     }
 }

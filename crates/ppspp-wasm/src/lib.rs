@@ -12,13 +12,14 @@
 pub mod bench;
 mod convert;
 mod discovery;
+mod driven;
 mod store;
 
 use convert::{channel_stats_object, content_object, event_object, stats_object};
 pub use discovery::WasmDiscovery;
+use driven::{Driven, to_time};
 use ppspp::engine::{Engine, EngineConfig, PickerKind};
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
-use ppspp::time::Time;
 use ppspp::uri::SwarmUri;
 use store::ServeStore;
 use wasm_bindgen::prelude::*;
@@ -136,26 +137,11 @@ pub fn parse_uri(uri: &str) -> Result<JsValue, JsError> {
     Ok(content_object(&parsed))
 }
 
-/// The caller's `performance.now()` (milliseconds) as engine time.
-fn to_time(now_ms: f64) -> Time {
-    // performance.now() is non-negative and monotonic; guard anyway (NaN → 0).
-    Time::from_micros((now_ms.max(0.0) * 1000.0) as u64)
-}
-
-/// Milliseconds from `now_ms` until `due` (0: now), or -1 for nothing scheduled.
-fn timeout_ms(due: Option<Time>, now_ms: f64) -> f64 {
-    match due {
-        Some(t) if t != Time::NEVER => t.saturating_since(to_time(now_ms)).as_secs_f64() * 1000.0,
-        _ => -1.0,
-    }
-}
-
 /// One peer in one swarm: the engine, its content in memory, and what is on its way out.
 #[wasm_bindgen]
 pub struct WasmPeer {
-    engine: Engine<u32, ServeStore>,
+    engine: Driven<Engine<u32, ServeStore>>,
     uri: SwarmUri,
-    out_peer: u32,
 }
 
 #[wasm_bindgen]
@@ -179,9 +165,8 @@ impl WasmPeer {
         let engine = Engine::new(options.engine_config()?, content, store, to_time(now_ms))
             .map_err(|e| JsError::new(&e.to_string()))?;
         Ok(WasmPeer {
-            engine,
+            engine: Driven::new(engine),
             uri,
-            out_peer: 0,
         })
     }
 
@@ -220,9 +205,8 @@ impl WasmPeer {
         uri.signal = signal;
         uri.name = name;
         Ok(WasmPeer {
-            engine,
+            engine: Driven::new(engine),
             uri,
-            out_peer: 0,
         })
     }
 
@@ -238,61 +222,59 @@ impl WasmPeer {
 
     /// Opens a channel to `peer` (its data channel just opened and we initiated).
     pub fn connect(&mut self, peer: u32, now_ms: f64) {
-        self.engine.connect(peer, to_time(now_ms));
+        self.engine.connect(peer, now_ms);
     }
 
     /// Sends an explicit close to `peer` on the next transmits.
     pub fn close(&mut self, peer: u32) {
-        self.engine.close(&peer);
+        self.engine.inner.close(&peer);
     }
 
     /// Closes every channel (then drain `pollTransmit` to send the closes).
     #[wasm_bindgen(js_name = closeAll)]
     pub fn close_all(&mut self) {
-        self.engine.close_all();
+        self.engine.inner.close_all();
     }
 
     /// The data channel to `peer` is gone: forget it without sending anything.
     #[wasm_bindgen(js_name = peerLost)]
     pub fn peer_lost(&mut self, peer: u32) {
-        self.engine.peer_lost(&peer);
+        self.engine.peer_lost(peer);
     }
 
     /// One message from `peer`'s data channel.
     #[wasm_bindgen(js_name = handleDatagram)]
     pub fn handle_datagram(&mut self, peer: u32, data: &[u8], now_ms: f64) {
-        self.engine.handle_datagram(to_time(now_ms), peer, data);
+        self.engine.handle_datagram(peer, data, now_ms);
     }
 
     /// The next message to send, or `undefined`; [`Self::transmit_peer`] says to whom.
     #[wasm_bindgen(js_name = pollTransmit)]
-    pub fn poll_transmit(&mut self, now_ms: f64) -> Option<Vec<u8>> {
-        let t = self.engine.poll_transmit(to_time(now_ms))?;
-        self.out_peer = t.to;
-        Some(t.payload)
+    pub fn poll_transmit(&mut self, now_ms: f64) -> Option<js_sys::Uint8Array> {
+        self.engine.poll_transmit(now_ms)
     }
 
     /// The peer of the message [`Self::poll_transmit`] returned last.
     #[wasm_bindgen(js_name = transmitPeer)]
     pub fn transmit_peer(&self) -> u32 {
-        self.out_peer
+        self.engine.transmit_peer()
     }
 
     /// Milliseconds until `handleTimeout` is due (0: now), or -1 when nothing is scheduled.
     #[wasm_bindgen(js_name = pollTimeout)]
     pub fn poll_timeout(&mut self, now_ms: f64) -> f64 {
-        timeout_ms(self.engine.poll_timeout(), now_ms)
+        self.engine.poll_timeout(now_ms)
     }
 
     #[wasm_bindgen(js_name = handleTimeout)]
     pub fn handle_timeout(&mut self, now_ms: f64) {
-        self.engine.handle_timeout(to_time(now_ms));
+        self.engine.handle_timeout(now_ms);
     }
 
     /// The next event as a plain object with a `type`, or `undefined`.
     #[wasm_bindgen(js_name = pollEvent)]
     pub fn poll_event(&mut self) -> JsValue {
-        match self.engine.poll_event() {
+        match self.engine.inner.poll_event() {
             Some(e) => event_object(&e),
             None => JsValue::UNDEFINED,
         }
@@ -301,50 +283,56 @@ impl WasmPeer {
     /// Moves the VoD window to `chunk` (playback position or seek).
     #[wasm_bindgen(js_name = setPlayhead)]
     pub fn set_playhead(&mut self, chunk: f64) {
-        self.engine.set_playhead(chunk.max(0.0) as u64);
+        self.engine.inner.set_playhead(chunk.max(0.0) as u64);
     }
 
     /// Marks `peer` as an origin: asked only for chunks due for playback or that no other
     /// peer holds, so the swarm carries the rest.
     #[wasm_bindgen(js_name = setOrigin)]
     pub fn set_origin(&mut self, peer: u32, origin: bool) {
-        self.engine.set_origin(&peer, origin);
+        self.engine.inner.set_origin(&peer, origin);
     }
 
     /// Congestion priority towards `peer` (0 = LEDBAT, N = N TCPs).
     #[wasm_bindgen(js_name = setPriority)]
     pub fn set_priority(&mut self, peer: u32, priority: u32) {
-        self.engine.set_priority(&peer, priority);
+        self.engine.inner.set_priority(&peer, priority);
     }
 
     pub fn stats(&self) -> JsValue {
-        stats_object(&self.engine.stats())
+        stats_object(&self.engine.inner.stats())
     }
 
     /// Per-channel figures: `[{peer, state, cwnd, rttMs, queuingDelayMs, …}]`.
     #[wasm_bindgen(js_name = channelStats)]
     pub fn channel_stats(&self) -> JsValue {
-        channel_stats_object(&self.engine.channel_stats())
+        channel_stats_object(&self.engine.inner.channel_stats())
     }
 
     #[wasm_bindgen(js_name = isComplete)]
     pub fn is_complete(&self) -> bool {
-        self.engine.is_complete()
+        self.engine.inner.is_complete()
     }
 
     #[wasm_bindgen(js_name = chunkCount)]
     pub fn chunk_count(&self) -> f64 {
-        self.engine.chunk_count() as f64
+        self.engine.inner.chunk_count() as f64
     }
 
     /// Chunks verified and stored, as `[start, end, start, end, …]` (end exclusive).
     #[wasm_bindgen(js_name = haveRanges)]
     pub fn have_ranges(&self) -> Vec<f64> {
         self.engine
+            .inner
             .have()
             .filled_ranges()
-            .filter(|r| r.start < self.engine.chunk_count())
-            .flat_map(|r| [r.start as f64, r.end.min(self.engine.chunk_count()) as f64])
+            .filter(|r| r.start < self.engine.inner.chunk_count())
+            .flat_map(|r| {
+                [
+                    r.start as f64,
+                    r.end.min(self.engine.inner.chunk_count()) as f64,
+                ]
+            })
             .collect()
     }
 
@@ -352,9 +340,10 @@ impl WasmPeer {
     /// every one from `chunk` on is).
     #[wasm_bindgen(js_name = firstMissing)]
     pub fn first_missing(&self, chunk: f64) -> f64 {
-        let count = self.engine.chunk_count();
+        let count = self.engine.inner.chunk_count();
         let from = (chunk.max(0.0) as u64).min(count);
         self.engine
+            .inner
             .have()
             .find_empty(from..count)
             .map_or(count, |bin| bin.base_offset().max(from)) as f64
@@ -362,7 +351,7 @@ impl WasmPeer {
 
     /// Verified bytes `start..end` of the content; throws if any chunk of it is missing.
     pub fn read(&self, start: f64, end: f64) -> Result<Vec<u8>, JsError> {
-        let len = self.engine.content().content_len;
+        let len = self.engine.inner.content().content_len;
         let (start, end) = (start.max(0.0) as u64, end.max(0.0) as u64);
         if start > end || end > len {
             return Err(JsError::new(&format!(
@@ -372,14 +361,20 @@ impl WasmPeer {
         if start == end {
             return Ok(Vec::new());
         }
-        let cs = u64::from(self.engine.content().chunk_size);
+        let cs = u64::from(self.engine.inner.content().chunk_size);
         let (first, last) = (start / cs, (end - 1) / cs);
-        if self.engine.have().find_empty(first..last + 1).is_some() {
+        if self
+            .engine
+            .inner
+            .have()
+            .find_empty(first..last + 1)
+            .is_some()
+        {
             return Err(JsError::new(&format!(
                 "bytes {start}..{end} are not all verified yet"
             )));
         }
-        Ok(self.engine.store().bytes()[start as usize..end as usize].to_vec())
+        Ok(self.engine.inner.store().bytes()[start as usize..end as usize].to_vec())
     }
 }
 

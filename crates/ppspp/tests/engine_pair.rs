@@ -3,11 +3,11 @@
 
 mod common;
 
+use common::virtual_net::VirtualNet as Net;
 use ppspp::engine::{ContentInfo, Engine, EngineConfig, Event};
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
 use ppspp::store::MemoryStore;
 use ppspp::time::Time;
-use common::virtual_net::VirtualNet as Net;
 use std::time::Duration;
 
 type Node = Engine<u32, MemoryStore>;

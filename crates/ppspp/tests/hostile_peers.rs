@@ -5,8 +5,6 @@
 mod common;
 
 use common::virtual_net::{VirtualNet, poll};
-use std::cell::RefCell;
-use std::rc::Rc;
 use ppspp::codec::{
     ChunkAddressing, ChunkSpec, CodecConfig, ContentIntegrity, DatagramBuilder, Handshake,
     HandshakeOptions, Message, decode_datagram,
@@ -15,7 +13,9 @@ use ppspp::engine::{CloseReason, ContentInfo, Engine, EngineConfig, Event};
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
 use ppspp::store::{ChunkStore, MemoryStore, StoreError};
 use ppspp::time::Time;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::time::Duration;
 
 type Node = Engine<u32, MemoryStore>;
@@ -147,7 +147,11 @@ impl World {
 
     /// REQUEST messages `from` sent to `to`.
     fn requests(&self, from: u32, to: u32) -> u64 {
-        self.requests.borrow().get(&(from, to)).copied().unwrap_or(0)
+        self.requests
+            .borrow()
+            .get(&(from, to))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Runs until `done` or `limit`, on from where the last run stopped; returns the time

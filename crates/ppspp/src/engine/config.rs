@@ -170,16 +170,16 @@ const MIN_MTU: usize = 512;
 impl EngineConfig {
     /// Checks every setting; the engine's constructors call it.
     pub fn validate(&self) -> Result<(), EngineError> {
-        self.congestion.validate().map_err(EngineError::Congestion)?;
+        self.congestion
+            .validate()
+            .map_err(EngineError::Congestion)?;
         if self.max_peers == 0 {
             return Err(EngineError::Config("max_peers must be at least 1"));
         }
         if self.max_half_open == 0 {
             return Err(EngineError::Config("max_half_open must be at least 1"));
         }
-        if self.min_request_pipeline == 0
-            || self.max_request_pipeline < self.min_request_pipeline
-        {
+        if self.min_request_pipeline == 0 || self.max_request_pipeline < self.min_request_pipeline {
             return Err(EngineError::Config(
                 "need 1 <= min_request_pipeline <= max_request_pipeline",
             ));
@@ -203,10 +203,12 @@ impl ContentInfo {
         let data = 1 + 16 + 8 + self.chunk_size as usize;
         let max = CodecConfig::default().max_datagram_len;
         if mtu + hashes + data > max {
-            return Err(EngineError::Content(ContentError::ChunkTooLargeForDatagram {
-                chunk_size: self.chunk_size,
-                max,
-            }));
+            return Err(EngineError::Content(
+                ContentError::ChunkTooLargeForDatagram {
+                    chunk_size: self.chunk_size,
+                    max,
+                },
+            ));
         }
         Ok(())
     }
@@ -223,4 +225,3 @@ impl fmt::Display for EngineError {
 }
 
 impl std::error::Error for EngineError {}
-

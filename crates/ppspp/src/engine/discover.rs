@@ -18,10 +18,12 @@
 //! go out through [`Discovery::poll_transmit`], and the outcome comes as a
 //! [`DiscoveryEvent`].
 
-use super::addr::PeerAddr;
-use super::handshake::{SwarmParams, check_peer_options, our_options};
 use super::ContentInfo;
-use super::discovery_outcome::{DiscoveryConfigError, DiscoveryError, DiscoveryEvent, ProbeFailure};
+use super::addr::PeerAddr;
+use super::discovery_outcome::{
+    DiscoveryConfigError, DiscoveryError, DiscoveryEvent, ProbeFailure,
+};
+use super::handshake::{SwarmParams, check_peer_options, our_options};
 use super::sans_io::{Connect, SansIo};
 use crate::Bin;
 use crate::codec::{

@@ -140,10 +140,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let content = ContentInfo {
             root: tree.root(),
             hash: tree.algorithm(),
-            chunk_size: u32::try_from(tree.chunk_size())
-                .map_err(|_| {
-                    EngineError::Content(ContentError::ChunkSizeTooLarge(tree.chunk_size()))
-                })?,
+            chunk_size: u32::try_from(tree.chunk_size()).map_err(|_| {
+                EngineError::Content(ContentError::ChunkSizeTooLarge(tree.chunk_size()))
+            })?,
             content_len: tree.content_len(),
         };
         let verifying = VerifyingTree::from_tree(tree);

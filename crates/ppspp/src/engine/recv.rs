@@ -3,8 +3,8 @@
 use super::channel::Channel;
 use super::event::{CloseReason, Event};
 use super::half_open::HalfOpen;
-use super::misbehaviour::Misbehaviour;
 use super::handshake::check_peer_options;
+use super::misbehaviour::Misbehaviour;
 use super::{Engine, PeerAddr, is_private};
 use crate::Bin;
 use crate::binmap::Binmap;
@@ -188,7 +188,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             let msg = match msg {
                 Ok(m) => m,
                 // RFC 7574 §7: no error messages; a peer that sends garbage is abandoned.
-                Err(e) => return Verdict::Close(CloseReason::Misbehaving(Misbehaviour::Malformed(e))),
+                Err(e) => {
+                    return Verdict::Close(CloseReason::Misbehaving(Misbehaviour::Malformed(e)));
+                }
             };
             if let Message::Handshake(hs) = msg {
                 if let Some(v) = self.handle_handshake(now, ch, &hs, first) {

@@ -184,7 +184,13 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         false
     }
 
-    fn sent(&mut self, now: Time, ch: &mut Channel<A>, w: DatagramBuilder, buf: &mut Vec<u8>) -> bool {
+    fn sent(
+        &mut self,
+        now: Time,
+        ch: &mut Channel<A>,
+        w: DatagramBuilder,
+        buf: &mut Vec<u8>,
+    ) -> bool {
         ch.last_send = now;
         ch.sent_since_recv = ch.sent_since_recv.saturating_add(1);
         *buf = w.finish();

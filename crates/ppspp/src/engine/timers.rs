@@ -127,9 +127,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 .map(|t| t + 2 * plan_ahead(ch.planning_rtt())),
             nothing_to_exchange: (!self.is_complete() && !ch.exchanged)
                 .then(|| ch.last_exchange + NOTHING_TO_EXCHANGE),
-            have_refresh: Some(
-                (ch.haves_refreshed + HAVE_REFRESH).max(ch.last_send + keepalive),
-            ),
+            have_refresh: Some((ch.haves_refreshed + HAVE_REFRESH).max(ch.last_send + keepalive)),
             pex_request: ch.pex_request_due,
             // While the upload limit holds data back, its refill is the deadline.
             next_data: (has_data && ch.in_flight.len() < ch.window()).then(|| {

@@ -135,10 +135,7 @@ impl VirtualNet {
                 .filter_map(|n| n.poll_timeout())
                 .min()
                 .unwrap_or(Time::NEVER);
-            let next_packet = self
-                .queue
-                .peek()
-                .map_or(Time::NEVER, |Reverse((t, ..))| *t);
+            let next_packet = self.queue.peek().map_or(Time::NEVER, |Reverse((t, ..))| *t);
             let next = next_timer.min(next_packet).max(now);
             if next > limit {
                 now = limit;
