@@ -35,8 +35,10 @@ export class FakeSourceBuffer extends EventTarget {
   ranges: Ranges = [];
   /** Every call, in order. */
   readonly ops: SourceBufferOp[] = [];
-  /** Errors the next `appendBuffer` calls throw, one each (nothing is appended then). */
-  readonly throwOnAppend: Error[] = [];
+  /** What the next `appendBuffer` calls throw, one entry each (undefined: nothing). */
+  readonly throwOnAppend: (Error | undefined)[] = [];
+  /** Called with each append as it is taken. */
+  onAppend: ((bytes: Uint8Array) => void) | null = null;
 
   constructor(
     readonly mediaSource: FakeMediaSource,
@@ -59,7 +61,9 @@ export class FakeSourceBuffer extends EventTarget {
     const error = this.throwOnAppend.shift();
     if (error) throw error;
     const view = ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : new Uint8Array(data);
-    this.ops.push({ op: 'append', bytes: new Uint8Array(view) });
+    const bytes = new Uint8Array(view);
+    this.ops.push({ op: 'append', bytes });
+    this.onAppend?.(bytes);
     this.update();
   }
 
@@ -100,11 +104,22 @@ export class FakeSourceBuffer extends EventTarget {
   }
 }
 
+const defaultSupports = (type: string): boolean => /^video\/(webm|mp4)\b/.test(type);
+
 export class FakeMediaSource extends EventTarget {
   /** What `isTypeSupported` answers; tests replace it. */
-  static supports: (type: string) => boolean = (type) => /^video\/(webm|mp4)\b/.test(type);
+  static supports: (type: string) => boolean = defaultSupports;
   static isTypeSupported(type: string): boolean {
     return FakeMediaSource.supports(type);
+  }
+  /** Every MediaSource made since the fakes were installed. */
+  static readonly made: FakeMediaSource[] = [];
+  /** Sees each SourceBuffer as it is created (to set up what it will throw). */
+  static onSourceBuffer: ((sb: FakeSourceBuffer) => void) | null = null;
+
+  constructor() {
+    super();
+    FakeMediaSource.made.push(this);
   }
 
   readyState: ReadyState = 'closed';
@@ -117,6 +132,7 @@ export class FakeMediaSource extends EventTarget {
     if (this.readyState !== 'open') throw new DOMException('MediaSource not open', 'InvalidStateError');
     const sb = new FakeSourceBuffer(this, type);
     this.sourceBuffers.push(sb);
+    FakeMediaSource.onSourceBuffer?.(sb);
     return sb;
   }
 
@@ -237,6 +253,9 @@ export function installMedia(): () => void {
     URL.createObjectURL = createObjectURL;
     URL.revokeObjectURL = revokeObjectURL;
     objectUrls.clear();
+    FakeMediaSource.made.length = 0;
+    FakeMediaSource.onSourceBuffer = null;
+    FakeMediaSource.supports = defaultSupports;
   };
 }
 

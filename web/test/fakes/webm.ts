@@ -59,12 +59,14 @@ export interface SyntheticWebm {
   initLength: number;
   /** Byte offset of each Cluster, and its time in seconds. */
   clusters: { offset: number; time: number }[];
+  /** Where each SimpleBlock ends in the file (the last of a Cluster ends the Cluster). */
+  blockEnds: Set<number>;
   durationSeconds: number;
   mimeType: string;
 }
 
-/** `seconds` Clusters of `clusterBytes` (about) each. */
-export function syntheticWebm(seconds: number, clusterBytes: number): SyntheticWebm {
+/** `seconds` Clusters of `clusterBytes` (about) each, in `blocks` SimpleBlocks. */
+export function syntheticWebm(seconds: number, clusterBytes: number, blocks = 1): SyntheticWebm {
   const header = el(0x1a45dfa3, el(0x4286, [1]), el(0x4282, text('webm')), el(0x4287, [4]), el(0x4285, [2]));
   const init = concat(
     el(0x114d9b74, el(0x4dbb, el(0x53ab, [0x15, 0x49, 0xa9, 0x66]), el(0x53ac, [0]))), // SeekHead
@@ -76,19 +78,31 @@ export function syntheticWebm(seconds: number, clusterBytes: number): SyntheticW
     ),
   );
   const clusters: Uint8Array[] = [];
+  const blockSizes: number[][] = [];
   for (let s = 0; s < seconds; s++) {
-    const block = concat([0x81, 0, 0, 0x80], randomBytes(clusterBytes, s + 1)); // track 1, +0, keyframe
-    clusters.push(el(0x1f43b675, el(0xe7, be(s * 1000, 2)), el(0xa3, block)));
+    const size = Math.floor(clusterBytes / blocks);
+    const simpleBlocks = Array.from({ length: blocks }, (_, b) =>
+      // Track 1, at b * 40 ms into the Cluster, the first a keyframe.
+      el(0xa3, concat([0x81], be(b * 40, 2), [b === 0 ? 0x80 : 0]), randomBytes(size, s * 1000 + b + 1)),
+    );
+    clusters.push(el(0x1f43b675, el(0xe7, be(s * 1000, 2)), ...simpleBlocks));
+    blockSizes.push(simpleBlocks.map((b) => b.length));
   }
   const body = concat(init, ...clusters);
   const segment = el(0x18538067, body);
   const file = concat(header, segment);
   const initLength = file.length - clusters.reduce((n, c) => n + c.length, 0);
   const offsets: { offset: number; time: number }[] = [];
+  const blockEnds = new Set<number>();
   let at = initLength;
   clusters.forEach((c, s) => {
     offsets.push({ offset: at, time: s });
     at += c.length;
+    let end = at;
+    for (const size of [...(blockSizes[s] ?? [])].reverse()) {
+      blockEnds.add(end);
+      end -= size;
+    }
   });
-  return { file, initLength, clusters: offsets, durationSeconds: seconds, mimeType: 'video/webm; codecs="vp9,opus"' };
+  return { file, initLength, clusters: offsets, blockEnds, durationSeconds: seconds, mimeType: 'video/webm; codecs="vp9,opus"' };
 }

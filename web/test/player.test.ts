@@ -1,0 +1,388 @@
+/**
+ * Player with the real engine (Wasm) fetching from a seeding Peer over fake WebRTC and a
+ * fake signaling server, appending to a fake MediaSource: what it appends, in which
+ * order, how it takes a full buffer, a failing SourceBuffer and a seek, and how attach
+ * fails.
+ */
+import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { PpsppError } from '../src/errors.js';
+import { type PeerOptions, type PlayerOptions, resolvePeerOptions } from '../src/options.js';
+import { Peer, engineOptions } from '../src/peer.js';
+import { Player, type PlayerEvents } from '../src/player.js';
+import { WasmPeer } from '../src/wasm.js';
+import { differsAt } from './fakes/bytes.js';
+import { loadEngine } from './fakes/engine.js';
+import { FakeMediaSource, type FakeSourceBuffer, FakeVideoElement, installMedia, liveObjectUrls } from './fakes/media.js';
+import { FakeSignalServer, installWebSocket } from './fakes/signaling.js';
+import { nextEvent, until } from './fakes/tasks.js';
+import { syntheticMp4 } from './fakes/mp4.js';
+import { type SyntheticWebm, syntheticWebm } from './fakes/webm.js';
+import { FakeNet, installWebRtc } from './fakes/webrtc.js';
+
+const CHUNK = 8192;
+
+let net: FakeNet;
+let server: FakeSignalServer;
+const undo: (() => void)[] = [];
+const players: Player[] = [];
+const peers: Peer[] = [];
+
+beforeAll(loadEngine);
+
+beforeEach(() => {
+  net = new FakeNet();
+  undo.push(installWebRtc(net), installWebSocket(), installMedia());
+  server = new FakeSignalServer();
+});
+
+afterEach(() => {
+  vi.restoreAllMocks();
+  for (const p of players.splice(0)) p.destroy();
+  for (const p of peers.splice(0)) p.close();
+  server.close();
+  for (const u of undo.splice(0).reverse()) u();
+});
+
+/** Seeds `file` from a Peer (the origin); returns its URI (signal= the fake server). */
+async function seed(file: Uint8Array, options: PeerOptions = {}): Promise<{ uri: string; peer: Peer }> {
+  const peer = await Peer.create({ statsIntervalMs: 0, ...options });
+  peers.push(peer);
+  const uri = await peer.seed(file, { signal: server.url, chunkSize: CHUNK, name: 'video.webm' });
+  return { uri, peer };
+}
+
+interface Attached {
+  video: FakeVideoElement;
+  player: Player;
+  mediaSource: FakeMediaSource;
+  log: { [K in keyof PlayerEvents]: PlayerEvents[K][] };
+}
+
+async function attach(uri: string, options: PlayerOptions = {}): Promise<Attached> {
+  const video = new FakeVideoElement();
+  const player = await Player.attach(video as unknown as HTMLVideoElement, uri, { statsIntervalMs: 0, ...options });
+  players.push(player);
+  const log = {} as Attached['log'];
+  for (const type of ['error', 'complete', 'first-frame', 'peer-joined', 'peer-left'] as const) {
+    log[type] = [] as never;
+    player.on(type, (payload) => (log[type] as unknown[]).push(payload));
+  }
+  const mediaSource = FakeMediaSource.made.at(-1);
+  if (!mediaSource) throw new Error('the Player made no MediaSource');
+  return { video, player, mediaSource, log };
+}
+
+async function sourceBuffer(ms: FakeMediaSource): Promise<FakeSourceBuffer> {
+  await until(() => ms.sourceBuffers.length > 0, 'a SourceBuffer');
+  return ms.sourceBuffers[0]!;
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+const appendedBytes = (sb: FakeSourceBuffer): number => sb.appends.reduce((n, a) => n + a.length, 0);
+
+/** A Cluster ID with the unknown size, as the Player writes the head of a Cluster it appends in pieces. */
+const OPEN_CLUSTER_HEAD = [0x1f, 0x43, 0xb6, 0x75, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
+
+/**
+ * Checks that `appends` are the file from `start`, in order, in pieces the Player may
+ * make: the init segment alone, whole Clusters, or a Cluster in pieces of whole blocks,
+ * the first behind its ID with the unknown size. Returns how many Clusters came in pieces.
+ */
+function expectFileInPieces(media: SyntheticWebm, appends: Uint8Array[], start: number): number {
+  const clusterAt = new Set(media.clusters.map((c) => c.offset));
+  const { file } = media;
+  let pos = start;
+  let opened = 0;
+  for (const a of appends) {
+    const head = a.length >= 12 && OPEN_CLUSTER_HEAD.every((b, i) => a[i] === b);
+    if (head) {
+      expect(clusterAt.has(pos), `an open Cluster head at ${pos}, where a Cluster starts`).toBe(true);
+      const sizeLength = Math.clz32(file[pos + 4]!) - 24 + 1;
+      pos += 4 + sizeLength;
+      expect(differsAt(a.subarray(12), file.subarray(pos, pos + a.length - 12)), `open Cluster piece at ${pos}`).toBeNull();
+      pos += a.length - 12;
+      opened += 1;
+    } else {
+      const at = pos;
+      expect(differsAt(a, file.subarray(at, at + a.length)), `append at ${at}`).toBeNull();
+      pos += a.length;
+    }
+    const boundary = pos === media.initLength || clusterAt.has(pos) || media.blockEnds.has(pos) || pos === file.length;
+    expect(boundary, `an append ends at ${pos}: not a segment or block boundary`).toBe(true);
+  }
+  expect(pos, 'appended up to the end').toBe(file.length);
+  return opened;
+}
+
+describe('Player.attach rejects', () => {
+  /** A real URI of some content, signal= the fake server, with nobody seeding it. */
+  const someUri = (signal = server.url): string => {
+    const engine = WasmPeer.seeder(new Uint8Array(1000), 1024, 'sha256', signal, undefined, engineOptions(resolvePeerOptions()), 0);
+    const uri = engine.uri();
+    engine.free();
+    return uri;
+  };
+  const video = (): HTMLVideoElement => new FakeVideoElement() as unknown as HTMLVideoElement;
+
+  it('with mse-unsupported where there is no MediaSource', async () => {
+    const g = globalThis as { MediaSource?: unknown };
+    const ms = g.MediaSource;
+    delete g.MediaSource;
+    try {
+      await expect(Player.attach(video(), someUri())).rejects.toMatchObject({ code: 'mse-unsupported' });
+    } finally {
+      g.MediaSource = ms;
+    }
+  });
+
+  it('with webrtc-unsupported where there is no RTCPeerConnection', async () => {
+    const g = globalThis as { RTCPeerConnection?: unknown };
+    delete g.RTCPeerConnection;
+    await expect(Player.attach(video(), someUri())).rejects.toMatchObject({ code: 'webrtc-unsupported' });
+    expect(server.received).toEqual([]);
+  });
+
+  it('with bad-option for something that is not a video element, or an unknown option', async () => {
+    await expect(Player.attach({} as HTMLVideoElement, someUri())).rejects.toMatchObject({ code: 'bad-option' });
+    await expect(Player.attach(video(), someUri(), { speed: 2 } as PlayerOptions)).rejects.toMatchObject({
+      code: 'bad-option',
+      message: expect.stringContaining('speed'),
+    });
+  });
+
+  it('with mse-unsupported for a mimeType option MediaSource cannot play, before joining the swarm', async () => {
+    FakeMediaSource.supports = (type) => !type.includes('av01');
+    await expect(Player.attach(video(), someUri(), { mimeType: 'video/mp4; codecs="av01.0.05M.08"' })).rejects.toMatchObject({
+      code: 'mse-unsupported',
+      message: expect.stringContaining('av01'),
+    });
+    expect(server.received).toEqual([]);
+  });
+
+  it('with bad-uri for a URI that is not one', async () => {
+    await expect(Player.attach(video(), 'ppspp://not-a-root?len=5')).rejects.toMatchObject({ code: 'bad-uri' });
+  });
+
+  it('with signaling-unreachable, and lets go of the MediaSource', async () => {
+    await expect(Player.attach(video(), someUri('ws://nowhere.test/ws'))).rejects.toMatchObject({ code: 'signaling-unreachable' });
+    expect(liveObjectUrls()).toBe(0);
+  });
+});
+
+describe('Player over fake WebRTC and MediaSource, with the real engine', () => {
+  it('appends the init segment alone, then whole Clusters in order, sets the duration and ends the stream', async () => {
+    const media = syntheticWebm(20, 20_000);
+    const { uri } = await seed(media.file);
+    const { mediaSource, log, player } = await attach(uri);
+    const sb = await sourceBuffer(mediaSource);
+    await until(() => mediaSource.endOfStreamCalls > 0, 'endOfStream');
+
+    expect(mediaSource.sourceBuffers).toHaveLength(1);
+    expect(sb.mimeType).toBe(media.mimeType);
+    expect(mediaSource.duration).toBe(20);
+    const appends = sb.appends;
+    expect(appends[0]).toEqual(media.file.subarray(0, media.initLength));
+    expect(differsAt(concat(appends), media.file), 'the appends differ from the file at').toBeNull();
+    const clusterAt = new Set(media.clusters.map((c) => c.offset));
+    let at = media.initLength;
+    for (const a of appends.slice(1)) {
+      expect(clusterAt.has(at), `an append starts at ${at}, not at a Cluster`).toBe(true);
+      at += a.length;
+    }
+    expect(sb.ops.filter((o) => o.op !== 'append')).toEqual([]);
+    expect(mediaSource.endOfStreamCalls).toBe(1);
+    expect(mediaSource.readyState).toBe('ended');
+    expect(log.error).toEqual([]);
+    expect(log.complete).toHaveLength(1);
+    expect(log['peer-joined']).toMatchObject([{ seeder: true }]);
+    expect(differsAt(player.read(0, media.file.length), media.file)).toBeNull();
+    expect(player.stats()).toMatchObject({ bytesFromSeeders: media.file.length, rebufferMs: 0, stalls: 0 });
+  });
+
+  it('a fragmented MP4: the init segment alone, then whole moof + mdat fragments in order', async () => {
+    // 20 fragments of 40 KB from a seeder sending 1 MB/s: fragments arrive in pieces.
+    const media = syntheticMp4(20, 40_000);
+    const { uri } = await seed(media.file, { uploadLimit: 1_000_000 });
+    const { mediaSource, log } = await attach(uri);
+    const sb = await sourceBuffer(mediaSource);
+    await until(() => mediaSource.endOfStreamCalls > 0, 'endOfStream');
+    expect(sb.mimeType).toMatch(/^video\/mp4; codecs="avc1\.64001f,mp4a\.40\.2"$/);
+    expect(mediaSource.duration).toBe(20);
+    const appends = sb.appends;
+    expect(appends[0]).toEqual(media.file.subarray(0, media.initLength));
+    expect(differsAt(concat(appends), media.file), 'the appends differ from the file at').toBeNull();
+    const fragmentAt = new Set(media.fragments.map((f) => f.offset));
+    let at = media.initLength;
+    for (const a of appends.slice(1)) {
+      expect(fragmentAt.has(at), `an append starts at ${at}, not at a moof`).toBe(true);
+      at += a.length;
+    }
+    expect(appends.length, 'several appends (the fragments arrived over time)').toBeGreaterThan(2);
+    expect(log.error).toEqual([]);
+  });
+
+  it('appends a Cluster still arriving as its whole blocks behind an unknown-size head', async () => {
+    // 256 KiB Clusters of 32 blocks, from a seeder sending 400 KB/s: each takes over 0.6 s.
+    const media = syntheticWebm(4, 256 * 1024, 32);
+    const { uri } = await seed(media.file, { uploadLimit: 400_000 });
+    const { mediaSource, log } = await attach(uri);
+    const sb = await sourceBuffer(mediaSource);
+    await until(() => mediaSource.endOfStreamCalls > 0, 'endOfStream', 20_000);
+    expect(sb.appends[0]).toEqual(media.file.subarray(0, media.initLength));
+    const opened = expectFileInPieces(media, sb.appends.slice(1), media.initLength);
+    expect(opened, 'Clusters appended in pieces').toBeGreaterThan(0);
+    expect(log.error).toEqual([]);
+  }, 30_000);
+
+  it('first-frame fires once, on the first loadeddata', async () => {
+    const media = syntheticWebm(5, 10_000);
+    const { uri } = await seed(media.file);
+    const { video, mediaSource, log, player } = await attach(uri);
+    const sb = await sourceBuffer(mediaSource);
+    await until(() => sb.appends.length >= 2, 'a media segment appended');
+    expect(player.timeToFirstFrameMs).toBeNull();
+    video.dispatchEvent(new Event('loadeddata'));
+    video.dispatchEvent(new Event('loadeddata'));
+    expect(log['first-frame']).toHaveLength(1);
+    expect(log['first-frame'][0]!.ms).toBeGreaterThan(0);
+    expect(player.timeToFirstFrameMs).toBe(log['first-frame'][0]!.ms);
+  });
+
+  it('after QuotaExceededError, removes played media behind the playhead and appends the same segment again', async () => {
+    const media = syntheticWebm(10, 20_000);
+    FakeMediaSource.onSourceBuffer = (sb) => {
+      sb.ranges = [[0, 20]];
+      sb.throwOnAppend.push(undefined, new DOMException('the buffer is full', 'QuotaExceededError'));
+    };
+    const { uri } = await seed(media.file);
+    const { video, mediaSource, log } = await attach(uri);
+    video.currentTime = 20;
+    const sb = await sourceBuffer(mediaSource);
+    await until(() => mediaSource.endOfStreamCalls > 0, 'endOfStream');
+    expect(differsAt(concat(sb.appends), media.file), 'the appends differ from the file at').toBeNull();
+    // The init segment, then the refused append (not recorded), a remove keeping 5 s, the same append.
+    expect(sb.ops[0]?.op).toBe('append');
+    expect(sb.ops[1]).toEqual({ op: 'remove', start: 0, end: 15 });
+    expect(sb.ops[2]?.op).toBe('append');
+    expect(log.error).toEqual([]);
+  });
+
+  it('after QuotaExceededError with nothing to remove, waits and appends the same segment again', async () => {
+    const media = syntheticWebm(10, 20_000);
+    FakeMediaSource.onSourceBuffer = (sb) => {
+      sb.throwOnAppend.push(undefined, new DOMException('the buffer is full', 'QuotaExceededError'));
+    };
+    const { uri } = await seed(media.file);
+    const { mediaSource, log } = await attach(uri);
+    const sb = await sourceBuffer(mediaSource);
+    await until(() => mediaSource.endOfStreamCalls > 0, 'endOfStream');
+    expect(differsAt(concat(sb.appends), media.file), 'the appends differ from the file at').toBeNull();
+    expect(sb.ops.every((o) => o.op === 'append')).toBe(true);
+    expect(log.error).toEqual([]);
+  });
+
+  it('an append MediaSource refuses is a media-error; nothing more is appended', async () => {
+    const media = syntheticWebm(10, 20_000);
+    FakeMediaSource.onSourceBuffer = (sb) => {
+      sb.throwOnAppend.push(undefined, new DOMException('cannot parse', 'NotSupportedError'));
+    };
+    const { uri } = await seed(media.file);
+    const { player, mediaSource } = await attach(uri);
+    const error = nextEvent(player, 'error');
+    const complete = nextEvent(player, 'complete');
+    const e = await error;
+    expect(e).toMatchObject({ code: 'media-error', message: expect.stringContaining('NotSupportedError: cannot parse') });
+    await complete;
+    const sb = mediaSource.sourceBuffers[0]!;
+    expect(sb.appends).toEqual([media.file.subarray(0, media.initLength)]);
+    expect(mediaSource.endOfStreamCalls).toBe(0);
+  });
+
+  it('a file whose codecs MediaSource cannot play is an mse-unsupported error event', async () => {
+    const media = syntheticWebm(5, 10_000);
+    FakeMediaSource.supports = (type) => !type.includes('vp9');
+    const { uri } = await seed(media.file);
+    const { player, mediaSource } = await attach(uri);
+    const e: PpsppError = await nextEvent(player, 'error');
+    expect(e.code).toBe('mse-unsupported');
+    expect(e.message).toContain(media.mimeType);
+    expect(mediaSource.sourceBuffers).toEqual([]);
+  });
+
+  it("the video element's error is a media-error event", async () => {
+    const media = syntheticWebm(5, 10_000);
+    const { uri } = await seed(media.file);
+    const { player, video } = await attach(uri);
+    const error = nextEvent(player, 'error');
+    video.failWith('PIPELINE_ERROR_DECODE');
+    expect(await error).toMatchObject({ code: 'media-error', message: expect.stringContaining('PIPELINE_ERROR_DECODE') });
+  });
+
+  it('a seek outside the buffer moves the engine playhead near the new position, and appending goes on from the Cluster there', async () => {
+    // 40 s of 60 KB Clusters (2.4 MB), from a seeder sending 1 MB/s.
+    const media = syntheticWebm(40, 60_000);
+    const { uri } = await seed(media.file, { uploadLimit: 1_000_000 });
+    const { video, mediaSource, log } = await attach(uri, { readAheadBytes: 1 << 20 });
+    const sb = await sourceBuffer(mediaSource);
+    await until(() => sb.appends.length >= 2, 'a first media segment');
+    expect(appendedBytes(sb)).toBeLessThan(media.file.length / 4);
+
+    let resumed: number | null = null;
+    sb.onAppend = () => {
+      if (resumed === null && sb.ops.some((o) => o.op === 'abort')) resumed = sb.ops.length;
+    };
+    const playhead = vi.spyOn(WasmPeer.prototype, 'setPlayhead');
+    video.seekTo(30);
+    // The engine's playhead moved at once: to the byte estimate of 30 s, less the up to
+    // 512 KiB the Player steps back to find a Cluster start (under 9 Clusters here).
+    expect(playhead).toHaveBeenCalled();
+    const moved = playhead.mock.calls[0]![0] * CHUNK;
+    expect(moved).toBeGreaterThan(media.clusters[20]!.offset);
+    expect(moved).toBeLessThanOrEqual(media.clusters[30]!.offset);
+    await until(() => resumed !== null, 'an append after the seek', 15_000);
+    const abortAt = sb.ops.findIndex((o) => o.op === 'abort');
+    const first = sb.ops[resumed! - 1];
+    if (first?.op !== 'append') throw new Error('no append after the abort');
+    // It starts at the first Cluster from the engine's new playhead: at or before the target.
+    const cluster = media.clusters.find((c) => c.offset >= moved);
+    expect(cluster).toBeDefined();
+    expect(first.bytes.subarray(0, 64)).toEqual(media.file.subarray(cluster!.offset, cluster!.offset + 64));
+    expect(cluster!.time).toBeLessThanOrEqual(30);
+    // Until it was found, the Player did not move the engine back to where it was appending.
+    expect(playhead.mock.calls.every(([chunk]) => chunk * CHUNK >= moved)).toBe(true);
+    playhead.mockRestore();
+
+    // From there on, in order to the end, and the stream ends.
+    await until(() => mediaSource.endOfStreamCalls > 0, 'endOfStream', 15_000);
+    const after = sb.ops.slice(abortAt + 1).flatMap((o) => (o.op === 'append' ? [o.bytes] : []));
+    expect(differsAt(concat(after), media.file.subarray(cluster!.offset)), 'the appends after the seek differ at').toBeNull();
+    expect(log.error).toEqual([]);
+  }, 40_000);
+
+  it('destroy leaves the swarm and lets go of the video element', async () => {
+    const media = syntheticWebm(5, 10_000);
+    const { uri, peer } = await seed(media.file);
+    const { player, video, mediaSource } = await attach(uri);
+    await sourceBuffer(mediaSource);
+    const left = nextEvent(peer, 'peer-left');
+    let after = 0;
+    player.on('progress', () => (after += 1));
+    player.destroy();
+    expect(liveObjectUrls()).toBe(0);
+    expect(video.src).toBe('');
+    expect(video.loads).toBe(1);
+    expect(mediaSource.readyState).toBe('closed');
+    await left;
+    expect(after).toBe(0);
+    player.destroy(); // twice is harmless
+  });
+});
