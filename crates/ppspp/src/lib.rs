@@ -19,6 +19,7 @@
 //! - [`uri`]: swarm URIs (`ppspp://<root>?len=…`), shared by the CLI and the browser.
 #![forbid(unsafe_code)]
 #![warn(missing_debug_implementations)]
+#![warn(missing_docs)]
 
 pub mod avail;
 pub mod bin;

@@ -404,13 +404,13 @@ static POOL: [u8; 256] = {
     p
 };
 
-fn sample_spec(cam: ChunkAddressing, n: u64) -> ChunkSpec {
+fn sample_spec(addressing: ChunkAddressing, n: u64) -> ChunkSpec {
     let bin = Bin::new((n % 4) as u32, n).unwrap();
-    ChunkSpec::from_bin(bin, cam, 1024).unwrap()
+    ChunkSpec::from_bin(bin, addressing, 1024).unwrap()
 }
 
-fn one_of_each(cam: ChunkAddressing, config: &CodecConfig) -> Vec<Message<'static>> {
-    let s = |n| sample_spec(cam, n);
+fn one_of_each(addressing: ChunkAddressing, config: &CodecConfig) -> Vec<Message<'static>> {
+    let s = |n| sample_spec(addressing, n);
     vec![
         Message::Handshake(Handshake {
             source_channel: 0xdead_beef,
@@ -421,8 +421,8 @@ fn one_of_each(cam: ChunkAddressing, config: &CodecConfig) -> Vec<Message<'stati
                 content_integrity: Some(ContentIntegrity::UnifiedMerkleTree),
                 merkle_hash_function: Some(0),
                 live_signature_algorithm: Some(13),
-                chunk_addressing: Some(cam),
-                live_discard_window: Some(if cam.is_32bit() {
+                chunk_addressing: Some(addressing),
+                live_discard_window: Some(if addressing.is_32bit() {
                     LIVE_DISCARD_ALL_32
                 } else {
                     u64::MAX
@@ -469,27 +469,27 @@ fn one_of_each(cam: ChunkAddressing, config: &CodecConfig) -> Vec<Message<'stati
 
 #[test]
 fn every_message_type_round_trips_in_every_addressing_method() {
-    for cam in ChunkAddressing::ALL {
-        let config = CodecConfig::with_addressing(cam);
-        let msgs = one_of_each(cam, &config);
+    for addressing in ChunkAddressing::ALL {
+        let config = CodecConfig::with_addressing(addressing);
+        let msgs = one_of_each(addressing, &config);
         let types: std::collections::BTreeSet<_> = msgs.iter().map(|m| m.message_type()).collect();
         assert_eq!(types.len(), 14, "every type is covered");
         for m in &msgs {
             let mut bytes = Vec::new();
             encode_message(m, &config, &mut bytes).unwrap();
             let (decoded, used) = decode_message(&bytes, &config).unwrap();
-            assert_eq!(&decoded, m, "{cam:?}");
+            assert_eq!(&decoded, m, "{addressing:?}");
             assert_eq!(used, bytes.len());
             let mut again = Vec::new();
             encode_message(&decoded, &config, &mut again).unwrap();
             assert_eq!(again, bytes);
             if let Some(spec) = m.chunk_spec() {
-                assert_eq!(spec.addressing(), cam);
+                assert_eq!(spec.addressing(), addressing);
                 if matches!(
                     m,
                     Message::Have(_) | Message::Request(_) | Message::Cancel(_)
                 ) {
-                    assert_eq!(bytes.len(), 1 + cam.spec_len());
+                    assert_eq!(bytes.len(), 1 + addressing.spec_len());
                 }
             }
         }
@@ -500,17 +500,20 @@ fn every_message_type_round_trips_in_every_addressing_method() {
         assert_eq!(decoded, msgs);
         assert_eq!(encode_all(ch, &decoded, &config), bytes);
         // Any other addressing method rejects these specs on encoding.
-        for other in ChunkAddressing::ALL.into_iter().filter(|&o| o != cam) {
+        for other in ChunkAddressing::ALL
+            .into_iter()
+            .filter(|&o| o != addressing)
+        {
             let mut out = Vec::new();
             assert_eq!(
                 encode_message(
-                    &Message::Have(sample_spec(cam, 2)),
+                    &Message::Have(sample_spec(addressing, 2)),
                     &CodecConfig::with_addressing(other),
                     &mut out
                 ),
                 Err(EncodeError::AddressingMismatch {
                     expected: other,
-                    found: cam
+                    found: addressing
                 })
             );
         }
@@ -521,22 +524,23 @@ fn every_message_type_round_trips_in_every_addressing_method() {
 fn handshake_with_new_addressing_governs_the_rest_of_the_datagram() {
     // Start in chunk32; the handshake switches to each method in turn.
     let base = CodecConfig::default();
-    for cam in ChunkAddressing::ALL {
+    for addressing in ChunkAddressing::ALL {
         let msgs = [
             Message::Handshake(Handshake {
                 source_channel: 77,
-                options: HandshakeOptions::static_swarm(&POOL[..20], cam),
+                options: HandshakeOptions::static_swarm(&POOL[..20], addressing),
             }),
-            Message::Have(sample_spec(cam, 9)),
-            Message::Request(sample_spec(cam, 10)),
+            Message::Have(sample_spec(addressing, 9)),
+            Message::Request(sample_spec(addressing, 10)),
         ];
         let bytes = encode_all(5, &msgs, &base);
         let (_, decoded) = decode_all(&bytes, &base).unwrap();
         assert_eq!(decoded, msgs);
         // Handshake: type, source channel, version, min version, swarm ID (code, u16, 20 B),
         // CIPM, hash function, CAM, end.
-        let expected_len = 4 + (1 + 4 + 2 + 2 + 23 + 2 + 2 + 2 + 1) + 2 * (1 + cam.spec_len());
-        assert_eq!(bytes.len(), expected_len, "{cam:?}");
+        let expected_len =
+            4 + (1 + 4 + 2 + 2 + 23 + 2 + 2 + 2 + 1) + 2 * (1 + addressing.spec_len());
+        assert_eq!(bytes.len(), expected_len, "{addressing:?}");
     }
 }
 
@@ -564,9 +568,12 @@ fn corpus() -> Vec<(CodecConfig, Vec<u8>)> {
     for what in DATAGRAM_VECTORS {
         all.push((c, unhex(vector(what)["hex"].as_str().unwrap())));
     }
-    for cam in ChunkAddressing::ALL {
-        let config = CodecConfig::with_addressing(cam);
-        all.push((config, encode_all(9, &one_of_each(cam, &config), &config)));
+    for addressing in ChunkAddressing::ALL {
+        let config = CodecConfig::with_addressing(addressing);
+        all.push((
+            config,
+            encode_all(9, &one_of_each(addressing, &config), &config),
+        ));
     }
     all
 }
@@ -614,9 +621,9 @@ fn every_prefix_is_valid_exactly_at_message_boundaries() {
 
 #[test]
 fn truncated_single_messages_are_errors() {
-    for cam in ChunkAddressing::ALL {
-        let config = CodecConfig::with_addressing(cam);
-        for m in one_of_each(cam, &config) {
+    for addressing in ChunkAddressing::ALL {
+        let config = CodecConfig::with_addressing(addressing);
+        for m in one_of_each(addressing, &config) {
             let mut bytes = Vec::new();
             encode_message(&m, &config, &mut bytes).unwrap();
             let min_ok = match m {
@@ -630,7 +637,7 @@ fn truncated_single_messages_are_errors() {
                         r,
                         Err(DecodeError::Truncated { .. } | DecodeError::MissingOptionsEnd { .. })
                     ),
-                    "{cam:?} {:?} cut to {len}: {r:?}",
+                    "{addressing:?} {:?} cut to {len}: {r:?}",
                     m.message_type()
                 );
             }
@@ -758,9 +765,9 @@ fn cam_strategy() -> impl Strategy<Value = ChunkAddressing> {
     prop::sample::select(ChunkAddressing::ALL.to_vec())
 }
 
-fn spec_strategy(cam: ChunkAddressing) -> BoxedStrategy<ChunkSpec> {
+fn spec_strategy(addressing: ChunkAddressing) -> BoxedStrategy<ChunkSpec> {
     let ordered64 = (any::<u64>(), any::<u64>()).prop_map(|(a, b)| (a.min(b), a.max(b)));
-    match cam {
+    match addressing {
         ChunkAddressing::Bin32 => any::<u32>()
             .prop_map(|v| ChunkSpec::Bin32(Bin::from_u32(v)))
             .boxed(),
@@ -812,8 +819,8 @@ struct OwnedOptions {
     chunk_size: Option<u32>,
 }
 
-fn options_strategy(cam: ChunkAddressing) -> impl Strategy<Value = OwnedOptions> {
-    let window = if cam.is_32bit() {
+fn options_strategy(addressing: ChunkAddressing) -> impl Strategy<Value = OwnedOptions> {
+    let window = if addressing.is_32bit() {
         any::<u32>().prop_map(u64::from).boxed()
     } else {
         any::<u64>().boxed()
@@ -853,10 +860,10 @@ fn options_strategy(cam: ChunkAddressing) -> impl Strategy<Value = OwnedOptions>
         )
 }
 
-fn owned_strategy(cam: ChunkAddressing) -> impl Strategy<Value = Owned> {
-    let s = move || spec_strategy(cam);
+fn owned_strategy(addressing: ChunkAddressing) -> impl Strategy<Value = Owned> {
+    let s = move || spec_strategy(addressing);
     prop_oneof![
-        (any::<u32>(), options_strategy(cam))
+        (any::<u32>(), options_strategy(addressing))
             .prop_map(|(src, opts)| Owned::Handshake { src, opts }),
         (s(), any::<i64>()).prop_map(|(c, d)| Owned::Ack(c, d)),
         s().prop_map(Owned::Have),
@@ -877,9 +884,9 @@ fn owned_strategy(cam: ChunkAddressing) -> impl Strategy<Value = Owned> {
 fn build<'a>(
     owned: &'a [Owned],
     data: Option<&'a OwnedData>,
-    cam: ChunkAddressing,
+    addressing: ChunkAddressing,
 ) -> Vec<Message<'a>> {
-    let mut config = CodecConfig::with_addressing(cam);
+    let mut config = CodecConfig::with_addressing(addressing);
     let mut out = Vec::new();
     for o in owned {
         let m = match o {
@@ -892,7 +899,7 @@ fn build<'a>(
                     content_integrity: opts.cipm.and_then(ContentIntegrity::from_wire_code),
                     merkle_hash_function: opts.hash_fn,
                     live_signature_algorithm: opts.sig_alg,
-                    chunk_addressing: opts.same_cam.then_some(cam),
+                    chunk_addressing: opts.same_cam.then_some(addressing),
                     live_discard_window: opts.window,
                     supported_messages: opts
                         .supported
@@ -947,13 +954,13 @@ type OwnedData = (ChunkSpec, u64, Vec<u8>);
 type DatagramCase = (ChunkAddressing, u32, Vec<Owned>, Option<OwnedData>);
 
 fn datagram_strategy() -> impl Strategy<Value = DatagramCase> {
-    cam_strategy().prop_flat_map(|cam| {
+    cam_strategy().prop_flat_map(|addressing| {
         (
-            Just(cam),
+            Just(addressing),
             any::<u32>(),
-            prop::collection::vec(owned_strategy(cam), 0..8),
+            prop::collection::vec(owned_strategy(addressing), 0..8),
             proptest::option::of((
-                spec_strategy(cam),
+                spec_strategy(addressing),
                 any::<u64>(),
                 prop::collection::vec(any::<u8>(), 0..64),
             )),
@@ -972,8 +979,8 @@ fn garbage_strategy() -> impl Strategy<Value = Vec<u8>> {
 /// Decoding any bytes never panics; whatever decodes re-encodes to something that
 /// decodes to the same messages.
 fn check_any_bytes(bytes: &[u8]) {
-    for cam in ChunkAddressing::ALL {
-        let config = CodecConfig::with_addressing(cam);
+    for addressing in ChunkAddressing::ALL {
+        let config = CodecConfig::with_addressing(addressing);
         let Ok(d) = decode_datagram(bytes, &config) else {
             continue;
         };
@@ -998,9 +1005,9 @@ fn check_any_bytes(bytes: &[u8]) {
 
 proptest! {
     #[test]
-    fn valid_datagrams_round_trip((cam, channel, owned, data) in datagram_strategy()) {
-        let msgs = build(&owned, data.as_ref(), cam);
-        let config = CodecConfig::with_addressing(cam);
+    fn valid_datagrams_round_trip((addressing, channel, owned, data) in datagram_strategy()) {
+        let msgs = build(&owned, data.as_ref(), addressing);
+        let config = CodecConfig::with_addressing(addressing);
         let bytes = encode_all(channel, &msgs, &config);
         let (ch, decoded) = decode_all(&bytes, &config).unwrap();
         prop_assert_eq!(ch, channel);

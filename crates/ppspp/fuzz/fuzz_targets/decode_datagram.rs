@@ -7,8 +7,8 @@ use libfuzzer_sys::fuzz_target;
 use ppspp::codec::{ChunkAddressing, CodecConfig, decode_datagram, encode_datagram};
 
 fuzz_target!(|bytes: &[u8]| {
-    for cam in ChunkAddressing::ALL {
-        let config = CodecConfig::with_addressing(cam);
+    for addressing in ChunkAddressing::ALL {
+        let config = CodecConfig::with_addressing(addressing);
         let Ok(datagram) = decode_datagram(bytes, &config) else {
             continue;
         };

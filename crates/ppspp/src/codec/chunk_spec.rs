@@ -90,7 +90,7 @@ impl ChunkSpec {
         }
     }
 
-    /// The spec for `bin` in addressing method `cam`. Byte ranges cover whole chunks of
+    /// The spec for `bin` in addressing method `addressing`. Byte ranges cover whole chunks of
     /// `chunk_size` bytes.
     ///
     /// Errors: a bin that does not fit 32 bits ([`EncodeError::BinNotRepresentable`]);
@@ -99,16 +99,16 @@ impl ChunkSpec {
     /// ([`EncodeError::InvalidChunkSpec`]).
     pub fn from_bin(
         bin: Bin,
-        cam: ChunkAddressing,
+        addressing: ChunkAddressing,
         chunk_size: u32,
     ) -> Result<ChunkSpec, EncodeError> {
-        if cam == ChunkAddressing::Bin32 {
+        if addressing == ChunkAddressing::Bin32 {
             return match bin.to_u32() {
                 Some(_) => Ok(ChunkSpec::Bin32(bin)),
                 None => Err(EncodeError::BinNotRepresentable { bin }),
             };
         }
-        if cam == ChunkAddressing::Bin64 {
+        if addressing == ChunkAddressing::Bin64 {
             return Ok(ChunkSpec::Bin64(bin));
         }
         let Some((first, last)) = bin.chunk_range() else {
@@ -116,7 +116,7 @@ impl ChunkSpec {
                 reason: "the empty bin has no range form",
             });
         };
-        ChunkSpec::from_chunk_range(first, last, cam, chunk_size)
+        ChunkSpec::from_chunk_range(first, last, addressing, chunk_size)
     }
 
     /// The range spec for chunks `first..=last` in a range method (chunk32, chunk64,
@@ -124,7 +124,7 @@ impl ChunkSpec {
     pub fn from_chunk_range(
         first: u64,
         last: u64,
-        cam: ChunkAddressing,
+        addressing: ChunkAddressing,
         chunk_size: u32,
     ) -> Result<ChunkSpec, EncodeError> {
         if first > last {
@@ -132,7 +132,7 @@ impl ChunkSpec {
                 reason: "range starts after its end",
             });
         }
-        match cam {
+        match addressing {
             ChunkAddressing::Chunk32 => match (u32::try_from(first), u32::try_from(last)) {
                 (Ok(start), Ok(end)) => Ok(ChunkSpec::Chunk32 { start, end }),
                 _ => Err(EncodeError::InvalidChunkSpec {
@@ -166,7 +166,7 @@ impl ChunkSpec {
                 let mut bins = Bin::from_chunk_range(first, last);
                 match (bins.next(), bins.next()) {
                     (Some(bin), None) if bin.chunk_range() == Some((first, last)) => {
-                        ChunkSpec::from_bin(bin, cam, chunk_size)
+                        ChunkSpec::from_bin(bin, addressing, chunk_size)
                     }
                     _ => Err(EncodeError::InvalidChunkSpec {
                         reason: "range is not a single aligned bin",
@@ -210,11 +210,11 @@ impl ChunkSpec {
         }
     }
 
-    /// Checks that this spec can be written with method `cam`.
-    pub(crate) fn check(&self, cam: ChunkAddressing) -> Result<(), EncodeError> {
-        if self.addressing() != cam {
+    /// Checks that this spec can be written with method `addressing`.
+    pub(crate) fn check(&self, addressing: ChunkAddressing) -> Result<(), EncodeError> {
+        if self.addressing() != addressing {
             return Err(EncodeError::AddressingMismatch {
-                expected: cam,
+                expected: addressing,
                 found: self.addressing(),
             });
         }
@@ -253,9 +253,12 @@ impl ChunkSpec {
         }
     }
 
-    pub(crate) fn read(r: &mut Reader<'_>, cam: ChunkAddressing) -> Result<ChunkSpec, DecodeError> {
+    pub(crate) fn read(
+        r: &mut Reader<'_>,
+        addressing: ChunkAddressing,
+    ) -> Result<ChunkSpec, DecodeError> {
         let offset = r.offset();
-        let spec = match cam {
+        let spec = match addressing {
             ChunkAddressing::Bin32 => ChunkSpec::Bin32(Bin::from_u32(r.u32("bin32 chunk spec")?)),
             ChunkAddressing::Bin64 => ChunkSpec::Bin64(Bin::from_raw(r.u64("bin64 chunk spec")?)),
             ChunkAddressing::Chunk32 => {
@@ -267,7 +270,7 @@ impl ChunkSpec {
                 ChunkSpec::Chunk32 { start, end }
             }
             ChunkAddressing::Chunk64 | ChunkAddressing::Byte64 => {
-                let what = if cam == ChunkAddressing::Chunk64 {
+                let what = if addressing == ChunkAddressing::Chunk64 {
                     "chunk64 chunk spec"
                 } else {
                     "byte64 chunk spec"
@@ -275,7 +278,7 @@ impl ChunkSpec {
                 let mut sub = Reader::new(r.take(16, what)?, offset);
                 let start = sub.u64(what)?;
                 let end = sub.u64(what)?;
-                if cam == ChunkAddressing::Chunk64 {
+                if addressing == ChunkAddressing::Chunk64 {
                     ChunkSpec::Chunk64 { start, end }
                 } else {
                     ChunkSpec::Byte64 { start, end }
@@ -322,9 +325,9 @@ mod tests {
 
     #[test]
     fn wire_codes() {
-        for (i, cam) in ChunkAddressing::ALL.iter().enumerate() {
-            assert_eq!(cam.wire_code() as usize, i);
-            assert_eq!(ChunkAddressing::from_wire_code(i as u8), Some(*cam));
+        for (i, addressing) in ChunkAddressing::ALL.iter().enumerate() {
+            assert_eq!(addressing.wire_code() as usize, i);
+            assert_eq!(ChunkAddressing::from_wire_code(i as u8), Some(*addressing));
         }
         assert_eq!(ChunkAddressing::from_wire_code(5), None);
         assert_eq!(ChunkAddressing::default(), ChunkAddressing::Chunk32);
@@ -363,9 +366,9 @@ mod tests {
                 end: (1 << 63) - 1
             })
         );
-        for cam in ChunkAddressing::ALL {
-            let spec = ChunkSpec::from_bin(x, cam, 1024).unwrap();
-            assert_eq!(spec.addressing(), cam);
+        for addressing in ChunkAddressing::ALL {
+            let spec = ChunkSpec::from_bin(x, addressing, 1024).unwrap();
+            assert_eq!(spec.addressing(), addressing);
             assert_eq!(spec.chunk_range(1024), Some((4, 7)));
             assert_eq!(spec.bins(1024).collect::<Vec<_>>(), [x]);
         }

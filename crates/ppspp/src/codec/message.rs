@@ -169,24 +169,24 @@ impl<'a> Message<'a> {
         let Some(t) = MessageType::from_code(code) else {
             return Err(DecodeError::UnknownMessageType { offset, code });
         };
-        let cam = config.chunk_addressing;
+        let addressing = config.chunk_addressing;
         Ok(match t {
             MessageType::Handshake => Message::Handshake(Handshake {
                 source_channel: r.u32("handshake source channel")?,
                 options: HandshakeOptions::read(r, config)?,
             }),
             MessageType::Data => Message::Data {
-                chunks: ChunkSpec::read(r, cam)?,
+                chunks: ChunkSpec::read(r, addressing)?,
                 timestamp: r.u64("DATA timestamp")?,
                 payload: r.rest(),
             },
             MessageType::Ack => Message::Ack {
-                chunks: ChunkSpec::read(r, cam)?,
+                chunks: ChunkSpec::read(r, addressing)?,
                 delay_us: r.u64("ACK delay sample")? as i64,
             },
-            MessageType::Have => Message::Have(ChunkSpec::read(r, cam)?),
+            MessageType::Have => Message::Have(ChunkSpec::read(r, addressing)?),
             MessageType::Integrity => Message::Integrity {
-                chunks: ChunkSpec::read(r, cam)?,
+                chunks: ChunkSpec::read(r, addressing)?,
                 hash: r.take(config.hash_size, "INTEGRITY hash")?,
             },
             MessageType::PexResV4 => {
@@ -195,12 +195,12 @@ impl<'a> Message<'a> {
             }
             MessageType::PexReq => Message::PexReq,
             MessageType::SignedIntegrity => Message::SignedIntegrity {
-                chunks: ChunkSpec::read(r, cam)?,
+                chunks: ChunkSpec::read(r, addressing)?,
                 timestamp: r.u64("SIGNED_INTEGRITY timestamp")?,
                 signature: r.take(config.signature_size, "SIGNED_INTEGRITY signature")?,
             },
-            MessageType::Request => Message::Request(ChunkSpec::read(r, cam)?),
-            MessageType::Cancel => Message::Cancel(ChunkSpec::read(r, cam)?),
+            MessageType::Request => Message::Request(ChunkSpec::read(r, addressing)?),
+            MessageType::Cancel => Message::Cancel(ChunkSpec::read(r, addressing)?),
             MessageType::Choke => Message::Choke,
             MessageType::Unchoke => Message::Unchoke,
             MessageType::PexResV6 => {

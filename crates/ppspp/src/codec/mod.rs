@@ -84,9 +84,9 @@ impl Default for CodecConfig {
 
 impl CodecConfig {
     /// The default configuration with another addressing method.
-    pub fn with_addressing(cam: ChunkAddressing) -> Self {
+    pub fn with_addressing(addressing: ChunkAddressing) -> Self {
         CodecConfig {
-            chunk_addressing: cam,
+            chunk_addressing: addressing,
             ..CodecConfig::default()
         }
     }
@@ -95,8 +95,8 @@ impl CodecConfig {
     /// hash function), signature size (for algorithms with fixed-size signatures, see
     /// [`signature_size`]) and chunk size. Options not present change nothing.
     pub fn apply_handshake(&mut self, options: &HandshakeOptions<'_>) {
-        if let Some(cam) = options.chunk_addressing {
-            self.chunk_addressing = cam;
+        if let Some(addressing) = options.chunk_addressing {
+            self.chunk_addressing = addressing;
         }
         if let Some(size) = options.merkle_hash_function.and_then(merkle_hash_size) {
             self.hash_size = size;

@@ -180,14 +180,14 @@ pub struct HandshakeOptions<'a> {
 impl<'a> HandshakeOptions<'a> {
     /// The options the initiator of a static swarm sends: version 1, min version 1,
     /// swarm ID, Merkle tree with SHA-1 and the given chunk addressing.
-    pub fn static_swarm(swarm_id: &'a [u8], cam: ChunkAddressing) -> Self {
+    pub fn static_swarm(swarm_id: &'a [u8], addressing: ChunkAddressing) -> Self {
         HandshakeOptions {
             version: Some(1),
             min_version: Some(1),
             swarm_id: Some(swarm_id),
             content_integrity: Some(ContentIntegrity::MerkleTree),
             merkle_hash_function: Some(hash_function::SHA1),
-            chunk_addressing: Some(cam),
+            chunk_addressing: Some(addressing),
             ..HandshakeOptions::default()
         }
     }

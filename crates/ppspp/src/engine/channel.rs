@@ -74,7 +74,7 @@ pub(crate) struct Channel<A> {
     pub pending_requests: Vec<Bin>,
     pub pending_cancels: Vec<Bin>,
     pub pending_acks: Vec<(u64, i64)>,
-    pub dip: InterArrival,
+    pub inter_arrival: InterArrival,
     pub choked_by_peer: bool,
     /// Fastest time from a REQUEST to its chunk verified, on this channel.
     pub min_request_rtt: Option<Duration>,
@@ -209,7 +209,7 @@ impl<A> Channel<A> {
             pending_requests: Vec::new(),
             pending_cancels: Vec::new(),
             pending_acks: Vec::new(),
-            dip: InterArrival::new(Duration::from_secs(1)),
+            inter_arrival: InterArrival::new(Duration::from_secs(1)),
             choked_by_peer: false,
             min_request_rtt: None,
             last_delivery: now,

@@ -83,7 +83,7 @@ pub struct Discovery<A: PeerAddr> {
     root: Hash,
     hash: HashAlgorithm,
     chunk_sizes: Vec<u32>,
-    cam: ChunkAddressing,
+    addressing: ChunkAddressing,
     peers: BTreeMap<A, Probe>,
     rng: Rng,
     /// Datagrams built and not yet polled: a handful per peer (handshakes for each
@@ -127,7 +127,7 @@ impl<A: PeerAddr> Discovery<A> {
             root,
             hash,
             chunk_sizes: sizes,
-            cam: ChunkAddressing::Chunk32,
+            addressing: ChunkAddressing::Chunk32,
             peers: BTreeMap::new(),
             rng: Rng::new(seed),
             out: VecDeque::new(),
@@ -271,10 +271,14 @@ impl<A: PeerAddr> Discovery<A> {
                     *tries += 1;
                     for &(local, size) in channels.iter() {
                         let params = params(size);
-                        let codec = codec_for(self.cam, self.hash, size);
+                        let codec = codec_for(self.addressing, self.hash, size);
                         let hs = Message::Handshake(Handshake {
                             source_channel: local,
-                            options: our_options(&params, Some(self.root.as_bytes()), self.cam),
+                            options: our_options(
+                                &params,
+                                Some(self.root.as_bytes()),
+                                self.addressing,
+                            ),
                         });
                         let mut payload = Vec::new();
                         if encode_datagram(0, &[hs], &codec, &mut payload).is_ok() {
@@ -313,7 +317,7 @@ impl<A: PeerAddr> Discovery<A> {
             return;
         };
         let root = self.root;
-        let (cam, hash) = (self.cam, self.hash);
+        let (addressing, hash) = (self.addressing, self.hash);
         let params = self.params();
         let Some(probe) = self.peers.get_mut(&from) else {
             return;
@@ -324,7 +328,7 @@ impl<A: PeerAddr> Discovery<A> {
                     return;
                 };
                 let params = params(size);
-                let mut codec = codec_for(cam, hash, size);
+                let mut codec = codec_for(addressing, hash, size);
                 let Ok(datagram) = decode_datagram(bytes, &codec) else {
                     return;
                 };
@@ -553,9 +557,9 @@ fn peak_chain(hashes: &[(Bin, Hash)]) -> Vec<(Bin, Hash)> {
     chain
 }
 
-fn codec_for(cam: ChunkAddressing, hash: HashAlgorithm, chunk_size: u32) -> CodecConfig {
+fn codec_for(addressing: ChunkAddressing, hash: HashAlgorithm, chunk_size: u32) -> CodecConfig {
     CodecConfig {
-        chunk_addressing: cam,
+        chunk_addressing: addressing,
         hash_size: hash.size(),
         chunk_size,
         ..CodecConfig::default()

@@ -35,7 +35,7 @@ impl From<&ContentInfo> for SwarmParams {
 pub(crate) fn our_options<'a>(
     content: &SwarmParams,
     swarm_id: Option<&'a [u8]>,
-    cam: ChunkAddressing,
+    addressing: ChunkAddressing,
 ) -> HandshakeOptions<'a> {
     HandshakeOptions {
         version: Some(1),
@@ -43,7 +43,7 @@ pub(crate) fn our_options<'a>(
         swarm_id,
         content_integrity: Some(ContentIntegrity::MerkleTree),
         merkle_hash_function: Some(content.hash.wire_code()),
-        chunk_addressing: Some(cam),
+        chunk_addressing: Some(addressing),
         chunk_size: (content.chunk_size != DEFAULT_CHUNK_SIZE).then_some(content.chunk_size),
         ..HandshakeOptions::default()
     }

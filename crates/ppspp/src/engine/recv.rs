@@ -489,7 +489,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let Some((first, last)) = self.clip(spec) else {
             return Verdict::Ban(Misbehaviour::DataOutsideContent);
         };
-        ch.dip.on_data(now);
+        ch.inter_arrival.on_data(now);
         // Both clocks count from the Unix epoch (digest §1.6); the offset between two hosts
         // cancels out in LEDBAT, which compares samples with their minimum.
         let delay = self

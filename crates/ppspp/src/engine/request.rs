@@ -72,12 +72,12 @@ impl InterArrival {
 pub fn request_budget(
     now: Time,
     rtt: Duration,
-    dip: &InterArrival,
+    inter_arrival: &InterArrival,
     outstanding: u64,
     floor: u64,
 ) -> u64 {
     let plan = plan_ahead(rtt);
-    let period = dip.period(now, plan / 2);
+    let period = inter_arrival.period(now, plan / 2);
     let in_plan = (plan.as_micros() / period.as_micros().max(1)) as u64;
     in_plan.max(floor).max(1).saturating_sub(outstanding)
 }
@@ -93,23 +93,23 @@ mod tests {
 
     #[test]
     fn budget_follows_the_arrival_rate() {
-        let mut dip = InterArrival::new(Duration::from_secs(1));
+        let mut inter_arrival = InterArrival::new(Duration::from_secs(1));
         let rtt = Duration::from_millis(20);
         // Nothing arrived yet: one chunk per second, so only the floor.
-        assert_eq!(request_budget(Time::ZERO, rtt, &dip, 0, 4), 4);
-        assert_eq!(request_budget(Time::ZERO, rtt, &dip, 3, 4), 1);
+        assert_eq!(request_budget(Time::ZERO, rtt, &inter_arrival, 0, 4), 4);
+        assert_eq!(request_budget(Time::ZERO, rtt, &inter_arrival, 3, 4), 1);
         // Data every 10 ms: a second's worth is 100 chunks.
         let mut now = Time::ZERO;
         for _ in 0..20 {
             now += Duration::from_millis(10);
-            dip.on_data(now);
+            inter_arrival.on_data(now);
         }
         assert_eq!(
-            dip.period(now, Duration::from_millis(500)),
+            inter_arrival.period(now, Duration::from_millis(500)),
             Duration::from_millis(10)
         );
-        assert_eq!(request_budget(now, rtt, &dip, 30, 4), 70);
-        assert_eq!(request_budget(now, rtt, &dip, 500, 4), 0);
+        assert_eq!(request_budget(now, rtt, &inter_arrival, 30, 4), 70);
+        assert_eq!(request_budget(now, rtt, &inter_arrival, 500, 4), 0);
         // A slow path plans 4 RTTs ahead.
         assert_eq!(
             plan_ahead(Duration::from_millis(500)),
@@ -119,21 +119,21 @@ mod tests {
 
     #[test]
     fn old_samples_age_out_but_four_remain() {
-        let mut dip = InterArrival::new(Duration::from_secs(1));
+        let mut inter_arrival = InterArrival::new(Duration::from_secs(1));
         let mut now = Time::ZERO;
         for _ in 0..10 {
             now += Duration::from_millis(1);
-            dip.on_data(now);
+            inter_arrival.on_data(now);
         }
         for _ in 0..4 {
             now += Duration::from_millis(100);
-            dip.on_data(now);
+            inter_arrival.on_data(now);
         }
         // The fast samples are older than the window: only the four slow ones count.
         assert_eq!(
-            dip.period(now, Duration::from_millis(250)),
+            inter_arrival.period(now, Duration::from_millis(250)),
             Duration::from_millis(100)
         );
-        assert!(dip.period(now, Duration::from_secs(10)) < Duration::from_millis(40));
+        assert!(inter_arrival.period(now, Duration::from_secs(10)) < Duration::from_millis(40));
     }
 }

@@ -61,7 +61,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             let mut budget = request_budget(
                 now,
                 ch.planning_rtt(),
-                &ch.dip,
+                &ch.inter_arrival,
                 outstanding,
                 config.min_request_pipeline,
             )
