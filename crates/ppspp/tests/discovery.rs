@@ -4,7 +4,10 @@
 mod common;
 
 use common::virtual_net::poll;
-use ppspp::engine::{ContentInfo, Discovery, Engine, EngineConfig};
+use ppspp::engine::{
+    Connect, ContentInfo, Discovery, DiscoveryConfigError, DiscoveryEvent, Engine, EngineConfig,
+    ProbeFailure,
+};
 use ppspp::merkle::{Hash, HashAlgorithm, MerkleTree};
 use ppspp::store::MemoryStore;
 use ppspp::time::Time;
@@ -124,6 +127,12 @@ fn discover(content: &[u8], alg: HashAlgorithm, chunk_size: usize) -> Option<Con
     let found = swarm.discovery.found().copied();
     if let Some(f) = found {
         assert_eq!(f, expected, "discovered the wrong description");
+        // The driver learns it as one event.
+        assert_eq!(
+            std::iter::from_fn(|| swarm.discovery.poll_event()).collect::<Vec<_>>(),
+            vec![DiscoveryEvent::Found(expected)]
+        );
+        assert_eq!(swarm.discovery.connect(99, Time::ZERO), Connect::Finished);
     }
     found
 }
@@ -184,6 +193,21 @@ fn a_chunk_size_outside_the_candidates_is_reported() {
     swarm.run(Duration::from_secs(120));
     assert!(swarm.discovery.found().is_none());
     let err = swarm.discovery.failed().expect("gave up");
+    assert_eq!(
+        err.failures,
+        vec![(
+            1,
+            ProbeFailure::NoAnswer {
+                chunk_sizes: vec![1024, 4096]
+            }
+        )]
+    );
+    assert_eq!(
+        swarm.discovery.poll_event(),
+        Some(DiscoveryEvent::AllFailed(err.clone())),
+        "the failure is reported once"
+    );
+    assert_eq!(swarm.discovery.poll_event(), None);
     let text = err.to_string();
     assert!(
         text.contains("no answer") && text.contains("1024, 4096"),
@@ -228,13 +252,25 @@ fn a_lying_peer_is_dropped_and_an_honest_one_answers() {
     swarm.corrupt = vec![1];
     swarm.run(Duration::from_secs(30));
     let err = swarm.discovery.failed().expect("failed");
+    assert!(
+        matches!(err.failures[..], [(1, ProbeFailure::BadChunk { .. })]),
+        "{err:?}"
+    );
     assert!(err.to_string().contains("failed verification"), "{err}");
 }
 
 #[test]
 fn a_root_of_no_known_hash_length_is_refused() {
     let root = Hash::from_slice(&[1; 16]).unwrap();
-    assert!(Discovery::<u32>::new(root, &[], 1).is_err());
+    assert_eq!(
+        Discovery::<u32>::new(root, &[], 1).err(),
+        Some(DiscoveryConfigError::RootLength(16))
+    );
+    let root = Hash::from_slice(&[1; 20]).unwrap();
+    assert_eq!(
+        Discovery::<u32>::new(root, &[1024, 0], 1).err(),
+        Some(DiscoveryConfigError::ZeroChunkSize)
+    );
 }
 
 #[test]

@@ -3,8 +3,9 @@
 
 mod common;
 
-use common::virtual_net::VirtualNet as Net;
-use ppspp::engine::{ContentInfo, Engine, EngineConfig, Event};
+use common::virtual_net::{VirtualNet as Net, poll};
+use ppspp::codec::Message;
+use ppspp::engine::{Connect, ContentInfo, Engine, EngineConfig, Event};
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
 use ppspp::store::MemoryStore;
 use ppspp::time::Time;
@@ -545,4 +546,77 @@ fn a_peer_that_vanishes_holding_requests_is_dropped_and_its_chunks_fetched_elsew
         "took {:?}",
         end.saturating_since(t)
     );
+}
+
+/// Bytes of a datagram before its first INTEGRITY or DATA: its control messages.
+fn control_len(bytes: &[u8]) -> usize {
+    let Ok(d) = ppspp::codec::decode_datagram(bytes, &ppspp::codec::CodecConfig::default()) else {
+        return bytes.len();
+    };
+    let mut messages = d.messages();
+    loop {
+        let at = messages.offset();
+        match messages.next() {
+            Some(Ok(Message::Integrity { .. } | Message::Data { .. })) => return at,
+            Some(Ok(_)) => {}
+            _ => return bytes.len(),
+        }
+    }
+}
+
+#[test]
+fn control_messages_stay_within_the_mtu_and_only_data_goes_beyond() {
+    // The leecher takes in each round's whole window before it answers, so ACKs pile up
+    // well past one MTU's worth.
+    const MTU: usize = 576;
+    let data = content(400 * 1024);
+    let mut nodes = pair(
+        &data,
+        1024,
+        EngineConfig {
+            mtu: MTU,
+            ..EngineConfig::default()
+        },
+    );
+    let (mut near, mut rounds) = (0, 0);
+    let mut now = Time::ZERO;
+    while !nodes[1].is_complete() {
+        rounds += 1;
+        assert!(rounds < 20_000, "stuck");
+        now += Duration::from_millis(2);
+        let batch: Vec<_> = std::iter::from_fn(|| poll(&mut nodes[0], now)).collect();
+        for t in batch {
+            nodes[1].handle_datagram(now, 0, &t.payload);
+        }
+        while let Some(t) = poll(&mut nodes[1], now) {
+            let control = control_len(&t.payload);
+            assert!(control <= MTU, "{control} bytes of control messages");
+            near += usize::from(control > MTU - 64);
+            nodes[0].handle_datagram(now, 1, &t.payload);
+        }
+        for n in nodes.iter_mut() {
+            if n.poll_timeout().is_some_and(|t| t <= now) {
+                n.handle_timeout(now);
+            }
+        }
+    }
+    assert_eq!(nodes[1].store().bytes(), &data[..]);
+    assert!(near > 0, "the MTU never bound: the test proves nothing");
+}
+
+#[test]
+fn connect_says_what_it_did() {
+    let data = content(8 * 1024);
+    let mut nodes = pair(
+        &data,
+        1024,
+        EngineConfig {
+            max_peers: 2,
+            ..EngineConfig::default()
+        },
+    );
+    // `pair` connected the leecher to the seeder.
+    assert_eq!(nodes[1].connect(0, Time::ZERO), Connect::AlreadyConnected);
+    assert_eq!(nodes[1].connect(7, Time::ZERO), Connect::Started);
+    assert_eq!(nodes[1].connect(8, Time::ZERO), Connect::Full);
 }
