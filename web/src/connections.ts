@@ -13,18 +13,18 @@ import type { SignalingClient } from './signaling.js';
 /** The data channel's label; the native seeder uses the same. */
 export const CHANNEL_LABEL = 'ppspp';
 /**
- * At most this much is handed to the data channel (`bufferedAmount`): measured here, an
- * unordered channel lost most messages when 1 MiB was queued on a fresh connection and
- * little at 64 KiB.
+ * At most this much is handed to the data channel (`bufferedAmount`): an unordered
+ * channel loses most of a large queue on a fresh connection, little of a small one
+ * (BENCHMARKS.md, "Measurements behind design choices").
  */
 export const HIGH_WATER_BYTES = 64 * 1024;
 /**
  * Beyond the high-water mark, messages wait in our own queue up to this many bytes, and
  * are dropped after (a loss PPSPP recovers from). The wait shows up to LEDBAT as queuing
- * delay, so it slows down instead of losing datagrams. Measured page → page with 8 KiB
- * chunks: with 256 KiB, slow start overshot the queue, hundreds of chunks were lost at
- * once and the window sat at 2 for seconds while they were resent (15.5 MB/s); with
- * 2 MiB the overshoot becomes delay and LEDBAT settles near its target (19 MB/s).
+ * delay, so it slows down instead of losing datagrams. A queue too small for slow start's
+ * overshoot loses hundreds of chunks at once and leaves the window at its minimum while
+ * they are resent; at this size the overshoot becomes delay and LEDBAT settles near its
+ * target (BENCHMARKS.md, "Measurements behind design choices").
  */
 export const MAX_QUEUED_BYTES = 2 * 1024 * 1024;
 /** Chromium allows about 500 RTCPeerConnections per page; stay clear of it. */

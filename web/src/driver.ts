@@ -34,8 +34,9 @@ export const MAX_SENDS_PER_TURN = 512;
 
 /**
  * The loop runs as a task posted on a MessageChannel: after the data-channel messages
- * already queued (so their ACKs go out together, which doubled throughput at 1 KiB chunks
- * over a microtask per message), and without setTimeout's 4 ms clamp for nested timers.
+ * already queued (so their ACKs go out together, much faster than a microtask per message:
+ * BENCHMARKS.md, "Measurements behind design choices"), and without setTimeout's 4 ms clamp
+ * for nested timers.
  * One channel serves every driver of the page.
  */
 let kickChannel: MessageChannel | null = null;

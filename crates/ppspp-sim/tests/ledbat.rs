@@ -86,8 +86,9 @@ fn a_long_path_keeps_most_of_the_link_after_slow_start() {
     // 150 ms one-way at 10 Mbit/s with a 400 KB queue (the `delay` experiment's case):
     // slow start overshoots, since its exit signal is a round trip old. DTL's decrease of
     // β per datagram over target then took a window of hundreds to the minimum, and the
-    // additive increase of one datagram per 0.3 s round trip left 3.3 Mbit/s over 30–60 s;
-    // bounded to half per round trip, the window stays near the path's capacity.
+    // additive increase of one datagram per 0.3 s round trip left a fraction of the link
+    // (docs/EXPERIMENTS.md, engine bug 11); bounded to half per round trip, the window
+    // stays near the path's capacity.
     let mut b = bulk(vec![Flow::ledbat(0.0)], 400_000, 60.0);
     b.bandwidth_bps = 10_000_000;
     b.owd = Duration::from_millis(150);

@@ -69,6 +69,7 @@ fn first_wanted_in(
 /// within each subtree so parallel channels spread out.
 #[derive(Clone, Debug, Default)]
 pub struct Sequential {
+    /// Randomise the order within subtrees by the context's twist.
     pub twist: bool,
 }
 
@@ -114,6 +115,7 @@ impl Vod {
         }
     }
 
+    /// The chunk playback is at; the in-order window starts here.
     pub fn playhead(&self) -> u64 {
         self.playhead
     }
@@ -160,8 +162,8 @@ impl Picker for Vod {
 
     fn is_due(&self, bin: Bin) -> bool {
         // The first 32nd of the window: with 8 KiB chunks and a 4 MiB window, 128 KiB, a
-        // second or two of video at common bit rates. (A 16th let seeders upload 1.2–1.6×
-        // the video in the 8-page benchmark, a 32nd 1.1–1.3×, first frames no slower.)
+        // second or two of video at common bit rates. (A 16th left seeders uploading more
+        // in the 8-page benchmark: BENCHMARKS.md, "Measurements behind design choices".)
         let due_end = self.playhead.saturating_add((self.window / 32).max(1));
         bin.chunk_range()
             .is_some_and(|(first, last)| last >= self.playhead && first < due_end)
@@ -189,6 +191,8 @@ impl Live {
         }
     }
 
+    /// The chunk playback is at, or `None` before the first pick (which starts at the
+    /// newest chunk offered).
     pub fn position(&self) -> Option<u64> {
         self.position
     }
