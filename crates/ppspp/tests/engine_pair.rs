@@ -620,3 +620,33 @@ fn connect_says_what_it_did() {
     assert_eq!(nodes[1].connect(7, Time::ZERO), Connect::Started);
     assert_eq!(nodes[1].connect(8, Time::ZERO), Connect::Full);
 }
+
+#[test]
+fn two_origins_and_no_other_peer_still_serve_everything() {
+    // Each origin defers to "other peers" that hold a chunk; another origin is not one.
+    let data = content(64 * 1024);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha1, 1024, &data).unwrap();
+    let origin = |seed| {
+        Engine::new_seeder(
+            EngineConfig {
+                seed,
+                ..EngineConfig::default()
+            },
+            &tree,
+            MemoryStore::with_content(data.clone(), 1024),
+            Time::ZERO,
+        )
+        .unwrap()
+    };
+    let mut nodes = vec![origin(1), origin(2), leecher(&tree, 3)];
+    nodes[2].connect(0, Time::ZERO);
+    nodes[2].connect(1, Time::ZERO);
+    nodes[2].set_origin(&0, true);
+    nodes[2].set_origin(&1, true);
+    let mut net = Net::new(Duration::from_millis(5), 0, 14);
+    let end = run(&mut nodes, &mut net, Time::from_millis(60_000), |n| {
+        n[2].is_complete()
+    });
+    assert!(nodes[2].is_complete(), "stuck at {end:?}");
+    assert_eq!(nodes[2].store().bytes(), &data[..]);
+}

@@ -49,7 +49,16 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             Some(_) => Vec::new(),
             None => channels.keys().copied().collect(),
         };
+        // Origins that hold everything, counted when an origin is first scheduled: each
+        // is in the availability, but none of them is the swarm an origin defers to.
+        let mut origin_seeders: Option<usize> = None;
         for id in only.into_iter().chain(all) {
+            if origin_seeders.is_none() && channels.get(&id).is_some_and(|c| c.origin) {
+                let complete = |c: &&Box<super::channel::Channel<A>>| {
+                    c.origin && c.established && c.peer_complete
+                };
+                origin_seeders = Some(channels.values().filter(complete).count());
+            }
             let Some(ch) = channels.get_mut(&id) else {
                 continue;
             };
@@ -82,10 +91,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     break;
                 };
                 if ch.origin {
-                    // One chunk at a time, and only if due or held by nobody else (the
-                    // origin itself counts once in the availability).
+                    // One chunk at a time, and only if due or held by no peer but origins.
                     bin = crate::picker::narrow(bin, 1);
-                    if !picker.is_due(bin) && avail.rarity(bin.base_offset()) > 1 {
+                    let origins = origin_seeders.unwrap_or(0).max(1);
+                    if !picker.is_due(bin) && avail.rarity(bin.base_offset()) > origins {
                         break;
                     }
                 }
