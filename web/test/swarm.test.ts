@@ -280,11 +280,10 @@ describe('Swarm over fake WebRTC, with the real engine', () => {
     expect(served).toHaveLength(2);
   });
 
-  // The engine's origin rule (an origin is asked only for chunks due for playback or held
-  // by no other peer) counts the other origins as "other peers": with two seeders and no
-  // playhead (Peer.fetch), every chunk is held by another origin, so neither is asked and
-  // the download stops after the chunks asked before the second seeder's HAVE came.
-  it.fails('KNOWN BUG: two seeders and no other peer, preferPeers on (the default): the fetch completes', async () => {
+  // An origin is asked only for chunks due for playback or held by no other peer; other
+  // origins do not count as such peers, or with two seeders and no playhead (Peer.fetch)
+  // neither would be asked (engine_pair.rs has the engine's side).
+  it('two seeders and no other peer, preferPeers on (the default): the fetch completes', async () => {
     const data = randomBytes(50 * CHUNK, 20);
     const seeds = [seeder(data), seeder(data)];
     for (const seed of seeds) await seed.start();
