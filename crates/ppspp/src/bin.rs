@@ -46,10 +46,12 @@ impl Bin {
         Bin::new(0, index)
     }
 
+    /// True for [`Bin::NONE`], the empty interval.
     pub const fn is_none(self) -> bool {
         self.0 == u64::MAX
     }
 
+    /// True for [`Bin::ALL`], the bin covering every chunk.
     pub const fn is_all(self) -> bool {
         self.0 == Bin::ALL.0
     }

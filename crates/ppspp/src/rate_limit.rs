@@ -39,10 +39,12 @@ impl TokenBucket {
         }
     }
 
+    /// The rate in bytes per second, or `None` when unlimited.
     pub fn rate(&self) -> Option<u64> {
         self.rate
     }
 
+    /// True for a bucket made by [`TokenBucket::unlimited`].
     pub fn is_unlimited(&self) -> bool {
         self.rate.is_none()
     }

@@ -3,14 +3,17 @@
 //! entropy source itself: adapters seed it (from `crypto.getRandomValues`, the OS, or a
 //! simulation seed), and the same seed gives the same run. The simulator uses it too.
 
+/// The generator: its whole state is one `u64`, so cloning it forks an identical stream.
 #[derive(Clone, Debug)]
 pub struct Rng(u64);
 
 impl Rng {
+    /// A generator started from `seed`; equal seeds give equal sequences.
     pub fn new(seed: u64) -> Rng {
         Rng(seed)
     }
 
+    /// The next uniformly distributed `u64`.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;

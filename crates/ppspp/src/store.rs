@@ -8,11 +8,19 @@ use core::fmt;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StoreError {
     /// The chunk index lies past the content.
-    OutOfRange { chunk: u64, chunks: u64 },
+    OutOfRange {
+        /// The chunk index asked for.
+        chunk: u64,
+        /// Number of chunks in the content.
+        chunks: u64,
+    },
     /// The data is not the length this chunk has.
     WrongLength {
+        /// The chunk index.
         chunk: u64,
+        /// The chunk's length in bytes.
         expected: usize,
+        /// Length of the data given, in bytes.
         got: usize,
     },
     /// The adapter's storage failed (disk full, quota exceeded…).
@@ -134,10 +142,12 @@ impl MemoryStore {
         &self.data
     }
 
+    /// The content buffer, taken out of the store (chunks not held are zeros).
     pub fn into_bytes(self) -> Vec<u8> {
         self.data
     }
 
+    /// Whether chunk `chunk` has been written (or came with the content).
     pub fn holds(&self, chunk: u64) -> bool {
         usize::try_from(chunk)
             .ok()

@@ -19,14 +19,17 @@ impl Time {
     /// Later than any real time; used for "never".
     pub const NEVER: Time = Time(u64::MAX);
 
+    /// The time `us` microseconds after the epoch.
     pub const fn from_micros(us: u64) -> Time {
         Time(us)
     }
 
+    /// The time `ms` milliseconds after the epoch (saturating at [`Time::NEVER`]).
     pub const fn from_millis(ms: u64) -> Time {
         Time(ms.saturating_mul(1000))
     }
 
+    /// Microseconds since the epoch.
     pub const fn as_micros(self) -> u64 {
         self.0
     }

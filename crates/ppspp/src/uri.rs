@@ -25,12 +25,19 @@ pub const MAX_CHUNK_SIZE: u32 = 1 << 20;
 /// A parsed swarm URI.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SwarmUri {
+    /// The Merkle root hash, which is also the swarm ID.
     pub root: Hash,
+    /// The Merkle hash function (`hash`).
     pub hash: HashAlgorithm,
+    /// Chunk size in bytes (`cs`).
     pub chunk_size: u32,
+    /// Content length in bytes (`len`).
     pub content_len: u64,
+    /// The signaling server's ws or wss URL (`signal`), if any.
     pub signal: Option<String>,
+    /// Native UDP peers as `host:port` (`udp`, repeatable), in URI order.
     pub udp: Vec<String>,
+    /// A file name to save the content under (`name`), if any.
     pub name: Option<String>,
 }
 
@@ -44,7 +51,12 @@ pub enum UriError {
     /// `len` is missing.
     MissingLength,
     /// A parameter has a value that cannot be used.
-    BadParameter { name: String, reason: String },
+    BadParameter {
+        /// The parameter's name.
+        name: String,
+        /// What is wrong with its value.
+        reason: String,
+    },
 }
 
 impl fmt::Display for UriError {

@@ -45,6 +45,7 @@ impl ChunkAddressing {
         }
     }
 
+    /// The handshake option value naming this method.
     pub const fn wire_code(self) -> u8 {
         self as u8
     }
@@ -71,11 +72,31 @@ impl ChunkAddressing {
 /// to the same bytes. Only ranges whose start lies after their end are rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ChunkSpec {
+    /// One bin, written in 32 bits.
     Bin32(Bin),
+    /// One bin, written in 64 bits.
     Bin64(Bin),
-    Chunk32 { start: u32, end: u32 },
-    Chunk64 { start: u64, end: u64 },
-    Byte64 { start: u64, end: u64 },
+    /// Chunks `start..=end`, written as two 32-bit chunk indices.
+    Chunk32 {
+        /// First chunk index.
+        start: u32,
+        /// Last chunk index (inclusive).
+        end: u32,
+    },
+    /// Chunks `start..=end`, written as two 64-bit chunk indices.
+    Chunk64 {
+        /// First chunk index.
+        start: u64,
+        /// Last chunk index (inclusive).
+        end: u64,
+    },
+    /// Bytes `start..=end` of the content, written as two 64-bit byte offsets.
+    Byte64 {
+        /// First byte offset.
+        start: u64,
+        /// Last byte offset (inclusive).
+        end: u64,
+    },
 }
 
 impl ChunkSpec {
@@ -300,7 +321,9 @@ impl ChunkSpec {
 /// Iterator returned by [`ChunkSpec::bins`].
 #[derive(Debug, Clone)]
 pub enum ChunkSpecBins {
+    /// At most one bin: the spec's own bin, or nothing for [`Bin::NONE`] or an empty range.
     One(Option<Bin>),
+    /// A range spec: the minimal aligned bins covering its chunks.
     Range(ChunkRangeBins),
 }
 

@@ -16,36 +16,74 @@ use crate::Bin;
 #[non_exhaustive]
 pub enum DecodeError {
     /// Fewer than 4 bytes: not even a channel ID.
-    TooShort { len: usize },
+    TooShort {
+        /// Datagram length in bytes.
+        len: usize,
+    },
     /// Longer than [`CodecConfig::max_datagram_len`](super::CodecConfig::max_datagram_len).
-    Oversized { len: usize, max: usize },
+    Oversized {
+        /// Datagram length in bytes.
+        len: usize,
+        /// The configured limit, in bytes.
+        max: usize,
+    },
     /// A field runs past the end of the datagram.
     Truncated {
+        /// Byte offset of the field.
         offset: usize,
+        /// Bytes the field needs.
         needed: usize,
+        /// Bytes left in the datagram.
         available: usize,
+        /// Name of the field, for the message.
         what: &'static str,
     },
     /// A message type byte that RFC 7574 does not assign (14–255).
-    UnknownMessageType { offset: usize, code: u8 },
+    UnknownMessageType {
+        /// Byte offset of the type byte.
+        offset: usize,
+        /// The type byte.
+        code: u8,
+    },
     /// A handshake option code that RFC 7574 does not assign (10–254).
-    UnknownOption { offset: usize, code: u8 },
+    UnknownOption {
+        /// Byte offset of the option code.
+        offset: usize,
+        /// The option code.
+        code: u8,
+    },
     /// A handshake option that is not above the previous one (out of order or repeated).
     OptionOutOfOrder {
+        /// Byte offset of the option code.
         offset: usize,
+        /// The option code.
         code: u8,
+        /// Code of the option before it.
         previous: u8,
     },
     /// A handshake option whose value is not allowed.
     BadOptionValue {
+        /// Byte offset of the option code.
         offset: usize,
+        /// The option code.
         code: u8,
+        /// What is wrong with the value.
         reason: &'static str,
     },
     /// The option list of a HANDSHAKE ended without the 0xFF end marker.
-    MissingOptionsEnd { offset: usize },
+    MissingOptionsEnd {
+        /// Byte offset where the marker was expected (the end of the datagram).
+        offset: usize,
+    },
     /// A chunk or byte range whose start lies after its end.
-    InvalidChunkSpec { offset: usize, start: u64, end: u64 },
+    InvalidChunkSpec {
+        /// Byte offset of the chunk spec.
+        offset: usize,
+        /// Start of the range (chunk index or byte offset).
+        start: u64,
+        /// End of the range (inclusive), below `start`.
+        end: u64,
+    },
 }
 
 impl DecodeError {
@@ -122,32 +160,64 @@ impl core::error::Error for DecodeError {}
 pub enum EncodeError {
     /// The chunk spec uses another addressing method than the one in effect.
     AddressingMismatch {
+        /// The method in effect.
         expected: ChunkAddressing,
+        /// The method the spec is written in.
         found: ChunkAddressing,
     },
     /// The bin does not fit the 32-bit bin encoding.
-    BinNotRepresentable { bin: Bin },
+    BinNotRepresentable {
+        /// The bin.
+        bin: Bin,
+    },
     /// A range (chunk or byte) that cannot be expressed: start after end, the empty bin,
     /// a range beyond the 32- or 64-bit space, or a zero chunk size.
-    InvalidChunkSpec { reason: &'static str },
+    InvalidChunkSpec {
+        /// Which of these it is.
+        reason: &'static str,
+    },
     /// An INTEGRITY hash whose length differs from the negotiated hash size.
-    HashLength { expected: usize, found: usize },
+    HashLength {
+        /// Negotiated hash size in bytes.
+        expected: usize,
+        /// Length of the given hash in bytes.
+        found: usize,
+    },
     /// A SIGNED_INTEGRITY signature whose length differs from the configured size.
-    SignatureLength { expected: usize, found: usize },
+    SignatureLength {
+        /// Configured signature size in bytes.
+        expected: usize,
+        /// Length of the given signature in bytes.
+        found: usize,
+    },
     /// A length-prefixed field (swarm ID, certificate) longer than its prefix allows.
     ValueTooLong {
+        /// Name of the field, for the message.
         what: &'static str,
+        /// Its length in bytes.
         len: usize,
+        /// The most its length prefix can express, in bytes.
         max: usize,
     },
     /// A live discard window above `u32::MAX` with 32-bit chunk addressing.
-    DiscardWindowTooWide { value: u64 },
+    DiscardWindowTooWide {
+        /// The window, in chunks.
+        value: u64,
+    },
     /// A Merkle hash function code without a known hash size (only 0–4 exist).
-    UnknownHashFunction { code: u8 },
+    UnknownHashFunction {
+        /// The hash function code.
+        code: u8,
+    },
     /// A message after DATA, which runs to the end of its datagram.
     DataNotLast,
     /// The datagram would exceed [`CodecConfig::max_datagram_len`](super::CodecConfig::max_datagram_len).
-    Oversized { len: usize, max: usize },
+    Oversized {
+        /// Length the datagram would reach, in bytes.
+        len: usize,
+        /// The configured limit, in bytes.
+        max: usize,
+    },
 }
 
 impl fmt::Display for EncodeError {

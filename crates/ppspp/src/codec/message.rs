@@ -13,19 +13,33 @@ use super::reader::Reader;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum MessageType {
+    /// HANDSHAKE: opens or closes a channel and carries the protocol options.
     Handshake = 0,
+    /// DATA: one chunk (or range) of content.
     Data = 1,
+    /// ACK: acknowledges received DATA, with a delay sample for congestion control.
     Ack = 2,
+    /// HAVE: advertises chunks the sender has verified.
     Have = 3,
+    /// INTEGRITY: the hash of one Merkle tree node.
     Integrity = 4,
+    /// PEX_RESv4: an IPv4 peer address.
     PexResV4 = 5,
+    /// PEX_REQ: asks for peer addresses.
     PexReq = 6,
+    /// SIGNED_INTEGRITY: a signature over a live chunk range.
     SignedIntegrity = 7,
+    /// REQUEST: asks for chunks.
     Request = 8,
+    /// CANCEL: withdraws an earlier REQUEST.
     Cancel = 9,
+    /// CHOKE: the sender will not answer requests.
     Choke = 10,
+    /// UNCHOKE: the sender answers requests again.
     Unchoke = 11,
+    /// PEX_RESv6: an IPv6 peer address.
     PexResV6 = 12,
+    /// PEX_REScert: a peer address inside a signed membership certificate.
     PexResCert = 13,
 }
 
@@ -57,6 +71,7 @@ impl MessageType {
         }
     }
 
+    /// The type byte on the wire.
     pub const fn code(self) -> u8 {
         self as u8
     }
@@ -65,7 +80,9 @@ impl MessageType {
 /// A HANDSHAKE: the sender's own channel ID and its protocol options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Handshake<'a> {
+    /// The channel ID the sender wants to be addressed by; 0 closes the channel.
     pub source_channel: u32,
+    /// The protocol options (version, swarm ID, integrity and addressing methods, …).
     pub options: HandshakeOptions<'a>,
 }
 
@@ -87,37 +104,55 @@ impl Handshake<'_> {
 /// One decoded message. Byte fields borrow from the datagram.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Message<'a> {
+    /// Opens a channel (or closes it, with source channel 0).
     Handshake(Handshake<'a>),
     /// `timestamp` is the sender's clock in µs (libswift: since the Unix epoch). The
     /// payload runs to the end of the datagram, so DATA is always the last message.
     Data {
+        /// The chunks carried.
         chunks: ChunkSpec,
+        /// Sender's clock at sending, in microseconds.
         timestamp: u64,
+        /// The chunk bytes.
         payload: &'a [u8],
     },
     /// `delay_us` is the one-way-delay sample (receiver clock − DATA timestamp), signed:
     /// it is negative when the receiver's clock is behind.
     Ack {
+        /// The chunks acknowledged.
         chunks: ChunkSpec,
+        /// One-way-delay sample, in microseconds.
         delay_us: i64,
     },
+    /// The sender has these chunks, verified.
     Have(ChunkSpec),
     /// `hash` is [`CodecConfig::hash_size`] bytes.
     Integrity {
+        /// The Merkle tree node the hash belongs to.
         chunks: ChunkSpec,
+        /// The node's hash.
         hash: &'a [u8],
     },
+    /// A peer's IPv4 address, in answer to PEX_REQ.
     PexResV4(SocketAddrV4),
+    /// Asks for the addresses of other peers in the swarm.
     PexReq,
     /// `timestamp` is 64-bit NTP; `signature` is [`CodecConfig::signature_size`] bytes.
     SignedIntegrity {
+        /// The chunks the signature covers.
         chunks: ChunkSpec,
+        /// Signing time, as a 64-bit NTP timestamp.
         timestamp: u64,
+        /// The signature.
         signature: &'a [u8],
     },
+    /// Asks for these chunks.
     Request(ChunkSpec),
+    /// Withdraws earlier requests for these chunks.
     Cancel(ChunkSpec),
+    /// The sender stops answering requests; outstanding ones are dropped.
     Choke,
+    /// The sender answers requests again.
     Unchoke,
     /// Flow info and scope ID are not on the wire and decode as 0.
     PexResV6(SocketAddrV6),
@@ -126,6 +161,7 @@ pub enum Message<'a> {
 }
 
 impl<'a> Message<'a> {
+    /// The type of this message.
     pub const fn message_type(&self) -> MessageType {
         match self {
             Message::Handshake(_) => MessageType::Handshake,

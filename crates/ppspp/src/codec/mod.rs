@@ -287,6 +287,7 @@ pub struct DatagramBuilder {
 }
 
 impl DatagramBuilder {
+    /// Starts a datagram to `channel` (the receiver's channel ID) in a new buffer.
     pub fn new(channel: u32, config: &CodecConfig) -> Self {
         Self::with_buffer(Vec::with_capacity(1500), channel, config)
     }

@@ -8,25 +8,41 @@ use super::reader::Reader;
 
 /// Option codes.
 pub mod code {
+    /// Protocol version the sender speaks (must come first).
     pub const VERSION: u8 = 0;
+    /// Lowest protocol version the sender accepts.
     pub const MIN_VERSION: u8 = 1;
+    /// Swarm ID: the root hash (static) or the public key (live).
     pub const SWARM_ID: u8 = 2;
+    /// Content integrity protection method.
     pub const CONTENT_INTEGRITY: u8 = 3;
+    /// Merkle hash function.
     pub const MERKLE_HASH_FUNCTION: u8 = 4;
+    /// Live signature algorithm (a DNSSEC algorithm number).
     pub const LIVE_SIGNATURE_ALGORITHM: u8 = 5;
+    /// Chunk addressing method.
     pub const CHUNK_ADDRESSING: u8 = 6;
+    /// Live discard window: how far back a live peer keeps chunks.
     pub const LIVE_DISCARD_WINDOW: u8 = 7;
+    /// Bitmap of the message types the sender supports.
     pub const SUPPORTED_MESSAGES: u8 = 8;
+    /// Chunk size in bytes.
     pub const CHUNK_SIZE: u8 = 9;
+    /// Ends the option list.
     pub const END: u8 = 0xFF;
 }
 
 /// Merkle hash function codes (option 4).
 pub mod hash_function {
+    /// SHA-1, the default and the one every implementation must support.
     pub const SHA1: u8 = 0;
+    /// SHA-224.
     pub const SHA224: u8 = 1;
+    /// SHA-256.
     pub const SHA256: u8 = 2;
+    /// SHA-384.
     pub const SHA384: u8 = 3;
+    /// SHA-512.
     pub const SHA512: u8 = 4;
 }
 
@@ -61,15 +77,18 @@ pub const LIVE_DISCARD_ALL_32: u64 = 0xFFFF_FFFF;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum ContentIntegrity {
+    /// No integrity protection: chunks are not verified.
     None = 0,
     /// Static content default.
     MerkleTree = 1,
+    /// Live: every chunk is signed by the source.
     SignAll = 2,
     /// Live default.
     UnifiedMerkleTree = 3,
 }
 
 impl ContentIntegrity {
+    /// The method for a handshake option value, or `None` for an unknown code.
     pub const fn from_wire_code(code: u8) -> Option<ContentIntegrity> {
         match code {
             0 => Some(ContentIntegrity::None),
@@ -80,6 +99,7 @@ impl ContentIntegrity {
         }
     }
 
+    /// The handshake option value naming this method.
     pub const fn wire_code(self) -> u8 {
         self as u8
     }
@@ -109,6 +129,7 @@ impl SupportedMessages {
         s
     }
 
+    /// Whether type `t` is in the set.
     pub fn contains(&self, t: MessageType) -> bool {
         self.contains_code(t.code())
     }
@@ -118,19 +139,23 @@ impl SupportedMessages {
         self.0[usize::from(code / 8)] & (0x80 >> (code % 8)) != 0
     }
 
+    /// Adds type `t`.
     pub fn insert(&mut self, t: MessageType) {
         self.insert_code(t.code());
     }
 
+    /// Adds a raw type code (also one this crate does not know).
     pub fn insert_code(&mut self, code: u8) {
         self.0[usize::from(code / 8)] |= 0x80 >> (code % 8);
     }
 
+    /// Removes type `t`.
     pub fn remove(&mut self, t: MessageType) {
         let code = t.code();
         self.0[usize::from(code / 8)] &= !(0x80 >> (code % 8));
     }
 
+    /// True when no type code is in the set.
     pub fn is_empty(&self) -> bool {
         self.0.iter().all(|&b| b == 0)
     }
@@ -159,19 +184,25 @@ impl SupportedMessages {
 /// The protocol options of a HANDSHAKE. `None` means "not sent".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct HandshakeOptions<'a> {
+    /// Protocol version the sender speaks (1 is RFC 7574).
     pub version: Option<u8>,
+    /// Lowest protocol version the sender accepts.
     pub min_version: Option<u8>,
+    /// The swarm ID: the root hash for static content, the public key for live.
     pub swarm_id: Option<&'a [u8]>,
+    /// How chunks are checked: Merkle tree, signatures or not at all.
     pub content_integrity: Option<ContentIntegrity>,
     /// A [`hash_function`] code; only 0–4 are accepted (they fix the INTEGRITY length).
     pub merkle_hash_function: Option<u8>,
     /// A DNSSEC algorithm number.
     pub live_signature_algorithm: Option<u8>,
+    /// How chunk specs are written in this channel's messages.
     pub chunk_addressing: Option<ChunkAddressing>,
     /// Chunks (bytes with byte64). On the wire 32 bits wide with a 32-bit addressing
     /// method (the one in this option list, else the one in effect), 64 otherwise;
     /// "keep everything" is [`LIVE_DISCARD_ALL_32`] or `u64::MAX`.
     pub live_discard_window: Option<u64>,
+    /// The message types the sender supports; absent means all of them.
     pub supported_messages: Option<SupportedMessages>,
     /// Bytes per chunk; `0xFFFFFFFF` means variable-size chunks.
     pub chunk_size: Option<u32>,

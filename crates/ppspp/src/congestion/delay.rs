@@ -19,6 +19,7 @@ pub struct BaseDelay {
 }
 
 impl BaseDelay {
+    /// Keeps one minimum per `interval`, for the last `history` intervals (at least one).
     pub fn new(interval: Duration, history: usize) -> BaseDelay {
         BaseDelay {
             minima: VecDeque::with_capacity(history.max(1)),
@@ -28,6 +29,8 @@ impl BaseDelay {
         }
     }
 
+    /// Takes a delay sample (microseconds), starting a new interval when the current one
+    /// is over and dropping the oldest beyond `history`.
     pub fn update(&mut self, now: Time, sample_us: i64) {
         let rolled = now.saturating_since(self.interval_start) >= self.interval;
         match self.minima.back_mut() {
@@ -61,6 +64,8 @@ const MIN_SAMPLES: usize = 4;
 const MAX_SAMPLES: usize = 64;
 
 impl CurrentDelay {
+    /// Takes a delay sample (microseconds) and drops samples older than `rtt`, keeping
+    /// at least `MIN_SAMPLES`.
     pub fn update(&mut self, now: Time, sample_us: i64, rtt: Duration) {
         if self.samples.len() == MAX_SAMPLES {
             self.samples.pop_front();

@@ -41,6 +41,7 @@ pub struct CongestionConfig {
     pub allowed_increase: f64,
     /// Base-delay history: `base_history` minima of `base_interval` each.
     pub base_history: usize,
+    /// Length of one base-delay interval.
     pub base_interval: Duration,
     /// 0 = LEDBAT; N > 0 = MulTCP emulating N TCP flows.
     pub priority: u32,
@@ -80,6 +81,7 @@ impl std::error::Error for ConfigError {}
 pub const MAX_PRIORITY: u32 = 16;
 
 impl CongestionConfig {
+    /// Checks every setting against its allowed range (the RFC's bounds where it has any).
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.target.is_zero() || self.target > Duration::from_millis(100) {
             return Err(ConfigError(
@@ -172,14 +174,17 @@ impl Controller {
         self.cwnd
     }
 
+    /// Whether the window is in slow start or congestion avoidance.
     pub fn phase(&self) -> Phase {
         self.phase
     }
 
+    /// 0 for LEDBAT, N for MulTCP emulating N TCP flows.
     pub fn priority(&self) -> u32 {
         self.config.priority
     }
 
+    /// The settings in effect (the priority as last set).
     pub fn config(&self) -> &CongestionConfig {
         &self.config
     }

@@ -61,14 +61,17 @@ impl RttEstimator {
         self.srtt
     }
 
+    /// The smoothed mean deviation of the round-trip time.
     pub fn deviation(&self) -> Duration {
         self.deviation
     }
 
+    /// The smallest round trip measured, `None` before the first sample.
     pub fn min_rtt(&self) -> Option<Duration> {
         self.min
     }
 
+    /// True once a round trip has been measured.
     pub fn has_sample(&self) -> bool {
         self.latest.is_some()
     }

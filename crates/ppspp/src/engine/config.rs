@@ -11,13 +11,22 @@ use core::fmt;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PickerKind {
     /// In order; `twist` spreads parallel channels.
-    Sequential { twist: bool },
+    Sequential {
+        /// Randomise the order within subtrees.
+        twist: bool,
+    },
     /// Rarest chunks first (files).
     RarestFirst,
     /// In order inside `window` chunks ahead of the playhead, then rarest-first (video).
-    Vod { window: u64 },
+    Vod {
+        /// Width of the in-order window, in chunks.
+        window: u64,
+    },
     /// From the live edge, never older than `discard_window` chunks.
-    Live { discard_window: u64 },
+    Live {
+        /// How far behind the newest chunk fetching reaches, in chunks.
+        discard_window: u64,
+    },
 }
 
 impl PickerKind {
@@ -37,10 +46,13 @@ pub struct EngineConfig {
     /// How chunks are addressed on channels we open (chunk32 is mandatory to implement and
     /// what libswift speaks; we accept any method a peer opens with).
     pub chunk_addressing: ChunkAddressing,
+    /// Congestion control for every channel.
     pub congestion: CongestionConfig,
+    /// The piece picker for downloads.
     pub picker: PickerKind,
     /// Upload and download limits in bytes per second (`None`: unlimited).
     pub upload_limit: Option<u64>,
+    /// Download limit in bytes per second (`None`: unlimited).
     pub download_limit: Option<u64>,
     /// Most channels at once (RFC 7574 suggests limiting; libswift opens 20 itself).
     pub max_peers: usize,
@@ -54,6 +66,7 @@ pub struct EngineConfig {
     pub max_serve_queue: usize,
     /// Chunks requested from one peer before its rate is known, and at most ever.
     pub min_request_pipeline: u64,
+    /// Most chunks outstanding from one peer, however fast it is.
     pub max_request_pipeline: u64,
     /// Longest datagram of control messages (HANDSHAKE, HAVE, ACK, REQUEST, CANCEL,
     /// CHOKE, PEX), in bytes: what does not fit waits for the next datagram. A datagram
@@ -112,8 +125,11 @@ impl Default for EngineConfig {
 pub struct ContentInfo {
     /// The Merkle root, which is the swarm ID.
     pub root: Hash,
+    /// The Merkle hash function.
     pub hash: HashAlgorithm,
+    /// Chunk size in bytes (the last chunk may be shorter).
     pub chunk_size: u32,
+    /// Content length in bytes.
     pub content_len: u64,
 }
 
@@ -142,7 +158,12 @@ pub enum ContentError {
     NoChunks,
     /// A chunk with its hashes and the control messages of a datagram would exceed the
     /// longest datagram a peer accepts.
-    ChunkTooLargeForDatagram { chunk_size: u32, max: usize },
+    ChunkTooLargeForDatagram {
+        /// Chunk size in bytes.
+        chunk_size: u32,
+        /// The longest datagram, in bytes.
+        max: usize,
+    },
 }
 
 impl fmt::Display for ContentError {

@@ -34,7 +34,10 @@ impl std::error::Error for DiscoveryConfigError {}
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ProbeFailure {
     /// No answer to our handshakes on any of these chunk sizes.
-    NoAnswer { chunk_sizes: Vec<u32> },
+    NoAnswer {
+        /// The chunk sizes tried, in bytes.
+        chunk_sizes: Vec<u32>,
+    },
     /// Its transport closed.
     ConnectionLost,
     /// It closed the channel.
@@ -50,11 +53,19 @@ pub enum ProbeFailure {
     /// Its peak hashes do not rebuild the root.
     BadPeaks,
     /// A chunk failed verification.
-    BadChunk { chunk: u64, reason: VerifyError },
+    BadChunk {
+        /// The chunk index.
+        chunk: u64,
+        /// Why it failed.
+        reason: VerifyError,
+    },
     /// It announced no chunk in time.
     AnnouncedNothing,
     /// It did not deliver the chunk asked for, after every retry.
-    NotDelivered { chunk: u64 },
+    NotDelivered {
+        /// The chunk index asked for.
+        chunk: u64,
+    },
 }
 
 impl fmt::Display for ProbeFailure {

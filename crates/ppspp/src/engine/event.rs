@@ -52,29 +52,58 @@ impl fmt::Display for CloseReason {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event<A> {
     /// The three-way handshake completed.
-    PeerConnected { peer: A },
+    PeerConnected {
+        /// The peer's address.
+        peer: A,
+    },
     /// A channel ended; its requests go to other peers.
-    PeerClosed { peer: A, reason: CloseReason },
+    PeerClosed {
+        /// The peer's address.
+        peer: A,
+        /// Why the channel ended.
+        reason: CloseReason,
+    },
     /// PEX told us about a peer (the engine connects by itself when it has room).
-    PeerDiscovered { peer: A },
+    PeerDiscovered {
+        /// The address PEX named.
+        peer: A,
+    },
     /// A chunk passed verification and is in the store.
-    ChunkVerified { chunk: u64, from: A },
+    ChunkVerified {
+        /// The chunk index.
+        chunk: u64,
+        /// The peer that sent it.
+        from: A,
+    },
     /// A chunk failed verification; nothing of it was stored and the peer was dropped.
     ChunkRejected {
+        /// The chunk index.
         chunk: u64,
+        /// The peer that sent it.
         from: A,
+        /// Why verification failed.
         reason: VerifyError,
     },
     /// How much of the content we hold: reported after the other events of a batch, when
     /// it changed (not once per chunk), and always just before [`Event::Complete`].
-    Progress { have: u64, total: u64 },
+    Progress {
+        /// Chunks verified and stored.
+        have: u64,
+        /// Chunks in the content.
+        total: u64,
+    },
     /// Every chunk is verified and stored.
     Complete,
     /// A verified chunk could not be stored (disk full, quota exceeded…). The chunk stays
     /// wanted, but the engine asks for nothing more until
     /// [`Engine::resume_storing`](super::Engine::resume_storing): the adapter decides
     /// whether to stop or to free space and go on.
-    StoreFailed { chunk: u64, error: StoreError },
+    StoreFailed {
+        /// The chunk index.
+        chunk: u64,
+        /// What the store reported.
+        error: StoreError,
+    },
     /// The periodic figures, when [`EngineConfig::stats_interval`](super::EngineConfig) is set.
     Stats(Stats),
 }
@@ -82,7 +111,9 @@ pub enum Event<A> {
 /// The engine's current figures, see [`Engine::stats`](super::Engine::stats).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Stats {
+    /// Chunks verified and stored.
     pub chunks_have: u64,
+    /// Chunks in the content.
     pub chunk_count: u64,
     /// Payload bytes of verified chunks received (duplicates excluded).
     pub bytes_downloaded: u64,
@@ -90,16 +121,22 @@ pub struct Stats {
     pub bytes_duplicate: u64,
     /// Payload bytes of DATA sent, retransmissions included.
     pub bytes_uploaded: u64,
+    /// Chunks received that passed verification (duplicates excluded).
     pub chunks_verified: u64,
+    /// Chunks received that failed verification.
     pub chunks_rejected: u64,
     /// Chunks dropped because a hash needed to verify them had not arrived (their
     /// datagram's hashes were lost, or the peer omits them); they stay requested.
     pub chunks_unverifiable: u64,
+    /// Datagrams handed to the adapter to send.
     pub datagrams_sent: u64,
+    /// Datagrams handed to the engine, dropped ones included.
     pub datagrams_received: u64,
     /// Datagrams dropped before processing (undecodable, unknown channel, wrong swarm).
     pub datagrams_dropped: u64,
+    /// Chunks sent again after they were taken for lost.
     pub retransmissions: u64,
+    /// Open channels.
     pub peers: usize,
     /// Handshakes answered whose initiator has not come back yet (they hold no channel).
     pub half_open: usize,
@@ -108,21 +145,36 @@ pub struct Stats {
 /// Figures of one channel.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChannelStats<A> {
+    /// The peer's address.
     pub peer: A,
+    /// The three-way handshake completed.
     pub established: bool,
+    /// How DATA is sent: ping-pong or by window.
     pub send_state: SendState,
+    /// Congestion window, in datagrams.
     pub cwnd: f64,
+    /// Smoothed round-trip time.
     pub srtt: Duration,
+    /// LEDBAT's estimate of the delay our traffic adds, once delay samples exist.
     pub queuing_delay: Option<Duration>,
+    /// Congestion priority: 0 for LEDBAT, N for MulTCP emulating N TCP flows.
     pub priority: u32,
+    /// Chunks sent and neither acknowledged nor taken for lost.
     pub in_flight: usize,
+    /// Chunks requested from the peer and not yet received.
     pub requests_outstanding: usize,
     /// The peer choked us (we may not request), and we choke it.
     pub choked_by_peer: bool,
+    /// We choke the peer: its requests go unanswered.
     pub choking: bool,
+    /// Chunks the peer requested that wait to be sent.
     pub serve_queue: usize,
+    /// Chunks the peer has announced holding.
     pub peer_chunks: u64,
+    /// Payload bytes of DATA sent to the peer, retransmissions included.
     pub bytes_uploaded: u64,
+    /// Payload bytes of DATA received from the peer, duplicates and rejected chunks
+    /// included.
     pub bytes_downloaded: u64,
 }
 

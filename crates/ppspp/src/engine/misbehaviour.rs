@@ -17,9 +17,19 @@ pub enum HandshakeMismatch {
     /// It protects content other than with a Merkle tree.
     ContentIntegrity(ContentIntegrity),
     /// Its Merkle hash function (wire code) is not the swarm's.
-    HashFunction { offered: u8, ours: HashAlgorithm },
+    HashFunction {
+        /// The peer's hash function code.
+        offered: u8,
+        /// The swarm's hash function.
+        ours: HashAlgorithm,
+    },
     /// Its chunk size is not the swarm's.
-    ChunkSize { offered: u32, ours: u32 },
+    ChunkSize {
+        /// The peer's chunk size, in bytes.
+        offered: u32,
+        /// The swarm's chunk size, in bytes.
+        ours: u32,
+    },
 }
 
 impl fmt::Display for HandshakeMismatch {
@@ -56,13 +66,21 @@ pub enum Misbehaviour {
     /// DATA for chunks outside the content.
     DataOutsideContent,
     /// DATA shorter than the chunks it names.
-    DataTruncated { chunk: u64 },
+    DataTruncated {
+        /// The first chunk whose bytes are missing.
+        chunk: u64,
+    },
     /// DATA longer than the chunks it names.
     DataTooLong,
     /// A chunk index no bin can hold.
     ChunkOutOfRange,
     /// A chunk failed verification against the root.
-    BadChunk { chunk: u64, reason: VerifyError },
+    BadChunk {
+        /// The chunk index.
+        chunk: u64,
+        /// Why verification failed.
+        reason: VerifyError,
+    },
     /// It announced chunks and delivered none of them, through several request rounds.
     NeverDelivered,
     /// It delivered before, then none of what it announced for a long time.

@@ -242,10 +242,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         Bin::from_chunk_range(0, self.chunk_count - 1).collect()
     }
 
+    /// The content this engine shares.
     pub fn content(&self) -> &ContentInfo {
         &self.content
     }
 
+    /// Chunks in the content.
     pub fn chunk_count(&self) -> u64 {
         self.chunk_count
     }
@@ -255,14 +257,18 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         &self.have
     }
 
+    /// True once every chunk is verified and stored.
     pub fn is_complete(&self) -> bool {
         self.have_count >= self.chunk_count
     }
 
+    /// The chunk store.
     pub fn store(&self) -> &S {
         &self.store
     }
 
+    /// The chunk store, mutably (e.g. for the adapter to free space after
+    /// [`Event::StoreFailed`]).
     pub fn store_mut(&mut self) -> &mut S {
         &mut self.store
     }
@@ -272,6 +278,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.store
     }
 
+    /// The settings the engine was built with.
     pub fn config(&self) -> &EngineConfig {
         &self.config
     }
@@ -387,6 +394,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         });
     }
 
+    /// The engine's current figures (also emitted as [`Event::Stats`] when configured).
     pub fn stats(&self) -> Stats {
         Stats {
             chunks_have: self.have_count,

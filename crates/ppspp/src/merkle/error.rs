@@ -14,9 +14,19 @@ pub enum MerkleError {
     /// More than 2^63 chunks: beyond the bin number space.
     TooManyChunks,
     /// `from_leaf_hashes` got a number of leaves that does not match the content length.
-    LeafCountMismatch { expected: u64, got: u64 },
+    LeafCountMismatch {
+        /// Chunks in the content.
+        expected: u64,
+        /// Leaf hashes given.
+        got: u64,
+    },
     /// A hash does not have the algorithm's size.
-    WrongHashLength { expected: usize, got: usize },
+    WrongHashLength {
+        /// The algorithm's hash size, in bytes.
+        expected: usize,
+        /// The hash's length, in bytes.
+        got: usize,
+    },
 }
 
 impl fmt::Display for MerkleError {
@@ -44,14 +54,27 @@ pub enum VerifyError {
     /// The content size (chunk count) is not known yet: peaks must come first.
     SizeUnknown,
     /// The chunk index is past the end of the content.
-    OutOfRange { chunk: u64, chunk_count: u64 },
+    OutOfRange {
+        /// The chunk index.
+        chunk: u64,
+        /// Chunks in the content.
+        chunk_count: u64,
+    },
     /// The chunk has the wrong length. For the last chunk of content whose length is not
     /// known yet, `expected` is the chunk size (the upper bound; 0 bytes is also refused).
-    WrongLength { expected: usize, got: usize },
+    WrongLength {
+        /// The chunk's length (or upper bound), in bytes.
+        expected: usize,
+        /// Length of the data given, in bytes.
+        got: usize,
+    },
     /// A hash has the wrong size for the algorithm.
     WrongHashLength {
+        /// The tree node the hash was given for.
         bin: Bin,
+        /// The algorithm's hash size, in bytes.
         expected: usize,
+        /// The hash's length, in bytes.
         got: usize,
     },
     /// A hash needed to reach a verified node was not given.
@@ -61,7 +84,10 @@ pub enum VerifyError {
     /// The same bin was given twice with different hashes.
     ConflictingHashes(Bin),
     /// The hash computed (or given) for `bin` differs from the verified one.
-    Mismatch { bin: Bin },
+    Mismatch {
+        /// The tree node whose hash differs.
+        bin: Bin,
+    },
     /// The peak hashes are not a valid peak list or do not rebuild the root.
     BadPeaks,
 }

@@ -140,18 +140,22 @@ impl MerkleTree {
         })
     }
 
+    /// The hash function of the tree.
     pub fn algorithm(&self) -> HashAlgorithm {
         self.alg
     }
 
+    /// Chunk size in bytes (the last chunk may be shorter).
     pub fn chunk_size(&self) -> usize {
         self.chunk_size
     }
 
+    /// Content length in bytes.
     pub fn content_len(&self) -> u64 {
         self.content_len
     }
 
+    /// Chunks in the content, i.e. leaves of the tree.
     pub fn chunk_count(&self) -> u64 {
         self.chunk_count
     }

@@ -172,6 +172,7 @@ impl VerifyingTree {
         self.store.insert(root_bin, &self.root);
     }
 
+    /// The hash function of the tree.
     pub fn algorithm(&self) -> HashAlgorithm {
         self.alg
     }
@@ -181,6 +182,7 @@ impl VerifyingTree {
         self.root
     }
 
+    /// Chunk size in bytes (the last chunk may be shorter).
     pub fn chunk_size(&self) -> usize {
         self.chunk_size
     }
