@@ -84,11 +84,11 @@ pub struct EngineConfig {
     /// the playhead), raise its congestion priority to this (DTL runtime priority). It acts
     /// on our side of the channel only: PPSPP has no message to make a peer send harder.
     pub urgent_priority: Option<u32>,
-    /// Emit [`Event::Stats`] this often (`None`: never; `stats()` can always be called).
+    /// Emit [`Event::Stats`](super::Event::Stats) this often (`None`: never; `stats()` can always be called).
     pub stats_interval: Option<core::time::Duration>,
     /// Seed for channel IDs and picker randomness; adapters pass real entropy.
     pub seed: u64,
-    /// The Unix time at the adapter's [`Time::ZERO`]. DATA timestamps are `now` plus this:
+    /// The Unix time at the adapter's [`Time::ZERO`](crate::time::Time::ZERO). DATA timestamps are `now` plus this:
     /// microseconds since the Unix epoch, which libswift assumes (digest §1.6) and from
     /// which it derives its round-trip times. Zero keeps the adapter's own clock (the
     /// simulator, tests).

@@ -54,10 +54,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let mut origin_seeders: Option<usize> = None;
         for id in only.into_iter().chain(all) {
             if origin_seeders.is_none() && channels.get(&id).is_some_and(|c| c.origin) {
-                let complete = |c: &&Box<super::channel::Channel<A>>| {
-                    c.origin && c.established && c.peer_complete
-                };
-                origin_seeders = Some(channels.values().filter(complete).count());
+                let complete = channels
+                    .values()
+                    .filter(|c| c.origin && c.established && c.peer_complete)
+                    .count();
+                origin_seeders = Some(complete);
             }
             let Some(ch) = channels.get_mut(&id) else {
                 continue;
