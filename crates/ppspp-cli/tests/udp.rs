@@ -4,11 +4,55 @@
 mod common;
 
 use common::{
-    content, files_in, finish, ppspp, root_of, run, seed, spawn, stderr, temp_dir, udp_of,
+    Running, content, files_in, finish, ppspp, root_of, run, seed, spawn, stderr, temp_dir, udp_of,
 };
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::time::Duration;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Reads `proc`'s `--stats-json` lines until one satisfies `done`, within `limit` (a wait
+/// on what the process reports, not a sleep); returns every line read.
+fn stats_until(
+    proc: &Running,
+    limit: Duration,
+    what: &str,
+    mut done: impl FnMut(&serde_json::Value) -> bool,
+) -> Vec<String> {
+    let deadline = Instant::now() + limit;
+    let mut lines = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = match proc.lines.recv_timeout(left) {
+            Ok(line) => line,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                panic!("{what}: not within {limit:?}; stats lines so far: {lines:#?}")
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                panic!("{what}: the process ended first; its stats lines: {lines:#?}")
+            }
+        };
+        let stats = serde_json::from_str::<serde_json::Value>(&line).ok();
+        lines.push(line);
+        if stats.as_ref().is_some_and(&mut done) {
+            return lines;
+        }
+    }
+}
+
+/// A stats line saying every chunk is verified.
+fn complete(stats: &serde_json::Value) -> bool {
+    stats["chunks"].as_u64().is_some_and(|n| n > 0) && stats["have"] == stats["chunks"]
+}
+
+/// Channels in a stats line that have delivered data.
+fn peers_with_data(stats: &serde_json::Value) -> usize {
+    stats["channels"].as_array().map_or(0, |cs| {
+        cs.iter()
+            .filter(|c| c["bytes_down"].as_u64() > Some(0))
+            .count()
+    })
+}
 
 #[test]
 fn three_fetchers_get_identical_files() {
@@ -59,14 +103,13 @@ fn a_late_fetcher_uses_an_earlier_one_and_finishes_without_the_seeder() {
         "--keep-seeding",
         "--stats-json",
     ]);
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !first_out.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "first fetch timed out"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // Complete, and renamed into place (its stats line may come just before the rename).
+    stats_until(
+        &first,
+        Duration::from_secs(60),
+        "the first fetch completes",
+        |s| complete(s) && first_out.exists(),
+    );
     assert_eq!(std::fs::read(&first_out).unwrap(), data);
     // The late fetcher learns of the first one through PEX and fetches from both; the
     // seeder's upload limit makes the other peer worth using.
@@ -81,30 +124,57 @@ fn a_late_fetcher_uses_an_earlier_one_and_finishes_without_the_seeder() {
         "--download-limit",
         "150000",
     ]);
-    std::thread::sleep(Duration::from_millis(1200));
+    // The seeder dies mid-transfer: once the late fetcher has some chunks and a channel
+    // to the first fetcher as well (learnt through PEX).
+    let lines = stats_until(
+        &late,
+        Duration::from_secs(30),
+        "the late fetcher has chunks and both peers",
+        |s| s["have"].as_u64() > Some(0) && s["channels"].as_array().map_or(0, Vec::len) == 2,
+    );
+    let last: serde_json::Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    assert!(
+        !complete(&last),
+        "still fetching when it had both peers: {last}"
+    );
     drop(seeder); // killed mid-transfer
     assert!(!late_out.exists(), "still fetching when the seeder died");
-    let lines = late.lines_until_quiet(Duration::from_secs(20));
+    let lines = [lines, late.lines_until_quiet(Duration::from_secs(20))].concat();
     assert_eq!(
         std::fs::read(&late_out).unwrap(),
         data,
         "late fetch completed"
     );
-    let peers_with_data: usize = lines
+    let most_peers_with_data = lines
         .iter()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .map(|v| {
-            v["channels"].as_array().map_or(0, |cs| {
-                cs.iter()
-                    .filter(|c| c["bytes_down"].as_u64() > Some(0))
-                    .count()
-            })
-        })
+        .map(|v| peers_with_data(&v))
         .max()
         .unwrap_or(0);
     assert_eq!(
-        peers_with_data, 2,
+        most_peers_with_data, 2,
         "fetched from both the seeder and the first fetcher"
+    );
+    // After the seeder's death the rest came from the first fetcher.
+    let seeder_addr = udp_of(&uri);
+    let from_first = |stats: &serde_json::Value| {
+        stats["channels"].as_array().map_or(0, |cs| {
+            cs.iter()
+                .filter(|c| c["peer"].as_str() != Some(seeder_addr.as_str()))
+                .filter_map(|c| c["bytes_down"].as_u64())
+                .sum::<u64>()
+        })
+    };
+    let end: serde_json::Value = lines
+        .iter()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap();
+    assert!(
+        from_first(&end) > from_first(&last),
+        "the first fetcher delivered after the seeder died: {} then {} bytes",
+        from_first(&last),
+        from_first(&end)
     );
     drop(first);
     let _ = std::fs::remove_dir_all(&dir);
