@@ -77,6 +77,9 @@ export class Swarm extends Emitter<SwarmEvents> {
   private rates = { down: 0, up: 0 };
   private bytesFromSeeders = 0;
   private bytesFromPeers = 0;
+  /** Seeders' handles, kept once their connection is gone: a chunk verified in the turn
+   * its seeder left still came from a seeder. */
+  private readonly seederHandles = new Set<number>();
   private completeValue: boolean;
 
   constructor(
@@ -115,6 +118,7 @@ export class Swarm extends Emitter<SwarmEvents> {
         open: (handle, remote, initiator) => {
           if (initiator) this.engine.connect(handle, performance.now());
           const seeder = this.connections.isSeeder(handle);
+          if (seeder) this.seederHandles.add(handle);
           // Seeders are origins: asked for what playback needs next or nobody else has.
           if (seeder && options.preferPeers) this.engine.setOrigin(handle, true);
           this.emit('peer-joined', { peer: handle, remote, seeder });
@@ -193,7 +197,7 @@ export class Swarm extends Emitter<SwarmEvents> {
     switch (event.type) {
       case 'chunk-verified': {
         const bytes = Math.min(this.content.chunkSize, this.content.length - event.chunk * this.content.chunkSize);
-        if (this.connections.isSeeder(event.peer)) this.bytesFromSeeders += bytes;
+        if (this.seederHandles.has(event.peer)) this.bytesFromSeeders += bytes;
         else this.bytesFromPeers += bytes;
         this.emit('chunk-verified', { chunk: event.chunk, peer: event.peer });
         break;
