@@ -249,8 +249,7 @@ describe('Swarm over fake WebRTC, with the real engine', () => {
     const b = seeder(data, { uploadLimit: 100_000 });
     await b.start();
     expect(b.content.root).toBe(a.content.root);
-    // preferPeers off: with only seeders around, the default asks none of them (see below).
-    const fetch = fetcher(a.uri, { preferPeers: false });
+    const fetch = fetcher(a.uri);
     const log = record(fetch);
     const done = nextEvent(fetch, 'complete', undefined, 15_000);
     await fetch.start();
@@ -267,8 +266,7 @@ describe('Swarm over fake WebRTC, with the real engine', () => {
     const data = randomBytes(50 * CHUNK, 13);
     const seeds = [seeder(data), seeder(data), seeder(data)];
     for (const seed of seeds) await seed.start();
-    // preferPeers off: with only seeders around, the default asks none of them (see below).
-    const fetch = fetcher(seeds[0]!.uri, { maxConnections: 2, preferPeers: false });
+    const fetch = fetcher(seeds[0]!.uri, { maxConnections: 2 });
     const log = record(fetch);
     const done = nextEvent(fetch, 'complete');
     await fetch.start();

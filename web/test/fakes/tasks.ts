@@ -36,7 +36,7 @@ export function nextEvent<E extends { [K in keyof E]: unknown }, K extends keyof
   emitter: Emitter<E>,
   type: K,
   match: (payload: E[K]) => boolean = () => true,
-  timeoutMs = 10_000,
+  timeoutMs = 4_000,
 ): Promise<E[K]> {
   return new Promise((resolve, reject) => {
     const listener = (payload: E[K]): void => {
@@ -54,15 +54,23 @@ export function nextEvent<E extends { [K in keyof E]: unknown }, K extends keyof
 }
 
 /**
- * Resolves once `condition()` is true, checking it after every task the fakes deliver and
- * on a short poll for state that changes on timers; rejects after `timeoutMs` with
- * `what`. For conditions no event announces.
+ * Resolves once `condition()` is true, checking it on a short poll; rejects after
+ * `timeoutMs` with `what`, or with what `condition` threw. For conditions no event
+ * announces. The default timeouts here stay under vitest's 5 s per test, so that a wait
+ * never outlives its test (and polls a swarm the test has closed).
  */
-export function until(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+export function until(condition: () => boolean, what: string, timeoutMs = 4_000): Promise<void> {
   return new Promise((resolve, reject) => {
     const started = Date.now();
     const check = (): void => {
-      if (condition()) {
+      let done: boolean;
+      try {
+        done = condition();
+      } catch (err) {
+        reject(err instanceof Error ? err : new Error(String(err)));
+        return;
+      }
+      if (done) {
         resolve();
         return;
       }
