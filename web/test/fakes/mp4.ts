@@ -4,55 +4,8 @@
  * `-movflags frag_keyframe+empty_moov+default_base_moof`: ftyp, moov (mvex), fragments.
  * Enough for the Player's parsing; no decoder ever sees it.
  */
+import { ESDS, be, box, concat, fullbox, text, trak } from '../bytes.js';
 import { randomBytes } from './webm.js';
-
-function concat(...parts: Array<Uint8Array | number[]>): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
-
-const text = (s: string): number[] => [...s].map((c) => c.charCodeAt(0));
-
-function be(v: number, n: number): number[] {
-  const out: number[] = [];
-  for (let i = n - 1; i >= 0; i--) out.push(Math.floor(v / 2 ** (8 * i)) % 256);
-  return out;
-}
-
-const box = (type: string, ...children: Array<Uint8Array | number[]>): Uint8Array => {
-  const data = concat(...children);
-  return concat(be(data.length + 8, 4), text(type), data);
-};
-
-const fullbox = (type: string, version: number, ...children: Array<Uint8Array | number[]>): Uint8Array =>
-  box(type, [version, 0, 0, 0], ...children);
-
-function trak(id: number, timescale: number, handler: string, entry: Uint8Array): Uint8Array {
-  return box(
-    'trak',
-    fullbox('tkhd', 0, be(0, 8), be(id, 4), new Array<number>(68).fill(0)),
-    box(
-      'mdia',
-      fullbox('mdhd', 0, be(0, 8), be(timescale, 4), be(0, 4), [0x55, 0xc4, 0, 0]),
-      fullbox('hdlr', 0, be(0, 4), text(handler), new Array<number>(13).fill(0)),
-      box('minf', box('stbl', fullbox('stsd', 0, be(1, 4), entry))),
-    ),
-  );
-}
-
-const ESDS = fullbox(
-  'esds',
-  0,
-  [0x03, 0x80, 0x80, 0x80, 0x22, 0x00, 0x02, 0x00], // ES_Descriptor, ES_ID 2
-  [0x04, 0x80, 0x80, 0x80, 0x14, 0x40, 0x15, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], // DecoderConfig, AAC
-  [0x05, 0x80, 0x80, 0x80, 0x02, 0x12, 0x10], // AudioSpecificConfig: AAC LC
-  [0x06, 0x80, 0x80, 0x80, 0x01, 0x02],
-);
 
 export interface SyntheticMp4 {
   file: Uint8Array;

@@ -4,41 +4,7 @@
  * header, Segment, SeekHead, Info (with Duration), Tracks, Clusters. Enough for the
  * Player's parsing; no decoder ever sees it.
  */
-
-function concat(...parts: Array<Uint8Array | number[]>): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
-
-const text = (s: string): number[] => [...s].map((c) => c.charCodeAt(0));
-
-function be(v: number, n: number): number[] {
-  const out: number[] = [];
-  for (let i = n - 1; i >= 0; i--) out.push(Math.floor(v / 2 ** (8 * i)) % 256);
-  return out;
-}
-
-/** An EBML element: `id` as written (marker bits included), its size as a minimal vint. */
-function el(id: number, ...children: Array<Uint8Array | number[]>): Uint8Array {
-  const data = concat(...children);
-  let len = 1;
-  while (data.length >= 2 ** (7 * len) - 1) len++;
-  const size = be(data.length, len);
-  size[0] = (size[0] ?? 0) | (0x80 >> (len - 1));
-  const idBytes = be(id, Math.ceil(Math.log2(id + 1) / 8));
-  return concat(idBytes, size, data);
-}
-
-function f64(x: number): number[] {
-  const b = new Uint8Array(8);
-  new DataView(b.buffer).setFloat64(0, x);
-  return [...b];
-}
+import { be, concat, el, f64, text } from '../bytes.js';
 
 /** Deterministic pseudo-random bytes (xorshift). */
 export function randomBytes(len: number, seed: number): Uint8Array {
