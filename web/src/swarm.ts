@@ -69,6 +69,8 @@ export class Swarm extends Emitter<SwarmEvents> {
   private readonly started = performance.now();
   private readonly driver: Driver;
   private closed = false;
+  /** The figures at close(), since the engine they come from is freed then. */
+  private finalStats: SwarmStats | null = null;
   private statsTimer: ReturnType<typeof setInterval> | null = null;
   private lonelyTimer: ReturnType<typeof setInterval> | null = null;
   private lonelySince: number | null = null;
@@ -259,6 +261,7 @@ export class Swarm extends Emitter<SwarmEvents> {
 
   /** Current figures (rates are those of the last stats interval). */
   stats(): SwarmStats {
+    if (this.finalStats) return this.finalStats;
     const engine = this.engine.stats() as EngineStats;
     const now = performance.now();
     if (this.lastStats && now - this.lastStats.at >= 250) {
@@ -329,6 +332,7 @@ export class Swarm extends Emitter<SwarmEvents> {
     this.closed = true;
     if (this.statsTimer !== null) clearInterval(this.statsTimer);
     if (this.lonelyTimer !== null) clearInterval(this.lonelyTimer);
+    this.finalStats = this.stats();
     this.connections.closeAll();
     this.signaling.close();
     this.engine.free();

@@ -291,6 +291,22 @@ describe('Swarm over fake WebRTC, with the real engine', () => {
     await done;
   });
 
+  it('stats() after close() gives the figures at close, not an error from the freed engine', async () => {
+    const data = randomBytes(20 * CHUNK, 21);
+    const seed = seeder(data);
+    await seed.start();
+    const fetch = fetcher(seed.uri);
+    const done = nextEvent(fetch, 'complete', undefined, 1_000);
+    await fetch.start();
+    await done;
+    const before = fetch.stats();
+    fetch.close();
+    const after = fetch.stats();
+    expect(after.chunksHave).toBe(20);
+    expect(after.bytesDownloaded).toBe(before.bytesDownloaded);
+    expect(fetch.stats()).toBe(after);
+  });
+
   it('start() rejects with signaling-unreachable when the server cannot be reached', async () => {
     const data = randomBytes(10 * CHUNK, 14);
     const seed = seeder(data);
