@@ -1,4 +1,4 @@
-//! Shared by the integration tests (and `benches/engine.rs`): the known-answer vectors and
+//! Shared by the integration tests: the known-answer vectors and
 //! a virtual network that drives any [`ppspp::engine::SansIo`] peer.
 #![allow(dead_code, unused_imports)]
 
