@@ -59,6 +59,8 @@ need_web() {
     command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
     command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
     command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+    # NAT routers of the emulated internet (scripts/wan.sh, issue 13).
+    command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || missing+=(nftables)
     [ -x /usr/bin/time ] || missing+=(time) # CPU and peak RSS in scripts/bench-udp.sh
     if [ ${#missing[@]} -gt 0 ]; then
         log "installing ${missing[*]} (browser tests, demo video, benchmarks)"

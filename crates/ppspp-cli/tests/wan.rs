@@ -1,0 +1,123 @@
+//! The emulated internet (`scripts/wan.sh`): a seeder on the "public" segment and fetchers
+//! in homes behind NAT routers, one keeping ports (endpoint-independent mapping) and one
+//! symmetric (random ports per destination). Plain UDP needs no STUN there, since the
+//! fetcher opens the channel; this proves the namespaces, routes and NATs that the NAT
+//! traversal tests build on. Where namespaces cannot be made (not root), the test says it
+//! was skipped and why; `PPSPP_REQUIRE_NETNS=1` makes that a failure.
+
+mod common;
+
+use common::{Running, content, finish, spawn_command, temp_dir};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn wan_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/wan.sh")
+}
+
+/// One emulated internet, removed when the test ends however it ends.
+struct Wan {
+    name: String,
+}
+
+impl Wan {
+    /// `None` (after saying why) where namespaces cannot be made.
+    fn up() -> Option<Wan> {
+        let name = format!("pw{}", std::process::id());
+        let out = Command::new(wan_script())
+            .args(["up", &name])
+            .output()
+            .expect("run scripts/wan.sh");
+        match out.status.code() {
+            Some(0) => Some(Wan { name }),
+            Some(3) if std::env::var_os("PPSPP_REQUIRE_NETNS").is_none() => {
+                eprintln!(
+                    "SKIPPED: {} (the emulated-internet tests need network namespaces)",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+                None
+            }
+            _ => panic!(
+                "scripts/wan.sh up failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        }
+    }
+
+    /// `ppspp ARGS` inside node `node` (pub, home1, home2, home3).
+    fn ppspp(&self, node: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &format!("{}-{node}", self.name)])
+            .arg(env!("CARGO_BIN_EXE_ppspp"))
+            .args(args);
+        cmd
+    }
+}
+
+impl Drop for Wan {
+    fn drop(&mut self) {
+        let _ = Command::new(wan_script())
+            .args(["down", &self.name])
+            .status();
+    }
+}
+
+fn fetch_in(wan: &Wan, home: &str, uri: &str, out: &Path) {
+    let child = wan
+        .ppspp(home, &["fetch", uri, "-o", out.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start ppspp fetch");
+    let o = finish(child, Duration::from_secs(60), &format!("fetch in {home}"));
+    assert!(
+        o.status.success(),
+        "fetch in {home} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn fetchers_behind_both_kinds_of_nat_get_the_file_from_the_public_seeder() {
+    let Some(wan) = Wan::up() else {
+        return;
+    };
+    let dir = temp_dir("wan");
+    let data = content(2_000_000, 13);
+    let src = dir.join("src.bin");
+    std::fs::write(&src, &data).unwrap();
+    let seeder: Running = spawn_command(wan.ppspp(
+        "pub",
+        &["seed", src.to_str().unwrap(), "--udp", "198.51.100.10:0"],
+    ));
+    let uri = seeder.next_line(Duration::from_secs(30));
+    assert!(uri.contains("udp=198.51.100.10:"), "{uri}");
+    // Home 1 keeps ports; home 3's router is symmetric.
+    for home in ["home1", "home3"] {
+        let out = dir.join(format!("{home}.bin"));
+        fetch_in(&wan, home, &uri, &out);
+        assert!(
+            std::fs::read(&out).unwrap() == data,
+            "{home} got other bytes"
+        );
+    }
+    // Homes are private: another home's address leads nowhere.
+    let probe = wan
+        .ppspp(
+            "home2",
+            &["fetch", &uri.replace("198.51.100.10", "192.168.1.2"), "-o"],
+        )
+        .arg(dir.join("none.bin"))
+        .arg("--give-up-after")
+        .arg("3")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start ppspp fetch");
+    let o = finish(probe, Duration::from_secs(60), "fetch across homes");
+    assert!(
+        !o.status.success(),
+        "a private address of another home answered"
+    );
+}
