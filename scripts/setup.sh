@@ -61,6 +61,9 @@ need_web() {
     command -v ip >/dev/null 2>&1 || missing+=(iproute2)
     # NAT routers of the emulated internet (scripts/wan.sh, issue 13).
     command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || missing+=(nftables)
+    # Its routers hand packets to the link emulator with iptables' NFQUEUE target (this
+    # kernel's nftables has no queue expression).
+    command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || missing+=(iptables)
     [ -x /usr/bin/time ] || missing+=(time) # CPU and peak RSS in scripts/bench-udp.sh
     if [ ${#missing[@]} -gt 0 ]; then
         log "installing ${missing[*]} (browser tests, demo video, benchmarks)"

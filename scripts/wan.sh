@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # An emulated internet in network namespaces, for tests and benchmarks (issue 13).
 #
-#   scripts/wan.sh up NAME      build it; prints the namespaces and addresses
+#   scripts/wan.sh up NAME [LINK…]   build it; prints the namespaces and addresses
 #   scripts/wan.sh down NAME    remove it (also removes what a crashed run left)
 #   scripts/wan.sh exec NAME NODE CMD...   run CMD inside NODE (pub, home1, home2, home3)
 #
@@ -13,19 +13,73 @@
 #               mapping, as most home routers); router 3 with random ports per
 #               connection (symmetric, as carrier-grade NATs).
 #   NAME-homeN  one host behind router N: 192.168.N.2, default route via the router.
+#
+# LINK options shape every home's path through its router (this kernel has no netem):
+#   --delay MS     one-way delay added in each direction (so the round trip gains 2 × MS)
+#   --jitter MS    extra delay, uniform in [0, MS), packets kept in order
+#   --loss PCT     packets lost in each direction, in percent
+#   --rate MBIT    the home's uplink rate (tbf on the router's WAN side)
+#   --seed N       seed of the losses and jitters (router N adds its number)
+# Delay, jitter and loss come from ppspp-linkem (crates/ppspp-linkem) on a netfilter queue
+# in each router: $PPSPP_LINKEM, else target/debug/ppspp-linkem.
 # Names stay short: interface names hold at most 15 bytes.
 set -euo pipefail
 
 cmd=${1:?usage: wan.sh up|down|exec NAME ...}
 name=${2:?usage: wan.sh up|down|exec NAME ...}
 HOMES=3
+top=$(cd "$(dirname "$0")/.." && pwd)
+run_dir=/run/ppspp-wan
+delay=0 jitter=0 loss=0 rate="" seed=1
+if [ "$cmd" = up ]; then
+    shift 2
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --delay) delay=$2 ;;
+            --jitter) jitter=$2 ;;
+            --loss) loss=$2 ;;
+            --rate) rate=$2 ;;
+            --seed) seed=$2 ;;
+            *) echo "wan: unknown option $1" >&2; exit 2 ;;
+        esac
+        shift 2
+    done
+fi
 
 ns() { ip netns exec "$name-$1" "${@:2}"; }
 
 down() {
+    for pid in "$run_dir/$name"-r*.pid; do
+        [ -e "$pid" ] || continue
+        local p
+        p=$(cat "$pid")
+        kill "$p" 2>/dev/null || true
+        for _ in $(seq 40); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
+        rm -f "$pid" "${pid%.pid}.log"
+    done
     for n in pub r1 r2 r3 home1 home2 home3; do
         ip netns del "$name-$n" 2>/dev/null || true
     done
+}
+
+# Starts the link emulator in router $1 and sends its forwarded packets through it.
+shape() {
+    local r="$name-r$1"
+    local linkem=${PPSPP_LINKEM:-$top/target/debug/ppspp-linkem}
+    [ -x "$linkem" ] || { echo "wan: $linkem not found (cargo build -p ppspp-linkem)" >&2; exit 1; }
+    mkdir -p "$run_dir"
+    local log="$run_dir/$r.log"
+    ip netns exec "$r" "$linkem" --queue 0 --delay-ms "$delay" --jitter-ms "$jitter" \
+        --loss-percent "$loss" --seed "$((seed + $1))" > "$log" 2>&1 &
+    echo $! > "$run_dir/$r.pid"
+    for _ in $(seq 100); do
+        grep -q ready "$log" && break
+        kill -0 "$(cat "$run_dir/$r.pid")" 2>/dev/null || { cat "$log" >&2; exit 1; }
+        sleep 0.05
+    done
+    grep -q ready "$log" || { echo "wan: the link emulator of $r did not start" >&2; exit 1; }
+    # --queue-bypass: should the emulator die, packets pass instead of vanishing.
+    ip netns exec "$r" iptables -t mangle -A FORWARD -j NFQUEUE --queue-num 0 --queue-bypass
 }
 
 up() {
@@ -81,6 +135,12 @@ table ip filter {
     }
 }
 NFT
+        if [ "$delay$jitter$loss" != 000 ]; then
+            shape "$i"
+        fi
+        if [ -n "$rate" ]; then
+            ip netns exec "$r" tc qdisc add dev wan root tbf rate "${rate}mbit" burst 32kb latency 200ms
+        fi
     done
     echo "wan: $name up: services at 198.51.100.10 in $name-pub; homes $name-home1..$HOMES behind 203.0.113.1..$HOMES (3 is symmetric)"
 }

@@ -16,17 +16,35 @@ fn wan_script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/wan.sh")
 }
 
+/// The link emulator, built beside this test's own binary (target/<profile>/).
+fn linkem() -> PathBuf {
+    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .args(["build", "--quiet", "-p", "ppspp-linkem"])
+        .status()
+        .expect("run cargo build");
+    assert!(status.success(), "building ppspp-linkem failed");
+    let exe = std::env::current_exe().expect("test binary path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps");
+    profile_dir.join("ppspp-linkem")
+}
+
 /// One emulated internet, removed when the test ends however it ends.
 struct Wan {
     name: String,
 }
 
 impl Wan {
-    /// `None` (after saying why) where namespaces cannot be made.
-    fn up() -> Option<Wan> {
-        let name = format!("pw{}", std::process::id());
+    /// `None` (after saying why) where namespaces cannot be made. `link`: the script's
+    /// LINK options (delay, loss, …), applied to every home's path.
+    fn up(tag: &str, link: &[&str]) -> Option<Wan> {
+        let name = format!("pw{tag}{}", std::process::id());
         let out = Command::new(wan_script())
             .args(["up", &name])
+            .args(link)
+            .env("PPSPP_LINKEM", linkem())
             .output()
             .expect("run scripts/wan.sh");
         match out.status.code() {
@@ -80,7 +98,7 @@ fn fetch_in(wan: &Wan, home: &str, uri: &str, out: &Path) {
 
 #[test]
 fn fetchers_behind_both_kinds_of_nat_get_the_file_from_the_public_seeder() {
-    let Some(wan) = Wan::up() else {
+    let Some(wan) = Wan::up("a", &[]) else {
         return;
     };
     let dir = temp_dir("wan");
@@ -119,5 +137,62 @@ fn fetchers_behind_both_kinds_of_nat_get_the_file_from_the_public_seeder() {
     assert!(
         !o.status.success(),
         "a private address of another home answered"
+    );
+}
+
+#[test]
+fn a_shaped_home_path_adds_its_delay_and_a_fetch_survives_its_loss() {
+    let Some(wan) = Wan::up(
+        "b",
+        &[
+            "--delay", "20", "--jitter", "2", "--loss", "1", "--seed", "3",
+        ],
+    ) else {
+        return;
+    };
+    let dir = temp_dir("wan-shaped");
+    let data = content(1_000_000, 14);
+    let src = dir.join("src.bin");
+    std::fs::write(&src, &data).unwrap();
+    let seeder: Running = spawn_command(wan.ppspp(
+        "pub",
+        &["seed", src.to_str().unwrap(), "--udp", "198.51.100.10:0"],
+    ));
+    let uri = seeder.next_line(Duration::from_secs(30));
+    let out = dir.join("home2.bin");
+    let child = wan
+        .ppspp(
+            "home2",
+            &["fetch", &uri, "-o", out.to_str().unwrap(), "--stats-json"],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start ppspp fetch");
+    let o = finish(
+        child,
+        Duration::from_secs(120),
+        "fetch over the shaped path",
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::read(&out).unwrap() == data, "other bytes");
+    // Every round trip crosses the router twice: at least 40 ms.
+    let rtts: Vec<f64> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .flat_map(|v| {
+            v["channels"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|c| c["rtt_ms"].as_f64())
+        })
+        .filter(|r| *r > 0.0)
+        .collect();
+    assert!(!rtts.is_empty(), "no channel figures in the stats");
+    assert!(
+        rtts.iter().all(|r| *r >= 38.0),
+        "a round trip below the emulated 40 ms: {rtts:?}"
     );
 }
