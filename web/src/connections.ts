@@ -92,8 +92,20 @@ export class Connections {
     private readonly handlers: ConnectionHandlers,
   ) {}
 
+  /** Connections, those being set up included (each holds one of `maxConnections`' slots). */
   get size(): number {
     return this.byHandle.size;
+  }
+
+  /**
+   * Peers: connections whose data channel opened (the `open` callback came, and `closed`
+   * has not). Attempts still in ICE or DTLS are not peers: they may fail late or never
+   * complete, and are closed after `connectTimeoutMs`.
+   */
+  get openCount(): number {
+    let n = 0;
+    for (const conn of this.byHandle.values()) if (conn.open) n += 1;
+    return n;
   }
 
   has(remote: string): boolean {

@@ -56,9 +56,17 @@ export interface SwarmEvents {
   error: PpsppError;
 }
 
-/** With no connection for this long the swarm rejoins signaling for a fresh sample. */
+/**
+ * With no connection at all for this long the swarm rejoins signaling for a fresh sample.
+ * Not while attempts are being set up: a rejoin gives a new peer id, so their remotes'
+ * answers and candidates would no longer reach us (they end at `connectTimeoutMs`).
+ */
 const LONELY_REJOIN_MS = 5000;
-/** With no peer at all for this long the `no-peers` error fires (the swarm keeps trying). */
+/**
+ * With no peer for this long the `no-peers` error fires, once (the swarm keeps trying). A
+ * peer is a connection whose data channel is open (from its `peer-joined` to its
+ * `peer-left`); attempts still being set up do not count, as ICE may fail late or never.
+ */
 const NO_PEERS_ERROR_MS = 10_000;
 
 export class Swarm extends Emitter<SwarmEvents> {
@@ -74,6 +82,8 @@ export class Swarm extends Emitter<SwarmEvents> {
   private statsTimer: ReturnType<typeof setInterval> | null = null;
   private lonelyTimer: ReturnType<typeof setInterval> | null = null;
   private lonelySince: number | null = null;
+  /** Since when no data channel has been open (null: one is). */
+  private peerlessSince: number | null = null;
   private noPeersReported = false;
   private lastStats: { at: number; down: number; up: number } | null = null;
   private rates = { down: 0, up: 0 };
@@ -152,25 +162,38 @@ export class Swarm extends Emitter<SwarmEvents> {
       throw fatal(err);
     }
     this.lonelySince = performance.now();
+    this.peerlessSince = this.lonelySince;
     this.lonelyTimer = setInterval(() => this.checkLonely(), 1000);
     this.driver.kick();
   }
 
   private checkLonely(): void {
+    const now = performance.now();
+    if (this.connections.openCount > 0) {
+      this.peerlessSince = null;
+    } else {
+      this.peerlessSince ??= now;
+      const peerless = now - this.peerlessSince;
+      if (peerless >= NO_PEERS_ERROR_MS && !this.noPeersReported && !this.completeValue) {
+        this.noPeersReported = true;
+        const pending = this.connections.size;
+        const attempts = pending > 0 ? ` (${pending} connection attempt${pending === 1 ? '' : 's'} not open yet)` : '';
+        this.emit(
+          'error',
+          new PpsppError(
+            'no-peers',
+            `no peer of swarm ${this.content.root} reachable for ${Math.round(peerless / 1000)} s${attempts}; still trying`,
+          ),
+        );
+        if (this.closed) return;
+      }
+    }
     if (this.connections.size > 0) {
       this.lonelySince = null;
       return;
     }
-    const now = performance.now();
     this.lonelySince ??= now;
     const alone = now - this.lonelySince;
-    if (alone >= NO_PEERS_ERROR_MS && !this.noPeersReported && !this.completeValue) {
-      this.noPeersReported = true;
-      this.emit(
-        'error',
-        new PpsppError('no-peers', `no peer of swarm ${this.content.root} reachable for ${Math.round(alone / 1000)} s; still trying`),
-      );
-    }
     if (alone >= LONELY_REJOIN_MS && Math.floor(alone / LONELY_REJOIN_MS) !== Math.floor((alone - 1000) / LONELY_REJOIN_MS)) {
       this.signaling.rejoin();
     }

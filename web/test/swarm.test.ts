@@ -410,3 +410,135 @@ describe('Swarm timers (fake time)', () => {
     expect(log.stats[2]!.elapsedMs).toBeGreaterThanOrEqual(1_500);
   });
 });
+
+// Issue 13, 4(f): a peer, for `no-peers`, is a connection whose data channel is open.
+// Attempts still in ICE may fail late or never; they must not hold `no-peers` off, nor a
+// connection slot past `connectTimeoutMs`.
+describe('no-peers counts open data channels only (fake time)', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'performance', 'Date'] });
+  });
+
+  const codes = (log: Log): string[] => log.error.map((e) => e.code);
+  const joinsOf = (): number => server.received.filter((r) => r.msg.type === 'join').length;
+
+  it.each([
+    { what: 'fails after 20 s', failAfterMs: 20_000, connectTimeoutMs: 60_000, endsAt: 20_000 },
+    { what: 'never completes', failAfterMs: Infinity, connectTimeoutMs: 15_000, endsAt: 15_000 },
+  ])(
+    'every ICE attempt $what: one non-fatal no-peers after 10 s while they still check; closed at $endsAt ms, then retried',
+    async ({ failAfterMs, connectTimeoutMs, endsAt }) => {
+      net.connectable = false;
+      net.failAfterMs = failAfterMs;
+      const data = randomBytes(10 * CHUNK, 30);
+      const seeds = [seeder(data), seeder(data)];
+      for (const seed of seeds) await seed.start();
+      const before = net.connections.length;
+      const fetch = fetcher(seeds[0]!.uri, { connectTimeoutMs });
+      const log = record(fetch);
+      await fetch.start();
+      const offers = (): typeof net.connections =>
+        net.connections.slice(before).filter((pc) => pc.localDescription?.type === 'offer');
+      await untilTasks(
+        () => offers().length === 2 && offers().every((pc) => pc.iceConnectionState === 'checking'),
+        "the fetcher's offers to both seeders are in ICE checks",
+      );
+      const attempts = offers();
+      expect(fetch.stats().connections).toBe(2);
+
+      await vi.advanceTimersByTimeAsync(9_900);
+      expect(codes(log)).toEqual([]);
+      await vi.advanceTimersByTimeAsync(200);
+      expect(codes(log)).toEqual(['no-peers']);
+      expect(log.error[0]!.fatal).toBe(false);
+      expect(log.error[0]!.message).toContain('2 connection attempts not open yet');
+      expect(attempts.map((pc) => pc.connectionState)).toEqual(['connecting', 'connecting']);
+
+      // The attempts end (ICE fails, or connectTimeoutMs) and free their slots.
+      await vi.advanceTimersByTimeAsync(endsAt - 10_100 - 100);
+      expect(attempts.map((pc) => pc.connectionState)).toEqual(['connecting', 'connecting']);
+      await vi.advanceTimersByTimeAsync(200);
+      expect(attempts.map((pc) => pc.connectionState)).toEqual(['closed', 'closed']);
+      expect(fetch.stats().connections).toBe(0);
+
+      // It keeps trying (rejoins, offers again), and says no-peers only once.
+      const joins = joinsOf();
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(joinsOf()).toBeGreaterThan(joins);
+      expect(offers().length).toBeGreaterThan(2);
+      expect(codes(log)).toEqual(['no-peers']);
+      expect(log['peer-joined']).toEqual([]);
+    },
+  );
+
+  it('an open peer holds no-peers off while another attempt hangs; 10 s after it leaves, pending attempts or not, no-peers', async () => {
+    // The open peer is another fetcher with nothing yet, so the fetch never completes (a
+    // complete swarm has no use for no-peers).
+    const data = randomBytes(10 * CHUNK, 31);
+    const gone = seeder(data);
+    const uri = gone.uri;
+    gone.close();
+    const reachable = fetcher(uri);
+    await reachable.start();
+    const fetch = fetcher(uri);
+    const log = record(fetch);
+    await fetch.start();
+    await untilTasks(() => log['peer-joined'].length === 1, 'the fetcher joins the other fetcher');
+    // A seeder that comes later cannot be reached: its attempts check forever.
+    net.connectable = false;
+    net.failAfterMs = Infinity;
+    const hostile = seeder(data);
+    await hostile.start();
+    await untilTasks(() => fetch.stats().connections === 2, "the hostile seeder's attempt reaches the fetcher");
+
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(codes(log)).toEqual([]);
+    reachable.close();
+    await untilTasks(() => log['peer-left'].length === 1, 'the other fetcher left');
+
+    // Now only attempts to and from the hostile seeder (it rejoins and offers again) come
+    // and go: none is a peer.
+    await vi.advanceTimersByTimeAsync(9_500);
+    expect(codes(log)).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1_600);
+    expect(codes(log)).toEqual(['no-peers']);
+    expect(fetch.stats().connections, 'an attempt still checking').toBe(1);
+    expect(log['peer-joined']).toHaveLength(1);
+  });
+
+  it('an attempt that never completes holds its slot until connectTimeoutMs only: a peer that comes later gets it and connects', async () => {
+    net.connectable = false;
+    net.failAfterMs = Infinity;
+    const data = randomBytes(10 * CHUNK, 32);
+    const hostile = seeder(data);
+    await hostile.start();
+    const before = net.connections.length;
+    const fetch = fetcher(hostile.uri, { maxConnections: 1, connectTimeoutMs: 12_000 });
+    const log = record(fetch);
+    await fetch.start();
+    await untilTasks(
+      () => net.connections[before]?.iceConnectionState === 'checking',
+      "the fetcher's offer is in ICE checks",
+    );
+    const attempt = net.connections[before]!;
+    expect(attempt.localDescription?.type).toBe('offer');
+    expect(fetch.stats().connections).toBe(1);
+
+    await vi.advanceTimersByTimeAsync(10_100);
+    expect(codes(log)).toEqual(['no-peers']);
+    expect(attempt.connectionState).toBe('connecting');
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(attempt.connectionState).toBe('closed');
+    expect(fetch.stats().connections).toBe(0);
+
+    // A reachable seeder joins and offers: the freed slot takes it.
+    net.connectable = true;
+    const reachable = seeder(data);
+    await reachable.start();
+    await untilTasks(() => log['peer-joined'].length === 1, 'the fetcher joins the seeder that came later');
+    expect(log['peer-joined'][0]).toMatchObject({ remote: idOf(reachable, 2), seeder: true });
+    await untilTasks(() => fetch.complete, 'the fetch completes from it');
+    expect(differsAt(fetch.read(0, data.length), data)).toBeNull();
+    expect(codes(log)).toEqual(['no-peers']);
+  });
+});

@@ -14,6 +14,14 @@ export class FakeNet {
   readonly connections: FakePeerConnection[] = [];
   /** False: ICE never completes, channels never open (a peer behind a hostile NAT). */
   connectable = true;
+  /**
+   * How ICE ends where `connectable` is false. null (the default): it never starts, the
+   * states stay 'new'. A number: once both ends hold both descriptions, ICE checks
+   * (`iceConnectionState` 'checking', `connectionState` 'connecting') and fails after this
+   * many milliseconds, as browsers do when no candidate pair answers (a setTimeout, so
+   * fake timers run it); Infinity: it checks forever.
+   */
+  failAfterMs: number | null = null;
   /** Sees every message on its way; returns what arrives (null: lost). */
   intercept: Intercept | null = null;
   /** Messages sent, and delivered, over all channels. */
@@ -111,6 +119,7 @@ export class FakePeerConnection {
   readonly id: number;
   readonly channels: FakeDataChannel[] = [];
   connectionState: RTCPeerConnectionState = 'new';
+  iceConnectionState: RTCIceConnectionState = 'new';
   localDescription: Description | null = null;
   remoteDescription: Description | null = null;
   onicecandidate: Handler<{ candidate: { toJSON(): RTCIceCandidateInit } | null }> = null;
@@ -119,6 +128,8 @@ export class FakePeerConnection {
   /** Candidates the other end relayed to us. */
   readonly candidates: RTCIceCandidateInit[] = [];
   private other: FakePeerConnection | null = null;
+  /** The slow failure {@link FakeNet.failAfterMs} scheduled. */
+  private failTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(
     readonly net: FakeNet,
@@ -176,6 +187,9 @@ export class FakePeerConnection {
   close(): void {
     if (this.connectionState === 'closed') return;
     this.connectionState = 'closed';
+    this.iceConnectionState = 'closed';
+    if (this.failTimer !== null) clearTimeout(this.failTimer);
+    this.failTimer = null;
     // Our channels close without events; the other end's close with them.
     for (const channel of this.channels) {
       const remote = channel.remote;
@@ -187,6 +201,9 @@ export class FakePeerConnection {
   /** Fails the connection as ICE does when the path breaks. */
   fail(): void {
     if (this.connectionState === 'closed') return;
+    if (this.failTimer !== null) clearTimeout(this.failTimer);
+    this.failTimer = null;
+    this.iceConnectionState = 'failed';
     this.setState('failed');
   }
 
@@ -205,6 +222,7 @@ export class FakePeerConnection {
   }
 
   private setState(state: RTCPeerConnectionState): void {
+    if (state === 'connected') this.iceConnectionState = 'connected';
     this.connectionState = state;
     this.onconnectionstatechange?.(new Event('connectionstatechange'));
   }
@@ -216,7 +234,18 @@ export class FakePeerConnection {
     if (!this.localDescription || !this.remoteDescription || !other.localDescription || !other.remoteDescription) return;
     const offerer = this.localDescription.type === 'offer' ? this : other;
     const answerer = offerer === this ? other : this;
-    if (!this.net.connectable) return;
+    if (!this.net.connectable) {
+      const failAfterMs = this.net.failAfterMs;
+      if (failAfterMs === null) return;
+      // ICE checks that nobody answers: 'checking' until they time out (or forever).
+      for (const pc of [offerer, answerer]) {
+        if (pc.connectionState !== 'new') continue;
+        pc.iceConnectionState = 'checking';
+        pc.setState('connecting');
+        if (failAfterMs !== Infinity) pc.failTimer = setTimeout(() => pc.fail(), failAfterMs);
+      }
+      return;
+    }
     later(() => {
       if (offerer.connectionState === 'closed' || answerer.connectionState === 'closed') return;
       offerer.setState('connected');
