@@ -1,7 +1,9 @@
-//! Server limits. Every resource a client can make the server spend is bounded by one of
-//! these.
+//! Server limits, and the ICE servers handed to clients. Every resource a client can make
+//! the server spend is bounded by one of these.
 
 use std::time::Duration;
+
+use crate::ice::{self, MAX_ICE_URLS, MAX_TURN_CREDENTIAL_TTL, TurnSecret};
 
 /// Limits and timers of a signaling server. `Config::default()` is what the binary runs
 /// with when no flag or environment variable says otherwise.
@@ -57,6 +59,19 @@ pub struct Config {
     pub write_timeout: Duration,
     /// On shutdown, how long `serve` waits for connections to close before returning.
     pub shutdown_grace: Duration,
+    /// STUN server URLs (`stun:` or `stuns:`) every `welcome` lists in `iceServers`, in
+    /// one entry without credentials. Empty by default.
+    pub stun_urls: Vec<String>,
+    /// TURN server URLs (`turn:` or `turns:`) every `welcome` lists in `iceServers`, in one
+    /// entry with a username and credential made for the joining client from
+    /// `turn_secret`. Empty by default; when set, `turn_secret` is required.
+    pub turn_urls: Vec<String>,
+    /// The secret shared with the TURN server (coturn's `static-auth-secret`, with
+    /// `use-auth-secret`). Its `Debug` is redacted.
+    pub turn_secret: Option<TurnSecret>,
+    /// How long a TURN credential is valid from the `join` it was issued for (whole
+    /// seconds count): between 1 s and 7 days.
+    pub turn_credential_ttl: Duration,
 }
 
 impl Default for Config {
@@ -80,6 +95,10 @@ impl Default for Config {
             room_notice_rate: 100.0,
             write_timeout: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(5),
+            stun_urls: Vec::new(),
+            turn_urls: Vec::new(),
+            turn_secret: None,
+            turn_credential_ttl: Duration::from_secs(24 * 3600),
         }
     }
 }
@@ -145,6 +164,52 @@ impl Config {
         if self.ping_interval >= self.idle_timeout {
             return Err("ping_interval must be shorter than idle_timeout".into());
         }
+        self.validate_ice()
+    }
+
+    /// The ICE part of [`Config::validate`]: URL schemes, TURN only with a secret (and a
+    /// secret only with TURN), a bounded credential lifetime.
+    fn validate_ice(&self) -> Result<(), String> {
+        for (field, urls, schemes) in [
+            ("stun_urls", &self.stun_urls, ["stun:", "stuns:"]),
+            ("turn_urls", &self.turn_urls, ["turn:", "turns:"]),
+        ] {
+            if urls.len() > MAX_ICE_URLS {
+                return Err(format!("{field}: at most {MAX_ICE_URLS} URLs"));
+            }
+            for url in urls {
+                ice::check_url(field, url, &schemes)?;
+            }
+        }
+        match (&self.turn_secret, self.turn_urls.is_empty()) {
+            (None, false) => {
+                return Err(
+                    "turn_urls need turn_secret, the TURN server's static-auth-secret \
+                     (--turn-secret-file FILE or PPSPP_SIGNAL_TURN_SECRET): without it no \
+                     client could use them"
+                        .into(),
+                );
+            }
+            (Some(_), true) => {
+                return Err(
+                    "turn_secret is set but turn_urls is empty: name the TURN server \
+                     (--turn-url turn:HOST:3478)"
+                        .into(),
+                );
+            }
+            (Some(secret), false) if secret.is_empty() => {
+                return Err("turn_secret must not be empty".into());
+            }
+            _ => {}
+        }
+        let ttl = self.turn_credential_ttl;
+        if ttl < Duration::from_secs(1) || ttl > MAX_TURN_CREDENTIAL_TTL {
+            return Err(format!(
+                "turn_credential_ttl must be between 1 s and {} s (7 days), not {} s",
+                MAX_TURN_CREDENTIAL_TTL.as_secs(),
+                ttl.as_secs_f64()
+            ));
+        }
         Ok(())
     }
 }
@@ -178,5 +243,57 @@ mod tests {
             ..Config::default()
         };
         assert!(no_ip.validate().is_err());
+    }
+
+    #[test]
+    fn ice_settings_are_checked() {
+        let err = |c: Config| c.validate().unwrap_err();
+        let turn = Config {
+            turn_urls: vec!["turn:198.51.100.1:3478".into()],
+            turn_secret: Some(TurnSecret::new("s")),
+            ..Config::default()
+        };
+        assert_eq!(turn.validate(), Ok(()));
+        let e = err(Config {
+            turn_secret: None,
+            ..turn.clone()
+        });
+        assert!(e.contains("turn_urls need turn_secret"), "{e}");
+        let e = err(Config {
+            turn_urls: vec![],
+            ..turn.clone()
+        });
+        assert!(e.contains("turn_urls is empty"), "{e}");
+        let e = err(Config {
+            turn_secret: Some(TurnSecret::new("")),
+            ..turn.clone()
+        });
+        assert!(e.contains("must not be empty"), "{e}");
+        for bad in [
+            Duration::ZERO,
+            Duration::from_millis(999),
+            Duration::from_secs(8 * 86_400),
+        ] {
+            let e = err(Config {
+                turn_credential_ttl: bad,
+                ..turn.clone()
+            });
+            assert!(e.contains("turn_credential_ttl"), "{e}");
+        }
+        let e = err(Config {
+            stun_urls: vec!["turn:198.51.100.1".into()],
+            ..Config::default()
+        });
+        assert!(e.contains("stun_urls") && e.contains("stun:"), "{e}");
+        let e = err(Config {
+            turn_urls: vec!["stun:198.51.100.1".into()],
+            ..turn.clone()
+        });
+        assert!(e.contains("turn_urls"), "{e}");
+        let e = err(Config {
+            stun_urls: vec!["stun:a".into(); MAX_ICE_URLS + 1],
+            ..Config::default()
+        });
+        assert!(e.contains("at most"), "{e}");
     }
 }

@@ -242,6 +242,7 @@ impl Conn {
                 let welcome = ServerMessage::Welcome {
                     v: PROTOCOL_VERSION,
                     swarm,
+                    ice_servers: crate::ice::for_peer(&self.shared.config, &peer_id),
                     peer_id,
                     peers,
                 };

@@ -24,6 +24,7 @@
 
 mod config;
 mod conn;
+pub mod ice;
 mod ip_limits;
 mod mailbox;
 pub mod protocol;
@@ -51,6 +52,7 @@ use tokio::sync::{Semaphore, oneshot, watch};
 use tokio::task::JoinHandle;
 
 pub use config::Config;
+pub use ice::TurnSecret;
 pub use protocol::{PROTOCOL_VERSION, WS_PATH};
 
 /// The path of the health endpoint.
@@ -120,6 +122,15 @@ pub async fn serve(
         tracing::info!(%addr, "serving signaling");
     }
     let cfg = &shared.config;
+    if !cfg.stun_urls.is_empty() || !cfg.turn_urls.is_empty() {
+        // Never the secret.
+        tracing::info!(
+            stun_urls = cfg.stun_urls.len(),
+            turn_urls = cfg.turn_urls.len(),
+            turn_credential_ttl_s = cfg.turn_credential_ttl.as_secs(),
+            "welcomes carry iceServers"
+        );
+    }
     let http_capacity = u32::try_from(cfg.max_http_connections)
         .unwrap_or(u32::MAX)
         .min(u32::try_from(Semaphore::MAX_PERMITS).unwrap_or(u32::MAX));

@@ -2,11 +2,12 @@
 
 use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use ppspp_signal::{Config, WS_PATH};
+use ppspp_signal::{Config, TurnSecret, WS_PATH};
 use tracing_subscriber::EnvFilter;
 
 /// WebSocket signaling server and tracker for ppspp-web peers.
@@ -81,13 +82,68 @@ struct Args {
     /// Seconds to wait for connections to close on shutdown.
     #[arg(long, env = "PPSPP_SIGNAL_SHUTDOWN_GRACE", default_value_t = Config::default().shutdown_grace.as_secs_f64())]
     shutdown_grace: f64,
+    /// A STUN server for the clients, e.g. stun:turn.example.org:3478 (repeat the flag, or
+    /// separate with commas). Sent in every welcome's iceServers.
+    #[arg(
+        long = "stun-url",
+        value_name = "URL",
+        env = "PPSPP_SIGNAL_STUN_URLS",
+        value_delimiter = ','
+    )]
+    stun_urls: Vec<String>,
+    /// A TURN server for the clients, e.g. turn:turn.example.org:3478?transport=udp (repeat,
+    /// or separate with commas). Each welcome lists them with a credential of its own; needs
+    /// the TURN server's shared secret (--turn-secret-file or PPSPP_SIGNAL_TURN_SECRET).
+    #[arg(
+        long = "turn-url",
+        value_name = "URL",
+        env = "PPSPP_SIGNAL_TURN_URLS",
+        value_delimiter = ','
+    )]
+    turn_urls: Vec<String>,
+    /// File holding the TURN server's shared secret (coturn's static-auth-secret; whitespace
+    /// around it is ignored). The environment variable PPSPP_SIGNAL_TURN_SECRET may hold the
+    /// secret itself instead; there is no flag for it, so it never shows in a process list.
+    #[arg(long, value_name = "FILE", env = "PPSPP_SIGNAL_TURN_SECRET_FILE")]
+    turn_secret_file: Option<PathBuf>,
+    /// Seconds a TURN credential stays valid after the join it was issued for (1 s to 7
+    /// days).
+    #[arg(long, env = "PPSPP_SIGNAL_TURN_TTL", default_value_t = Config::default().turn_credential_ttl.as_secs_f64())]
+    turn_ttl: f64,
 }
+
+/// The environment variable that may hold the TURN secret itself.
+const TURN_SECRET_ENV: &str = "PPSPP_SIGNAL_TURN_SECRET";
 
 fn seconds(name: &str, s: f64) -> Result<Duration, String> {
     Duration::try_from_secs_f64(s).map_err(|_| format!("--{name} must be a non-negative number"))
 }
 
 impl Args {
+    /// The TURN secret from `--turn-secret-file` or `PPSPP_SIGNAL_TURN_SECRET` (not both).
+    fn turn_secret(&self) -> Result<Option<TurnSecret>, String> {
+        let from_env = std::env::var_os(TURN_SECRET_ENV).filter(|v| !v.is_empty());
+        match (&self.turn_secret_file, from_env) {
+            (Some(_), Some(_)) => Err(format!(
+                "give the TURN secret once: --turn-secret-file or {TURN_SECRET_ENV}, not both"
+            )),
+            (Some(path), None) => TurnSecret::from_file(path)
+                .map(Some)
+                .map_err(|e| format!("--turn-secret-file: {e}")),
+            (None, Some(value)) => {
+                let value = value
+                    .into_string()
+                    .map_err(|_| format!("{TURN_SECRET_ENV} is not valid UTF-8"))?;
+                let secret = value.trim();
+                if secret.is_empty() {
+                    return Err(format!("{TURN_SECRET_ENV} holds only whitespace"));
+                }
+                Ok(Some(TurnSecret::new(secret)))
+            }
+            (None, None) => Ok(None),
+        }
+    }
+
     fn config(&self) -> Result<Config, String> {
         let config = Config {
             max_message_bytes: self.max_message_bytes,
@@ -108,6 +164,10 @@ impl Args {
             room_notice_rate: self.room_notice_rate,
             write_timeout: seconds("write-timeout", self.write_timeout)?,
             shutdown_grace: seconds("shutdown-grace", self.shutdown_grace)?,
+            stun_urls: self.stun_urls.clone(),
+            turn_urls: self.turn_urls.clone(),
+            turn_secret: self.turn_secret()?,
+            turn_credential_ttl: seconds("turn-ttl", self.turn_ttl)?,
         };
         config.validate()?;
         Ok(config)

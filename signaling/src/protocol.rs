@@ -4,7 +4,8 @@
 //! gets, and which swarm ids and peer ids it accepts and assigns.
 
 pub use ppspp_signal_protocol::{
-    ClientMessage, DecodeError, ErrorCode, PROTOCOL_VERSION, ServerMessage, WS_PATH, close_code,
+    ClientMessage, DecodeError, ErrorCode, IceServer, IceUrls, PROTOCOL_VERSION, ServerMessage,
+    WS_PATH, close_code,
 };
 
 /// Length in hex digits of a server-assigned peer id (16 random bytes).

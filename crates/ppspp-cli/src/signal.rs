@@ -3,7 +3,9 @@
 //! `ppspp-signal-protocol`'s, the same types the server parses and prints.
 
 use futures_util::{SinkExt, StreamExt};
-use ppspp_signal_protocol::{ClientMessage, DecodeError, PROTOCOL_VERSION, ServerMessage};
+use ppspp_signal_protocol::{
+    ClientMessage, DecodeError, IceServer, PROTOCOL_VERSION, ServerMessage,
+};
 use serde_json::Value;
 use std::time::Duration;
 use tokio::net::TcpStream;
@@ -20,6 +22,8 @@ pub struct SignalClient {
     pub peer_id: String,
     /// The sample of peers already in the room when we joined.
     pub peers: Vec<String>,
+    /// The welcome's `iceServers` (empty when the server sent none).
+    ice_servers: Vec<IceServer>,
 }
 
 impl SignalClient {
@@ -58,8 +62,18 @@ impl SignalClient {
                 continue;
             };
             match ServerMessage::from_json(text.as_str()) {
-                Ok(ServerMessage::Welcome { peer_id, peers, .. }) => {
-                    return Ok(SignalClient { ws, peer_id, peers });
+                Ok(ServerMessage::Welcome {
+                    peer_id,
+                    peers,
+                    ice_servers,
+                    ..
+                }) => {
+                    return Ok(SignalClient {
+                        ws,
+                        peer_id,
+                        peers,
+                        ice_servers: ice_servers.unwrap_or_default(),
+                    });
                 }
                 Ok(ServerMessage::Error { code, message, .. }) => {
                     return Err(format!(
@@ -80,6 +94,16 @@ impl SignalClient {
                 Ok(_) | Err(_) => {}
             }
         }
+    }
+
+    /// The STUN and TURN servers the signaling server gave us in its welcome (TURN ones
+    /// with a username and credential issued for this join, valid for a limited time; see
+    /// docs/SIGNALING.md). Empty when it has none configured.
+    // The native WebRTC side gathers server-reflexive and relay candidates with these next
+    // (issue 13); until then only the tests read them.
+    #[allow(dead_code)]
+    pub fn ice_servers(&self) -> &[IceServer] {
+        &self.ice_servers
     }
 
     /// Relays `data` to peer `to`.
@@ -147,6 +171,7 @@ mod tests {
         let mut a = SignalClient::join(&url, SWARM).await.unwrap();
         assert!(a.peers.is_empty());
         assert_eq!(a.peer_id.len(), 32);
+        assert!(a.ice_servers().is_empty(), "no ICE servers configured");
         let mut b = SignalClient::join(&url, SWARM).await.unwrap();
         assert_eq!(b.peers, vec![a.peer_id.clone()]);
 
@@ -200,6 +225,47 @@ mod tests {
         );
         shut.unwrap();
         assert_eq!(end.expect("closed within 10 s"), None);
+    }
+
+    #[tokio::test]
+    async fn ice_servers_from_the_welcome() {
+        let config = ppspp_signal::Config {
+            stun_urls: vec!["stun:198.51.100.1:3478".into()],
+            turn_urls: vec!["turn:198.51.100.1:3478?transport=udp".into()],
+            turn_secret: Some(ppspp_signal::TurnSecret::new("cli-test-secret")),
+            ..ppspp_signal::Config::default()
+        };
+        let server = ppspp_signal::spawn("127.0.0.1:0".parse().unwrap(), config)
+            .await
+            .unwrap();
+        let before = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let a = SignalClient::join(&server.url(), SWARM).await.unwrap();
+        let servers = a.ice_servers();
+        assert_eq!(servers.len(), 2, "{servers:?}");
+        assert_eq!(servers[0].urls(), ["stun:198.51.100.1:3478"]);
+        assert_eq!(
+            (&servers[0].username, &servers[0].credential),
+            (&None, &None)
+        );
+        assert_eq!(servers[1].urls(), ["turn:198.51.100.1:3478?transport=udp"]);
+        let username = servers[1].username.as_deref().expect("a TURN username");
+        let (expiry, peer) = username.split_once(':').expect("<expiry>:<peer id>");
+        assert_eq!(peer, a.peer_id);
+        let expiry: u64 = expiry.parse().expect("a Unix time");
+        assert!(
+            (before + 86_400..=before + 86_400 + 5).contains(&expiry),
+            "{expiry}"
+        );
+        let secret = ppspp_signal::TurnSecret::new("cli-test-secret");
+        assert_eq!(
+            servers[1].credential.as_deref(),
+            Some(ppspp_signal::ice::turn_credential(&secret, username).as_str())
+        );
+        a.close().await;
+        server.shutdown().await.unwrap();
     }
 
     #[tokio::test]

@@ -87,6 +87,16 @@ pub enum ServerMessage {
         peer_id: String,
         /// Peer ids of a sample of the room.
         peers: Vec<String>,
+        /// The ICE servers (STUN, and TURN with credentials made for this client) the
+        /// client should use for its peer connections, in the browser's `RTCIceServer`
+        /// shape; absent when the server has none configured. On the wire the field is
+        /// `iceServers`, as in `RTCConfiguration`, so a browser can use it as it is.
+        #[serde(
+            rename = "iceServers",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
+        ice_servers: Option<Vec<IceServer>>,
     },
     /// A relayed `signal`: `data` as the peer `from` sent it. `from` is set by the server
     /// and cannot be forged; `data` is still untrusted input.
@@ -120,6 +130,62 @@ pub enum ServerMessage {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         supported: Option<Vec<u64>>,
     },
+}
+
+/// One entry of a `welcome`'s `iceServers`: the shape of the browser's `RTCIceServer`
+/// (`{"urls": [...], "username": "...", "credential": "..."}`). Unknown fields are
+/// ignored.
+///
+/// For TURN the server issues time-limited credentials (the "TURN REST API" scheme that
+/// coturn's `use-auth-secret` checks): `username` is `<unix expiry>:<peer id>` and
+/// `credential` is base64(HMAC-SHA1(shared secret, username)). See `docs/SIGNALING.md`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IceServer {
+    /// The server's URLs (`stun:`, `stuns:`, `turn:` or `turns:`).
+    pub urls: IceUrls,
+    /// The TURN username, if the server needs credentials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    /// The TURN password (for TURN REST credentials, the base64 HMAC of `username`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<String>,
+}
+
+/// `RTCIceServer.urls`: one URL or a list of them. The server sends lists; clients accept
+/// both, as browsers do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum IceUrls {
+    /// `"urls": "stun:…"`.
+    One(String),
+    /// `"urls": ["turn:…", "turns:…"]`.
+    Many(Vec<String>),
+}
+
+impl IceUrls {
+    /// The URLs as a slice, whichever form they came in.
+    pub fn as_slice(&self) -> &[String] {
+        match self {
+            IceUrls::One(url) => std::slice::from_ref(url),
+            IceUrls::Many(urls) => urls,
+        }
+    }
+}
+
+impl IceServer {
+    /// An entry without credentials (e.g. STUN).
+    pub fn new(urls: Vec<String>) -> IceServer {
+        IceServer {
+            urls: IceUrls::Many(urls),
+            username: None,
+            credential: None,
+        }
+    }
+
+    /// The entry's URLs.
+    pub fn urls(&self) -> &[String] {
+        self.urls.as_slice()
+    }
 }
 
 /// The `code` of an `error` message. On the wire it is the kebab-case string
@@ -526,6 +592,56 @@ mod tests {
             ServerMessage::error(ErrorCode::BadJson, "no").to_json(),
             r#"{"type":"error","code":"bad-json","message":"no","fatal":true}"#
         );
+    }
+
+    #[test]
+    fn welcome_ice_servers_are_optional_and_take_both_url_forms() {
+        let plain = r#"{"type":"welcome","v":1,"swarm":"ab","peer_id":"p","peers":[]}"#;
+        let m = ServerMessage::from_json(plain).unwrap();
+        assert!(matches!(
+            &m,
+            ServerMessage::Welcome {
+                ice_servers: None,
+                ..
+            }
+        ));
+        assert_eq!(m.to_json(), plain, "absent stays absent");
+
+        let text = r#"{"type":"welcome","v":1,"swarm":"ab","peer_id":"p","peers":[],"iceServers":[{"urls":"stun:s.test"},{"urls":["turn:t.test","turns:t.test"],"username":"9:p","credential":"c2VjcmV0","credentialType":"password"}]}"#;
+        let ServerMessage::Welcome {
+            ice_servers: Some(servers),
+            ..
+        } = ServerMessage::from_json(text).unwrap()
+        else {
+            panic!("no iceServers");
+        };
+        assert_eq!(servers.len(), 2);
+        assert_eq!(servers[0].urls(), ["stun:s.test"]);
+        assert_eq!(servers[0].urls, IceUrls::One("stun:s.test".into()));
+        assert_eq!(
+            (
+                servers[0].username.as_deref(),
+                servers[0].credential.as_deref()
+            ),
+            (None, None)
+        );
+        assert_eq!(servers[1].urls(), ["turn:t.test", "turns:t.test"]);
+        assert_eq!(servers[1].username.as_deref(), Some("9:p"));
+        assert_eq!(servers[1].credential.as_deref(), Some("c2VjcmV0"));
+        assert_eq!(
+            serde_json::to_string(&servers[0]).unwrap(),
+            r#"{"urls":"stun:s.test"}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&IceServer::new(vec!["stun:a".into()])).unwrap(),
+            r#"{"urls":["stun:a"]}"#
+        );
+        // A malformed entry is a malformed welcome.
+        let bad = r#"{"type":"welcome","v":1,"swarm":"ab","peer_id":"p","peers":[],"iceServers":[{"urls":7}]}"#;
+        assert!(matches!(
+            ServerMessage::from_json(bad),
+            Err(DecodeError::Fields { kind, .. }) if kind == "welcome"
+        ));
     }
 
     #[test]

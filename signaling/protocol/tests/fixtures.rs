@@ -68,6 +68,8 @@ fn client_to_server_fixtures_round_trip() {
 fn server_to_client_fixtures_round_trip() {
     let mut kinds = BTreeSet::new();
     let mut codes = Vec::new();
+    // Welcomes with and without `iceServers` (old servers, or none configured).
+    let (mut welcome_plain, mut welcome_ice) = (false, false);
     for (name, text, value) in fixtures("server-to-client") {
         let kind = kind_of(&name, &value);
         let msg = ServerMessage::from_json(&text)
@@ -97,6 +99,26 @@ fn server_to_client_fixtures_round_trip() {
             assert_eq!(supported.is_some(), versions, "{name}: `supported`");
             codes.push(code.clone());
         }
+        if let ServerMessage::Welcome { ice_servers, .. } = &msg {
+            match ice_servers {
+                None => welcome_plain = true,
+                Some(servers) => {
+                    assert!(
+                        !servers.is_empty(),
+                        "{name}: an empty iceServers is left out"
+                    );
+                    for server in servers {
+                        assert!(!server.urls().is_empty(), "{name}: an entry without URLs");
+                        assert_eq!(
+                            server.username.is_some(),
+                            server.credential.is_some(),
+                            "{name}: a username goes with a credential"
+                        );
+                    }
+                    welcome_ice = true;
+                }
+            }
+        }
         kinds.insert(kind.to_owned());
     }
     let all: BTreeSet<_> = ServerMessage::TYPES.iter().map(|t| t.to_string()).collect();
@@ -104,4 +126,6 @@ fn server_to_client_fixtures_round_trip() {
     for code in ErrorCode::KNOWN {
         assert!(codes.contains(&code), "no fixture for error code {code}");
     }
+    assert!(welcome_plain, "no welcome fixture without iceServers");
+    assert!(welcome_ice, "no welcome fixture with iceServers");
 }
