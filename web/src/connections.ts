@@ -57,6 +57,11 @@ interface Conn {
 }
 
 export interface ConnectionOptions {
+  /**
+   * The page's own ICE servers (the `iceServers` option). Each connection uses these
+   * followed by the signaling server's from its latest `welcome`
+   * ({@link SignalingClient.iceServers}): see {@link Connections.rtcConfiguration}.
+   */
   iceServers: RTCIceServer[];
   maxConnections: number;
   connectTimeoutMs: number;
@@ -81,6 +86,9 @@ export class Connections {
   private nextHandle = 1;
   private created = 0;
   private limitReported = false;
+  /** The signaling server's ICE servers the browser refused (left out until a new welcome). */
+  private refusedIceServers: RTCIceServer[] | null = null;
+  private iceRefusalReported = false;
   /** Messages dropped because the channel's buffer was above {@link HIGH_WATER_BYTES}. */
   dropped = 0;
   sent = 0;
@@ -139,8 +147,43 @@ export class Connections {
     return true;
   }
 
+  /**
+   * The configuration of a new connection: the page's own `iceServers` first, then the
+   * ones of the latest `welcome` (merged, not replaced: a page's STUN server and the
+   * server's TURN credentials both count). Read at each connection, so connections made
+   * after a rejoin use the credentials that rejoin brought.
+   */
+  rtcConfiguration(): RTCConfiguration {
+    const signaled = this.signaling.iceServers;
+    if (signaled.length === 0 || signaled === this.refusedIceServers) return { iceServers: this.options.iceServers };
+    return { iceServers: [...this.options.iceServers, ...signaled] };
+  }
+
+  /**
+   * A new RTCPeerConnection. Should the browser refuse the signaling server's ICE servers
+   * (a URL it cannot parse, TURN without credentials), the page's own servers are used
+   * until the next welcome brings others, and the first refusal is reported as a
+   * `signaling-error`.
+   */
+  private newPeerConnection(): RTCPeerConnection {
+    const config = this.rtcConfiguration();
+    if (config.iceServers === this.options.iceServers) return new RTCPeerConnection(config);
+    try {
+      return new RTCPeerConnection(config);
+    } catch (err) {
+      this.refusedIceServers = this.signaling.iceServers;
+      if (!this.iceRefusalReported) {
+        this.iceRefusalReported = true;
+        this.handlers.error(
+          new PpsppError('signaling-error', `the browser refused the signaling server's iceServers (${String(err)}); using the page's own`),
+        );
+      }
+      return new RTCPeerConnection({ iceServers: this.options.iceServers });
+    }
+  }
+
   private create(remote: string, initiator: boolean): Conn {
-    const pc = new RTCPeerConnection({ iceServers: this.options.iceServers });
+    const pc = this.newPeerConnection();
     this.created += 1;
     const conn: Conn = {
       handle: this.nextHandle++,

@@ -4,7 +4,12 @@ import { PpsppError } from './errors.js';
 export interface PeerOptions {
   /** Signaling server URL (`ws://` or `wss://`); default: the URI's `signal` parameter. */
   signal?: string;
-  /** ICE servers for RTCPeerConnection; default none (enough on one host or LAN). */
+  /**
+   * The page's own ICE servers for RTCPeerConnection; default none (enough on one host or
+   * LAN). A signaling server configured with STUN/TURN sends its own in each `welcome`
+   * (TURN with credentials made for that join): every connection uses these first, then
+   * the server's (merged, not replaced).
+   */
   iceServers?: RTCIceServer[];
   /** Most RTCPeerConnections open at once (default 8). */
   maxConnections?: number;

@@ -26,10 +26,37 @@ const MAX_BACKOFF_MS = 30_000;
  * (`test/signaling-protocol.test.ts`).
  */
 export type ServerMessage =
-  | { type: 'welcome'; peerId: string; peers: string[] }
+  | { type: 'welcome'; peerId: string; peers: string[]; iceServers?: RTCIceServer[] }
   | { type: 'signal'; from: string; data: unknown }
   | { type: 'peer-left'; peerId: string }
   | { type: 'error'; code: string; message: string; fatal: boolean };
+
+/**
+ * Reads a welcome's `iceServers` (RTCIceServer's shape: `urls` a string or a list of
+ * strings, optional string `username` and `credential`). Entries of another shape are
+ * left out, so a bad entry cannot make every RTCPeerConnection fail; `undefined` when
+ * nothing usable is left (or the field is absent, as from servers without ICE servers).
+ */
+export function decodeIceServers(value: unknown): RTCIceServer[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  const servers: RTCIceServer[] = [];
+  for (const entry of value as unknown[]) {
+    if (typeof entry !== 'object' || entry === null) continue;
+    const { urls, username, credential } = entry as Record<string, unknown>;
+    let checked: string | string[];
+    if (typeof urls === 'string' && urls !== '') checked = urls;
+    else if (Array.isArray(urls) && urls.length > 0 && urls.every((u) => typeof u === 'string' && u !== '')) {
+      checked = [...(urls as string[])];
+    } else continue;
+    if (username !== undefined && typeof username !== 'string') continue;
+    if (credential !== undefined && typeof credential !== 'string') continue;
+    const server: RTCIceServer = { urls: checked };
+    if (username !== undefined) server.username = username;
+    if (credential !== undefined) server.credential = credential;
+    servers.push(server);
+  }
+  return servers.length > 0 ? servers : undefined;
+}
 
 /**
  * Reads one text frame from the server; `null` for what the client ignores: text that is
@@ -45,12 +72,16 @@ export function decodeServerMessage(text: string): ServerMessage | null {
   if (typeof parsed !== 'object' || parsed === null) return null;
   const msg = parsed as Record<string, unknown>;
   switch (msg.type) {
-    case 'welcome':
-      return {
+    case 'welcome': {
+      const welcome: Extract<ServerMessage, { type: 'welcome' }> = {
         type: 'welcome',
         peerId: String(msg.peer_id),
         peers: Array.isArray(msg.peers) ? msg.peers.map(String) : [],
       };
+      const iceServers = decodeIceServers(msg.iceServers);
+      if (iceServers) welcome.iceServers = iceServers;
+      return welcome;
+    }
     case 'signal':
       return { type: 'signal', from: String(msg.from), data: msg.data };
     case 'peer-left':
@@ -92,6 +123,7 @@ export class SignalingClient {
   private attempt = 0;
   private retryTimer: ReturnType<typeof setTimeout> | null = null;
   private peerIdValue: string | null = null;
+  private iceServersValue: RTCIceServer[] = [];
 
   constructor(
     readonly url: string,
@@ -102,6 +134,15 @@ export class SignalingClient {
   /** Our peer id in the room, once welcomed. */
   get peerId(): string | null {
     return this.peerIdValue;
+  }
+
+  /**
+   * The ICE servers of the latest `welcome` (STUN, and TURN with credentials the server
+   * issued for that join; docs/SIGNALING.md), `[]` if it had none. Each (re)join replaces
+   * them, before the `welcome` handler runs; they are kept while the socket reconnects.
+   */
+  get iceServers(): RTCIceServer[] {
+    return this.iceServersValue;
   }
 
   /**
@@ -137,6 +178,7 @@ export class SignalingClient {
           welcomed = true;
           this.attempt = 0;
           this.peerIdValue = msg.peerId;
+          this.iceServersValue = msg.iceServers ?? [];
           this.handlers.welcome(this.peerIdValue, msg.peers);
           resolve?.();
           resolve = undefined;

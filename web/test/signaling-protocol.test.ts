@@ -75,7 +75,12 @@ describe('server → client fixtures', () => {
     const decoded = decodeServerMessage(f.text);
     switch (m.type) {
       case 'welcome':
-        expect(decoded).toEqual({ type: 'welcome', peerId: m.peer_id, peers: m.peers });
+        // `iceServers` as sent (RTCIceServer's shape), and no such key when absent.
+        expect(decoded).toStrictEqual(
+          m.iceServers === undefined
+            ? { type: 'welcome', peerId: m.peer_id, peers: m.peers }
+            : { type: 'welcome', peerId: m.peer_id, peers: m.peers, iceServers: m.iceServers },
+        );
         break;
       case 'signal':
         expect(decoded).toEqual({ type: 'signal', from: m.from, data: m.data });
@@ -98,6 +103,12 @@ describe('server → client fixtures', () => {
       .map((f) => f.json.code)
       .sort();
     expect(routine).toEqual(['peer-busy', 'unknown-peer']);
+  });
+
+  it('has welcomes with and without iceServers', () => {
+    const welcomes = toClient.filter((f) => f.json.type === 'welcome');
+    expect(welcomes.some((f) => f.json.iceServers === undefined)).toBe(true);
+    expect(welcomes.some((f) => Array.isArray(f.json.iceServers))).toBe(true);
   });
 
   it('ignores what is not a message it knows', () => {
@@ -187,6 +198,7 @@ describe('SignalingClient on the fixtures', () => {
     socket.deliver(welcome.text);
     await started;
     expect(client.peerId).toBe(welcome.json.peer_id);
+    expect(client.iceServers).toEqual(welcome.json.iceServers ?? []);
     expect(calls).toEqual([['welcome', welcome.json.peer_id, welcome.json.peers]]);
 
     for (const f of toClient) {
@@ -196,6 +208,8 @@ describe('SignalingClient on the fixtures', () => {
       switch (m.type) {
         case 'welcome':
           expect(calls, f.name).toEqual([['welcome', m.peer_id, m.peers]]);
+          // Each welcome's iceServers replace the last ones ([] when it has none).
+          expect(client.iceServers, f.name).toEqual(m.iceServers ?? []);
           break;
         case 'signal':
           expect(calls, f.name).toEqual([['signal', m.from, m.data]]);

@@ -1,0 +1,292 @@
+/**
+ * ICE servers from the signaling server's `welcome` (docs/SIGNALING.md): read leniently,
+ * kept per (re)join by the SignalingClient, and merged after the page's own `iceServers`
+ * into every new RTCPeerConnection's configuration (the fake one records it). A set the
+ * browser refuses is reported once and left out; a Swarm with the real engine uses them.
+ */
+import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { Connections, type ConnectionHandlers } from '../src/connections.js';
+import type { PpsppError } from '../src/errors.js';
+import { resolvePeerOptions } from '../src/options.js';
+import { engineOptions } from '../src/peer.js';
+import { SignalingClient, decodeIceServers, decodeServerMessage } from '../src/signaling.js';
+import { Swarm } from '../src/swarm.js';
+import { WasmPeer, parseUriLoaded } from '../src/wasm.js';
+import { loadEngine } from './fakes/engine.js';
+import { FakeSignalServer, FakeWebSocket, installWebSocket } from './fakes/signaling.js';
+import { nextEvent } from './fakes/tasks.js';
+import { randomBytes } from './fakes/webm.js';
+import { FakeNet, FakePeerConnection, installWebRtc } from './fakes/webrtc.js';
+
+const SWARM = 'c89800bfc82ed01ed6e3bfd5408c51274491f7d4';
+const PAGE_STUN: RTCIceServer = { urls: 'stun:stun.page.test:3478' };
+
+function turn(n: number): RTCIceServer {
+  return { urls: ['turn:198.51.100.1:3478?transport=udp'], username: `${1_700_000_000 + n}:peer${n}`, credential: `cred${n}=` };
+}
+const SERVER_STUN: RTCIceServer = { urls: ['stun:198.51.100.1:3478'] };
+
+function welcomeText(peerId: string, peers: string[], iceServers?: unknown): string {
+  const msg: Record<string, unknown> = { type: 'welcome', v: 1, swarm: SWARM, peer_id: peerId, peers };
+  if (iceServers !== undefined) msg.iceServers = iceServers;
+  return JSON.stringify(msg);
+}
+
+describe('decodeIceServers', () => {
+  it('keeps RTCIceServer-shaped entries as sent, both forms of urls', () => {
+    const servers = [{ urls: 'stun:a.test' }, { urls: ['turn:b.test', 'turns:b.test:5349'], username: '9:p', credential: 'c' }];
+    expect(decodeIceServers(servers)).toStrictEqual(servers);
+  });
+
+  it('leaves out entries of another shape, and is undefined when nothing is left', () => {
+    expect(
+      decodeIceServers([
+        null,
+        'stun:a.test',
+        { urls: 7 },
+        { urls: [] },
+        { urls: ['stun:a.test', 5] },
+        { urls: '' },
+        { urls: 'turn:x.test', username: 5, credential: 'c' },
+        { urls: 'turn:x.test', username: 'u', credential: { secret: 1 } },
+        { urls: 'stun:ok.test', credentialType: 'password', extra: true },
+      ]),
+    ).toStrictEqual([{ urls: 'stun:ok.test' }]);
+    expect(decodeIceServers([{ urls: 1 }])).toBeUndefined();
+    expect(decodeIceServers([])).toBeUndefined();
+    expect(decodeIceServers({ urls: 'stun:a.test' })).toBeUndefined();
+    expect(decodeIceServers(undefined)).toBeUndefined();
+  });
+
+  it('a welcome without usable iceServers has no such key', () => {
+    expect(decodeServerMessage(welcomeText('p', [], 'nope'))).toStrictEqual({ type: 'welcome', peerId: 'p', peers: [] });
+    expect(decodeServerMessage(welcomeText('p', [], [SERVER_STUN]))).toStrictEqual({
+      type: 'welcome',
+      peerId: 'p',
+      peers: [],
+      iceServers: [SERVER_STUN],
+    });
+  });
+});
+
+/** A WebSocket the test drives: it records what is sent and delivers what the test says. */
+class ScriptedSocket {
+  static readonly CONNECTING = 0;
+  static readonly OPEN = 1;
+  static readonly CLOSING = 2;
+  static readonly CLOSED = 3;
+  static last: ScriptedSocket | null = null;
+  readyState = ScriptedSocket.CONNECTING;
+  readonly sent: string[] = [];
+  onopen: (() => void) | null = null;
+  onmessage: ((ev: { data: unknown }) => void) | null = null;
+  onclose: ((ev: { code: number; reason: string }) => void) | null = null;
+  onerror: (() => void) | null = null;
+
+  constructor(readonly url: string) {
+    ScriptedSocket.last = this;
+  }
+
+  open(): void {
+    this.readyState = ScriptedSocket.OPEN;
+    this.onopen?.();
+  }
+
+  deliver(text: string): void {
+    this.onmessage?.({ data: text });
+  }
+
+  send(data: string): void {
+    this.sent.push(data);
+  }
+
+  close(): void {
+    this.readyState = ScriptedSocket.CLOSED;
+  }
+}
+
+describe('Connections with the welcome’s ICE servers', () => {
+  let net: FakeNet;
+  const undo: (() => void)[] = [];
+  let errors: PpsppError[];
+  /** Closed after each test, before the fakes go: pending ICE gathering must not outlive it. */
+  const opened: { client: SignalingClient; connections: Connections }[] = [];
+
+  beforeEach(() => {
+    net = new FakeNet();
+    errors = [];
+    vi.stubGlobal('WebSocket', ScriptedSocket);
+    undo.push(installWebRtc(net));
+  });
+
+  afterEach(() => {
+    for (const { client, connections } of opened.splice(0)) {
+      connections.closeAll();
+      client.close();
+    }
+    vi.unstubAllGlobals();
+    for (const u of undo.splice(0).reverse()) u();
+    ScriptedSocket.last = null;
+  });
+
+  /** A joined client and its connections, offering to every peer of each welcome. */
+  async function joined(
+    own: RTCIceServer[],
+    firstIceServers: unknown,
+  ): Promise<{ socket: ScriptedSocket; client: SignalingClient; connections: Connections; seen: RTCIceServer[][] }> {
+    const seen: RTCIceServer[][] = [];
+    const handlers: ConnectionHandlers = {
+      open: () => {},
+      message: () => {},
+      closed: () => {},
+      error: (err) => errors.push(err),
+    };
+    let connections: Connections | null = null;
+    const client = new SignalingClient('ws://signal.test/ws', SWARM, {
+      welcome: (_id, peers) => {
+        // The welcome's servers are in place before its handler runs.
+        seen.push(client.iceServers);
+        for (const remote of peers) connections?.offer(remote);
+      },
+      signal: () => {},
+      peerLeft: () => {},
+      disconnected: () => {},
+      error: (err) => errors.push(err),
+    });
+    connections = new Connections(client, { iceServers: own, maxConnections: 8, connectTimeoutMs: 15_000, seeder: () => false }, handlers);
+    opened.push({ client, connections });
+    const started = client.start();
+    const socket = ScriptedSocket.last;
+    if (!socket) throw new Error('no socket');
+    socket.open();
+    socket.deliver(welcomeText('a'.repeat(32), ['b'.repeat(32)], firstIceServers));
+    await started;
+    return { socket, client, connections, seen };
+  }
+
+  function configs(): (RTCIceServer[] | undefined)[] {
+    return net.connections.map((pc) => pc.config.iceServers);
+  }
+
+  it('uses the page’s servers followed by the welcome’s, and a rejoin’s new credentials for later connections', async () => {
+    const { socket, client, connections, seen } = await joined([PAGE_STUN], [SERVER_STUN, turn(1)]);
+    expect(seen).toEqual([[SERVER_STUN, turn(1)]]);
+    expect(configs()).toEqual([[PAGE_STUN, SERVER_STUN, turn(1)]]);
+    expect(connections.rtcConfiguration()).toEqual({ iceServers: [PAGE_STUN, SERVER_STUN, turn(1)] });
+
+    // Rejoin (as the swarm does when alone): fresh credentials for what is made next.
+    client.rejoin();
+    socket.deliver(welcomeText('c'.repeat(32), ['d'.repeat(32)], [SERVER_STUN, turn(2)]));
+    expect(client.iceServers).toEqual([SERVER_STUN, turn(2)]);
+    connections.offer('e'.repeat(32));
+    expect(configs()).toEqual([
+      [PAGE_STUN, SERVER_STUN, turn(1)],
+      [PAGE_STUN, SERVER_STUN, turn(2)],
+      [PAGE_STUN, SERVER_STUN, turn(2)],
+    ]);
+
+    // A welcome without iceServers (the server's were removed): the page's alone.
+    client.rejoin();
+    socket.deliver(welcomeText('f'.repeat(32), ['0'.repeat(32)]));
+    expect(client.iceServers).toEqual([]);
+    expect(configs().at(-1)).toEqual([PAGE_STUN]);
+    expect(errors).toEqual([]);
+  });
+
+  it('without page servers the welcome’s alone; with neither, none', async () => {
+    await joined([], [turn(3)]);
+    expect(configs()).toEqual([[turn(3)]]);
+    net.connections.length = 0;
+    const { connections } = await joined([], undefined);
+    expect(configs()).toEqual([[]]);
+    expect(connections.rtcConfiguration()).toEqual({ iceServers: [] });
+  });
+
+  it('a set the browser refuses is reported once, and the page’s servers are used until a welcome brings others', async () => {
+    // As browsers do: a TURN URL without credentials makes the constructor throw.
+    const g = globalThis as { RTCPeerConnection?: unknown };
+    const strict = net;
+    g.RTCPeerConnection = class extends FakePeerConnection {
+      constructor(config?: RTCConfiguration) {
+        for (const s of config?.iceServers ?? []) {
+          const urls = typeof s.urls === 'string' ? [s.urls] : s.urls;
+          if (urls.some((u) => u.startsWith('turn')) && (s.username === undefined || s.credential === undefined)) {
+            throw new DOMException('TURN server needs a username and credential', 'InvalidAccessError');
+          }
+        }
+        super(strict, config);
+      }
+    };
+    const { socket, client, connections } = await joined([PAGE_STUN], [{ urls: 'turn:198.51.100.1' }]);
+    connections.offer('9'.repeat(32));
+    expect(configs()).toEqual([[PAGE_STUN], [PAGE_STUN]]);
+    expect(errors.map((e) => e.code)).toEqual(['signaling-error']);
+    expect(errors[0]?.message).toMatch(/refused the signaling server's iceServers \(.*TURN server needs a username.*\); using the page's own/);
+
+    client.rejoin();
+    socket.deliver(welcomeText('c'.repeat(32), ['d'.repeat(32)], [turn(4)]));
+    expect(configs().at(-1)).toEqual([PAGE_STUN, turn(4)]);
+    // A later refusal is not reported again.
+    client.rejoin();
+    socket.deliver(welcomeText('e'.repeat(32), ['f'.repeat(32)], [{ urls: ['turns:198.51.100.1'] }]));
+    expect(configs().at(-1)).toEqual([PAGE_STUN]);
+    expect(errors).toHaveLength(1);
+  });
+});
+
+describe('Swarm with the real engine and a server that sends iceServers', () => {
+  let net: FakeNet;
+  let server: FakeSignalServer;
+  const undo: (() => void)[] = [];
+  const swarms: Swarm[] = [];
+
+  beforeAll(loadEngine);
+
+  beforeEach(() => {
+    net = new FakeNet();
+    undo.push(installWebRtc(net), installWebSocket());
+    server = new FakeSignalServer();
+    // The fake server's welcomes gain iceServers: per join, as the real server's do.
+    let joins = 0;
+    const deliver = FakeWebSocket.prototype.deliver;
+    const spy = vi.spyOn(FakeWebSocket.prototype, 'deliver').mockImplementation(function (this: FakeWebSocket, text: string) {
+      const msg = JSON.parse(text) as Record<string, unknown>;
+      if (msg.type === 'welcome') {
+        joins += 1;
+        msg.iceServers = [SERVER_STUN, turn(joins)];
+        text = JSON.stringify(msg);
+      }
+      deliver.call(this, text);
+    });
+    undo.push(() => spy.mockRestore());
+  });
+
+  afterEach(() => {
+    for (const s of swarms.splice(0)) s.close();
+    server.close();
+    for (const u of undo.splice(0).reverse()) u();
+  });
+
+  it('every RTCPeerConnection gets the page’s iceServers option and the credentials of its own join', async () => {
+    const data = randomBytes(20 * 1024, 3);
+    const seedOptions = resolvePeerOptions({ statsIntervalMs: 0 });
+    const engine = WasmPeer.seeder(data, 1024, 'sha256', server.url, 'ice.bin', engineOptions(seedOptions), performance.now());
+    const seed = new Swarm(engine, parseUriLoaded(engine.uri()), server.url, seedOptions, true);
+    swarms.push(seed);
+    await seed.start();
+
+    const fetchOptions = resolvePeerOptions({ statsIntervalMs: 0, iceServers: [PAGE_STUN] });
+    const fetchEngine = WasmPeer.fetcher(seed.uri, engineOptions(fetchOptions), performance.now());
+    const fetch = new Swarm(fetchEngine, parseUriLoaded(seed.uri), server.url, fetchOptions, false);
+    swarms.push(fetch);
+    const complete = nextEvent(fetch, 'complete');
+    await fetch.start();
+    await complete;
+
+    // The fetcher (second join) offered; the seeder (first join) answered.
+    const offerer = net.connections.find((pc) => pc.localDescription?.type === 'offer');
+    const answerer = net.connections.find((pc) => pc.localDescription?.type === 'answer');
+    expect(offerer?.config.iceServers).toEqual([PAGE_STUN, SERVER_STUN, turn(2)]);
+    expect(answerer?.config.iceServers).toEqual([SERVER_STUN, turn(1)]);
+  });
+});
