@@ -64,6 +64,8 @@ need_web() {
     # Its routers hand packets to the link emulator with iptables' NFQUEUE target (this
     # kernel's nftables has no queue expression).
     command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || missing+=(iptables)
+    # STUN and TURN of the emulated internet's public segment.
+    command -v turnserver >/dev/null 2>&1 || missing+=(coturn)
     [ -x /usr/bin/time ] || missing+=(time) # CPU and peak RSS in scripts/bench-udp.sh
     if [ ${#missing[@]} -gt 0 ]; then
         log "installing ${missing[*]} (browser tests, demo video, benchmarks)"

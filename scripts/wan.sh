@@ -57,6 +57,11 @@ down() {
         for _ in $(seq 40); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
         rm -f "$pid" "${pid%.pid}.log"
     done
+    # Whatever still runs inside (a server a failed test left) goes with its namespace.
+    local n
+    for n in pub r1 r2 r3 home1 home2 home3; do
+        ip netns pids "$name-$n" 2>/dev/null | xargs -r kill 2>/dev/null || true
+    done
     for n in pub r1 r2 r3 home1 home2 home3; do
         ip netns del "$name-$n" 2>/dev/null || true
     done
@@ -128,6 +133,14 @@ table ip nat {
     }
 }
 table ip filter {
+    # Unsolicited packets from outside are dropped before conntrack confirms them: a
+    # confirmed entry for one would take the port a home host's next outgoing packet to
+    # that sender needs, and the router would pick another port (not what a home router
+    # keeping ports does, and what breaks hole punching when one side's check comes first).
+    chain input {
+        type filter hook input priority filter; policy accept;
+        iifname "wan" ct state new drop
+    }
     chain forward {
         type filter hook forward priority filter; policy drop;
         iifname "lan" oifname "wan" accept

@@ -14,7 +14,7 @@ import { type Browser, type Page, expect } from '@playwright/test';
 export type Evaluable = Pick<Page, 'evaluate'>;
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const BIN = join(ROOT, 'target', 'release');
+export const BIN = join(ROOT, 'target', 'release');
 export const VIDEO = join(ROOT, 'target', 'e2e', 'video.webm');
 /** The test video's length in seconds. */
 export const VIDEO_SECONDS = 20;
@@ -80,14 +80,14 @@ export function sha256(bytes: Uint8Array): string {
 
 export const VIDEO_SHA256 = (): string => sha256(readFileSync(VIDEO));
 
-interface Proc {
+export interface Proc {
   child: ChildProcess;
   lines: string[];
   waitLine(match: (line: string) => boolean, ms?: number): Promise<string>;
   stop(): Promise<void>;
 }
 
-function run(cmd: string, args: string[]): Proc {
+export function run(cmd: string, args: string[]): Proc {
   const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: string[] = [];
   const waiters: { match: (l: string) => boolean; resolve: (l: string) => void }[] = [];

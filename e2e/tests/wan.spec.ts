@@ -1,0 +1,66 @@
+/**
+ * Across NATs (issue 13): pages in homes of the emulated internet (scripts/wan.sh), behind
+ * routers that keep source ports (endpoint-independent mapping, address- and
+ * port-dependent filtering, as most home routers), with the seeder, the signaling server
+ * and STUN on coturn in the public segment. Skipped, with the reason, where network
+ * namespaces cannot be made.
+ */
+import { type Page, expect, test } from '@playwright/test';
+import { VIDEO, VIDEO_SECONDS, expectPlayedPast, makeVideo, pageStats, type Proc } from './swarm.js';
+import { PUBLIC_IP, type Wan, startPublicSwarm, startStun, wanUp } from './wan.js';
+
+test.describe('across NATs', () => {
+  let wan: Wan | null = null;
+  const procs: Proc[] = [];
+
+  test.afterEach(async () => {
+    for (const p of procs.splice(0).reverse()) await p.stop();
+    wan?.down();
+    wan = null;
+  });
+
+  test('two pages in two homes play from each other over a server-reflexive pair', async () => {
+    test.setTimeout(180_000);
+    await makeVideo();
+    const up = wanUp('a');
+    test.skip(typeof up === 'string', `emulated internet unavailable: ${String(up)}`);
+    wan = up as Wan;
+    procs.push(await startStun(wan));
+    // A seeder slower than two pages' playback: they must trade to play on.
+    const swarm = await startPublicSwarm(wan, VIDEO, 100_000);
+    procs.push(...swarm.procs);
+    const ice = encodeURIComponent(JSON.stringify([{ urls: `stun:${PUBLIC_IP}:3478` }]));
+    const pages: Page[] = [];
+    for (const home of [1, 2]) {
+      const browser = await wan.browser(home);
+      const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
+      const page = await context.newPage();
+      await page.goto(`${swarm.web}/e2e/player.html?uri=${encodeURIComponent(swarm.uri)}&ice=${ice}`);
+      pages.push(page);
+    }
+    for (const page of pages) await expectPlayedPast(page, VIDEO_SECONDS / 4, 90_000);
+    // Each page reaches the other through its router's public address: the pair is
+    // server- or peer-reflexive, never a host pair across homes and never a relay.
+    await expect
+      .poll(async () => {
+        const pairs = await Promise.all(
+          pages.map((p) =>
+            p.evaluate(() =>
+              (window as unknown as { __t: { player: { selectedPairs(): Promise<{ local: string; remote: string }[]> } } }).__t.player.selectedPairs(),
+            ),
+          ),
+        );
+        return pairs.map((ps) => ps.some((p) => /^203\.0\.113\.[12]$/.test(p.remote)));
+      }, { timeout: 60_000, message: 'both pages hold a pair to the other home' })
+      .toEqual([true, true]);
+    for (const page of pages) await expectPlayedPast(page, VIDEO_SECONDS - 3, 120_000);
+    const stats = await Promise.all(pages.map((p) => pageStats(p)));
+    const downloaded = stats.reduce((a, s) => a + s.bytesDownloaded, 0);
+    const fromPeers = stats.reduce((a, s) => a + s.bytesFromPeers, 0);
+    expect(fromPeers, 'the pages exchanged across the NATs').toBeGreaterThan(0);
+    const last = [...swarm.seeder.lines].reverse().find((l) => l.startsWith('{'));
+    const s = last ? (JSON.parse(last) as { bytes_uploaded?: number; channels: { bytes_up: number }[] }) : null;
+    const seederUp = s ? (s.bytes_uploaded ?? s.channels.reduce((a, c) => a + c.bytes_up, 0)) : 0;
+    expect(seederUp, 'the seeder uploaded less than the pages downloaded').toBeLessThan(downloaded);
+  });
+});

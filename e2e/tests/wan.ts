@@ -1,0 +1,81 @@
+/**
+ * The emulated internet for browser tests (scripts/wan.sh): namespaces for a public
+ * segment and three NATed homes, servers started inside the public one, and Chromium
+ * launched inside a home through a wrapper that enters its namespace first.
+ */
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser } from '@playwright/test';
+import { CHROMIUM_ARGS } from '../playwright.config.js';
+import { BIN, type Proc, ROOT, run } from './swarm.js';
+
+const SCRIPT = join(ROOT, 'scripts', 'wan.sh');
+/** Where the public services listen. */
+export const PUBLIC_IP = '198.51.100.10';
+
+export interface Wan {
+  name: string;
+  /** `cmd args…` inside node `node` (pub, home1, home2, home3). */
+  exec(node: string, cmd: string, args: string[]): Proc;
+  /** Chromium inside home `n`. */
+  browser(home: number): Promise<Browser>;
+  down(): void;
+}
+
+/**
+ * Builds the emulated internet, or returns why it cannot be built here (not root, no
+ * namespaces): the caller skips with that reason.
+ */
+export function wanUp(tag: string, link: string[] = []): Wan | string {
+  const name = `pe${tag}${process.pid % 10000}`;
+  const up = spawnSync(SCRIPT, ['up', name, ...link], {
+    encoding: 'utf8',
+    env: { ...process.env, PPSPP_LINKEM: process.env.PPSPP_LINKEM ?? join(ROOT, 'target', 'release', 'ppspp-linkem') },
+  });
+  if (up.status === 3) return up.stderr.trim();
+  if (up.status !== 0) throw new Error(`scripts/wan.sh up failed:\n${up.stderr}`);
+  const dir = join(ROOT, 'target', 'e2e', 'wan');
+  mkdirSync(dir, { recursive: true });
+  const browsers: Browser[] = [];
+  return {
+    name,
+    exec: (node, cmd, args) => run('ip', ['netns', 'exec', `${name}-${node}`, cmd, ...args]),
+    async browser(home) {
+      const wrapper = join(dir, `chromium-${name}-home${home}.sh`);
+      writeFileSync(wrapper, `#!/bin/sh\nexec ip netns exec ${name}-home${home} ${process.env.CHROMIUM ?? '/usr/bin/chromium'} "$@"\n`);
+      chmodSync(wrapper, 0o755);
+      const b = await chromium.launch({ executablePath: wrapper, headless: true, args: CHROMIUM_ARGS });
+      browsers.push(b);
+      return b;
+    },
+    down() {
+      spawnSync(SCRIPT, ['down', name]);
+    },
+  };
+}
+
+/** STUN on coturn in the public segment (port 3478). */
+export async function startStun(wan: Wan): Promise<Proc> {
+  const dir = join(ROOT, 'target', 'e2e', 'wan');
+  // Its own pid file and database, so it shares nothing with a system coturn.
+  const p = wan.exec('pub', 'turnserver', [
+    '-n', '--stun-only', '--no-cli', '--no-tls', '--no-dtls', `--listening-ip=${PUBLIC_IP}`,
+    '--listening-port=3478', '--log-file=stdout', '--simple-log',
+    `--pidfile=${join(dir, `turn-${wan.name}.pid`)}`, `--db=${join(dir, `turn-${wan.name}.sqlite`)}`,
+  ]);
+  await p.waitLine((l) => l.includes('Total General servers'), 15_000);
+  return p;
+}
+
+/** The signaling server, the static web server and `ppspp seed FILE` in the public segment. */
+export async function startPublicSwarm(wan: Wan, file: string, uploadLimit?: number): Promise<{ signal: string; web: string; uri: string; seeder: Proc; procs: Proc[] }> {
+  const signal = wan.exec('pub', join(BIN, 'ppspp-signal'), ['--bind', `${PUBLIC_IP}:0`]);
+  const signalUrl = (await signal.waitLine((l) => l.includes('listening on '))).replace(/^.*(ws:\/\/\S+).*$/, '$1');
+  const web = wan.exec('pub', 'node', [join(ROOT, 'web', 'scripts', 'serve.mjs'), '--host', PUBLIC_IP, '--mount', `/e2e/=${join(ROOT, 'e2e', 'pages')}`]);
+  const webUrl = (await web.waitLine((l) => l.startsWith('serving '))).slice('serving '.length).replace(/\/$/, '');
+  const seeder = wan.exec('pub', join(BIN, 'ppspp'), ['seed', file, '--signal', signalUrl, '--bind', `${PUBLIC_IP}:0`,
+    '--stats-json', '--chunk-size', '8192', '--hash', 'sha256', ...(uploadLimit ? ['--upload-limit', String(uploadLimit)] : [])]);
+  const uri = await seeder.waitLine((l) => l.startsWith('ppspp://'));
+  return { signal: signalUrl, web: webUrl, uri, seeder, procs: [seeder, web, signal] };
+}
