@@ -10,6 +10,14 @@
 import { PpsppError } from './errors.js';
 import type { SignalingClient } from './signaling.js';
 
+/** The ICE candidate pair a connection uses: addresses and candidate types (host, srflx, prflx, relay). */
+export interface SelectedPair {
+  local: string;
+  remote: string;
+  localType: RTCIceCandidateType;
+  remoteType: RTCIceCandidateType;
+}
+
 /** The data channel's label; the native seeder uses the same. */
 export const CHANNEL_LABEL = 'ppspp';
 /**
@@ -38,6 +46,9 @@ export interface ConnectionHandlers {
   closed(handle: number, remote: string, wasOpen: boolean): void;
   error(err: PpsppError): void;
 }
+
+/** Offers made again to a remote whose attempts failed before opening. */
+const MAX_OFFER_RETRIES = 3;
 
 interface Conn {
   handle: number;
@@ -83,6 +94,8 @@ export function requireWebRtc(): void {
 export class Connections {
   private readonly byHandle = new Map<number, Conn>();
   private readonly byRemote = new Map<string, Conn>();
+  /** Offers to a remote that failed before opening, made again after a back-off. */
+  private readonly retries = new Map<string, { count: number; timer: ReturnType<typeof setTimeout> | null }>();
   private nextHandle = 1;
   private created = 0;
   private limitReported = false;
@@ -221,6 +234,7 @@ export class Connections {
       conn.open = true;
       if (conn.timer) clearTimeout(conn.timer);
       conn.timer = null;
+      this.cancelRetry(conn.remote);
       this.handlers.open(conn.handle, conn.remote, conn.initiator);
     };
     channel.onmessage = (ev: MessageEvent) => {
@@ -316,6 +330,30 @@ export class Connections {
   remoteLeft(remote: string): void {
     const conn = this.byRemote.get(remote);
     if (conn && !conn.open) this.drop(conn);
+    this.cancelRetry(remote);
+  }
+
+  /**
+   * An attempt we offered failed before its channel opened (ICE failed or timed out):
+   * offer again after 1, 2, then 4 s. Across NATs the first attempt can fail for reasons
+   * that pass (a TURN permission or a NAT mapping made too late), and nothing else would
+   * bring the two peers together while either has other connections.
+   */
+  private scheduleRetry(remote: string): void {
+    const entry = this.retries.get(remote) ?? { count: 0, timer: null };
+    if (entry.count >= MAX_OFFER_RETRIES || entry.timer !== null) return;
+    entry.timer = setTimeout(() => {
+      entry.timer = null;
+      entry.count += 1;
+      this.offer(remote);
+    }, 1000 * 2 ** entry.count);
+    this.retries.set(remote, entry);
+  }
+
+  private cancelRetry(remote: string): void {
+    const entry = this.retries.get(remote);
+    if (entry?.timer) clearTimeout(entry.timer);
+    this.retries.delete(remote);
   }
 
   /**
@@ -348,6 +386,7 @@ export class Connections {
   }
 
   closeAll(): void {
+    for (const remote of [...this.retries.keys()]) this.cancelRetry(remote);
     for (const conn of [...this.byHandle.values()]) this.drop(conn, false);
   }
 
@@ -369,15 +408,17 @@ export class Connections {
     conn.pc.onconnectionstatechange = null;
     conn.pc.ondatachannel = null;
     conn.pc.close();
+    if (notify && conn.initiator && !conn.open) this.scheduleRetry(conn.remote);
     if (notify) this.handlers.closed(conn.handle, conn.remote, conn.open);
   }
 
   /**
-   * The selected ICE candidate pair of every open connection (addresses), from getStats:
-   * tests use it to prove traffic stayed on loopback.
+   * The selected ICE candidate pair of every open connection, from getStats: where each
+   * end is and how it was reached (tests prove traffic stayed on loopback, or crossed a
+   * NAT directly or through a relay).
    */
-  async selectedPairs(): Promise<{ local: string; remote: string }[]> {
-    const pairs: { local: string; remote: string }[] = [];
+  async selectedPairs(): Promise<SelectedPair[]> {
+    const pairs: SelectedPair[] = [];
     for (const conn of this.byHandle.values()) {
       if (!conn.open) continue;
       const report = await conn.pc.getStats();
@@ -388,7 +429,14 @@ export class Connections {
         const pair = byId.get(s.selectedCandidatePairId);
         const local = pair && byId.get(String(pair.localCandidateId));
         const remote = pair && byId.get(String(pair.remoteCandidateId));
-        if (local && remote) pairs.push({ local: String(local.address), remote: String(remote.address) });
+        if (local && remote) {
+          pairs.push({
+            local: String(local.address),
+            remote: String(remote.address),
+            localType: String(local.candidateType) as RTCIceCandidateType,
+            remoteType: String(remote.candidateType) as RTCIceCandidateType,
+          });
+        }
       }
     }
     return pairs;

@@ -2,7 +2,7 @@
  * The lower-level API: fetch any content from a swarm (bytes or a stream), or seed bytes
  * you have. Every byte it returns was verified against the URI's Merkle root.
  */
-import { requireWebRtc } from './connections.js';
+import { requireWebRtc, type SelectedPair } from './connections.js';
 import { isRootHex, uriFor } from './discover.js';
 import { Emitter } from './emitter.js';
 import { PpsppError, abortReason, fatal, messageOf } from './errors.js';
@@ -369,7 +369,7 @@ export class Peer extends Emitter<PeerEvents> {
   }
 
   /** Selected ICE candidate pairs of every connection (for tests and diagnostics). */
-  async selectedPairs(): Promise<{ local: string; remote: string }[]> {
+  async selectedPairs(): Promise<SelectedPair[]> {
     const all = await Promise.all([...this.swarms.values()].map((j) => j.swarm.selectedPairs()));
     return all.flat();
   }

@@ -11,7 +11,7 @@ import { type Stall, StallWatch, bufferedAhead } from './media/stall-watch.js';
 import { type InitInfo, findSegmentStart, parseInit, segmentStartTime, wholeSegmentsLength } from './media/container.js';
 import { completeChildrenEnd, openClusterHead } from './media/webm.js';
 import { type PlayerOptions, type ResolvedPlayerOptions, resolvePlayerOptions } from './options.js';
-import { requireWebRtc } from './connections.js';
+import { requireWebRtc, type SelectedPair } from './connections.js';
 import { uriFor } from './discover.js';
 import { engineOptions, signalFor } from './peer.js';
 import { Swarm, type SwarmEvents, type SwarmStats } from './swarm.js';
@@ -426,7 +426,7 @@ export class Player extends Emitter<PlayerEvents> {
   }
 
   /** Selected ICE pairs of the connections (tests prove traffic stays on loopback). */
-  selectedPairs(): Promise<{ local: string; remote: string }[]> {
+  selectedPairs(): Promise<SelectedPair[]> {
     return this.swarm.selectedPairs();
   }
 

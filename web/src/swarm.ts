@@ -4,7 +4,7 @@
  * on the data channels; its events become the typed events users see. The engine never
  * calls back into JavaScript, so nothing here can re-enter it.
  */
-import { Connections } from './connections.js';
+import { Connections, type SelectedPair } from './connections.js';
 import { Driver } from './driver.js';
 import { Emitter } from './emitter.js';
 import { PpsppError, fatal } from './errors.js';
@@ -342,7 +342,7 @@ export class Swarm extends Emitter<SwarmEvents> {
   }
 
   /** The selected ICE pair of each open connection (tests prove traffic stays on loopback). */
-  selectedPairs(): Promise<{ local: string; remote: string }[]> {
+  selectedPairs(): Promise<SelectedPair[]> {
     return this.connections.selectedPairs();
   }
 

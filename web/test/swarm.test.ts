@@ -130,7 +130,7 @@ describe('Swarm over fake WebRTC, with the real engine', () => {
     // The seeder saw a viewer, not a seeder, and uploaded at least the whole content.
     expect(seedLog['peer-joined']).toEqual([{ peer: expect.any(Number), remote: idOf(fetch, 1), seeder: false }]);
     expect(seed.stats().bytesUploaded).toBeGreaterThanOrEqual(data.length);
-    expect(await fetch.selectedPairs()).toEqual([{ local: '127.0.0.1', remote: '127.0.0.1' }]);
+    expect(await fetch.selectedPairs()).toEqual([{ local: '127.0.0.1', remote: '127.0.0.1', localType: 'host', remoteType: 'host' }]);
   });
 
   it('a fetcher that completed serves a late one after the seeder left: all from peers, offload 1', async () => {
@@ -422,6 +422,31 @@ describe('no-peers counts open data channels only (fake time)', () => {
   const codes = (log: Log): string[] => log.error.map((e) => e.code);
   const joinsOf = (): number => server.received.filter((r) => r.msg.type === 'join').length;
 
+  it('an offer whose ICE failed is made again after a back-off, and the second attempt connects', async () => {
+    net.connectable = false;
+    net.failAfterMs = 2_000;
+    const data = randomBytes(10 * CHUNK, 31);
+    const seed = seeder(data);
+    await seed.start();
+    const before = net.connections.length;
+    const fetch = fetcher(seed.uri);
+    const log = record(fetch);
+    await fetch.start();
+    const offers = (): typeof net.connections =>
+      net.connections.slice(before).filter((pc) => pc.localDescription?.type === 'offer');
+    await untilTasks(() => offers().length === 1 && offers()[0]!.iceConnectionState === 'checking', 'the offer is in ICE checks');
+    await vi.advanceTimersByTimeAsync(2_100);
+    expect(offers()[0]!.connectionState).toBe('closed');
+    // The path works now (a NAT mapping or TURN permission made too late the first time).
+    net.connectable = true;
+    await vi.advanceTimersByTimeAsync(500);
+    expect(offers()).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(offers()).toHaveLength(2);
+    await untilTasks(() => log['peer-joined'].length === 1, 'the second attempt opens');
+    expect(log['peer-joined'][0]!.seeder).toBe(true);
+  });
+
   it.each([
     { what: 'fails after 20 s', failAfterMs: 20_000, connectTimeoutMs: 60_000, endsAt: 20_000 },
     { what: 'never completes', failAfterMs: Infinity, connectTimeoutMs: 15_000, endsAt: 15_000 },
@@ -461,9 +486,10 @@ describe('no-peers counts open data channels only (fake time)', () => {
       expect(attempts.map((pc) => pc.connectionState)).toEqual(['closed', 'closed']);
       expect(fetch.stats().connections).toBe(0);
 
-      // It keeps trying (rejoins, offers again), and says no-peers only once.
+      // It keeps trying (offers again after 1, 2 and 4 s, then rejoins for fresh peers),
+      // and says no-peers only once.
       const joins = joinsOf();
-      await vi.advanceTimersByTimeAsync(60_000);
+      await vi.advanceTimersByTimeAsync(150_000);
       expect(joinsOf()).toBeGreaterThan(joins);
       expect(offers().length).toBeGreaterThan(2);
       expect(codes(log)).toEqual(['no-peers']);

@@ -212,8 +212,8 @@ export class FakePeerConnection {
     if (this.connectionState !== 'connected') return report;
     report.set('T', { id: 'T', type: 'transport', selectedCandidatePairId: 'P' });
     report.set('P', { id: 'P', type: 'candidate-pair', localCandidateId: 'L', remoteCandidateId: 'R' });
-    report.set('L', { id: 'L', type: 'local-candidate', address: '127.0.0.1' });
-    report.set('R', { id: 'R', type: 'remote-candidate', address: '127.0.0.1' });
+    report.set('L', { id: 'L', type: 'local-candidate', address: '127.0.0.1', candidateType: 'host' });
+    report.set('R', { id: 'R', type: 'remote-candidate', address: '127.0.0.1', candidateType: 'host' });
     return report;
   }
 
