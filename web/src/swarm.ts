@@ -24,7 +24,10 @@ export interface PeerChannelStats extends ChannelStats {
 export interface SwarmStats extends EngineStats {
   /** Milliseconds since the swarm started. */
   elapsedMs: number;
-  /** Open data channels. */
+  /**
+   * Peer connections: open data channels and attempts still being set up (each takes a
+   * place in `maxConnections`); `peer-joined` / `peer-left` track the open ones.
+   */
   connections: number;
   /** Rates over the last stats interval, in bytes per second. */
   downloadBps: number;

@@ -81,6 +81,19 @@ impl Drop for Wan {
     }
 }
 
+/// `ppspp seed` of `data` on the public segment, over UDP; returns it and its URI.
+fn seed_in_public(wan: &Wan, dir: &Path, data: &[u8]) -> (Running, String) {
+    let src = dir.join("src.bin");
+    std::fs::write(&src, data).unwrap();
+    let seeder = spawn_command(wan.ppspp(
+        "pub",
+        &["seed", src.to_str().unwrap(), "--udp", "198.51.100.10:0"],
+    ));
+    let uri = seeder.next_line(Duration::from_secs(30));
+    assert!(uri.contains("udp=198.51.100.10:"), "{uri}");
+    (seeder, uri)
+}
+
 fn fetch_in(wan: &Wan, home: &str, uri: &str, out: &Path) {
     let child = wan
         .ppspp(home, &["fetch", uri, "-o", out.to_str().unwrap()])
@@ -103,14 +116,7 @@ fn fetchers_behind_both_kinds_of_nat_get_the_file_from_the_public_seeder() {
     };
     let dir = temp_dir("wan");
     let data = content(2_000_000, 13);
-    let src = dir.join("src.bin");
-    std::fs::write(&src, &data).unwrap();
-    let seeder: Running = spawn_command(wan.ppspp(
-        "pub",
-        &["seed", src.to_str().unwrap(), "--udp", "198.51.100.10:0"],
-    ));
-    let uri = seeder.next_line(Duration::from_secs(30));
-    assert!(uri.contains("udp=198.51.100.10:"), "{uri}");
+    let (_seeder, uri) = seed_in_public(&wan, &dir, &data);
     // Home 1 keeps ports; home 3's router is symmetric.
     for home in ["home1", "home3"] {
         let out = dir.join(format!("{home}.bin"));
@@ -152,13 +158,7 @@ fn a_shaped_home_path_adds_its_delay_and_a_fetch_survives_its_loss() {
     };
     let dir = temp_dir("wan-shaped");
     let data = content(1_000_000, 14);
-    let src = dir.join("src.bin");
-    std::fs::write(&src, &data).unwrap();
-    let seeder: Running = spawn_command(wan.ppspp(
-        "pub",
-        &["seed", src.to_str().unwrap(), "--udp", "198.51.100.10:0"],
-    ));
-    let uri = seeder.next_line(Duration::from_secs(30));
+    let (_seeder, uri) = seed_in_public(&wan, &dir, &data);
     let out = dir.join("home2.bin");
     let child = wan
         .ppspp(
