@@ -63,7 +63,9 @@ test-web: web
 
 # Playwright swarm tests with Debian's Chromium, in a network namespace of loopback only.
 test-e2e: web web-poison native
-	cd e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 ../scripts/netns.sh npx playwright test
+	rm -f target/e2e/failures.log
+	cd e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 ../scripts/netns.sh npx playwright test || \
+	  { [ ! -s ../target/e2e/failures.log ] || { echo '--- what the failed tests saw (target/e2e/failures.log) ---'; tail -c 8000 ../target/e2e/failures.log; }; exit 1; }
 
 fuzz:
 	@scripts/setup.sh fuzz

@@ -3,7 +3,8 @@ import { defineConfig } from '@playwright/test';
 
 // Debian's Chromium, never a downloaded browser. The flags (chromium-args.json, shared with
 // `make demo HEADLESS=1`) make it offer 127.0.0.1 host candidates (loopback in peer
-// connections, no mDNS hiding) and keep it off the network (no background requests);
+// connections, no mDNS hiding) and keep it off the network (no background requests, and
+// no proxy that a CI machine's environment may name: the tests' servers are local);
 // camera/microphone permission is what unlocks host candidates.
 export const CHROMIUM_ARGS: string[] = JSON.parse(readFileSync(new URL('./chromium-args.json', import.meta.url), 'utf8'));
 

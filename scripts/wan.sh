@@ -48,6 +48,14 @@ fi
 
 ns() { ip netns exec "$name-$1" "${@:2}"; }
 
+# A namespace for this internet, IPv4 only: with IPv6, link-local addresses would appear
+# (after duplicate detection) a second or two after `up` returned, so what runs inside
+# could see its network change under it.
+add_ns() {
+    ip netns add "$1" || return 1
+    ip netns exec "$1" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+}
+
 down() {
     for pid in "$run_dir/$name"-r*.pid; do
         [ -e "$pid" ] || continue
@@ -88,7 +96,7 @@ shape() {
 }
 
 up() {
-    if ! ip netns add "$name-pub" 2>/dev/null; then
+    if ! add_ns "$name-pub" 2>/dev/null; then
         echo "wan: cannot create network namespaces here (needs root and CAP_SYS_ADMIN)" >&2
         exit 3
     fi
@@ -102,8 +110,8 @@ up() {
     for i in $(seq "$HOMES"); do
         r="$name-r$i"
         h="$name-home$i"
-        ip netns add "$r"
-        ip netns add "$h"
+        add_ns "$r"
+        add_ns "$h"
         ip netns exec "$r" ip link set lo up
         ip netns exec "$h" ip link set lo up
         # WAN: router ↔ the internet's bridge.

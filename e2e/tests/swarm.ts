@@ -83,6 +83,8 @@ export const VIDEO_SHA256 = (): string => sha256(readFileSync(VIDEO));
 export interface Proc {
   child: ChildProcess;
   lines: string[];
+  /** The last few KB the process wrote to stderr. */
+  stderrTail(): string;
   waitLine(match: (line: string) => boolean, ms?: number): Promise<string>;
   stop(): Promise<void>;
 }
@@ -109,6 +111,7 @@ export function run(cmd: string, args: string[]): Proc {
   return {
     child,
     lines,
+    stderrTail: () => stderr,
     waitLine(match, ms = 30_000) {
       const found = lines.find(match);
       if (found) return Promise.resolve(found);
@@ -214,8 +217,9 @@ export async function expectPlayedPast(page: Evaluable, seconds: number, timeout
     .poll(
       () =>
         page.evaluate(() => {
-          const t = (window as unknown as { __t: { error: string | null } }).__t;
+          const t = (window as unknown as { __t?: { error: string | null } }).__t;
           const v = document.querySelector('video')!;
+          if (!t) return `the test page's script did not run (${document.readyState} ${location.href.slice(0, 80)})`;
           if (t.error) return `attach failed: ${t.error}`;
           if (v.error) return `video error: ${v.error.message}`;
           return v.currentTime;

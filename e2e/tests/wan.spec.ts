@@ -8,12 +8,17 @@
 import { type Page, expect, test } from '@playwright/test';
 import { VIDEO, VIDEO_SECONDS, expectPlayedPast, makeVideo, pageStats, type Proc } from './swarm.js';
 import { PUBLIC_IP, type Wan, startPublicSwarm, startStun, wanUp } from './wan.js';
+import { PageWatch, reportIfFailed } from './diagnose.js';
 
 test.describe('across NATs', () => {
   let wan: Wan | null = null;
   const procs: Proc[] = [];
+  const named: Record<string, Proc> = {};
+  const watches: PageWatch[] = [];
 
-  test.afterEach(async () => {
+  test.afterEach(async ({}, info) => {
+    await reportIfFailed(info, watches.splice(0), named);
+    for (const k of Object.keys(named)) delete named[k];
     for (const p of procs.splice(0).reverse()) await p.stop();
     await wan?.down();
     wan = null;
@@ -25,17 +30,21 @@ test.describe('across NATs', () => {
     const up = wanUp('a');
     test.skip(typeof up === 'string', `emulated internet unavailable: ${String(up)}`);
     wan = up as Wan;
-    procs.push(await startStun(wan));
+    named.stun = await startStun(wan);
+    procs.push(named.stun);
     // A seeder slower than two pages' playback: they must trade to play on.
     const swarm = await startPublicSwarm(wan, VIDEO, 100_000);
     procs.push(...swarm.procs);
+    Object.assign(named, swarm.named);
     const ice = encodeURIComponent(JSON.stringify([{ urls: `stun:${PUBLIC_IP}:3478` }]));
     const pages: Page[] = [];
     for (const home of [1, 2]) {
       const browser = await wan.browser(home);
       const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
       const page = await context.newPage();
+      watches.push(new PageWatch(page, `page in home${home}`));
       await page.goto(`${swarm.web}/e2e/player.html?uri=${encodeURIComponent(swarm.uri)}&ice=${ice}`);
+      await page.waitForFunction(() => 'error' in ((window as unknown as { __t?: object }).__t ?? {}), null, { timeout: 15_000 });
       pages.push(page);
     }
     for (const page of pages) await expectPlayedPast(page, VIDEO_SECONDS / 4, 90_000);

@@ -75,7 +75,7 @@ export async function startPublicSwarm(
   wan: Wan,
   file: string,
   uploadLimit?: number,
-): Promise<{ signal: string; web: string; uri: string; seeder: Proc; procs: Proc[] }> {
+): Promise<{ signal: string; web: string; uri: string; seeder: Proc; procs: Proc[]; named: Record<string, Proc> }> {
   const signal = wan.exec('pub', join(BIN, 'ppspp-signal'), ['--bind', `${PUBLIC_IP}:0`]);
   const signalUrl = (await signal.waitLine((l) => l.includes('listening on '))).replace(/^.*(ws:\/\/\S+).*$/, '$1');
   const web = wan.exec('pub', 'node', [join(ROOT, 'web', 'scripts', 'serve.mjs'), '--host', PUBLIC_IP, '--mount', `/e2e/=${join(ROOT, 'e2e', 'pages')}`]);
@@ -83,5 +83,5 @@ export async function startPublicSwarm(
   const seeder = wan.exec('pub', join(BIN, 'ppspp'), ['seed', file, '--signal', signalUrl, '--bind', `${PUBLIC_IP}:0`,
     '--stats-json', '--chunk-size', '8192', '--hash', 'sha256', ...(uploadLimit ? ['--upload-limit', String(uploadLimit)] : [])]);
   const uri = await seeder.waitLine((l) => l.startsWith('ppspp://'));
-  return { signal: signalUrl, web: webUrl, uri, seeder, procs: [seeder, web, signal] };
+  return { signal: signalUrl, web: webUrl, uri, seeder, procs: [seeder, web, signal], named: { signal, web, seeder } };
 }
