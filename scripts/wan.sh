@@ -107,6 +107,16 @@ up() {
     ns pub ip addr add 203.0.113.254/24 dev br0
     ns pub ip addr add 198.51.100.10/24 dev br0
     ns pub sysctl -qw net.ipv4.ip_forward=1
+    # Beyond the documentation ranges lies nothing, as far as this internet knows: packets
+    # for other addresses (a home's private one, learnt from its host candidate) vanish
+    # there, as on the real internet, instead of failing at once with "network is
+    # unreachable" (coturn ends a TURN allocation whose relay socket gets that error).
+    # (No dummy devices in this kernel: a veth whose frames go to a MAC nobody has.)
+    ns pub ip link add void type veth peer name voidsink
+    ns pub ip link set void up
+    ns pub ip link set voidsink up
+    ns pub ip neigh add 192.0.2.1 lladdr 02:00:00:00:00:01 dev void nud permanent
+    ns pub ip route add default via 192.0.2.1 dev void onlink
     for i in $(seq "$HOMES"); do
         r="$name-r$i"
         h="$name-home$i"

@@ -2,9 +2,10 @@
  * What a failed test leaves for whoever reads only the end of CI's log: each page's own
  * complaints (console errors, uncaught exceptions, failed requests) and its state at the
  * end, with the servers' last lines, appended to target/e2e/failures.log, which
- * `make test-e2e` prints when the suite fails.
+ * `make test-e2e` prints when the suite fails; each server's whole output goes to
+ * target/e2e/logs/.
  */
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Page, TestInfo } from '@playwright/test';
 import { ROOT, type Proc } from './swarm.js';
@@ -12,17 +13,49 @@ import { ROOT, type Proc } from './swarm.js';
 const LOG = join(ROOT, 'target', 'e2e', 'failures.log');
 /** Per page, at most this many complaints are kept (the first ones say the most). */
 const MAX_NOTES = 20;
+/** Per page, the last this many peer-connection state changes are kept. */
+const MAX_TRACES = 30;
+const TRACE = '[pc] ';
 
 /** Records what `page` complains of from now on, under `label`. */
 export class PageWatch {
   private readonly notes: string[] = [];
+  private readonly traces: string[] = [];
   private readonly started = Date.now();
 
-  constructor(
+  /** Starts watching `page`; call before its first navigation, so its peer connections are traced. */
+  static async start(page: Page, label: string): Promise<PageWatch> {
+    // Each peer connection's ICE and connection states, with its ICE servers' URLs.
+    await page.addInitScript((prefix: string) => {
+      const Native = window.RTCPeerConnection;
+      let n = 0;
+      window.RTCPeerConnection = new Proxy(Native, {
+        construct(target, args: [RTCConfiguration?]) {
+          const pc = Reflect.construct(target, args) as RTCPeerConnection;
+          const id = ++n;
+          const t0 = performance.now();
+          const log = (what: string) => console.debug(`${prefix}#${id} ${what} @${Math.round(performance.now() - t0)} ms`);
+          log(`new ${JSON.stringify(args[0]?.iceServers?.map((s) => s.urls) ?? [])}`);
+          pc.addEventListener('iceconnectionstatechange', () => log(`ice ${pc.iceConnectionState}`));
+          pc.addEventListener('connectionstatechange', () => log(`conn ${pc.connectionState}`));
+          pc.addEventListener('icecandidateerror', (e) => log(`candidate error ${(e as RTCPeerConnectionIceErrorEvent).errorCode} ${(e as RTCPeerConnectionIceErrorEvent).url}`));
+          return pc;
+        },
+      });
+    }, TRACE);
+    return new PageWatch(page, label);
+  }
+
+  private constructor(
     readonly page: Page,
     readonly label: string,
   ) {
     page.on('console', (m) => {
+      if (m.type() === 'debug' && m.text().startsWith(TRACE)) {
+        this.traces.push(`+${((Date.now() - this.started) / 1000).toFixed(1)} s ${m.text().slice(TRACE.length)}`);
+        if (this.traces.length > MAX_TRACES) this.traces.shift();
+        return;
+      }
       // The favicon nobody serves is the one expected complaint.
       const favicon = m.location().url.endsWith('/favicon.ico');
       if ((m.type() === 'error' || m.type() === 'warning') && !favicon) this.note(`console.${m.type()}: ${m.text()}`);
@@ -66,19 +99,23 @@ export class PageWatch {
         });
       })
       .catch((e: Error) => `state unreadable: ${e.message.split('\n')[0]}`);
-    return [`${this.label}: ${state}`, ...this.notes.map((n) => `  ${n}`)].join('\n');
+    return [`${this.label}: ${state}`, ...this.notes.map((n) => `  ${n}`), ...this.traces.map((t) => `  pc ${t}`)].join('\n');
   }
 }
 
 /**
- * When `info`'s test failed: appends the pages' descriptions and the last lines of each
+ * When `info`'s test failed (or always, with E2E_DIAGNOSE=1): appends the pages' descriptions and the last lines of each
  * server (stdout and stderr) to the failures log, and prints them.
  */
 export async function reportIfFailed(info: TestInfo, watches: PageWatch[], procs: Record<string, Proc>): Promise<void> {
-  if (info.status === info.expectedStatus) return;
+  if (info.status === info.expectedStatus && !process.env.E2E_DIAGNOSE) return;
   const parts = [`=== ${info.titlePath.join(' › ')} (${info.status})`];
   for (const w of watches) parts.push(await w.describe());
+  const logs = join(dirname(LOG), 'logs');
+  mkdirSync(logs, { recursive: true });
   for (const [name, p] of Object.entries(procs)) {
+    // The whole of each server's output, for a closer look where the run was.
+    writeFileSync(join(logs, `${info.testId}-${name}.log`), `${p.lines.join('\n')}\n--- stderr (tail) ---\n${p.stderrTail()}`);
     const tail = [...p.lines.slice(-2), ...p.stderrTail().split('\n').slice(-8)].filter((l) => l.trim() !== '');
     parts.push(`${name}:`, ...tail.map((l) => `  ${l.slice(0, 300)}`));
   }

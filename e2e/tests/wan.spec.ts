@@ -7,7 +7,7 @@
  */
 import { type Page, expect, test } from '@playwright/test';
 import { VIDEO, VIDEO_SECONDS, expectPlayedPast, makeVideo, pageStats, type Proc } from './swarm.js';
-import { PUBLIC_IP, type Wan, startPublicSwarm, startStun, wanUp } from './wan.js';
+import { PUBLIC_IP, type Wan, startPublicSwarm, startStun, startTurn, wanUp } from './wan.js';
 import { PageWatch, reportIfFailed } from './diagnose.js';
 
 test.describe('across NATs', () => {
@@ -42,7 +42,7 @@ test.describe('across NATs', () => {
       const browser = await wan.browser(home);
       const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
       const page = await context.newPage();
-      watches.push(new PageWatch(page, `page in home${home}`));
+      watches.push(await PageWatch.start(page, `page in home${home}`));
       await page.goto(`${swarm.web}/e2e/player.html?uri=${encodeURIComponent(swarm.uri)}&ice=${ice}`);
       await page.waitForFunction(() => 'error' in ((window as unknown as { __t?: object }).__t ?? {}), null, { timeout: 15_000 });
       pages.push(page);
@@ -72,5 +72,51 @@ test.describe('across NATs', () => {
     const seederUp = s ? (s.bytes_uploaded ?? s.channels.reduce((a, c) => a + c.bytes_up, 0)) : 0;
     expect(seederUp, 'the seeder uploaded less than the pages downloaded').toBeLessThan(downloaded);
   });
+
+  test('a page behind the symmetric NAT plays through a TURN relay from the welcome', async () => {
+    test.setTimeout(180_000);
+    await makeVideo();
+    const up = wanUp('b');
+    test.skip(typeof up === 'string', `emulated internet unavailable: ${String(up)}`);
+    wan = up as Wan;
+    named.turn = await startTurn(wan);
+    procs.push(named.turn);
+    // No ice= in the pages: their servers and credentials come from the welcome.
+    const swarm = await startPublicSwarm(wan, VIDEO, 100_000, { ttl: 600 });
+    procs.push(...swarm.procs);
+    Object.assign(named, swarm.named);
+    const pages: Page[] = [];
+    for (const home of [1, 3]) {
+      const browser = await wan.browser(home);
+      const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
+      const page = await context.newPage();
+      watches.push(await PageWatch.start(page, `page in home${home}`));
+      await page.goto(`${swarm.web}/e2e/player.html?uri=${encodeURIComponent(swarm.uri)}`);
+      await page.waitForFunction(() => 'error' in ((window as unknown as { __t?: object }).__t ?? {}), null, { timeout: 15_000 });
+      pages.push(page);
+    }
+    for (const page of pages) await expectPlayedPast(page, VIDEO_SECONDS / 4, 90_000);
+    // The two homes meet only through the relay: each page holds a pair to the seeder and
+    // one to the other page, and that one has a relay candidate at one end (the side that
+    // learnt the relay address from a check before its candidate arrived sees it as
+    // peer-reflexive; the other side's local candidate is still the relay).
+    await expect
+      .poll(async () => {
+        const pairs = await Promise.all(pages.map((p) => selectedPairs(p)));
+        const relayed = pairs.flat().some((p) => p.localType === 'relay' || p.remoteType === 'relay');
+        return { relayed, counts: pairs.map((ps) => ps.length) };
+      }, { timeout: 90_000, message: 'the pages hold a relayed pair to each other' })
+      .toEqual({ relayed: true, counts: [2, 2] });
+    for (const page of pages) await expectPlayedPast(page, VIDEO_SECONDS - 3, 120_000);
+    const stats = await Promise.all(pages.map((p) => pageStats(p)));
+    expect(stats.reduce((a, s) => a + s.bytesFromPeers, 0), 'the pages exchanged through the relay').toBeGreaterThan(0);
+  });
 });
 
+type Pair = { local: string; remote: string; localType: string; remoteType: string };
+
+function selectedPairs(page: Page): Promise<Pair[]> {
+  return page.evaluate(() =>
+    (window as unknown as { __t: { player: { selectedPairs(): Promise<Pair[]> } } }).__t.player.selectedPairs(),
+  );
+}

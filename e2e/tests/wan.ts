@@ -70,13 +70,43 @@ export async function startStun(wan: Wan): Promise<Proc> {
   return p;
 }
 
-/** The signaling server, the static web server and `ppspp seed FILE` in the public segment. */
+/** The TURN shared secret of the tests' coturn and signaling server (TURN REST scheme). */
+export const TURN_SECRET = 'ppspp-e2e-turn-secret';
+
+/**
+ * STUN and TURN on coturn in the public segment (port 3478), with time-limited
+ * credentials derived from `TURN_SECRET` (`use-auth-secret`), relaying from the public
+ * address.
+ */
+export async function startTurn(wan: Wan): Promise<Proc> {
+  const dir = join(ROOT, 'target', 'e2e', 'wan');
+  const p = wan.exec('pub', 'turnserver', [
+    '-n', '--no-cli', '--no-tls', '--no-dtls', `--listening-ip=${PUBLIC_IP}`, `--relay-ip=${PUBLIC_IP}`,
+    '--listening-port=3478', '--min-port=49152', '--max-port=49999', '--fingerprint',
+    '--use-auth-secret', `--static-auth-secret=${TURN_SECRET}`, '--realm=ppspp.test',
+    '--log-file=stdout', '--simple-log', '--verbose',
+    `--pidfile=${join(dir, `turn-${wan.name}.pid`)}`, `--db=${join(dir, `turn-${wan.name}.sqlite`)}`,
+  ]);
+  await p.waitLine((l) => l.includes('Total General servers'), 15_000);
+  return p;
+}
+
+/**
+ * The signaling server, the static web server and `ppspp seed FILE` in the public
+ * segment. With `turn`, the signaling server hands every client STUN and TURN servers with
+ * credentials valid for `ttl` seconds in its welcome.
+ */
 export async function startPublicSwarm(
   wan: Wan,
   file: string,
   uploadLimit?: number,
+  turn?: { ttl?: number },
 ): Promise<{ signal: string; web: string; uri: string; seeder: Proc; procs: Proc[]; named: Record<string, Proc> }> {
-  const signal = wan.exec('pub', join(BIN, 'ppspp-signal'), ['--bind', `${PUBLIC_IP}:0`]);
+  const turnArgs = turn
+    ? [`PPSPP_SIGNAL_TURN_SECRET=${TURN_SECRET}`, join(BIN, 'ppspp-signal'), '--stun-url', `stun:${PUBLIC_IP}:3478`,
+      '--turn-url', `turn:${PUBLIC_IP}:3478?transport=udp`, '--turn-ttl', String(turn.ttl ?? 3600)]
+    : [join(BIN, 'ppspp-signal')];
+  const signal = wan.exec('pub', 'env', [...turnArgs, '--bind', `${PUBLIC_IP}:0`]);
   const signalUrl = (await signal.waitLine((l) => l.includes('listening on '))).replace(/^.*(ws:\/\/\S+).*$/, '$1');
   const web = wan.exec('pub', 'node', [join(ROOT, 'web', 'scripts', 'serve.mjs'), '--host', PUBLIC_IP, '--mount', `/e2e/=${join(ROOT, 'e2e', 'pages')}`]);
   const webUrl = (await web.waitLine((l) => l.startsWith('serving '))).slice('serving '.length).replace(/\/$/, '');
