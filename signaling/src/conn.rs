@@ -205,6 +205,20 @@ impl Conn {
                 self.leave_room();
                 Ok(())
             }
+            ClientMessage::Ice => {
+                let Some(j) = &self.joined else {
+                    return self.fail(ErrorCode::NotJoined, "join a room first").await;
+                };
+                // As in the welcome, with credentials issued now for the current peer id.
+                let reply = ServerMessage::IceServers {
+                    ice_servers: crate::ice::for_peer(&self.shared.config, &j.peer_id),
+                };
+                if self.send_json(&reply).await {
+                    Ok(())
+                } else {
+                    Err(End::Gone)
+                }
+            }
         }
     }
 
@@ -242,7 +256,10 @@ impl Conn {
                 let welcome = ServerMessage::Welcome {
                     v: PROTOCOL_VERSION,
                     swarm,
-                    ice_servers: crate::ice::for_peer(&self.shared.config, &peer_id),
+                    ice_servers: crate::ice::welcome_field(crate::ice::for_peer(
+                        &self.shared.config,
+                        &peer_id,
+                    )),
                     peer_id,
                     peers,
                 };

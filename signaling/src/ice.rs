@@ -1,5 +1,6 @@
-//! The ICE servers a `welcome` carries: the configured STUN URLs as they are, and the TURN
-//! URLs with credentials made for the joining client.
+//! The ICE servers a `welcome` and an `ice-servers` reply carry: the configured STUN URLs
+//! as they are, and the TURN URLs with credentials made for the client (its peer id, a fresh
+//! expiry).
 //!
 //! TURN credentials follow the "TURN REST API" scheme (draft-uberti-behave-turn-rest-00)
 //! that coturn checks with `use-auth-secret` and `static-auth-secret=<secret>`: the
@@ -80,18 +81,14 @@ pub fn turn_credential(secret: &TurnSecret, username: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
 }
 
-/// The `iceServers` of the `welcome` for `peer_id`: `None` when no STUN or TURN URL is
-/// configured (the field is then left out, as old servers do).
-pub(crate) fn for_peer(config: &Config, peer_id: &str) -> Option<Vec<IceServer>> {
+/// The ICE servers for `peer_id`, with TURN credentials issued now: the `iceServers` of its
+/// `welcome` and of each `ice-servers` reply. Empty when no STUN or TURN URL is configured.
+pub(crate) fn for_peer(config: &Config, peer_id: &str) -> Vec<IceServer> {
     for_peer_at(config, peer_id, SystemTime::now())
 }
 
 /// [`for_peer`] at time `now`.
-pub(crate) fn for_peer_at(
-    config: &Config,
-    peer_id: &str,
-    now: SystemTime,
-) -> Option<Vec<IceServer>> {
+pub(crate) fn for_peer_at(config: &Config, peer_id: &str, now: SystemTime) -> Vec<IceServer> {
     let mut servers = Vec::new();
     if !config.stun_urls.is_empty() {
         servers.push(IceServer::new(config.stun_urls.clone()));
@@ -107,6 +104,12 @@ pub(crate) fn for_peer_at(
             ..IceServer::new(config.turn_urls.clone())
         });
     }
+    servers
+}
+
+/// The `welcome`'s `iceServers` field: left out when there are none, as old servers do
+/// (an `ice-servers` reply sends the empty list instead).
+pub(crate) fn welcome_field(servers: Vec<IceServer>) -> Option<Vec<IceServer>> {
     (!servers.is_empty()).then_some(servers)
 }
 
@@ -195,18 +198,51 @@ mod tests {
         );
     }
 
+    /// `fixtures/server-to-client/ice-servers.json` is what this server prints for the
+    /// welcome fixture's configuration and peer, and `ice-servers-none.json` what it prints
+    /// without one.
+    #[test]
+    fn the_ice_servers_fixtures_are_ours() {
+        let fixture = |name: &str| {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("protocol/fixtures/server-to-client")
+                .join(name);
+            std::fs::read_to_string(path).unwrap().trim_end().to_owned()
+        };
+        let config = Config {
+            stun_urls: vec!["stun:turn.example.org:3478".into()],
+            turn_urls: vec![
+                "turn:turn.example.org:3478?transport=udp".into(),
+                "turns:turn.example.org:5349?transport=tcp".into(),
+            ],
+            turn_secret: Some(TurnSecret::new("example-secret")),
+            turn_credential_ttl: Duration::from_secs(86_400),
+            ..Config::default()
+        };
+        let at = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let reply = |config: &Config| ppspp_signal_protocol::ServerMessage::IceServers {
+            ice_servers: for_peer_at(config, "9a0b1c2d3e4f5061728394a5b6c7d8e9", at),
+        };
+        assert_eq!(reply(&config).to_json(), fixture("ice-servers.json"));
+        assert_eq!(
+            reply(&Config::default()).to_json(),
+            fixture("ice-servers-none.json")
+        );
+    }
+
     #[test]
     fn welcome_servers_follow_the_config() {
         let peer = "9a0b1c2d3e4f5061728394a5b6c7d8e9";
         let at = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        assert_eq!(for_peer_at(&Config::default(), peer, at), None);
+        assert_eq!(for_peer_at(&Config::default(), peer, at), vec![]);
+        assert_eq!(welcome_field(vec![]), None);
 
         let stun_only = Config {
             stun_urls: vec!["stun:198.51.100.1:3478".into()],
             ..Config::default()
         };
         assert_eq!(
-            for_peer_at(&stun_only, peer, at),
+            welcome_field(for_peer_at(&stun_only, peer, at)),
             Some(vec![IceServer::new(vec!["stun:198.51.100.1:3478".into()])])
         );
 
@@ -216,7 +252,7 @@ mod tests {
             turn_credential_ttl: Duration::from_secs(86_400),
             ..stun_only
         };
-        let servers = for_peer_at(&both, peer, at).unwrap();
+        let servers = for_peer_at(&both, peer, at);
         assert_eq!(servers.len(), 2);
         assert_eq!(servers[0].username, None);
         assert_eq!(
@@ -233,7 +269,7 @@ mod tests {
             Some("wlLDEXBoLdKL8sqRxn1XDnwaFHo=")
         );
         // Another peer, another credential.
-        let other = for_peer_at(&both, "00", at).unwrap();
+        let other = for_peer_at(&both, "00", at);
         assert_ne!(other[1].credential, servers[1].credential);
     }
 

@@ -55,7 +55,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_the_three_client_messages() {
+    fn parses_the_four_client_messages() {
         assert_eq!(
             parse_client(r#"{"type":"join","v":1,"swarm":"ab"}"#),
             Ok(ClientMessage::Join {
@@ -74,6 +74,7 @@ mod tests {
             parse_client(r#"{"type":"leave"}"#),
             Ok(ClientMessage::Leave)
         );
+        assert_eq!(parse_client(r#"{"type":"ice"}"#), Ok(ClientMessage::Ice));
     }
 
     #[test]

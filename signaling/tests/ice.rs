@@ -1,6 +1,7 @@
 //! ICE servers in the welcome: STUN URLs as configured, TURN URLs with a TURN REST
 //! credential per join (`<unix expiry>:<peer id>`, base64(HMAC-SHA1(secret, username))),
-//! nothing when unconfigured, and clear startup errors for a bad configuration.
+//! nothing when unconfigured, and clear startup errors for a bad configuration. The same
+//! list, with fresh credentials, in reply to `ice` while joined (`[]` when unconfigured).
 
 mod common;
 
@@ -9,10 +10,12 @@ use std::process::{Command, Output};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
-use common::{Binary, Client, Server, swarm};
+use common::{Binary, Client, Ending, Server, swarm};
+use futures_util::SinkExt;
 use ppspp_signal::{Config, TurnSecret};
 use serde_json::{Value, json};
 use sha1::{Digest, Sha1};
+use tokio_tungstenite::tungstenite::Message;
 
 const SECRET: &str = "test-static-auth-secret";
 const STUN: &str = "stun:198.51.100.1:3478";
@@ -54,10 +57,18 @@ async fn welcome(c: &mut Client, swarm: &str) -> Value {
     m
 }
 
-/// Checks a welcome's `iceServers` against the configuration: the STUN entry without
-/// credentials, then the TURN entry whose username is `<expiry>:<peer id>` with the expiry
-/// `ttl` after the join (between `before` and `after`), and whose credential verifies.
-fn check_ice_servers(m: &Value, secret: &str, ttl: u64, before: u64, after: u64) -> String {
+/// Checks the `iceServers` of a welcome or an `ice-servers` reply against the
+/// configuration: the STUN entry without credentials, then the TURN entry whose username is
+/// `<expiry>:<peer id>` for `peer_id`, with the expiry `ttl` after the message was asked for
+/// (between `before` and `after`), and whose credential verifies.
+fn check_ice_servers_for(
+    m: &Value,
+    peer_id: &str,
+    secret: &str,
+    ttl: u64,
+    before: u64,
+    after: u64,
+) -> String {
     let servers = m["iceServers"].as_array().expect("iceServers");
     assert_eq!(servers.len(), 2, "{m}");
     assert_eq!(servers[0], json!({"urls": [STUN]}), "{m}");
@@ -65,7 +76,7 @@ fn check_ice_servers(m: &Value, secret: &str, ttl: u64, before: u64, after: u64)
     assert_eq!(turn["urls"], json!([TURN_UDP, TURN_TLS]), "{m}");
     let username = turn["username"].as_str().expect("username");
     let (expiry, peer) = username.split_once(':').expect("<expiry>:<peer id>");
-    assert_eq!(peer, m["peer_id"].as_str().expect("peer_id"), "{m}");
+    assert_eq!(peer, peer_id, "{m}");
     let expiry: u64 = expiry.parse().expect("expiry in Unix seconds");
     assert!(
         (before + ttl..=after + ttl).contains(&expiry),
@@ -82,6 +93,29 @@ fn check_ice_servers(m: &Value, secret: &str, ttl: u64, before: u64, after: u64)
     );
     assert_eq!(turn.as_object().expect("object").len(), 3, "{turn}");
     username.to_owned()
+}
+
+/// [`check_ice_servers_for`] of a welcome, for the peer id it assigns.
+fn check_ice_servers(m: &Value, secret: &str, ttl: u64, before: u64, after: u64) -> String {
+    let peer_id = m["peer_id"].as_str().expect("peer_id");
+    check_ice_servers_for(m, peer_id, secret, ttl, before, after)
+}
+
+/// Sends `ice` and returns the `ice-servers` reply, checking it has nothing else.
+async fn ask_ice(c: &mut Client) -> Value {
+    c.send(json!({"type": "ice"})).await;
+    let m = c.recv().await;
+    assert_eq!(m["type"], "ice-servers", "{m}");
+    assert!(m["iceServers"].is_array(), "{m}");
+    assert_eq!(m.as_object().expect("object").len(), 2, "{m}");
+    m
+}
+
+/// The expiry (Unix seconds) of the TURN username of an `iceServers` list.
+fn turn_expiry(m: &Value) -> u64 {
+    let username = m["iceServers"][1]["username"].as_str().expect("username");
+    let (expiry, _) = username.split_once(':').expect("<expiry>:<peer id>");
+    expiry.parse().expect("expiry")
 }
 
 fn configured(ttl: Duration) -> Config {
@@ -120,6 +154,128 @@ async fn configured_server_issues_turn_credentials_per_join() {
     let again = welcome(&mut a, &swarm(2)).await;
     let ua2 = check_ice_servers(&again, SECRET, ttl, before, unix_now());
     assert_ne!(ua, ua2);
+    server.stop().await.expect("stop");
+}
+
+/// A joined client renews its ICE servers with `ice`: the welcome's list, with a credential
+/// for its current peer id issued at the request (a later expiry than the welcome's), and
+/// again after a rejoin for the new peer id. Nothing else changes: the room still works.
+#[tokio::test]
+async fn joined_client_gets_fresh_ice_servers() {
+    let ttl = 600;
+    let server = Server::start(configured(Duration::from_secs(ttl))).await;
+    let mut a = server.client().await;
+    let mut b = server.client().await;
+    let before = unix_now();
+    let wa = welcome(&mut a, &swarm(7)).await;
+    let a_id = wa["peer_id"].as_str().expect("peer_id").to_owned();
+    check_ice_servers(&wa, SECRET, ttl, before, unix_now());
+
+    // Into the next second, so the renewed credential must have a later expiry.
+    while unix_now() <= turn_expiry(&wa) - ttl {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let before = unix_now();
+    let fresh = ask_ice(&mut a).await;
+    let username = check_ice_servers_for(&fresh, &a_id, SECRET, ttl, before, unix_now());
+    assert!(turn_expiry(&fresh) > turn_expiry(&wa), "{fresh} after {wa}");
+    assert_ne!(
+        fresh["iceServers"][1]["credential"],
+        wa["iceServers"][1]["credential"]
+    );
+    assert_eq!(fresh["iceServers"][0], wa["iceServers"][0], "the same STUN");
+    assert_eq!(fresh["iceServers"][1]["urls"], wa["iceServers"][1]["urls"]);
+
+    // Still in the room, with the same peer id: signals reach it.
+    let wb = welcome(&mut b, &swarm(7)).await;
+    assert_eq!(wb["peers"], json!([a_id]));
+    let b_id = wb["peer_id"].as_str().expect("peer_id").to_owned();
+    b.send(json!({"type": "signal", "to": a_id, "data": 1}))
+        .await;
+    let m = a.recv().await;
+    assert_eq!(m, json!({"type": "signal", "from": b_id, "data": 1}));
+
+    // After a rejoin, for the new peer id.
+    a.send(json!({"type": "leave"})).await;
+    let again = welcome(&mut a, &swarm(8)).await;
+    let new_id = again["peer_id"].as_str().expect("peer_id").to_owned();
+    assert_ne!(new_id, a_id);
+    let before = unix_now();
+    let renewed = ask_ice(&mut a).await;
+    let u2 = check_ice_servers_for(&renewed, &new_id, SECRET, ttl, before, unix_now());
+    assert_ne!(u2, username);
+    server.stop().await.expect("stop");
+}
+
+/// `ice` before `join` and after `leave` is the non-fatal `not-joined`; the connection goes
+/// on and may join and ask then.
+#[tokio::test]
+async fn ice_needs_a_room() {
+    let server = Server::start(configured(Duration::from_secs(60))).await;
+    let mut a = server.client().await;
+    a.send(json!({"type": "ice"})).await;
+    let e = a.expect_error("not-joined").await;
+    assert_eq!(e["fatal"], false, "{e}");
+    let w = welcome(&mut a, &swarm(9)).await;
+    let id = w["peer_id"].as_str().expect("peer_id").to_owned();
+    let before = unix_now();
+    let m = ask_ice(&mut a).await;
+    check_ice_servers_for(&m, &id, SECRET, 60, before, unix_now());
+    a.send(json!({"type": "leave"})).await;
+    a.send(json!({"type": "ice"})).await;
+    let e = a.expect_error("not-joined").await;
+    assert_eq!(e["fatal"], false, "{e}");
+    welcome(&mut a, &swarm(9)).await;
+    server.stop().await.expect("stop");
+}
+
+/// A server without ICE servers answers `ice` with an empty list (never a missing field).
+#[tokio::test]
+async fn unconfigured_server_answers_ice_with_an_empty_list() {
+    let server = Server::start(Config::default()).await;
+    let mut a = server.client().await;
+    welcome(&mut a, &swarm(10)).await;
+    let m = ask_ice(&mut a).await;
+    assert_eq!(m, json!({"type": "ice-servers", "iceServers": []}));
+    server.stop().await.expect("stop");
+}
+
+/// `ice` costs a token of the rate limit like any message: a flood of them is cut off.
+#[tokio::test]
+async fn ice_counts_against_the_rate_limit() {
+    let server = Server::start(Config {
+        rate_per_sec: 1.0,
+        rate_burst: 5.0,
+        ..configured(Duration::from_secs(60))
+    })
+    .await;
+    let mut a = server.client().await;
+    welcome(&mut a, &swarm(11)).await;
+    // All at once, without reading.
+    for _ in 0..10 {
+        if a.ws.feed(Message::text(r#"{"type":"ice"}"#)).await.is_err() {
+            break;
+        }
+    }
+    let _ = a.ws.flush().await;
+    let mut replies = 0;
+    loop {
+        let m = a.recv().await;
+        match m["type"].as_str() {
+            Some("ice-servers") => replies += 1,
+            Some("error") => {
+                assert_eq!(m["code"], "rate-limited", "{m}");
+                break;
+            }
+            _ => panic!("unexpected {m}"),
+        }
+    }
+    // The join took one token of five (a little refill is allowed).
+    assert!(
+        (4..=5).contains(&replies),
+        "{replies} replies before the limit"
+    );
+    assert_eq!(a.ending().await, Ending::Closed(1008));
     server.stop().await.expect("stop");
 }
 

@@ -405,6 +405,8 @@ impl RtcTransport {
             }
             // Only ever the reply to our `join`, which `SignalClient::join` consumed.
             ServerMessage::Welcome { .. } => {}
+            // Only ever the reply to an `ice`, which this client does not send.
+            ServerMessage::IceServers { .. } => {}
         }
     }
 

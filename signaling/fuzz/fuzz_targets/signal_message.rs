@@ -1,8 +1,8 @@
 //! Parses arbitrary text as a client message of the signaling protocol, as the server does
 //! with every text frame, and arbitrary text as a server message. Parsing must never panic;
-//! every refusal must be one of the fatal parse errors; an accepted `join` or `signal` must
-//! print back (as the server prints what it relays) into a message that parses the same;
-//! and any server message that parses must print into JSON that parses back to it.
+//! every refusal must be one of the fatal parse errors; an accepted `join`, `signal` or
+//! `ice` must print back (as the server prints what it relays) into a message that parses
+//! the same; and any server message that parses must print into JSON that parses back to it.
 //!
 //! The messages are `ppspp-signal-protocol`'s; the target compiles the server's
 //! `signaling/src/protocol.rs` itself (it depends only on that crate): the same parser the
@@ -47,6 +47,9 @@ fuzz_target!(|bytes: &[u8]| {
             assert_eq!(parse_client(&signal.to_json()), Ok(signal));
         }
         Ok(ClientMessage::Leave) => {}
+        Ok(ClientMessage::Ice) => {
+            assert_eq!(parse_client(&ClientMessage::Ice.to_json()), Ok(ClientMessage::Ice));
+        }
         Err(e) => {
             assert!(e.code().is_fatal(), "{e:?} is not fatal");
             assert!(!e.message().is_empty());

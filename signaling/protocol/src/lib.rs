@@ -69,6 +69,10 @@ pub enum ClientMessage {
     /// `{"type":"leave"}`: leave the current room; the connection stays open and may
     /// `join` again (with a new peer id). No reply.
     Leave,
+    /// `{"type":"ice"}`: ask for fresh ICE servers (new time-limited TURN credentials)
+    /// without rejoining, because those of the `welcome` expire. Answered by an
+    /// `ice-servers`; before `join` (or after `leave`) by a `not-joined` error.
+    Ice,
 }
 
 /// A message from the server to a client.
@@ -130,9 +134,19 @@ pub enum ServerMessage {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         supported: Option<Vec<u64>>,
     },
+    /// The reply to `ice`: the ICE servers the client should use from now on, made as for a
+    /// `welcome` (TURN credentials issued now, for the client's current peer id), so that a
+    /// client that stays joined longer than the credentials' lifetime can renew them.
+    IceServers {
+        /// The ICE servers, in the browser's `RTCIceServer` shape as in the `welcome`; on
+        /// the wire the field is `iceServers`. Always present: an empty list when the
+        /// server has none configured.
+        #[serde(rename = "iceServers")]
+        ice_servers: Vec<IceServer>,
+    },
 }
 
-/// One entry of a `welcome`'s `iceServers`: the shape of the browser's `RTCIceServer`
+/// One entry of the `iceServers` of a `welcome` or an `ice-servers`: the shape of the browser's `RTCIceServer`
 /// (`{"urls": [...], "username": "...", "credential": "..."}`). Unknown fields are
 /// ignored.
 ///
@@ -215,7 +229,7 @@ pub enum ErrorCode {
     BadSwarm,
     /// `already-joined`: a second `join` while in a room (send `leave` first).
     AlreadyJoined,
-    /// `not-joined`: `signal` or `leave` before `join`.
+    /// `not-joined`: `signal`, `leave` or `ice` before `join`.
     NotJoined,
     /// `unknown-peer`: the addressee is not a peer of the sender's room (unknown, gone,
     /// another room, or the sender itself). Nothing was delivered.
@@ -384,7 +398,7 @@ impl std::error::Error for DecodeError {}
 
 impl ClientMessage {
     /// The `type`s a client may send in this version.
-    pub const TYPES: [&'static str; 3] = ["join", "signal", "leave"];
+    pub const TYPES: [&'static str; 4] = ["join", "signal", "leave", "ice"];
 
     /// Parses one text frame from a client. Unknown extra fields are ignored.
     pub fn from_json(text: &str) -> Result<ClientMessage, DecodeError> {
@@ -402,13 +416,14 @@ impl ClientMessage {
             ClientMessage::Join { .. } => "join",
             ClientMessage::Signal { .. } => "signal",
             ClientMessage::Leave => "leave",
+            ClientMessage::Ice => "ice",
         }
     }
 }
 
 impl ServerMessage {
     /// The `type`s the server sends in this version.
-    pub const TYPES: [&'static str; 4] = ["welcome", "signal", "peer-left", "error"];
+    pub const TYPES: [&'static str; 5] = ["welcome", "signal", "peer-left", "error", "ice-servers"];
 
     /// An `error` message with the code's `fatal` flag and without the optional fields.
     pub fn error(code: ErrorCode, message: impl Into<String>) -> Self {
@@ -439,6 +454,7 @@ impl ServerMessage {
             ServerMessage::Signal { .. } => "signal",
             ServerMessage::PeerLeft { .. } => "peer-left",
             ServerMessage::Error { .. } => "error",
+            ServerMessage::IceServers { .. } => "ice-servers",
         }
     }
 }
@@ -502,6 +518,11 @@ mod tests {
             ClientMessage::from_json(r#"{"type":"leave","why":"bored"}"#),
             Ok(ClientMessage::Leave)
         );
+        assert_eq!(
+            ClientMessage::from_json(r#"{"type":"ice","soon":true}"#),
+            Ok(ClientMessage::Ice)
+        );
+        assert_eq!(ClientMessage::Ice.to_json(), r#"{"type":"ice"}"#);
     }
 
     #[test]
@@ -642,6 +663,53 @@ mod tests {
             ServerMessage::from_json(bad),
             Err(DecodeError::Fields { kind, .. }) if kind == "welcome"
         ));
+    }
+
+    #[test]
+    fn ice_servers_always_carry_the_list() {
+        let empty = r#"{"type":"ice-servers","iceServers":[]}"#;
+        let m = ServerMessage::from_json(empty).unwrap();
+        assert_eq!(
+            m,
+            ServerMessage::IceServers {
+                ice_servers: vec![]
+            }
+        );
+        assert_eq!(m.to_json(), empty, "an empty list stays on the wire");
+        assert_eq!(m.kind(), "ice-servers");
+
+        let text = r#"{"type":"ice-servers","iceServers":[{"urls":"stun:s.test"},{"urls":["turn:t.test"],"username":"9:p","credential":"c2VjcmV0"}],"extra":1}"#;
+        let ServerMessage::IceServers { ice_servers } = ServerMessage::from_json(text).unwrap()
+        else {
+            panic!("not ice-servers");
+        };
+        assert_eq!(ice_servers.len(), 2);
+        assert_eq!(ice_servers[1].urls(), ["turn:t.test"]);
+        assert_eq!(ice_servers[1].username.as_deref(), Some("9:p"));
+
+        // The list is not optional here, and the welcome's snake_case would not do.
+        for bad in [
+            r#"{"type":"ice-servers"}"#,
+            r#"{"type":"ice-servers","ice_servers":[]}"#,
+            r#"{"type":"ice-servers","iceServers":null}"#,
+        ] {
+            assert!(
+                matches!(
+                    ServerMessage::from_json(bad),
+                    Err(DecodeError::Fields { ref kind, .. }) if kind == "ice-servers"
+                ),
+                "{bad}"
+            );
+        }
+        // Each direction keeps its own types.
+        assert_eq!(
+            ClientMessage::from_json(empty),
+            Err(DecodeError::UnknownType("ice-servers".into()))
+        );
+        assert_eq!(
+            ServerMessage::from_json(r#"{"type":"ice"}"#),
+            Err(DecodeError::UnknownType("ice".into()))
+        );
     }
 
     #[test]

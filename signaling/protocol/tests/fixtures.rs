@@ -1,13 +1,14 @@
 //! The shared JSON fixtures (`fixtures/`): one message per file, as the server or a client
 //! prints it. Each must parse into the message type of its direction, print back to the
 //! same bytes, and not pass for a message of the other direction; together they must cover
-//! every message type and every error code. `web/test/signaling-protocol.test.ts` checks
-//! the browser client against the same files.
+//! every message type and every error code (welcomes with and without `iceServers`,
+//! `ice-servers` with servers and with an empty list). `web/test/signaling-protocol.test.ts`
+//! checks the browser client against the same files.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use ppspp_signal_protocol::{ClientMessage, ErrorCode, ServerMessage};
+use ppspp_signal_protocol::{ClientMessage, ErrorCode, IceServer, ServerMessage};
 use serde_json::Value;
 
 /// `(file stem, text without the final newline, parsed JSON)` of every fixture in `dir`.
@@ -32,6 +33,19 @@ fn fixtures(dir: &str) -> Vec<(String, String, Value)> {
     out.sort_by(|a, b| a.0.cmp(&b.0));
     assert!(!out.is_empty(), "no fixtures in {}", dir.display());
     out
+}
+
+/// Checks the entries of an `iceServers` list: URLs in each, and a username only with a
+/// credential.
+fn check_ice_entries(name: &str, servers: &[IceServer]) {
+    for server in servers {
+        assert!(!server.urls().is_empty(), "{name}: an entry without URLs");
+        assert_eq!(
+            server.username.is_some(),
+            server.credential.is_some(),
+            "{name}: a username goes with a credential"
+        );
+    }
 }
 
 /// The fixture's `type`, which its file name must start with.
@@ -70,6 +84,8 @@ fn server_to_client_fixtures_round_trip() {
     let mut codes = Vec::new();
     // Welcomes with and without `iceServers` (old servers, or none configured).
     let (mut welcome_plain, mut welcome_ice) = (false, false);
+    // Replies to `ice` with servers and with none (`[]`, never left out).
+    let (mut ice_none, mut ice_some) = (false, false);
     for (name, text, value) in fixtures("server-to-client") {
         let kind = kind_of(&name, &value);
         let msg = ServerMessage::from_json(&text)
@@ -107,16 +123,21 @@ fn server_to_client_fixtures_round_trip() {
                         !servers.is_empty(),
                         "{name}: an empty iceServers is left out"
                     );
-                    for server in servers {
-                        assert!(!server.urls().is_empty(), "{name}: an entry without URLs");
-                        assert_eq!(
-                            server.username.is_some(),
-                            server.credential.is_some(),
-                            "{name}: a username goes with a credential"
-                        );
-                    }
+                    check_ice_entries(&name, servers);
                     welcome_ice = true;
                 }
+            }
+        }
+        if let ServerMessage::IceServers { ice_servers } = &msg {
+            assert!(
+                value["iceServers"].is_array(),
+                "{name}: iceServers is a list"
+            );
+            check_ice_entries(&name, ice_servers);
+            if ice_servers.is_empty() {
+                ice_none = true;
+            } else {
+                ice_some = true;
             }
         }
         kinds.insert(kind.to_owned());
@@ -128,4 +149,6 @@ fn server_to_client_fixtures_round_trip() {
     }
     assert!(welcome_plain, "no welcome fixture without iceServers");
     assert!(welcome_ice, "no welcome fixture with iceServers");
+    assert!(ice_some, "no ice-servers fixture with servers");
+    assert!(ice_none, "no ice-servers fixture with an empty list");
 }
