@@ -5,9 +5,10 @@
  * and STUN on coturn in the public segment. Skipped, with the reason, where network
  * namespaces cannot be made.
  */
+import { createHmac } from 'node:crypto';
 import { type Page, expect, test } from '@playwright/test';
 import { VIDEO, VIDEO_SECONDS, expectPlayedPast, makeVideo, pageStats, type Proc } from './swarm.js';
-import { PUBLIC_IP, type Wan, startPublicSwarm, startStun, startTurn, wanUp } from './wan.js';
+import { PUBLIC_IP, TURN_SECRET, type Wan, startPublicSwarm, startStun, startTurn, wanUp } from './wan.js';
 import { PageWatch, reportIfFailed } from './diagnose.js';
 
 test.describe('across NATs', () => {
@@ -110,6 +111,66 @@ test.describe('across NATs', () => {
     for (const page of pages) await expectPlayedPast(page, VIDEO_SECONDS - 3, 120_000);
     const stats = await Promise.all(pages.map((p) => pageStats(p)));
     expect(stats.reduce((a, s) => a + s.bytesFromPeers, 0), 'the pages exchanged through the relay').toBeGreaterThan(0);
+  });
+
+  test('an expired TURN credential is refused and the page says so with a typed error', async () => {
+    test.setTimeout(120_000);
+    await makeVideo();
+    const up = wanUp('e');
+    test.skip(typeof up === 'string', `emulated internet unavailable: ${String(up)}`);
+    wan = up as Wan;
+    named.turn = await startTurn(wan);
+    procs.push(named.turn);
+    // The only peer is a seeder in another home, reachable through a relay only (a
+    // direct path found first would stop the browser gathering before it asks the relay).
+    const swarm = await startPublicSwarm(wan, VIDEO, undefined, undefined, 1);
+    procs.push(...swarm.procs);
+    Object.assign(named, swarm.named);
+    // Credentials made right with the TURN server's secret, but expired a minute ago.
+    const username = `${Math.floor(Date.now() / 1000) - 60}:e2e-page`;
+    const credential = createHmac('sha1', TURN_SECRET).update(username).digest('base64');
+    const ice = encodeURIComponent(JSON.stringify([{ urls: `turn:${PUBLIC_IP}:3478?transport=udp`, username, credential }]));
+    const browser = await wan.browser(3);
+    const page = await (await browser.newContext({ permissions: ['camera', 'microphone'] })).newPage();
+    watches.push(await PageWatch.start(page, 'page in home3'));
+    await page.goto(`${swarm.web}/e2e/player.html?uri=${encodeURIComponent(swarm.uri)}&ice=${ice}`);
+    await expect
+      .poll(() => page.evaluate(() => (window as unknown as { __t?: { errors: string[] } }).__t?.errors ?? []), {
+        timeout: 30_000,
+        message: 'the page reports the refused credential',
+      })
+      .toContainEqual(expect.stringMatching(/^ice-server-error: TURN server turn:198\.51\.100\.10:3478\?transport=udp refused the credentials of the iceServers option .*401/));
+    // The refusal is the TURN server's: 401 for this username (made with the secret that
+    // the relay test's fresh credentials pass with, so what differs is the expiry).
+    expect(named.turn.lines.some((l) => l.includes(`<${username}>`) && l.includes('401'))).toBe(true);
+  });
+
+  test('a page whose every ICE attempt fails slowly reports no-peers within its timeout', async () => {
+    test.setTimeout(120_000);
+    await makeVideo();
+    const up = wanUp('f');
+    test.skip(typeof up === 'string', `emulated internet unavailable: ${String(up)}`);
+    wan = up as Wan;
+    // The only peer is a seeder in a home (host candidate only, no STUN), the page is
+    // behind the symmetric NAT without TURN: their checks go unanswered until ICE gives up.
+    const swarm = await startPublicSwarm(wan, VIDEO, undefined, undefined, 1);
+    procs.push(...swarm.procs);
+    Object.assign(named, swarm.named);
+    const browser = await wan.browser(3);
+    const page = await (await browser.newContext({ permissions: ['camera', 'microphone'] })).newPage();
+    watches.push(await PageWatch.start(page, 'page in home3'));
+    const started = Date.now();
+    await page.goto(`${swarm.web}/e2e/player.html?uri=${encodeURIComponent(swarm.uri)}&connect=60000`);
+    await expect
+      .poll(() => page.evaluate(() => (window as unknown as { __t?: { errors: string[] } }).__t?.errors ?? []), {
+        timeout: 30_000,
+        message: 'the page reports no-peers',
+      })
+      .toContainEqual(expect.stringMatching(/^no-peers: no peer of swarm \w+ reachable for 1\d s \(1 connection attempt not open yet\); still trying$/));
+    // Within its 10 s (and long before the 60 s connection timeout ends the attempt).
+    expect(Date.now() - started).toBeLessThan(25_000);
+    const stats = await page.evaluate(() => (window as unknown as { __t: { player: { stats(): { connections: number; chunksHave: number } } } }).__t.player.stats());
+    expect(stats).toMatchObject({ connections: 1, chunksHave: 0 });
   });
 });
 

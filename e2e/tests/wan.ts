@@ -93,14 +93,16 @@ export async function startTurn(wan: Wan): Promise<Proc> {
 
 /**
  * The signaling server, the static web server and `ppspp seed FILE` in the public
- * segment. With `turn`, the signaling server hands every client STUN and TURN servers with
- * credentials valid for `ttl` seconds in its welcome.
+ * segment (the seeder in home `seederHome` instead, if given). With `turn`, the signaling
+ * server hands every client STUN and TURN servers with credentials valid for `ttl`
+ * seconds in its welcome.
  */
 export async function startPublicSwarm(
   wan: Wan,
   file: string,
   uploadLimit?: number,
   turn?: { ttl?: number },
+  seederHome?: number,
 ): Promise<{ signal: string; web: string; uri: string; seeder: Proc; procs: Proc[]; named: Record<string, Proc> }> {
   const turnArgs = turn
     ? [`PPSPP_SIGNAL_TURN_SECRET=${TURN_SECRET}`, join(BIN, 'ppspp-signal'), '--stun-url', `stun:${PUBLIC_IP}:3478`,
@@ -110,7 +112,8 @@ export async function startPublicSwarm(
   const signalUrl = (await signal.waitLine((l) => l.includes('listening on '))).replace(/^.*(ws:\/\/\S+).*$/, '$1');
   const web = wan.exec('pub', 'node', [join(ROOT, 'web', 'scripts', 'serve.mjs'), '--host', PUBLIC_IP, '--mount', `/e2e/=${join(ROOT, 'e2e', 'pages')}`]);
   const webUrl = (await web.waitLine((l) => l.startsWith('serving '))).slice('serving '.length).replace(/\/$/, '');
-  const seeder = wan.exec('pub', join(BIN, 'ppspp'), ['seed', file, '--signal', signalUrl, '--bind', `${PUBLIC_IP}:0`,
+  const [node, bind] = seederHome === undefined ? ['pub', PUBLIC_IP] : [`home${seederHome}`, `192.168.${seederHome}.2`];
+  const seeder = wan.exec(node, join(BIN, 'ppspp'), ['seed', file, '--signal', signalUrl, '--bind', `${bind}:0`,
     '--stats-json', '--chunk-size', '8192', '--hash', 'sha256', ...(uploadLimit ? ['--upload-limit', String(uploadLimit)] : [])]);
   const uri = await seeder.waitLine((l) => l.startsWith('ppspp://'));
   return { signal: signalUrl, web: webUrl, uri, seeder, procs: [seeder, web, signal], named: { signal, web, seeder } };

@@ -8,6 +8,7 @@
  * about 500 RTCPeerConnections per page lifetime), at most `maxConnections` at once.
  */
 import { PpsppError } from './errors.js';
+import { IceServerWatch } from './ice-server-watch.js';
 import type { SignalingClient } from './signaling.js';
 
 /** The ICE candidate pair a connection uses: addresses and candidate types (host, srflx, prflx, relay). */
@@ -102,6 +103,7 @@ export class Connections {
   /** The signaling server's ICE servers the browser refused (left out until a new welcome). */
   private refusedIceServers: RTCIceServer[] | null = null;
   private iceRefusalReported = false;
+  private readonly iceWatch: IceServerWatch;
   /** Messages dropped because the channel's buffer was above {@link HIGH_WATER_BYTES}. */
   dropped = 0;
   sent = 0;
@@ -111,7 +113,13 @@ export class Connections {
     private readonly signaling: SignalingClient,
     private readonly options: ConnectionOptions,
     private readonly handlers: ConnectionHandlers,
-  ) {}
+  ) {
+    this.iceWatch = new IceServerWatch({
+      signaled: () => this.signaling.iceServers,
+      refresh: () => this.signaling.requestIceServers(),
+      error: (err) => this.handlers.error(err),
+    });
+  }
 
   /** Connections, those being set up included (each holds one of `maxConnections`' slots). */
   get size(): number {
@@ -197,6 +205,7 @@ export class Connections {
 
   private create(remote: string, initiator: boolean): Conn {
     const pc = this.newPeerConnection();
+    this.iceWatch.watch(pc, pc.getConfiguration().iceServers ?? []);
     this.created += 1;
     const conn: Conn = {
       handle: this.nextHandle++,

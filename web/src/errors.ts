@@ -5,6 +5,7 @@ export type ErrorCode =
   | 'signaling-unreachable'
   | 'signaling-error'
   | 'no-peers'
+  | 'ice-server-error'
   | 'verification-failed'
   | 'storage-failed'
   | 'mse-unsupported'
@@ -33,6 +34,9 @@ const FATAL: { readonly [C in ErrorCode]: boolean } = {
   'signaling-error': false,
   // Nobody reachable for a while (the swarm keeps trying), or no more connections can be made.
   'no-peers': false,
+  // A STUN/TURN server refused its credentials or never answered: peers it would have
+  // reached are lost, the rest go on (and fresh credentials are asked for).
+  'ice-server-error': false,
   // A peer sent a chunk that failed verification: it was dropped, the others go on.
   'verification-failed': false,
   // A verified chunk could not be stored: the engine asks for nothing more.
@@ -56,7 +60,8 @@ export class PpsppError extends Error {
    * True when playback (a Player) or the download (a Peer's swarm) cannot go on because of
    * this error: every rejected call, and the `error` events `storage-failed`, `media-error`
    * and `mse-unsupported`. False for trouble ppspp-web works around (`signaling-error`,
-   * `no-peers`, `verification-failed`, `playback-stuck` events): it keeps going.
+   * `no-peers`, `ice-server-error`, `verification-failed`, `playback-stuck` events): it
+   * keeps going.
    */
   readonly fatal: boolean;
 

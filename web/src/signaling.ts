@@ -28,6 +28,7 @@ const MAX_BACKOFF_MS = 30_000;
 export type ServerMessage =
   | { type: 'welcome'; peerId: string; peers: string[]; iceServers?: RTCIceServer[] }
   | { type: 'signal'; from: string; data: unknown }
+  | { type: 'ice-servers'; iceServers: RTCIceServer[] }
   | { type: 'peer-left'; peerId: string }
   | { type: 'error'; code: string; message: string; fatal: boolean };
 
@@ -84,6 +85,8 @@ export function decodeServerMessage(text: string): ServerMessage | null {
     }
     case 'signal':
       return { type: 'signal', from: String(msg.from), data: msg.data };
+    case 'ice-servers':
+      return { type: 'ice-servers', iceServers: decodeIceServers(msg.iceServers) ?? [] };
     case 'peer-left':
       return { type: 'peer-left', peerId: String(msg.peer_id) };
     case 'error':
@@ -108,6 +111,36 @@ export function encodeLeave(): string {
   return JSON.stringify({ type: 'leave' });
 }
 
+/** The `ice` frame: fresh ICE servers (TURN credentials) for the room we are in. */
+export function encodeIce(): string {
+  return JSON.stringify({ type: 'ice' });
+}
+
+/**
+ * When the earliest of `servers`' TURN credentials expires (ms since the epoch, by the
+ * server's clock), read from their TURN REST usernames (`<unix expiry>:<peer id>`); null
+ * when none has one.
+ */
+export function credentialsExpireAt(servers: RTCIceServer[]): number | null {
+  let earliest: number | null = null;
+  for (const s of servers) {
+    const m = typeof s.username === 'string' ? /^(\d{1,12}):/.exec(s.username) : null;
+    if (!m) continue;
+    const at = Number(m[1]) * 1000;
+    earliest = earliest === null ? at : Math.min(earliest, at);
+  }
+  return earliest;
+}
+
+/**
+ * Fresh credentials are asked for once this share of the old ones' lifetime has passed,
+ * but never sooner than {@link MIN_ICE_REFRESH_MS} after the last ask (a page clock far
+ * from the server's would otherwise ask without end) nor later than a day.
+ */
+const ICE_REFRESH_SHARE = 0.8;
+export const MIN_ICE_REFRESH_MS = 5_000;
+const MAX_ICE_REFRESH_MS = 24 * 3600_000;
+
 /**
  * Whether a server error is routine rather than worth reporting: relaying to a peer that
  * just left (`unknown-peer`), or to one whose queue is full (`peer-busy`: it reads slowly;
@@ -124,6 +157,12 @@ export class SignalingClient {
   private retryTimer: ReturnType<typeof setTimeout> | null = null;
   private peerIdValue: string | null = null;
   private iceServersValue: RTCIceServer[] = [];
+  private iceTimer: ReturnType<typeof setTimeout> | null = null;
+  /** When we last sent `ice` (performance.now()), and whether its answer is due. */
+  private iceAskedAt = -Infinity;
+  private iceAnswerDue = false;
+  /** False once the server said it does not know `ice` (an older server). */
+  private iceSupported = true;
 
   constructor(
     readonly url: string,
@@ -137,9 +176,11 @@ export class SignalingClient {
   }
 
   /**
-   * The ICE servers of the latest `welcome` (STUN, and TURN with credentials the server
-   * issued for that join; docs/SIGNALING.md), `[]` if it had none. Each (re)join replaces
-   * them, before the `welcome` handler runs; they are kept while the socket reconnects.
+   * The ICE servers of the latest `welcome` or `ice-servers` (STUN, and TURN with
+   * credentials the server issued for this client; docs/SIGNALING.md), `[]` if it had
+   * none. Each (re)join replaces them, before the `welcome` handler runs; they are kept
+   * while the socket reconnects. Before TURN credentials expire, fresh ones are asked for
+   * (see {@link requestIceServers}).
    */
   get iceServers(): RTCIceServer[] {
     return this.iceServersValue;
@@ -179,6 +220,8 @@ export class SignalingClient {
           this.attempt = 0;
           this.peerIdValue = msg.peerId;
           this.iceServersValue = msg.iceServers ?? [];
+          this.iceAnswerDue = false;
+          this.scheduleIceRefresh();
           this.handlers.welcome(this.peerIdValue, msg.peers);
           resolve?.();
           resolve = undefined;
@@ -188,6 +231,11 @@ export class SignalingClient {
         case 'signal':
           this.handlers.signal(msg.from, msg.data);
           break;
+        case 'ice-servers':
+          this.iceAnswerDue = false;
+          this.iceServersValue = msg.iceServers;
+          this.scheduleIceRefresh();
+          break;
         case 'peer-left':
           this.handlers.peerLeft(msg.peerId);
           break;
@@ -195,6 +243,13 @@ export class SignalingClient {
           const text = `signaling server: ${msg.code}: ${msg.message}`;
           // Routine errors are not reported; everything else is.
           if (isRoutineError(msg.code)) break;
+          if (this.iceAnswerDue && (msg.code === 'unknown-type' || msg.code === 'not-joined')) {
+            // Our `ice`: a server older than it (ask no more), or sent during a rejoin
+            // (whose welcome brings fresh servers anyway).
+            this.iceAnswerDue = false;
+            if (msg.code === 'unknown-type') this.iceSupported = false;
+            break;
+          }
           const err = new PpsppError('signaling-error', text);
           if (msg.fatal && reject) {
             reject(err);
@@ -213,6 +268,8 @@ export class SignalingClient {
     socket.onclose = (ev: CloseEvent) => {
       this.socket = null;
       this.peerIdValue = null;
+      this.iceAnswerDue = false;
+      this.clearIceTimer();
       if (reject) {
         reject(
           new PpsppError(
@@ -248,6 +305,40 @@ export class SignalingClient {
     }
   }
 
+  /**
+   * Asks the server for fresh ICE servers (new TURN credentials for our peer id), which
+   * replace {@link iceServers} when they come. Done by itself before credentials expire;
+   * call it when a TURN server refuses them. Returns false when not asked: not joined,
+   * a server that does not know the request, or an ask less than
+   * {@link MIN_ICE_REFRESH_MS} ago.
+   */
+  requestIceServers(): boolean {
+    const now = performance.now();
+    if (!this.iceSupported || now - this.iceAskedAt < MIN_ICE_REFRESH_MS) return false;
+    if (this.socket?.readyState !== WebSocket.OPEN || this.peerIdValue === null) return false;
+    this.iceAskedAt = now;
+    this.iceAnswerDue = true;
+    this.socket.send(encodeIce());
+    return true;
+  }
+
+  private scheduleIceRefresh(): void {
+    this.clearIceTimer();
+    const expiresAt = credentialsExpireAt(this.iceServersValue);
+    if (expiresAt === null || this.closed) return;
+    const delay = Math.min(MAX_ICE_REFRESH_MS, Math.max(MIN_ICE_REFRESH_MS, (expiresAt - Date.now()) * ICE_REFRESH_SHARE));
+    this.iceTimer = setTimeout(() => {
+      this.iceTimer = null;
+      // Not asked (too soon after a 401's ask): try again at the next chance.
+      if (!this.requestIceServers() && this.iceSupported && this.peerIdValue !== null) this.scheduleIceRefresh();
+    }, delay);
+  }
+
+  private clearIceTimer(): void {
+    if (this.iceTimer) clearTimeout(this.iceTimer);
+    this.iceTimer = null;
+  }
+
   /** Leaves and joins again: a new id and a fresh sample of peers (when we found none). */
   rejoin(): void {
     if (this.socket?.readyState === WebSocket.OPEN && this.peerIdValue !== null) {
@@ -259,6 +350,7 @@ export class SignalingClient {
 
   close(): void {
     this.closed = true;
+    this.clearIceTimer();
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
     const socket = this.socket;

@@ -8,6 +8,7 @@ const FATAL_EVENTS: Record<ErrorCode, boolean> = {
   'signaling-unreachable': true,
   'signaling-error': false,
   'no-peers': false,
+  'ice-server-error': false,
   'verification-failed': false,
   'storage-failed': true,
   'mse-unsupported': true,

@@ -9,7 +9,7 @@ import { Connections, type ConnectionHandlers } from '../src/connections.js';
 import type { PpsppError } from '../src/errors.js';
 import { resolvePeerOptions } from '../src/options.js';
 import { engineOptions } from '../src/peer.js';
-import { SignalingClient, decodeIceServers, decodeServerMessage } from '../src/signaling.js';
+import { SignalingClient, credentialsExpireAt, decodeIceServers, decodeServerMessage } from '../src/signaling.js';
 import { Swarm } from '../src/swarm.js';
 import { WasmPeer, parseUriLoaded } from '../src/wasm.js';
 import { loadEngine } from './fakes/engine.js';
@@ -231,6 +231,100 @@ describe('Connections with the welcome’s ICE servers', () => {
     socket.deliver(welcomeText('e'.repeat(32), ['f'.repeat(32)], [{ urls: ['turns:198.51.100.1'] }]));
     expect(configs().at(-1)).toEqual([PAGE_STUN]);
     expect(errors).toHaveLength(1);
+  });
+
+  /** TURN credentials expiring `inSeconds` from now (the page's clock), as the server issues them. */
+  function expiring(inSeconds: number, n: number): RTCIceServer {
+    return { urls: ['turn:198.51.100.1:3478?transport=udp'], username: `${Math.floor(Date.now() / 1000) + inSeconds}:peer${n}`, credential: `c${n}=` };
+  }
+
+  function asked(socket: ScriptedSocket): number {
+    return socket.sent.filter((t) => (JSON.parse(t) as { type: string }).type === 'ice').length;
+  }
+
+  it('asks for fresh credentials before the welcome’s expire, and later connections use them', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance', 'Date'] });
+    try {
+      const { socket, client, connections } = await joined([], [expiring(100, 1)]);
+      await vi.advanceTimersByTimeAsync(79_000);
+      expect(asked(socket)).toBe(0);
+      await vi.advanceTimersByTimeAsync(2_000);
+      expect(asked(socket)).toBe(1);
+      const fresh = expiring(100, 2);
+      socket.deliver(JSON.stringify({ type: 'ice-servers', iceServers: [fresh] }));
+      expect(client.iceServers).toEqual([fresh]);
+      connections.offer('c'.repeat(32));
+      expect(configs().at(-1)).toEqual([fresh]);
+      // And again before those expire.
+      await vi.advanceTimersByTimeAsync(81_000);
+      expect(asked(socket)).toBe(2);
+      expect(errors).toEqual([]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('a server that does not know `ice` is asked no more, and that is not reported', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance', 'Date'] });
+    try {
+      const { socket, client } = await joined([], [expiring(10, 1)]);
+      await vi.advanceTimersByTimeAsync(9_000);
+      expect(asked(socket)).toBe(1);
+      socket.deliver(JSON.stringify({ type: 'error', code: 'unknown-type', message: 'unknown message type "ice"', fatal: false }));
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(client.requestIceServers()).toBe(false);
+      expect(asked(socket)).toBe(1);
+      expect(errors).toEqual([]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('credentials without a TURN REST expiry are never refreshed', () => {
+    expect(credentialsExpireAt([SERVER_STUN, { urls: 'turn:x.test', username: 'alice', credential: 'c' }])).toBeNull();
+    expect(credentialsExpireAt([turn(5), turn(2)])).toBe((1_700_000_000 + 2) * 1000);
+  });
+
+  it('a TURN server refusing the welcome’s credentials (401) is an ice-server-error, said once, and fresh ones are asked for', async () => {
+    net.iceServerAnswer = (url) => (url.startsWith('turn') ? { errorCode: 401, errorText: 'Unauthorized' } : 'ok');
+    const { socket, connections } = await joined([], [SERVER_STUN, turn(1)]);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(errors.map((e) => e.code)).toEqual(['ice-server-error']);
+    expect(errors[0]?.fatal).toBe(false);
+    expect(errors[0]?.message).toMatch(/TURN server turn:198\.51\.100\.1:3478\?transport=udp refused the credentials the signaling server issued .*fresh ones were asked for: 401 Unauthorized/);
+    expect(asked(socket)).toBe(1);
+    // Another connection with the same credentials: not said again, and not asked again so soon.
+    connections.offer('c'.repeat(32));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(errors).toHaveLength(1);
+    expect(asked(socket)).toBe(1);
+  });
+
+  it('the page’s own TURN credentials refused: said, and the signaling server is not asked', async () => {
+    net.iceServerAnswer = (url) => (url.startsWith('turn') ? { errorCode: 401, errorText: 'Unauthorized' } : 'ok');
+    const own: RTCIceServer = { urls: 'turn:turn.page.test', username: '1:old', credential: 'x' };
+    const { socket } = await joined([own], undefined);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(errors.map((e) => e.message)).toEqual([expect.stringMatching(/turn:turn\.page\.test refused the credentials of the iceServers option/)]);
+    expect(asked(socket)).toBe(0);
+  });
+
+  it('no STUN/TURN server answering is said once; one that answers, or none configured, is silence', async () => {
+    net.iceServerAnswer = () => ({ errorCode: 701, errorText: 'STUN host lookup received error.' });
+    const { connections } = await joined([PAGE_STUN], [SERVER_STUN]);
+    connections.offer('c'.repeat(32));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(errors.map((e) => e.code)).toEqual(['ice-server-error']);
+    expect(errors[0]?.message).toMatch(/no STUN\/TURN server answered \(stun:stun\.page\.test:3478, stun:198\.51\.100\.1:3478\)/);
+
+    errors.length = 0;
+    net.iceServerAnswer = (url) => (url === PAGE_STUN.urls ? { errorCode: 701, errorText: 'unreachable' } : 'ok');
+    await joined([PAGE_STUN], [SERVER_STUN]);
+    await new Promise((r) => setTimeout(r, 20));
+    net.iceServerAnswer = () => ({ errorCode: 701, errorText: 'unreachable' });
+    await joined([], undefined);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(errors).toEqual([]);
   });
 });
 

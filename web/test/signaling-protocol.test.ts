@@ -13,6 +13,7 @@ import {
   SignalingClient,
   type SignalingHandlers,
   decodeServerMessage,
+  encodeIce,
   encodeJoin,
   encodeLeave,
   encodeSignal,
@@ -63,6 +64,9 @@ describe('client → server fixtures', () => {
       case 'leave':
         expect(encodeLeave()).toBe(f.text);
         break;
+      case 'ice':
+        expect(encodeIce()).toBe(f.text);
+        break;
       default:
         throw new Error(`the client does not send ${String(m.type)} messages`);
     }
@@ -87,6 +91,9 @@ describe('server → client fixtures', () => {
         break;
       case 'peer-left':
         expect(decoded).toEqual({ type: 'peer-left', peerId: m.peer_id });
+        break;
+      case 'ice-servers':
+        expect(decoded).toStrictEqual({ type: 'ice-servers', iceServers: m.iceServers });
         break;
       case 'error':
         expect(typeof m.fatal).toBe('boolean');
@@ -217,6 +224,11 @@ describe('SignalingClient on the fixtures', () => {
         case 'peer-left':
           expect(calls, f.name).toEqual([['peer-left', m.peer_id]]);
           break;
+        case 'ice-servers':
+          // Fresh servers replace the welcome's, silently.
+          expect(calls, f.name).toEqual([]);
+          expect(client.iceServers, f.name).toEqual(m.iceServers);
+          break;
         case 'error':
           // Once joined, even a fatal error is reported (the close that follows reconnects).
           expect(calls, f.name).toEqual(
@@ -235,6 +247,10 @@ describe('SignalingClient on the fixtures', () => {
       client.send(String(f.json.to), f.json.data);
       expect(socket.sent, f.name).toEqual([f.text]);
     }
+
+    socket.sent.length = 0;
+    expect(client.requestIceServers()).toBe(true);
+    expect(socket.sent).toEqual([only('ice', toServer).text]);
 
     socket.sent.length = 0;
     client.rejoin();

@@ -24,6 +24,13 @@ export class FakeNet {
   failAfterMs: number | null = null;
   /** Sees every message on its way; returns what arrives (null: lost). */
   intercept: Intercept | null = null;
+  /**
+   * How each STUN/TURN URL of a connection's `iceServers` answers while it gathers: null
+   * (the default) leaves servers out of gathering; a function says, per URL, 'ok' (a
+   * server-reflexive candidate from `stun:`, a relay one from `turn:`) or the error the
+   * browser reports (an `icecandidateerror` event with that code).
+   */
+  iceServerAnswer: ((url: string, server: RTCIceServer) => 'ok' | { errorCode: number; errorText: string }) | null = null;
   /** Messages sent, and delivered, over all channels. */
   sent = 0;
   delivered = 0;
@@ -115,8 +122,9 @@ interface Description {
   sdp: string;
 }
 
-export class FakePeerConnection {
+export class FakePeerConnection extends EventTarget {
   readonly id: number;
+  iceGatheringState: RTCIceGatheringState = 'new';
   readonly channels: FakeDataChannel[] = [];
   connectionState: RTCPeerConnectionState = 'new';
   iceConnectionState: RTCIceConnectionState = 'new';
@@ -135,7 +143,12 @@ export class FakePeerConnection {
     readonly net: FakeNet,
     readonly config: RTCConfiguration = {},
   ) {
+    super();
     this.id = net.register(this);
+  }
+
+  getConfiguration(): RTCConfiguration {
+    return this.config;
   }
 
   createDataChannel(label: string, init: RTCDataChannelInit = {}): FakeDataChannel {
@@ -159,13 +172,31 @@ export class FakePeerConnection {
   async setLocalDescription(desc: Description): Promise<void> {
     this.checkOpen();
     this.localDescription = desc;
-    // One host candidate, then the end of candidates, as a browser gathers them.
+    // One host candidate, the servers' (FakeNet.iceServerAnswer), then the end of
+    // candidates, as a browser gathers them.
     later(() => {
       if (this.connectionState === 'closed') return;
-      this.onicecandidate?.({ candidate: { toJSON: () => ({ candidate: `candidate:${this.id} 1 udp 1 127.0.0.1 9 typ host`, sdpMid: '0' }) } });
+      this.iceGatheringState = 'gathering';
+      this.candidate('127.0.0.1', 'host');
+      for (const server of this.net.iceServerAnswer ? (this.config.iceServers ?? []) : []) {
+        for (const url of typeof server.urls === 'string' ? [server.urls] : server.urls) {
+          const answer = this.net.iceServerAnswer!(url, server);
+          if (answer === 'ok') this.candidate('198.51.100.7', url.startsWith('turn') ? 'relay' : 'srflx');
+          else this.dispatchEvent(Object.assign(new Event('icecandidateerror'), { url, ...answer }));
+        }
+      }
       this.onicecandidate?.({ candidate: null });
+      this.dispatchEvent(Object.assign(new Event('icecandidate'), { candidate: null }));
+      this.iceGatheringState = 'complete';
+      this.dispatchEvent(new Event('icegatheringstatechange'));
     });
     this.maybeConnect();
+  }
+
+  private candidate(address: string, type: RTCIceCandidateType): void {
+    const line = `candidate:${this.id} 1 udp 1 ${address} 9 typ ${type}`;
+    this.onicecandidate?.({ candidate: { toJSON: () => ({ candidate: line, sdpMid: '0' }) } });
+    this.dispatchEvent(Object.assign(new Event('icecandidate'), { candidate: { type, candidate: line } }));
   }
 
   async setRemoteDescription(desc: RTCSessionDescriptionInit): Promise<void> {
