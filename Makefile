@@ -51,9 +51,9 @@ web:
 web-poison:
 	cd web && node scripts/build-wasm.mjs --poison
 
-# The native seeder and the signaling server, optimised (demo, e2e).
+# The native seeder, the signaling server and the link emulator, optimised (demo, e2e).
 native:
-	$(CARGO) build --release --locked -p ppspp-cli -p ppspp-signal
+	$(CARGO) build --release --locked -p ppspp-cli -p ppspp-signal -p ppspp-linkem
 
 # Type checks (package, its tests, the e2e suite) and the package's unit tests.
 test-web: web

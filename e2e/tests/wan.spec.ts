@@ -172,6 +172,48 @@ test.describe('across NATs', () => {
     const stats = await page.evaluate(() => (window as unknown as { __t: { player: { stats(): { connections: number; chunksHave: number } } } }).__t.player.stats());
     expect(stats).toMatchObject({ connections: 1, chunksHave: 0 });
   });
+
+  test('six pages on 40 ms round trips with 1 % loss play without a stall over 1 s', async () => {
+    test.setTimeout(180_000);
+    await makeVideo();
+    // 20 ms each way and 1 % loss each way at every home's router: 40 ms to the public
+    // segment, 80 ms between homes.
+    const up = wanUp('d', ['--delay', '20', '--loss', '1', '--seed', '7']);
+    test.skip(typeof up === 'string', `emulated internet unavailable: ${String(up)}`);
+    wan = up as Wan;
+    named.stun = await startStun(wan);
+    procs.push(named.stun);
+    const swarm = await startPublicSwarm(wan, VIDEO);
+    procs.push(...swarm.procs);
+    Object.assign(named, swarm.named);
+    const ice = encodeURIComponent(JSON.stringify([{ urls: `stun:${PUBLIC_IP}:3478` }]));
+    const pages: Page[] = [];
+    // Two pages per home, each in its own browser context (its own WebRTC stack).
+    for (const home of [1, 2, 3]) {
+      const browser = await wan.browser(home);
+      for (let i = 0; i < 2; i++) {
+        const page = await (await browser.newContext({ permissions: ['camera', 'microphone'] })).newPage();
+        watches.push(await PageWatch.start(page, `page ${i + 1} in home${home}`));
+        await page.goto(`${swarm.web}/e2e/player.html?uri=${encodeURIComponent(swarm.uri)}&ice=${ice}`);
+        pages.push(page);
+      }
+    }
+    for (const page of pages) await expectPlayedPast(page, VIDEO_SECONDS - 3, 120_000);
+    const seen = await Promise.all(
+      pages.map((p) =>
+        p.evaluate(() => {
+          const t = (window as unknown as { __t: { firstFrameMs: number | null; stalls: { durationMs: number; cause: string }[] } }).__t;
+          return { firstFrame: t.firstFrameMs !== null, longStalls: t.stalls.filter((s) => s.durationMs > 1000) };
+        }),
+      ),
+    );
+    expect(seen).toEqual(pages.map(() => ({ firstFrame: true, longStalls: [] })));
+    // The paths were as long as they should be: the seeder's round trip to each page.
+    const last = [...swarm.seeder.lines].reverse().find((l) => l.startsWith('{'));
+    const rtts = last ? (JSON.parse(last) as { channels: { rtt_ms: number }[] }).channels.map((c) => c.rtt_ms) : [];
+    expect(rtts.length).toBeGreaterThan(0);
+    for (const rtt of rtts) expect(rtt).toBeGreaterThanOrEqual(38);
+  });
 });
 
 type Pair = { local: string; remote: string; localType: string; remoteType: string };
