@@ -12,7 +12,8 @@ export CARGO_TERM_COLOR ?= never
 help:
 	@echo "make test    install what is missing, then run every test (what CI runs)"
 	@echo "make bench   the benchmark suite: browser goodput, verification native vs Wasm, native UDP,"
-	@echo "             swarm of pages, binmap, simulated LEDBAT -> target/bench/summary.json, BENCHMARKS.md"
+	@echo "             swarm of pages, binmap, simulated LEDBAT, swarm across the emulated internet (root)"
+	@echo "             -> target/bench/summary.json, BENCHMARKS.md"
 	@echo "make bench-smoke  the same in seconds with tiny sizes (part of make test)"
 	@echo "make experiments  run every simulator experiment (docs/EXPERIMENTS.md) into target/sim/"
 	@echo "make fuzz    fuzz FUZZ_TARGET (default $(FUZZ_TARGET), the datagram decoder; signal_message:"
@@ -78,6 +79,7 @@ bench: setup web native
 	$(CARGO) build --release --locked -p ppspp-sim
 	node scripts/bench-native.mjs
 	scripts/netns.sh node scripts/bench-browser.mjs
+	cd e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 ../scripts/netns.sh npx playwright test --config playwright.bench.config.ts
 	node scripts/bench-report.mjs
 
 # Every benchmark once with tiny sizes: checks that each runs and yields numbers, not speed.
@@ -85,6 +87,7 @@ bench-smoke: web native
 	$(CARGO) build --release --locked -p ppspp-sim
 	node scripts/bench-native.mjs --smoke
 	scripts/netns.sh node scripts/bench-browser.mjs --smoke
+	cd e2e && BENCH_SMOKE=1 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 ../scripts/netns.sh npx playwright test --config playwright.bench.config.ts
 	node scripts/bench-report.mjs --smoke
 
 # The criterion micro-benchmarks alone (binmap, Merkle, codec, engine).

@@ -15,6 +15,8 @@ const bench = join(root, 'target', 'bench');
 const read = (name) => JSON.parse(readFileSync(join(bench, name), 'utf8'));
 const native = read(smoke ? 'native-smoke.json' : 'native.json');
 const browser = read(smoke ? 'browser-smoke.json' : 'browser.json');
+// The WAN part (e2e/bench/wan.bench.ts) needs network namespaces, so root.
+const wan = read(smoke ? 'wan-smoke.json' : 'wan.json');
 
 const med = (x) => (x && typeof x === 'object' ? x.median : x);
 const goodput = Object.entries(browser.goodput ?? {}).map(([cs, g]) => ({ cs: Number(cs), ...g }));
@@ -39,6 +41,12 @@ const summary = {
   swarm_ttff_ms_median: med(browser.swarm?.ttff_ms),
   swarm_ttff_ms_max: browser.swarm?.ttff_ms?.max ?? null,
   swarm_wall_s: med(browser.swarm?.wall_s) ?? null,
+  wan_ttff_ms_median: med(wan.ttff_ms),
+  wan_ttff_ms_max: wan.ttff_ms?.max ?? null,
+  wan_stalls_per_page: med(wan.stalls_per_page),
+  wan_longest_stall_ms: wan.longest_stall_ms?.max ?? null,
+  wan_offload_ratio: med(wan.offload),
+  wan_seeder_upload_ratio: med(wan.seeder_upload_ratio),
 };
 const missing = Object.entries(summary).filter(([k, v]) => k.match(/ratio|mbps|ms|_s$/) && !Number.isFinite(v));
 writeFileSync(join(bench, smoke ? 'summary-smoke.json' : 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
@@ -72,7 +80,11 @@ for (const k of ['1k', '8k']) {
 lines.push('', `### 4. Swarm: 1 native seeder + ${browser.swarm?.pages} headless pages, ${f((browser.swarm?.content_bytes ?? 0) / 1e6, 1)} MB video`, '');
 lines.push('| seeder upload ÷ content | first frame after attach(), median (min–max) | all pages complete |', '|---|---|---|');
 lines.push(`| ${mmm(browser.swarm?.seeder_upload_ratio, 2)} | ${mmm(browser.swarm?.ttff_ms, 0)} ms (all pages of all runs) | ${mmm(browser.swarm?.wall_s, 1)} s |`, '');
-lines.push('### 5. Binmap vs bitmap (operations per second)', '');
+lines.push(`### 5. Swarm across the emulated internet: 1 native seeder + ${wan.pages} pages in three NATed homes`, '');
+lines.push(`Every home's path: ${wan.link.one_way_delay_ms} ms each way (${2 * wan.link.one_way_delay_ms} ms round trip to the public segment, ${4 * wan.link.one_way_delay_ms} ms between homes), ${wan.link.loss_percent_each_way} % loss each way, ${wan.link.uplink_mbit} Mbit/s uplink (\`scripts/wan.sh\`, \`ppspp-linkem\`); the same video, each page playing it to the end; STUN from coturn. Measured ${wan.date.slice(0, 10)}; median (min–max) over all pages of ${wan.runs} runs, ratios per run (\`target/bench/wan.json\`).`, '');
+lines.push('| first frame after attach() | stalls per page | longest stall | offload (from peers ÷ received) | seeder upload ÷ content |', '|---|---|---|---|---|');
+lines.push(`| ${mmm(wan.ttff_ms, 0)} ms | ${mmm(wan.stalls_per_page, 0)} | ${mmm(wan.longest_stall_ms, 0)} ms | ${mmm(wan.offload, 2)} | ${mmm(wan.seeder_upload_ratio, 2)} |`, '');
+lines.push('### 6. Binmap vs bitmap (operations per second)', '');
 const ops = native.binmap?.ops_per_s ?? {};
 const pairs = Object.keys(ops).filter((k) => k.includes('binmap')).map((k) => [k, k.replace('binmap', 'bitmap')]);
 lines.push('| operation | binmap | bitmap |', '|---|---|---|');
@@ -81,7 +93,7 @@ if (native.binmap?.memory) {
   lines.push('', 'Memory (bytes):', '', '| map | binmap | bitmap |', '|---|---|---|');
   for (const [k, v] of Object.entries(native.binmap.memory)) lines.push(`| ${k} | ${v.binmap ?? v.binmap_bytes ?? '–'} | ${v.bitmap ?? v.bitmap_bytes ?? '–'} |`);
 }
-lines.push('', '### 6. Simulated LEDBAT (deterministic, `ppspp-sim`)', '');
+lines.push('', '### 7. Simulated LEDBAT (deterministic, `ppspp-sim`)', '');
 lines.push('```json', JSON.stringify({ link: native.sim?.link, delay: native.sim?.delay, loss: native.sim?.loss }, null, 1).slice(0, 3000), '```', '');
 lines.push('Plots: ' + ['sim-link-rate', 'sim-link-cwnd', 'sim-delay-rate', 'sim-loss-rate'].map((p) => `[${p}](docs/bench/${p}.png)`).join(', '), '');
 

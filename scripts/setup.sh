@@ -66,6 +66,8 @@ need_web() {
     command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || missing+=(iptables)
     # STUN and TURN of the emulated internet's public segment.
     command -v turnserver >/dev/null 2>&1 || missing+=(coturn)
+    # The TLS front of docs/DEPLOY.md, which e2e/tests/deploy.spec.ts follows.
+    command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
     [ -x /usr/bin/time ] || missing+=(time) # CPU and peak RSS in scripts/bench-udp.sh
     if [ ${#missing[@]} -gt 0 ]; then
         log "installing ${missing[*]} (browser tests, demo video, benchmarks)"

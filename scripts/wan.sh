@@ -20,6 +20,9 @@
 #   --loss PCT     packets lost in each direction, in percent
 #   --rate MBIT    the home's uplink rate (tbf on the router's WAN side)
 #   --seed N       seed of the losses and jitters (router N adds its number)
+# and names:
+#   --host NAME=IP every node resolves NAME to IP (repeatable): /etc/netns/<node>/hosts,
+#                  which `ip netns exec` puts in place of /etc/hosts
 # Delay, jitter and loss come from ppspp-linkem (crates/ppspp-linkem) on a netfilter queue
 # in each router: $PPSPP_LINKEM, else target/debug/ppspp-linkem.
 # Names stay short: interface names hold at most 15 bytes.
@@ -30,7 +33,7 @@ name=${2:?usage: wan.sh up|down|exec NAME ...}
 HOMES=3
 top=$(cd "$(dirname "$0")/.." && pwd)
 run_dir=/run/ppspp-wan
-delay=0 jitter=0 loss=0 rate="" seed=1
+delay=0 jitter=0 loss=0 rate="" seed=1 hosts=()
 if [ "$cmd" = up ]; then
     shift 2
     while [ $# -gt 0 ]; do
@@ -40,6 +43,7 @@ if [ "$cmd" = up ]; then
             --loss) loss=$2 ;;
             --rate) rate=$2 ;;
             --seed) seed=$2 ;;
+            --host) hosts+=("$2") ;;
             *) echo "wan: unknown option $1" >&2; exit 2 ;;
         esac
         shift 2
@@ -72,6 +76,20 @@ down() {
     done
     for n in pub r1 r2 r3 home1 home2 home3; do
         ip netns del "$name-$n" 2>/dev/null || true
+        rm -rf "/etc/netns/$name-$n"
+    done
+}
+
+# Each --host NAME=IP into every node's hosts file.
+names() {
+    [ ${#hosts[@]} -gt 0 ] || return 0
+    local n h
+    for n in pub r1 r2 r3 home1 home2 home3; do
+        mkdir -p "/etc/netns/$name-$n"
+        printf '127.0.0.1 localhost\n' > "/etc/netns/$name-$n/hosts"
+        for h in "${hosts[@]}"; do
+            printf '%s %s\n' "${h#*=}" "${h%%=*}" >> "/etc/netns/$name-$n/hosts"
+        done
     done
 }
 
@@ -173,11 +191,13 @@ NFT
             ip netns exec "$r" tc qdisc add dev wan root tbf rate "${rate}mbit" burst 32kb latency 200ms
         fi
     done
+    names
     echo "wan: $name up: services at 198.51.100.10 in $name-pub; homes $name-home1..$HOMES behind 203.0.113.1..$HOMES (3 is symmetric)"
 }
 
 case "$cmd" in
-    up) down; up ;;
+    # A failure half-way leaves nothing behind.
+    up) down; trap 'rc=$?; [ "$rc" = 0 ] || down; exit "$rc"' EXIT; up ;;
     down) down ;;
     exec)
         node=${3:?usage: wan.sh exec NAME NODE CMD...}

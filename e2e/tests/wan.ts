@@ -18,8 +18,8 @@ export interface Wan {
   name: string;
   /** `cmd args…` inside node `node` (pub, home1, home2, home3). */
   exec(node: string, cmd: string, args: string[]): Proc;
-  /** Chromium inside home `n`. */
-  browser(home: number): Promise<Browser>;
+  /** Chromium inside home `n` (with `args` added to the tests' flags). */
+  browser(home: number, args?: string[]): Promise<Browser>;
   /** Closes its browsers, then removes it with whatever still runs inside. */
   down(): Promise<void>;
 }
@@ -42,11 +42,11 @@ export function wanUp(tag: string, link: string[] = []): Wan | string {
   return {
     name,
     exec: (node, cmd, args) => run('ip', ['netns', 'exec', `${name}-${node}`, cmd, ...args]),
-    async browser(home) {
+    async browser(home, args = []) {
       const wrapper = join(dir, `chromium-${name}-home${home}.sh`);
       writeFileSync(wrapper, `#!/bin/sh\nexec ip netns exec ${name}-home${home} ${process.env.CHROMIUM ?? '/usr/bin/chromium'} "$@"\n`);
       chmodSync(wrapper, 0o755);
-      const b = await chromium.launch({ executablePath: wrapper, headless: true, args: CHROMIUM_ARGS });
+      const b = await chromium.launch({ executablePath: wrapper, headless: true, args: [...CHROMIUM_ARGS, ...args] });
       browsers.push(b);
       return b;
     },

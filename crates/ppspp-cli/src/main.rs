@@ -38,6 +38,9 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // wss:// signaling's TLS on aws-lc-rs (already here for str0m's DTLS), chosen explicitly
+    // so that no other crate's rustls features can leave the choice ambiguous.
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     let result = match cli.command {
         Command::Root(args) => root::run(&args),
         Command::Seed(args) => seed::run(&args),
