@@ -9,9 +9,10 @@
  */
 import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Page, expect, test } from '@playwright/test';
-import { ROOT, type Proc } from '../tests/swarm.js';
-import { PUBLIC_IP, type Wan, startPublicSwarm, startStun, wanUp } from '../tests/wan.js';
+import type { Page } from '@playwright/test';
+import { ROOT } from '../tests/swarm.js';
+import { PUBLIC_IP, startStun } from '../tests/wan.js';
+import { WanRun, expect, test } from '../tests/wan-fixture.js';
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
 const PAGES = SMOKE ? 2 : 8;
@@ -42,21 +43,18 @@ test('WAN swarm: eight pages in NATed homes on 40 ms, 1 % loss, 20 Mbit/s uplink
   const seederRatios: number[] = [];
   const offloads: number[] = [];
   for (let run = 0; run < RUNS; run++) {
-    const up = wanUp(`w${run}`, [...LINK, '--seed', String(run + 1)]);
-    if (typeof up === 'string') throw new Error(`the WAN benchmark needs the emulated internet: ${up}`);
-    const wan: Wan = up;
-    const procs: Proc[] = [];
+    // Where namespaces cannot be made, the benchmark is skipped (and bench-report says
+    // which figures are missing).
+    const wanRun = new WanRun();
     try {
-      procs.push(await startStun(wan));
-      const swarm = await startPublicSwarm(wan, VIDEO);
-      procs.push(...swarm.procs);
+      const wan = wanRun.up(`w${run}`, [...LINK, '--seed', String(run + 1)]);
+      wanRun.keep('stun', await startStun(wan));
+      const swarm = await wanRun.swarm(VIDEO);
       const ice = encodeURIComponent(JSON.stringify([{ urls: `stun:${PUBLIC_IP}:3478` }]));
-      const browsers = await Promise.all([1, 2, 3].map((home) => wan.browser(home)));
       const pages: Page[] = [];
       for (let i = 0; i < PAGES; i++) {
-        const page = await (await browsers[i % 3]!.newContext({ permissions: ['camera', 'microphone'] })).newPage();
-        await page.goto(`${swarm.web}/e2e/player.html?uri=${encodeURIComponent(swarm.uri)}&ice=${ice}`);
-        pages.push(page);
+        const url = `${swarm.web}/e2e/player.html?uri=${encodeURIComponent(swarm.uri)}&ice=${ice}`;
+        pages.push(await wanRun.page((i % 3) + 1, url, { label: `page ${i + 1}` }));
         await new Promise((r) => setTimeout(r, 250));
       }
       // Each page plays to the end of the video (so every stall is counted).
@@ -94,8 +92,7 @@ test('WAN swarm: eight pages in NATed homes on 40 ms, 1 % loss, 20 Mbit/s uplink
       offloads.push(figures.reduce((a, f) => a + f.bytesFromPeers, 0) / figures.reduce((a, f) => a + f.bytesDownloaded, 0));
       console.log(`run ${run + 1}: seeder upload ${seederRatios.at(-1)!.toFixed(2)}× content, offload ${(100 * offloads.at(-1)!).toFixed(0)} %`);
     } finally {
-      for (const p of procs.reverse()) await p.stop();
-      await wan.down();
+      await wanRun.end(test.info());
     }
   }
   const result = {

@@ -10,10 +10,10 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Page, expect, test } from '@playwright/test';
-import { PageWatch, reportIfFailed } from './diagnose.js';
-import { BIN, ROOT, VIDEO, VIDEO_SECONDS, makeVideo, type Proc } from './swarm.js';
-import { PUBLIC_IP, type Wan, wanUp } from './wan.js';
+import type { Page } from '@playwright/test';
+import { BIN, ROOT, VIDEO, VIDEO_SECONDS, makeVideo } from './swarm.js';
+import { PUBLIC_IP } from './wan.js';
+import { expect, test } from './wan-fixture.js';
 
 const DOCS = join(ROOT, 'docs', 'deploy');
 const HOST = 'video.example.com';
@@ -55,25 +55,10 @@ function execStart(unit: string, env: Record<string, string>): string[] {
 }
 
 test.describe('docs/DEPLOY.md', () => {
-  let wan: Wan | null = null;
-  const procs: Proc[] = [];
-  const named: Record<string, Proc> = {};
-  const watches: PageWatch[] = [];
-
-  test.afterEach(async ({}, info) => {
-    await reportIfFailed(info, watches.splice(0), named);
-    for (const k of Object.keys(named)) delete named[k];
-    for (const p of procs.splice(0).reverse()) await p.stop();
-    await wan?.down();
-    wan = null;
-  });
-
-  test('followed on the emulated internet: pages in two homes play from the seeder and from each other', async () => {
+  test('followed on the emulated internet: pages in two homes play from the seeder and from each other', async ({ run }) => {
     test.setTimeout(180_000);
     await makeVideo();
-    const up = wanUp('g', ['--host', `${HOST}=${PUBLIC_IP}`]);
-    test.skip(typeof up === 'string', `emulated internet unavailable: ${String(up)}`);
-    wan = up as Wan;
+    const wan = run.up('g', ['--host', `${HOST}=${PUBLIC_IP}`]);
     const dir = join(ROOT, 'target', 'e2e', 'deploy', wan.name);
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(join(dir, 'www'), { recursive: true });
@@ -84,19 +69,17 @@ test.describe('docs/DEPLOY.md', () => {
 
     // 3. coturn (its pid file and database in the test's directory).
     writeFileSync(join(dir, 'turnserver.conf'), fromGuide('turnserver.conf', [['CHANGE-ME', secret]]));
-    named.coturn = wan.exec('pub', 'turnserver', ['-c', join(dir, 'turnserver.conf'), '--log-file=stdout', '--simple-log',
-      `--pidfile=${join(dir, 'turnserver.pid')}`, `--db=${join(dir, 'turnserver.sqlite')}`]);
-    procs.push(named.coturn);
-    await named.coturn.waitLine((l) => l.includes('Total General servers'), 15_000);
+    const coturn = run.keep('coturn', wan.exec('pub', 'turnserver', ['-c', join(dir, 'turnserver.conf'), '--log-file=stdout', '--simple-log',
+      `--pidfile=${join(dir, 'turnserver.pid')}`, `--db=${join(dir, 'turnserver.sqlite')}`]));
+    await coturn.waitLine((l) => l.includes('Total General servers'), 15_000);
 
     // 4. The signaling server: its unit's command with signal.env and the secret file.
     const signalUnit = readFileSync(join(DOCS, 'ppspp-signal.service'), 'utf8');
     const signalEnv = { ...envFile(fromGuide('signal.env')), PPSPP_SIGNAL_TURN_SECRET_FILE: join(dir, 'turn-secret') };
     expect(signalUnit).toContain('Environment=PPSPP_SIGNAL_TURN_SECRET_FILE=%d/turn-secret');
     const signalArgv = execStart(signalUnit, signalEnv).map((w) => w.replace('/usr/local/bin/', `${BIN}/`));
-    named.signal = wan.exec('pub', 'env', [...Object.entries(signalEnv).map(([k, v]) => `${k}=${v}`), ...signalArgv]);
-    procs.push(named.signal);
-    await named.signal.waitLine((l) => l.includes('listening on '));
+    const signal = run.keep('signal', wan.exec('pub', 'env', [...Object.entries(signalEnv).map(([k, v]) => `${k}=${v}`), ...signalArgv]));
+    await signal.waitLine((l) => l.includes('listening on '));
 
     // 5. nginx with the site, a self-signed certificate, the page and the package.
     // A test CA (what the seeder is told to trust) and the host's certificate from it.
@@ -113,15 +96,16 @@ test.describe('docs/DEPLOY.md', () => {
       ['/srv/www', join(dir, 'www')],
     ]);
     writeFileSync(join(dir, 'nginx.conf'), [
-      `pid ${join(dir, 'nginx.pid')};`, `error_log ${join(dir, 'nginx-error.log')};`, 'daemon off;', 'events {}',
+      // Workers as root: the checkout may sit where nginx's usual user cannot read (a
+      // private temporary directory, as CI's fresh clones).
+      'user root;', `pid ${join(dir, 'nginx.pid')};`, `error_log ${join(dir, 'nginx-error.log')};`, 'daemon off;', 'events {}',
       'http {', `access_log off; client_body_temp_path ${dir}/t-body; proxy_temp_path ${dir}/t-proxy;`,
       `fastcgi_temp_path ${dir}/t-fcgi; uwsgi_temp_path ${dir}/t-uwsgi; scgi_temp_path ${dir}/t-scgi;`, site, '}',
     ].join('\n'));
     mkdirSync(join(dir, 'www', 'ppspp-web'));
     for (const d of ['dist', 'wasm']) symlinkSync(join(ROOT, 'web', d), join(dir, 'www', 'ppspp-web', d));
     writeFileSync(join(dir, 'www', 'index.html'), readFileSync(join(DOCS, 'index.html')));
-    named.nginx = wan.exec('pub', 'nginx', ['-c', join(dir, 'nginx.conf')]);
-    procs.push(named.nginx);
+    run.keep('nginx', wan.exec('pub', 'nginx', ['-c', join(dir, 'nginx.conf')]));
     const listening = spawnSync('ip', ['netns', 'exec', `${wan.name}-pub`, 'sh', '-c',
       'for i in $(seq 100); do ss -ltn | grep -q ":443 " && exit 0; sleep 0.1; done; exit 1']);
     expect(listening.status, 'nginx listens on 443').toBe(0);
@@ -129,19 +113,15 @@ test.describe('docs/DEPLOY.md', () => {
     // 6. The seeder: its unit's command with seed.env (trusting the test's certificate).
     const seedEnv = envFile(fromGuide('seed.env', [['/srv/video/film.webm', VIDEO], ['12500000', '100000']]));
     const seedArgv = execStart(readFileSync(join(DOCS, 'ppspp-seed@.service'), 'utf8'), seedEnv).map((w) => w.replace('/usr/local/bin/', `${BIN}/`));
-    named.seeder = wan.exec('pub', 'env', [`SSL_CERT_FILE=${join(dir, 'ca.pem')}`, ...seedArgv]);
-    procs.push(named.seeder);
-    const uri = await named.seeder.waitLine((l) => l.startsWith('ppspp://'), 30_000);
+    const seeder = run.keep('seeder', wan.exec('pub', 'env', [`SSL_CERT_FILE=${join(dir, 'ca.pem')}`, ...seedArgv]));
+    const uri = await seeder.waitLine((l) => l.startsWith('ppspp://'), 30_000);
     expect(uri).toContain(`signal=wss://${HOST}/ws`);
 
     // 7. The page, in two homes behind port-keeping NATs.
     const pages: Page[] = [];
     for (const home of [1, 2]) {
-      const browser = await wan.browser(home, ['--ignore-certificate-errors']);
-      const page = await (await browser.newContext({ permissions: ['camera', 'microphone'], ignoreHTTPSErrors: true })).newPage();
-      watches.push(await PageWatch.start(page, `page in home${home}`));
-      await page.goto(`https://${HOST}/index.html?uri=${encodeURIComponent(uri)}`);
-      pages.push(page);
+      const url = `https://${HOST}/index.html?uri=${encodeURIComponent(uri)}`;
+      pages.push(await run.page(home, url, { browserArgs: ['--ignore-certificate-errors'], ignoreHttpsErrors: true }));
     }
     for (const page of pages) {
       await expect

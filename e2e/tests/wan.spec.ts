@@ -6,48 +6,35 @@
  * namespaces cannot be made.
  */
 import { createHmac } from 'node:crypto';
-import { type Page, expect, test } from '@playwright/test';
-import { VIDEO, VIDEO_SECONDS, expectPlayedPast, makeVideo, pageStats, type Proc } from './swarm.js';
-import { PUBLIC_IP, TURN_SECRET, type Wan, startPublicSwarm, startStun, startTurn, wanUp } from './wan.js';
-import { PageWatch, reportIfFailed } from './diagnose.js';
+import type { Page } from '@playwright/test';
+import { VIDEO, VIDEO_SECONDS, expectPlayedPast, makeVideo, pageStats } from './swarm.js';
+import { PUBLIC_IP, TURN_SECRET, startStun, startTurn } from './wan.js';
+import { type WanRun, expect, test } from './wan-fixture.js';
+
+/** The test player for `uri` on the swarm's web server, with `query` added. */
+function player(web: string, uri: string, query = ''): string {
+  return `${web}/e2e/player.html?uri=${encodeURIComponent(uri)}${query}`;
+}
+
+/** A page of the test player in `home`, once its script runs. */
+async function playerPage(run: WanRun, home: number, url: string, label?: string): Promise<Page> {
+  const page = await run.page(home, url, { label });
+  await page.waitForFunction(() => 'error' in ((window as unknown as { __t?: object }).__t ?? {}), null, { timeout: 15_000 });
+  return page;
+}
+
+const STUN_ONLY = `&ice=${encodeURIComponent(JSON.stringify([{ urls: `stun:${PUBLIC_IP}:3478` }]))}`;
 
 test.describe('across NATs', () => {
-  let wan: Wan | null = null;
-  const procs: Proc[] = [];
-  const named: Record<string, Proc> = {};
-  const watches: PageWatch[] = [];
-
-  test.afterEach(async ({}, info) => {
-    await reportIfFailed(info, watches.splice(0), named);
-    for (const k of Object.keys(named)) delete named[k];
-    for (const p of procs.splice(0).reverse()) await p.stop();
-    await wan?.down();
-    wan = null;
-  });
-
-  test('two pages in two homes play from each other over a server-reflexive pair', async () => {
+  test('two pages in two homes play from each other over a server-reflexive pair', async ({ run }) => {
     test.setTimeout(180_000);
     await makeVideo();
-    const up = wanUp('a');
-    test.skip(typeof up === 'string', `emulated internet unavailable: ${String(up)}`);
-    wan = up as Wan;
-    named.stun = await startStun(wan);
-    procs.push(named.stun);
+    const wan = run.up('a');
+    run.keep('stun', await startStun(wan));
     // A seeder slower than two pages' playback: they must trade to play on.
-    const swarm = await startPublicSwarm(wan, VIDEO, 100_000);
-    procs.push(...swarm.procs);
-    Object.assign(named, swarm.named);
-    const ice = encodeURIComponent(JSON.stringify([{ urls: `stun:${PUBLIC_IP}:3478` }]));
+    const swarm = await run.swarm(VIDEO, 100_000);
     const pages: Page[] = [];
-    for (const home of [1, 2]) {
-      const browser = await wan.browser(home);
-      const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
-      const page = await context.newPage();
-      watches.push(await PageWatch.start(page, `page in home${home}`));
-      await page.goto(`${swarm.web}/e2e/player.html?uri=${encodeURIComponent(swarm.uri)}&ice=${ice}`);
-      await page.waitForFunction(() => 'error' in ((window as unknown as { __t?: object }).__t ?? {}), null, { timeout: 15_000 });
-      pages.push(page);
-    }
+    for (const home of [1, 2]) pages.push(await playerPage(run, home, player(swarm.web, swarm.uri, STUN_ONLY)));
     for (const page of pages) await expectPlayedPast(page, VIDEO_SECONDS / 4, 90_000);
     // Each page reaches the other through its router's public address: the pair is
     // server- or peer-reflexive, never a host pair across homes and never a relay.
@@ -74,28 +61,15 @@ test.describe('across NATs', () => {
     expect(seederUp, 'the seeder uploaded less than the pages downloaded').toBeLessThan(downloaded);
   });
 
-  test('a page behind the symmetric NAT plays through a TURN relay from the welcome', async () => {
+  test('a page behind the symmetric NAT plays through a TURN relay from the welcome', async ({ run }) => {
     test.setTimeout(180_000);
     await makeVideo();
-    const up = wanUp('b');
-    test.skip(typeof up === 'string', `emulated internet unavailable: ${String(up)}`);
-    wan = up as Wan;
-    named.turn = await startTurn(wan);
-    procs.push(named.turn);
+    const wan = run.up('b');
+    const turn = run.keep('turn', await startTurn(wan));
     // No ice= in the pages: their servers and credentials come from the welcome.
-    const swarm = await startPublicSwarm(wan, VIDEO, 100_000, { ttl: 600 });
-    procs.push(...swarm.procs);
-    Object.assign(named, swarm.named);
+    const swarm = await run.swarm(VIDEO, 100_000, { ttl: 600 });
     const pages: Page[] = [];
-    for (const home of [1, 3]) {
-      const browser = await wan.browser(home);
-      const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
-      const page = await context.newPage();
-      watches.push(await PageWatch.start(page, `page in home${home}`));
-      await page.goto(`${swarm.web}/e2e/player.html?uri=${encodeURIComponent(swarm.uri)}`);
-      await page.waitForFunction(() => 'error' in ((window as unknown as { __t?: object }).__t ?? {}), null, { timeout: 15_000 });
-      pages.push(page);
-    }
+    for (const home of [1, 3]) pages.push(await playerPage(run, home, player(swarm.web, swarm.uri)));
     for (const page of pages) await expectPlayedPast(page, VIDEO_SECONDS / 4, 90_000);
     // The two homes meet only through the relay: each page holds a pair to the seeder and
     // one to the other page, and that one has a relay candidate at one end (the side that
@@ -113,27 +87,19 @@ test.describe('across NATs', () => {
     expect(stats.reduce((a, s) => a + s.bytesFromPeers, 0), 'the pages exchanged through the relay').toBeGreaterThan(0);
   });
 
-  test('an expired TURN credential is refused and the page says so with a typed error', async () => {
+  test('an expired TURN credential is refused and the page says so with a typed error', async ({ run }) => {
     test.setTimeout(120_000);
     await makeVideo();
-    const up = wanUp('e');
-    test.skip(typeof up === 'string', `emulated internet unavailable: ${String(up)}`);
-    wan = up as Wan;
-    named.turn = await startTurn(wan);
-    procs.push(named.turn);
+    const wan = run.up('e');
+    const turn = run.keep('turn', await startTurn(wan));
     // The only peer is a seeder in another home, reachable through a relay only (a
     // direct path found first would stop the browser gathering before it asks the relay).
-    const swarm = await startPublicSwarm(wan, VIDEO, undefined, undefined, 1);
-    procs.push(...swarm.procs);
-    Object.assign(named, swarm.named);
+    const swarm = await run.swarm(VIDEO, undefined, undefined, 1);
     // Credentials made right with the TURN server's secret, but expired a minute ago.
     const username = `${Math.floor(Date.now() / 1000) - 60}:e2e-page`;
     const credential = createHmac('sha1', TURN_SECRET).update(username).digest('base64');
     const ice = encodeURIComponent(JSON.stringify([{ urls: `turn:${PUBLIC_IP}:3478?transport=udp`, username, credential }]));
-    const browser = await wan.browser(3);
-    const page = await (await browser.newContext({ permissions: ['camera', 'microphone'] })).newPage();
-    watches.push(await PageWatch.start(page, 'page in home3'));
-    await page.goto(`${swarm.web}/e2e/player.html?uri=${encodeURIComponent(swarm.uri)}&ice=${ice}`);
+    const page = await run.page(3, player(swarm.web, swarm.uri, `&ice=${ice}`));
     await expect
       .poll(() => page.evaluate(() => (window as unknown as { __t?: { errors: string[] } }).__t?.errors ?? []), {
         timeout: 30_000,
@@ -142,25 +108,18 @@ test.describe('across NATs', () => {
       .toContainEqual(expect.stringMatching(/^ice-server-error: TURN server turn:198\.51\.100\.10:3478\?transport=udp refused the credentials of the iceServers option .*401/));
     // The refusal is the TURN server's: 401 for this username (made with the secret that
     // the relay test's fresh credentials pass with, so what differs is the expiry).
-    expect(named.turn.lines.some((l) => l.includes(`<${username}>`) && l.includes('401'))).toBe(true);
+    expect(turn.lines.some((l) => l.includes(`<${username}>`) && l.includes('401'))).toBe(true);
   });
 
-  test('a page whose every ICE attempt fails slowly reports no-peers within its timeout', async () => {
+  test('a page whose every ICE attempt fails slowly reports no-peers within its timeout', async ({ run }) => {
     test.setTimeout(120_000);
     await makeVideo();
-    const up = wanUp('f');
-    test.skip(typeof up === 'string', `emulated internet unavailable: ${String(up)}`);
-    wan = up as Wan;
+    run.up('f');
     // The only peer is a seeder in a home (host candidate only, no STUN), the page is
     // behind the symmetric NAT without TURN: their checks go unanswered until ICE gives up.
-    const swarm = await startPublicSwarm(wan, VIDEO, undefined, undefined, 1);
-    procs.push(...swarm.procs);
-    Object.assign(named, swarm.named);
-    const browser = await wan.browser(3);
-    const page = await (await browser.newContext({ permissions: ['camera', 'microphone'] })).newPage();
-    watches.push(await PageWatch.start(page, 'page in home3'));
+    const swarm = await run.swarm(VIDEO, undefined, undefined, 1);
     const started = Date.now();
-    await page.goto(`${swarm.web}/e2e/player.html?uri=${encodeURIComponent(swarm.uri)}&connect=60000`);
+    const page = await run.page(3, player(swarm.web, swarm.uri, '&connect=60000'));
     await expect
       .poll(() => page.evaluate(() => (window as unknown as { __t?: { errors: string[] } }).__t?.errors ?? []), {
         timeout: 30_000,
@@ -173,30 +132,18 @@ test.describe('across NATs', () => {
     expect(stats).toMatchObject({ connections: 1, chunksHave: 0 });
   });
 
-  test('six pages on 40 ms round trips with 1 % loss play without a stall over 1 s', async () => {
+  test('six pages on 40 ms round trips with 1 % loss play without a stall over 1 s', async ({ run }) => {
     test.setTimeout(180_000);
     await makeVideo();
     // 20 ms each way and 1 % loss each way at every home's router: 40 ms to the public
     // segment, 80 ms between homes.
-    const up = wanUp('d', ['--delay', '20', '--loss', '1', '--seed', '7']);
-    test.skip(typeof up === 'string', `emulated internet unavailable: ${String(up)}`);
-    wan = up as Wan;
-    named.stun = await startStun(wan);
-    procs.push(named.stun);
-    const swarm = await startPublicSwarm(wan, VIDEO);
-    procs.push(...swarm.procs);
-    Object.assign(named, swarm.named);
-    const ice = encodeURIComponent(JSON.stringify([{ urls: `stun:${PUBLIC_IP}:3478` }]));
+    const wan = run.up('d', ['--delay', '20', '--loss', '1', '--seed', '7']);
+    run.keep('stun', await startStun(wan));
+    const swarm = await run.swarm(VIDEO);
     const pages: Page[] = [];
     // Two pages per home, each in its own browser context (its own WebRTC stack).
     for (const home of [1, 2, 3]) {
-      const browser = await wan.browser(home);
-      for (let i = 0; i < 2; i++) {
-        const page = await (await browser.newContext({ permissions: ['camera', 'microphone'] })).newPage();
-        watches.push(await PageWatch.start(page, `page ${i + 1} in home${home}`));
-        await page.goto(`${swarm.web}/e2e/player.html?uri=${encodeURIComponent(swarm.uri)}&ice=${ice}`);
-        pages.push(page);
-      }
+      for (const i of [1, 2]) pages.push(await run.page(home, player(swarm.web, swarm.uri, STUN_ONLY), { label: `page ${i} in home${home}` }));
     }
     for (const page of pages) await expectPlayedPast(page, VIDEO_SECONDS - 3, 120_000);
     const seen = await Promise.all(
