@@ -54,6 +54,8 @@ pub struct FetchArgs {
     /// since the start), however many peers are connected.
     #[arg(long = "give-up-after", default_value_t = 30)]
     give_up_after: u64,
+    #[command(flatten)]
+    ice: crate::ice_args::IceArgs,
 }
 
 /// At most this many WebRTC peers of the room's `welcome` sample get an offer.
@@ -148,11 +150,15 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
     let mut rtc = match &signal {
         Some(url) => Some(runtime.block_on(async {
             let client = SignalClient::join(url, &root.to_hex()).await?;
+            let servers = args.ice.servers(client.ice_servers())?;
             let ip = match args.bind {
                 Some(b) if !b.ip().is_unspecified() => b.ip(),
                 _ => [127, 0, 0, 1].into(),
             };
-            RtcTransport::bind(SocketAddr::new(ip, 0), client)
+            let mut t = RtcTransport::bind(SocketAddr::new(ip, 0), client)?;
+            t.relay_only = args.ice.relay_only;
+            t.gather_and_report(&servers).await;
+            Ok::<_, String>(t)
         })?),
         None => None,
     };

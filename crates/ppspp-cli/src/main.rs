@@ -3,6 +3,8 @@
 
 mod fetch;
 mod file_store;
+mod gather;
+mod ice_args;
 mod net;
 mod progress;
 mod root;

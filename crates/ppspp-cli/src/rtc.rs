@@ -6,8 +6,9 @@
 //! `maxRetransmits: 0`, carrying one PPSPP datagram per message: PPSPP does its own
 //! retransmission and congestion control, so SCTP must not.
 
+use crate::gather::{Gatherer, Learnt};
 use crate::signal::SignalClient;
-use ppspp_signal_protocol::ServerMessage;
+use ppspp_signal_protocol::{IceServer, ServerMessage};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::ErrorKind;
@@ -84,6 +85,15 @@ pub struct RtcTransport {
     /// Say `"seeder": true` in offers and answers: browsers count what they get from
     /// seeders apart from what other viewers give them (offload figures).
     pub seeder: bool,
+    /// STUN and TURN clients, once [`gather`](Self::gather) started them.
+    gatherer: Option<Gatherer>,
+    /// The server-reflexive and relayed candidates learnt so far (every new connection
+    /// gets them, and those already made get them as they come).
+    learnt: Vec<Candidate>,
+    /// Offer relayed candidates only (no host candidate): reachable through TURN alone.
+    pub relay_only: bool,
+    /// When the STUN/TURN clients next want `handle_timeout` (read after each of their turns).
+    gatherer_timeout: Option<Instant>,
 }
 
 impl RtcTransport {
@@ -116,6 +126,10 @@ impl RtcTransport {
             received: 0,
             open_timeout: OPEN_TIMEOUT,
             seeder: false,
+            gatherer: None,
+            learnt: Vec::new(),
+            relay_only: false,
+            gatherer_timeout: None,
         })
     }
 
@@ -137,15 +151,121 @@ impl RtcTransport {
             .unwrap_or_default()
     }
 
+    /// Starts learning our server-reflexive address from each STUN server and a relayed one
+    /// from each TURN server of `servers` (the welcome's, or the command line's).
+    pub fn gather(&mut self, servers: &[IceServer]) {
+        let mut gatherer = Gatherer::start(self.local, servers, Instant::now());
+        self.gatherer_timeout = gatherer.poll_timeout();
+        self.gatherer = Some(gatherer);
+    }
+
+    /// Runs the STUN/TURN exchanges until every server has answered or `max` has passed,
+    /// so that the first offers and answers carry the candidates (later ones are trickled).
+    pub async fn settle_gathering(&mut self, max: Duration) {
+        let until = Instant::now() + max;
+        while self.gatherer.as_ref().is_some_and(|g| !g.settled()) && Instant::now() < until {
+            self.flush().await;
+            let wake = self.poll_timeout().map_or(until, |t| t.min(until));
+            match tokio::time::timeout_at(wake.into(), self.recv()).await {
+                Ok(incoming) => self.handle(incoming),
+                Err(_) => self.handle_timeout(Instant::now()),
+            }
+        }
+        self.flush().await;
+    }
+
+    /// Starts gathering from `servers` (see [`gather`](Self::gather)), waits up to 3 s for
+    /// their answers, and says on stderr what was learnt and what went wrong.
+    pub async fn gather_and_report(&mut self, servers: &[IceServer]) {
+        if servers.is_empty() {
+            return;
+        }
+        self.gather(servers);
+        self.settle_gathering(Duration::from_secs(3)).await;
+        for p in self
+            .gatherer
+            .as_ref()
+            .map(|g| g.problems.clone())
+            .unwrap_or_default()
+        {
+            eprintln!("ice: {p}");
+        }
+        for c in &self.learnt {
+            eprintln!("ice: candidate {}", c.to_sdp_string());
+        }
+    }
+
     fn new_rtc(&self, now: Instant) -> Result<Rtc, String> {
         let mut rtc = Rtc::new(now);
-        let candidate =
-            Candidate::host(self.local, "udp").map_err(|e| format!("bad host candidate: {e}"))?;
-        rtc.add_local_candidate(candidate);
+        if !self.relay_only {
+            let candidate = Candidate::host(self.local, "udp")
+                .map_err(|e| format!("bad host candidate: {e}"))?;
+            rtc.add_local_candidate(candidate);
+        }
+        for c in &self.learnt {
+            if !self.relay_only || c.kind() == str0m::CandidateKind::Relayed {
+                rtc.add_local_candidate(c.clone());
+            }
+        }
         Ok(rtc)
     }
 
-    fn insert(&mut self, remote: &str, rtc: Rtc, initiator: bool, now: Instant) -> u64 {
+    /// What the STUN/TURN servers sent: new candidates go to every connection (and to its
+    /// remote, trickled), relayed data to the connection it is for.
+    fn after_gatherer(&mut self, now: Instant) {
+        let Some(g) = self.gatherer.as_mut() else {
+            return;
+        };
+        self.gatherer_timeout = g.poll_timeout();
+        let mut fresh = Vec::new();
+        while let Some(l) = g.poll_learnt() {
+            let c = match l {
+                Learnt::ServerReflexive(a) => Candidate::server_reflexive(a, self.local, "udp"),
+                Learnt::Relayed(a) => Candidate::relayed(a, self.local, "udp"),
+            };
+            if let Ok(c) = c {
+                fresh.push(c);
+            }
+        }
+        let mut relayed = Vec::new();
+        while let Some(r) = g.poll_relayed() {
+            relayed.push(r);
+        }
+        for c in fresh {
+            // Once each; and a server-reflexive address that is our own (no NAT) adds nothing.
+            let own = c.kind() == str0m::CandidateKind::ServerReflexive && c.addr() == self.local;
+            let known = self
+                .learnt
+                .iter()
+                .any(|l| l.kind() == c.kind() && l.addr() == c.addr());
+            if own || known || (self.relay_only && c.kind() != str0m::CandidateKind::Relayed) {
+                continue;
+            }
+            self.learnt.push(c.clone());
+            let ids: Vec<u64> = self.conns.keys().copied().collect();
+            for id in ids {
+                let Some(conn) = self.conns.get_mut(&id) else {
+                    continue;
+                };
+                if conn.rtc.add_local_candidate(c.clone()).is_some() {
+                    self.sig_out.push((
+                        conn.remote.clone(),
+                        json!({"kind": "candidate", "candidate": {"candidate": c.to_sdp_string(), "sdpMid": null, "sdpMLineIndex": 0}}),
+                    ));
+                }
+                self.drain(id);
+            }
+        }
+        for r in relayed {
+            self.receive(now, r.peer, r.relay, &r.data);
+        }
+    }
+
+    fn insert(&mut self, remote: &str, mut rtc: Rtc, initiator: bool, now: Instant) -> u64 {
+        // Time starts now: str0m's ICE agent schedules no checks of its own before its
+        // first timeout, so without this an answerer only ever answered checks (and one
+        // behind a NAT that drops unsolicited packets never connected).
+        let dead = rtc.handle_input(Input::Timeout(now)).is_err();
         let id = self.next_id;
         self.next_id += 1;
         self.conns.insert(
@@ -158,7 +278,7 @@ impl RtcTransport {
                 channel: None,
                 timeout: now,
                 created: now,
-                dead: false,
+                dead,
                 queue: VecDeque::new(),
                 queued: 0,
             },
@@ -265,17 +385,23 @@ impl RtcTransport {
 
     /// The earliest instant some connection wants `handle_timeout`.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.conns
+        let conns = self
+            .conns
             .values()
             .map(|c| match c.channel {
                 // Not open yet: also wake up to give it up in time.
                 None => c.timeout.min(c.created + self.open_timeout),
                 Some(_) => c.timeout,
             })
-            .min()
+            .min();
+        conns.into_iter().chain(self.gatherer_timeout).min()
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
+        if let Some(g) = self.gatherer.as_mut() {
+            g.handle_timeout(now);
+            self.after_gatherer(now);
+        }
         let ids: Vec<u64> = self.conns.keys().copied().collect();
         for id in ids {
             let Some(c) = self.conns.get_mut(&id) else {
@@ -291,6 +417,12 @@ impl RtcTransport {
 
     /// Sends what the connections and the signaling exchange have queued.
     pub async fn flush(&mut self) {
+        if let Some(g) = self.gatherer.as_mut() {
+            while let Some((to, bytes)) = g.poll_transmit() {
+                self.outbox.push((to, bytes.to_vec()));
+            }
+            self.gatherer_timeout = g.poll_timeout();
+        }
         for (to, bytes) in self.outbox.drain(..) {
             // A failed send is a lost datagram.
             let _ = self.socket.send_to(&bytes, to).await;
@@ -353,7 +485,21 @@ impl RtcTransport {
 
     fn handle_datagram(&mut self, n: usize, from: SocketAddr) {
         let now = Instant::now();
-        let Ok(contents) = self.buf[..n].try_into() else {
+        if let Some(g) = self.gatherer.as_mut()
+            && g.owns(from)
+        {
+            g.handle(now, from, &self.buf[..n]);
+            self.after_gatherer(now);
+            return;
+        }
+        let data = std::mem::take(&mut self.buf);
+        self.receive(now, from, self.local, &data[..n]);
+        self.buf = data;
+    }
+
+    /// A datagram from `from` to our address `to` (the socket's, or a relayed one).
+    fn receive(&mut self, now: Instant, from: SocketAddr, to: SocketAddr, data: &[u8]) {
+        let Ok(contents) = data.try_into() else {
             return;
         };
         let input = Input::Receive(
@@ -361,7 +507,7 @@ impl RtcTransport {
             Receive {
                 proto: Protocol::Udp,
                 source: from,
-                destination: self.local,
+                destination: to,
                 contents,
             },
         );
@@ -493,9 +639,13 @@ impl RtcTransport {
                     }
                     break;
                 }
-                Ok(Output::Transmit(t)) => {
-                    self.outbox.push((t.destination, t.contents.to_vec()));
-                }
+                Ok(Output::Transmit(t)) => match self.gatherer.as_mut() {
+                    // From a relayed candidate: through its TURN server.
+                    Some(g) if g.is_relay(t.source) => {
+                        g.send_relayed(Instant::now(), t.source, t.destination, &t.contents);
+                    }
+                    _ => self.outbox.push((t.destination, t.contents.to_vec())),
+                },
                 Ok(Output::Event(e)) => match e {
                     Event::ChannelOpen(cid, _) if conn.channel.is_none() => {
                         conn.channel = Some(cid);

@@ -45,6 +45,8 @@ pub struct SeedArgs {
     /// Print one JSON line of figures per second on stdout (after the URI line).
     #[arg(long = "stats-json")]
     stats_json: bool,
+    #[command(flatten)]
+    ice: crate::ice_args::IceArgs,
 }
 
 pub fn run(args: &SeedArgs) -> Result<(), String> {
@@ -88,11 +90,14 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
         let mut rtc = match &args.signal {
             Some(url) => {
                 let client = SignalClient::join(url, &uri.root.to_hex()).await?;
+                let servers = args.ice.servers(client.ice_servers())?;
                 let bind = args
                     .bind
                     .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
                 let mut t = RtcTransport::bind(bind, client)?;
                 t.seeder = true;
+                t.relay_only = args.ice.relay_only;
+                t.gather_and_report(&servers).await;
                 uri.signal = Some(url.clone());
                 serving.push(format!(
                     "webrtc {} via {url} (peer {})",

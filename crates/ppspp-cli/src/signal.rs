@@ -99,9 +99,7 @@ impl SignalClient {
     /// The STUN and TURN servers the signaling server gave us in its welcome (TURN ones
     /// with a username and credential issued for this join, valid for a limited time; see
     /// docs/SIGNALING.md). Empty when it has none configured.
-    // The native WebRTC side gathers server-reflexive and relay candidates with these next
-    // (issue 13); until then only the tests read them.
-    #[allow(dead_code)]
+    /// The welcome's STUN and TURN servers (TURN with credentials made for this client).
     pub fn ice_servers(&self) -> &[IceServer] {
         &self.ice_servers
     }

@@ -1,9 +1,11 @@
 //! The emulated internet (`scripts/wan.sh`): a seeder on the "public" segment and fetchers
 //! in homes behind NAT routers, one keeping ports (endpoint-independent mapping) and one
 //! symmetric (random ports per destination). Plain UDP needs no STUN there, since the
-//! fetcher opens the channel; this proves the namespaces, routes and NATs that the NAT
-//! traversal tests build on. Where namespaces cannot be made (not root), the test says it
-//! was skipped and why; `PPSPP_REQUIRE_NETNS=1` makes that a failure.
+//! fetcher opens the channel. Over WebRTC, a seeder and a fetcher in two homes meet
+//! through the addresses STUN taught them, and a fetcher behind the symmetric NAT gets the
+//! file through TURN alone (coturn and the signaling server's credentials). Where
+//! namespaces cannot be made (not root), the test says it was skipped and why;
+//! `PPSPP_REQUIRE_NETNS=1` makes that a failure.
 
 mod common;
 
@@ -65,9 +67,14 @@ impl Wan {
 
     /// `ppspp ARGS` inside node `node` (pub, home1, home2, home3).
     fn ppspp(&self, node: &str, args: &[&str]) -> Command {
+        self.cmd(node, Path::new(env!("CARGO_BIN_EXE_ppspp")), args)
+    }
+
+    /// `program ARGS` inside node `node`.
+    fn cmd(&self, node: &str, program: &Path, args: &[&str]) -> Command {
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &format!("{}-{node}", self.name)])
-            .arg(env!("CARGO_BIN_EXE_ppspp"))
+            .arg(program)
             .args(args);
         cmd
     }
@@ -195,4 +202,177 @@ fn a_shaped_home_path_adds_its_delay_and_a_fetch_survives_its_loss() {
         rtts.iter().all(|r| *r >= 38.0),
         "a round trip below the emulated 40 ms: {rtts:?}"
     );
+}
+
+/// A binary of this workspace, built beside this test's own (target/<profile>/).
+fn workspace_bin(package: &str, name: &str) -> PathBuf {
+    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .args(["build", "--quiet", "-p", package])
+        .status()
+        .expect("run cargo build");
+    assert!(status.success(), "building {package} failed");
+    let exe = std::env::current_exe().expect("test binary path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps")
+        .join(name)
+}
+
+const TURN_SECRET: &str = "ppspp-wan-test-secret";
+
+/// STUN and TURN (coturn, TURN REST credentials from `TURN_SECRET`) and the signaling
+/// server handing them out, in the public segment; returns them and the signaling URL.
+fn public_services(wan: &Wan, dir: &Path) -> (Running, Running, String) {
+    let coturn = spawn_command(wan.cmd(
+        "pub",
+        Path::new("turnserver"),
+        &[
+            "-n",
+            "--no-cli",
+            "--no-tls",
+            "--no-dtls",
+            "--listening-ip=198.51.100.10",
+            "--relay-ip=198.51.100.10",
+            "--listening-port=3478",
+            "--fingerprint",
+            "--use-auth-secret",
+            &format!("--static-auth-secret={TURN_SECRET}"),
+            "--realm=ppspp.test",
+            "--log-file=stdout",
+            "--simple-log",
+            &format!("--pidfile={}", dir.join("turn.pid").display()),
+            &format!("--db={}", dir.join("turn.sqlite").display()),
+        ],
+    ));
+    wait_for(&coturn, "Total General servers", "coturn");
+    let mut signal_cmd = wan.cmd(
+        "pub",
+        &workspace_bin("ppspp-signal", "ppspp-signal"),
+        &[
+            "--bind",
+            "198.51.100.10:0",
+            "--stun-url",
+            "stun:198.51.100.10:3478",
+            "--turn-url",
+            "turn:198.51.100.10:3478?transport=udp",
+            "--turn-ttl",
+            "600",
+        ],
+    );
+    signal_cmd.env("PPSPP_SIGNAL_TURN_SECRET", TURN_SECRET);
+    let signal = spawn_command(signal_cmd);
+    let line = wait_for(&signal, "listening on ws://", "ppspp-signal");
+    let url = line[line.find("ws://").expect("the signaling URL")..]
+        .trim()
+        .to_string();
+    (coturn, signal, url)
+}
+
+/// `ppspp seed` of `data` in home 1 (behind a port-keeping NAT) over WebRTC, with the
+/// welcome's STUN and TURN; returns it and its URI.
+fn seed_in_home1(wan: &Wan, dir: &Path, data: &[u8], signal: &str) -> (Running, String) {
+    let src = dir.join("src.bin");
+    std::fs::write(&src, data).unwrap();
+    let seeder = spawn_command(wan.ppspp(
+        "home1",
+        &[
+            "seed",
+            src.to_str().unwrap(),
+            "--signal",
+            signal,
+            "--bind",
+            "192.168.1.2:0",
+            "--chunk-size",
+            "8192",
+        ],
+    ));
+    let uri = seeder.next_line(Duration::from_secs(30));
+    assert!(uri.starts_with("ppspp://"), "{uri}");
+    (seeder, uri)
+}
+
+fn fetch_webrtc(
+    wan: &Wan,
+    home: &str,
+    bind: &str,
+    uri: &str,
+    out: &Path,
+    extra: &[&str],
+) -> String {
+    let child = wan
+        .ppspp(
+            home,
+            &["fetch", uri, "-o", out.to_str().unwrap(), "--bind", bind],
+        )
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start ppspp fetch");
+    let o = finish(child, Duration::from_secs(90), &format!("fetch in {home}"));
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "fetch in {home} failed: {stderr}");
+    stderr
+}
+
+#[test]
+fn native_peers_in_two_homes_meet_through_stun_learnt_addresses() {
+    let Some(wan) = Wan::up("c", &[]) else {
+        return;
+    };
+    let dir = temp_dir("wan-stun");
+    let (_coturn, _signal, signal) = public_services(&wan, &dir);
+    let data = content(1_000_000, 15);
+    let (_seeder, uri) = seed_in_home1(&wan, &dir, &data, &signal);
+    // Home 2 keeps ports too: the two learn their public addresses and punch through.
+    let out = dir.join("home2.bin");
+    let stderr = fetch_webrtc(&wan, "home2", "192.168.2.2:0", &uri, &out, &[]);
+    assert!(std::fs::read(&out).unwrap() == data, "other bytes");
+    assert!(
+        stderr.contains("typ srflx") && stderr.contains("203.0.113.2"),
+        "the fetcher learnt no server-reflexive address: {stderr}"
+    );
+}
+
+#[test]
+fn a_native_fetcher_behind_the_symmetric_nat_gets_the_file_through_turn_alone() {
+    let Some(wan) = Wan::up("d", &[]) else {
+        return;
+    };
+    let dir = temp_dir("wan-turn");
+    let (coturn, _signal, signal) = public_services(&wan, &dir);
+    let data = content(1_000_000, 16);
+    let (_seeder, uri) = seed_in_home1(&wan, &dir, &data, &signal);
+    let out = dir.join("home3.bin");
+    let stderr = fetch_webrtc(
+        &wan,
+        "home3",
+        "192.168.3.2:0",
+        &uri,
+        &out,
+        &["--relay-only"],
+    );
+    assert!(std::fs::read(&out).unwrap() == data, "other bytes");
+    assert!(
+        stderr.contains("typ relay"),
+        "no relayed candidate: {stderr}"
+    );
+    assert!(
+        !stderr.contains("typ host") && !stderr.contains("typ srflx"),
+        "relay only: {stderr}"
+    );
+    drop(coturn);
+}
+
+/// The first line of `p` holding `text`, within 15 s.
+fn wait_for(p: &Running, text: &str, what: &str) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match p.lines.recv_timeout(left) {
+            Ok(line) if line.contains(text) => return line,
+            Ok(_) => {}
+            Err(_) => panic!("{what} did not print {text:?} in time"),
+        }
+    }
 }
