@@ -103,7 +103,7 @@ export async function startPublicSwarm(
   uploadLimit?: number,
   turn?: { ttl?: number },
   seederHome?: number,
-): Promise<{ signal: string; web: string; uri: string; seeder: Proc; procs: Proc[]; named: Record<string, Proc> }> {
+): Promise<{ signal: string; web: string; uri: string; seeder: Proc; named: Record<string, Proc> }> {
   const turnArgs = turn
     ? [`PPSPP_SIGNAL_TURN_SECRET=${TURN_SECRET}`, join(BIN, 'ppspp-signal'), '--stun-url', `stun:${PUBLIC_IP}:3478`,
       '--turn-url', `turn:${PUBLIC_IP}:3478?transport=udp`, '--turn-ttl', String(turn.ttl ?? 3600)]
@@ -116,5 +116,5 @@ export async function startPublicSwarm(
   const seeder = wan.exec(node, join(BIN, 'ppspp'), ['seed', file, '--signal', signalUrl, '--bind', `${bind}:0`,
     '--stats-json', '--chunk-size', '8192', '--hash', 'sha256', ...(uploadLimit ? ['--upload-limit', String(uploadLimit)] : [])]);
   const uri = await seeder.waitLine((l) => l.startsWith('ppspp://'));
-  return { signal: signalUrl, web: webUrl, uri, seeder, procs: [seeder, web, signal], named: { signal, web, seeder } };
+  return { signal: signalUrl, web: webUrl, uri, seeder, named: { signal, web, seeder } };
 }

@@ -202,10 +202,9 @@ impl RtcTransport {
                 .map_err(|e| format!("bad host candidate: {e}"))?;
             rtc.add_local_candidate(candidate);
         }
+        // With relay_only, only relayed candidates were kept.
         for c in &self.learnt {
-            if !self.relay_only || c.kind() == str0m::CandidateKind::Relayed {
-                rtc.add_local_candidate(c.clone());
-            }
+            rtc.add_local_candidate(c.clone());
         }
         Ok(rtc)
     }

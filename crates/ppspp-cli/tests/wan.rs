@@ -20,17 +20,7 @@ fn wan_script() -> PathBuf {
 
 /// The link emulator, built beside this test's own binary (target/<profile>/).
 fn linkem() -> PathBuf {
-    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .args(["build", "--quiet", "-p", "ppspp-linkem"])
-        .status()
-        .expect("run cargo build");
-    assert!(status.success(), "building ppspp-linkem failed");
-    let exe = std::env::current_exe().expect("test binary path");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps");
-    profile_dir.join("ppspp-linkem")
+    workspace_bin("ppspp-linkem", "ppspp-linkem")
 }
 
 /// One emulated internet, removed when the test ends however it ends.
