@@ -12,7 +12,8 @@ export CARGO_TERM_COLOR ?= never
 help:
 	@echo "make test    install what is missing, then run every test (what CI runs)"
 	@echo "make bench   the benchmark suite: browser goodput, verification native vs Wasm, native UDP,"
-	@echo "             swarm of pages, binmap, simulated LEDBAT, swarm across the emulated internet (root)"
+	@echo "             swarm of pages, binmap, simulated LEDBAT, swarm across the emulated internet and"
+	@echo "             native WebRTC stacks compared (both root)"
 	@echo "             -> target/bench/summary.json, BENCHMARKS.md"
 	@echo "make bench-smoke  the same in seconds with tiny sizes (part of make test)"
 	@echo "make experiments  run every simulator experiment (docs/EXPERIMENTS.md) into target/sim/"
@@ -30,10 +31,11 @@ test: setup lint test-rust test-wasm test-fuzz-build test-web test-e2e bench-smo
 
 lint:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --locked --features ppspp-cli/webrtc-rs -- -D warnings
+	$(CARGO) clippy -p ppspp-cli --all-targets --locked -- -D warnings
 
 test-rust:
-	$(CARGO) test --workspace --locked
+	$(CARGO) test --workspace --locked --features ppspp-cli/webrtc-rs
 
 # The core must build for the browser.
 test-wasm:
@@ -54,7 +56,7 @@ web-poison:
 
 # The native seeder, the signaling server and the link emulator, optimised (demo, e2e).
 native:
-	$(CARGO) build --release --locked -p ppspp-cli -p ppspp-signal -p ppspp-linkem
+	$(CARGO) build --release --locked -p ppspp-cli -p ppspp-signal -p ppspp-linkem --features ppspp-cli/webrtc-rs
 
 # Type checks (package, its tests, the e2e suite) and the package's unit tests.
 test-web: web

@@ -17,8 +17,18 @@ const native = read(smoke ? 'native-smoke.json' : 'native.json');
 const browser = read(smoke ? 'browser-smoke.json' : 'browser.json');
 // The WAN part (e2e/bench/wan.bench.ts) needs network namespaces, so root.
 const wan = read(smoke ? 'wan-smoke.json' : 'wan.json');
-
 const med = (x) => (x && typeof x === 'object' ? x.median : x);
+// The native WebRTC stacks compared (e2e/bench/webrtc-stack.bench.ts), also in namespaces.
+const stack = read(smoke ? 'webrtc-stack-smoke.json' : 'webrtc-stack.json');
+const stackFigures = Object.fromEntries(
+  Object.entries(stack.stacks ?? {}).flatMap(([path, byStack]) =>
+    Object.entries(byStack).flatMap(([name, s]) => {
+      const key = `webrtc_stack_${path}_${name.replace('-', '_')}`;
+      return [[`${key}_mbps`, med(s.mb_per_s)], [`${key}_seeder_cpu_s_per_mb`, med(s.seeder_cpu_s_per_mb)]];
+    }),
+  ),
+);
+
 const goodput = Object.entries(browser.goodput ?? {}).map(([cs, g]) => ({ cs: Number(cs), ...g }));
 const best = goodput.reduce((a, g) => (!a || med(g.ppspp_mbps) > med(a.ppspp_mbps) ? g : a), null);
 const verifyKeys = Object.keys(browser.verify_wasm ?? {});
@@ -47,6 +57,7 @@ const summary = {
   wan_longest_stall_ms: wan.longest_stall_ms?.max ?? null,
   wan_offload_ratio: med(wan.offload),
   wan_seeder_upload_ratio: med(wan.seeder_upload_ratio),
+  ...stackFigures,
 };
 const missing = Object.entries(summary).filter(([k, v]) => k.match(/ratio|mbps|ms|_s$/) && !Number.isFinite(v));
 writeFileSync(join(bench, smoke ? 'summary-smoke.json' : 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
@@ -84,7 +95,23 @@ lines.push(`### 5. Swarm across the emulated internet: 1 native seeder + ${wan.p
 lines.push(`Every home's path: ${wan.link.one_way_delay_ms} ms each way (${2 * wan.link.one_way_delay_ms} ms round trip to the public segment, ${4 * wan.link.one_way_delay_ms} ms between homes), ${wan.link.loss_percent_each_way} % loss each way, ${wan.link.uplink_mbit} Mbit/s uplink (\`scripts/wan.sh\`, \`ppspp-linkem\`); the same video, each page playing it to the end; STUN from coturn. Measured ${wan.date.slice(0, 10)}; median (min–max) over all pages of ${wan.runs} runs, ratios per run (\`target/bench/wan.json\`).`, '');
 lines.push('| first frame after attach() | stalls per page | longest stall | offload (from peers ÷ received) | seeder upload ÷ content |', '|---|---|---|---|---|');
 lines.push(`| ${mmm(wan.ttff_ms, 0)} ms | ${mmm(wan.stalls_per_page, 0)} | ${mmm(wan.longest_stall_ms, 0)} ms | ${mmm(wan.offload, 2)} | ${mmm(wan.seeder_upload_ratio, 2)} |`, '');
-lines.push('### 6. Binmap vs bitmap (operations per second)', '');
+/** `--delay 20 --loss 1` (scripts/wan.sh's link options) in words. */
+function linkText(link) {
+  const words = { '--delay': (v) => `${v} ms each way`, '--loss': (v) => `${v} % loss each way`, '--rate': (v) => `a ${v} Mbit/s uplink`, '--jitter': (v) => `${v} ms jitter` };
+  const parts = [];
+  for (let i = 0; i + 1 < link.length; i += 2) if (words[link[i]]) parts.push(words[link[i]](link[i + 1]));
+  return parts.join(', ');
+}
+lines.push('### 6. Native WebRTC stacks: the native seeder → one page', '');
+lines.push(`\`ppspp seed --webrtc-stack\` str0m or webrtc-rs, one Chromium page fetching with \`Peer.fetch\` in the emulated internet: *direct* from a home behind a port-preserving NAT; *relay*, the seeder offering only a TURN relay on coturn and the page behind the symmetric NAT; *loss*, ${linkText(stack.paths?.find((p) => p.name === 'loss')?.link ?? [])} on the home's path. MB/s is content ÷ the fetch's time (connection set-up included); CPU is the seeder's, from /proc. Measured ${stack.date?.slice(0, 10)}; median (min–max) of ${stack.rounds} fetches each, the stacks alternating (\`target/bench/webrtc-stack.json\`).`, '');
+lines.push('| path | content | stack | MB/s | seeder CPU s per MB | seeder upload ÷ content |', '|---|---|---|---|---|---|');
+for (const p of stack.paths ?? []) {
+  for (const [name, s] of Object.entries(stack.stacks?.[p.name] ?? {})) {
+    lines.push(`| ${p.name} | ${f(p.content_bytes / (1 << 20), 0)} MiB | ${name} | ${mmm(s.mb_per_s, 2)} | ${mmm(s.seeder_cpu_s_per_mb, 3)} | ${mmm(s.seeder_upload_ratio, 3)} |`);
+  }
+}
+lines.push('');
+lines.push('### 7. Binmap vs bitmap (operations per second)', '');
 const ops = native.binmap?.ops_per_s ?? {};
 const pairs = Object.keys(ops).filter((k) => k.includes('binmap')).map((k) => [k, k.replace('binmap', 'bitmap')]);
 lines.push('| operation | binmap | bitmap |', '|---|---|---|');
@@ -93,7 +120,7 @@ if (native.binmap?.memory) {
   lines.push('', 'Memory (bytes):', '', '| map | binmap | bitmap |', '|---|---|---|');
   for (const [k, v] of Object.entries(native.binmap.memory)) lines.push(`| ${k} | ${v.binmap ?? v.binmap_bytes ?? '–'} | ${v.bitmap ?? v.bitmap_bytes ?? '–'} |`);
 }
-lines.push('', '### 7. Simulated LEDBAT (deterministic, `ppspp-sim`)', '');
+lines.push('', '### 8. Simulated LEDBAT (deterministic, `ppspp-sim`)', '');
 lines.push('```json', JSON.stringify({ link: native.sim?.link, delay: native.sim?.delay, loss: native.sim?.loss }, null, 1).slice(0, 3000), '```', '');
 lines.push('Plots: ' + ['sim-link-rate', 'sim-link-cwnd', 'sim-delay-rate', 'sim-loss-rate'].map((p) => `[${p}](docs/bench/${p}.png)`).join(', '), '');
 

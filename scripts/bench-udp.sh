@@ -6,7 +6,7 @@ set -euo pipefail
 runs=${1:-3}
 mb=${2:-100}
 top=$(cd "$(dirname "$0")/.." && pwd)
-cargo build --release -q -p ppspp-cli --manifest-path "$top/Cargo.toml"
+cargo build --release -q -p ppspp-cli --features ppspp-cli/webrtc-rs --manifest-path "$top/Cargo.toml"
 bin="$top/target/release/ppspp"
 [ -x /usr/bin/time ] || { echo "bench-udp: needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
 work=$(mktemp -d)

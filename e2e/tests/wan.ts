@@ -93,9 +93,9 @@ export async function startTurn(wan: Wan): Promise<Proc> {
 
 /**
  * The signaling server, the static web server and `ppspp seed FILE` in the public
- * segment (the seeder in home `seederHome` instead, if given). With `turn`, the signaling
- * server hands every client STUN and TURN servers with credentials valid for `ttl`
- * seconds in its welcome.
+ * segment (the seeder in home `seederHome` instead, if given; `seederArgs` added to its
+ * command line). With `turn`, the signaling server hands every client STUN and TURN
+ * servers with credentials valid for `ttl` seconds in its welcome.
  */
 export async function startPublicSwarm(
   wan: Wan,
@@ -103,6 +103,7 @@ export async function startPublicSwarm(
   uploadLimit?: number,
   turn?: { ttl?: number },
   seederHome?: number,
+  seederArgs: string[] = [],
 ): Promise<{ signal: string; web: string; uri: string; seeder: Proc; named: Record<string, Proc> }> {
   const turnArgs = turn
     ? [`PPSPP_SIGNAL_TURN_SECRET=${TURN_SECRET}`, join(BIN, 'ppspp-signal'), '--stun-url', `stun:${PUBLIC_IP}:3478`,
@@ -114,7 +115,7 @@ export async function startPublicSwarm(
   const webUrl = (await web.waitLine((l) => l.startsWith('serving '))).slice('serving '.length).replace(/\/$/, '');
   const [node, bind] = seederHome === undefined ? ['pub', PUBLIC_IP] : [`home${seederHome}`, `192.168.${seederHome}.2`];
   const seeder = wan.exec(node, join(BIN, 'ppspp'), ['seed', file, '--signal', signalUrl, '--bind', `${bind}:0`,
-    '--stats-json', '--chunk-size', '8192', '--hash', 'sha256', ...(uploadLimit ? ['--upload-limit', String(uploadLimit)] : [])]);
+    '--stats-json', '--chunk-size', '8192', '--hash', 'sha256', ...(uploadLimit ? ['--upload-limit', String(uploadLimit)] : []), ...seederArgs]);
   const uri = await seeder.waitLine((l) => l.startsWith('ppspp://'));
   return { signal: signalUrl, web: webUrl, uri, seeder, named: { signal, web, seeder } };
 }

@@ -157,6 +157,7 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
             };
             let mut t = RtcTransport::bind(SocketAddr::new(ip, 0), client)?;
             t.relay_only = args.ice.relay_only;
+            t.stack = args.ice.webrtc_stack;
             t.gather_and_report(&servers).await;
             Ok::<_, String>(t)
         })?),

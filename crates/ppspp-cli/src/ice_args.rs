@@ -1,5 +1,5 @@
-//! The STUN/TURN options `seed` and `fetch` share: servers of the command line, added to
-//! those of the signaling server's welcome.
+//! The WebRTC options `seed` and `fetch` share: STUN/TURN servers of the command line
+//! (added to those of the signaling server's welcome), and the WebRTC stack.
 
 use ppspp_signal_protocol::IceServer;
 
@@ -26,6 +26,10 @@ pub struct IceArgs {
     /// allows nothing else, or a test of the relay).
     #[arg(long = "relay-only")]
     pub relay_only: bool,
+    /// The WebRTC implementation: str0m; webrtc-rs in builds with the `webrtc-rs` feature,
+    /// kept to re-measure the choice (docs/ARCHITECTURE.md).
+    #[arg(long = "webrtc-stack", value_enum, default_value_t)]
+    pub webrtc_stack: crate::rtc::Stack,
 }
 
 impl IceArgs {
@@ -94,7 +98,7 @@ mod tests {
             turn: vec!["turn:192.0.2.2".into()],
             turn_username: Some("u".into()),
             turn_credential: Some("p".into()),
-            relay_only: false,
+            ..IceArgs::default()
         };
         let servers = args.servers(&[turn_from_welcome()]).unwrap();
         let urls: Vec<&str> = servers.iter().map(|s| s.urls()[0].as_str()).collect();

@@ -1,6 +1,6 @@
 //! Drives a sans-IO peer (the engine, or discovery before it) over its transports: plain
 //! UDP (one socket for every UDP peer) and WebRTC data channels (one more socket for every
-//! peer connection, see `rtc.rs`). One loop, [`drive`], alternates between datagrams,
+//! peer connection, see `rtc/`). One loop, [`drive`], alternates between datagrams,
 //! WebRTC events, the timers and the stats tick; a [`Role`] says what differs between the
 //! engine and discovery. The peer decides everything; the loop only moves bytes and time.
 

@@ -97,6 +97,7 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
                 let mut t = RtcTransport::bind(bind, client)?;
                 t.seeder = true;
                 t.relay_only = args.ice.relay_only;
+                t.stack = args.ice.webrtc_stack;
                 t.gather_and_report(&servers).await;
                 uri.signal = Some(url.clone());
                 serving.push(format!(

@@ -1,27 +1,28 @@
-//! WebRTC data channels over str0m (sans-IO), for the same tokio loop that drives the engine.
+//! WebRTC data channels over a sans-IO WebRTC stack (str0m by default; webrtc-rs for the
+//! comparison in docs/ARCHITECTURE.md), for the same tokio loop that drives the engine.
 //!
-//! One UDP socket carries every peer connection: incoming datagrams go to the `Rtc` that
-//! `accepts` them. Offers, answers and candidates travel through the signaling client
+//! One UDP socket carries every peer connection: incoming datagrams go to the connection
+//! that accepts them. Offers, answers and candidates travel through the signaling client
 //! (docs/SIGNALING.md). Each peer connection has one data channel, unordered with
 //! `maxRetransmits: 0`, carrying one PPSPP datagram per message: PPSPP does its own
 //! retransmission and congestion control, so SCTP must not.
 
+mod peer_conn;
+mod str0m_conn;
+#[cfg(feature = "webrtc-rs")]
+mod webrtc_rs_conn;
+
 use crate::gather::{Gatherer, Learnt};
 use crate::signal::SignalClient;
+pub use peer_conn::Stack;
+use peer_conn::{CandidateKind, LocalCandidate, Output, PeerConn};
 use ppspp_signal_protocol::{IceServer, ServerMessage};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-use str0m::change::{SdpAnswer, SdpOffer, SdpPendingOffer};
-use str0m::channel::{ChannelConfig, ChannelId, Reliability};
-use str0m::net::{Protocol, Receive};
-use str0m::{Candidate, Event, IceConnectionState, Input, Output, Rtc};
 use tokio::net::UdpSocket;
-
-/// The data channel's label.
-pub const LABEL: &str = "ppspp";
 /// Messages are dropped (a loss PPSPP recovers from) while more than this is buffered in the
 /// channel: a large queue on an unordered, unreliable channel mostly gets lost anyway.
 pub const MAX_BUFFERED: usize = 64 * 1024;
@@ -45,15 +46,14 @@ pub enum RtcEvent {
 }
 
 struct Conn {
-    rtc: Rtc,
+    pc: Box<dyn PeerConn>,
     remote: String,
     initiator: bool,
-    pending: Option<SdpPendingOffer>,
-    channel: Option<ChannelId>,
+    open: bool,
     timeout: Instant,
     created: Instant,
     dead: bool,
-    /// Messages not yet handed to str0m, and their bytes.
+    /// Messages not yet handed to the WebRTC stack, and their bytes.
     queue: VecDeque<Vec<u8>>,
     queued: usize,
 }
@@ -89,11 +89,13 @@ pub struct RtcTransport {
     gatherer: Option<Gatherer>,
     /// The server-reflexive and relayed candidates learnt so far (every new connection
     /// gets them, and those already made get them as they come).
-    learnt: Vec<Candidate>,
+    learnt: Vec<LocalCandidate>,
     /// Offer relayed candidates only (no host candidate): reachable through TURN alone.
     pub relay_only: bool,
     /// When the STUN/TURN clients next want `handle_timeout` (read after each of their turns).
     gatherer_timeout: Option<Instant>,
+    /// The WebRTC implementation of new connections.
+    pub stack: Stack,
 }
 
 impl RtcTransport {
@@ -130,6 +132,7 @@ impl RtcTransport {
             learnt: Vec::new(),
             relay_only: false,
             gatherer_timeout: None,
+            stack: Stack::default(),
         })
     }
 
@@ -191,22 +194,23 @@ impl RtcTransport {
             eprintln!("ice: {p}");
         }
         for c in &self.learnt {
-            eprintln!("ice: candidate {}", c.to_sdp_string());
+            eprintln!("ice: {}", c.sdp_line());
         }
     }
 
-    fn new_rtc(&self, now: Instant) -> Result<Rtc, String> {
-        let mut rtc = Rtc::new(now);
-        if !self.relay_only {
-            let candidate = Candidate::host(self.local, "udp")
-                .map_err(|e| format!("bad host candidate: {e}"))?;
-            rtc.add_local_candidate(candidate);
-        }
-        // With relay_only, only relayed candidates were kept.
-        for c in &self.learnt {
-            rtc.add_local_candidate(c.clone());
-        }
-        Ok(rtc)
+    /// The candidates a new connection offers: ours, and those learnt so far (with
+    /// `relay_only`, only relayed ones were kept).
+    fn local_candidates(&self) -> Vec<LocalCandidate> {
+        let host = LocalCandidate {
+            kind: CandidateKind::Host,
+            addr: self.local,
+            base: self.local,
+        };
+        (!self.relay_only)
+            .then_some(host)
+            .into_iter()
+            .chain(self.learnt.iter().copied())
+            .collect()
     }
 
     /// What the STUN/TURN servers sent: new candidates go to every connection (and to its
@@ -218,13 +222,15 @@ impl RtcTransport {
         self.gatherer_timeout = g.poll_timeout();
         let mut fresh = Vec::new();
         while let Some(l) = g.poll_learnt() {
-            let c = match l {
-                Learnt::ServerReflexive(a) => Candidate::server_reflexive(a, self.local, "udp"),
-                Learnt::Relayed(a) => Candidate::relayed(a, self.local, "udp"),
+            let (kind, addr) = match l {
+                Learnt::ServerReflexive(a) => (CandidateKind::ServerReflexive, a),
+                Learnt::Relayed(a) => (CandidateKind::Relayed, a),
             };
-            if let Ok(c) = c {
-                fresh.push(c);
-            }
+            fresh.push(LocalCandidate {
+                kind,
+                addr,
+                base: self.local,
+            });
         }
         let mut relayed = Vec::new();
         while let Some(r) = g.poll_relayed() {
@@ -232,24 +238,21 @@ impl RtcTransport {
         }
         for c in fresh {
             // Once each; and a server-reflexive address that is our own (no NAT) adds nothing.
-            let own = c.kind() == str0m::CandidateKind::ServerReflexive && c.addr() == self.local;
-            let known = self
-                .learnt
-                .iter()
-                .any(|l| l.kind() == c.kind() && l.addr() == c.addr());
-            if own || known || (self.relay_only && c.kind() != str0m::CandidateKind::Relayed) {
+            let own = c.kind == CandidateKind::ServerReflexive && c.addr == self.local;
+            let known = self.learnt.contains(&c);
+            if own || known || (self.relay_only && c.kind != CandidateKind::Relayed) {
                 continue;
             }
-            self.learnt.push(c.clone());
+            self.learnt.push(c);
             let ids: Vec<u64> = self.conns.keys().copied().collect();
             for id in ids {
                 let Some(conn) = self.conns.get_mut(&id) else {
                     continue;
                 };
-                if conn.rtc.add_local_candidate(c.clone()).is_some() {
+                if let Some(line) = conn.pc.add_local_candidate(&c) {
                     self.sig_out.push((
                         conn.remote.clone(),
-                        json!({"kind": "candidate", "candidate": {"candidate": c.to_sdp_string(), "sdpMid": null, "sdpMLineIndex": 0}}),
+                        json!({"kind": "candidate", "candidate": {"candidate": line, "sdpMid": null, "sdpMLineIndex": 0}}),
                     ));
                 }
                 self.drain(id);
@@ -260,24 +263,25 @@ impl RtcTransport {
         }
     }
 
-    fn insert(&mut self, remote: &str, mut rtc: Rtc, initiator: bool, now: Instant) -> u64 {
-        // Time starts now: str0m's ICE agent schedules no checks of its own before its
-        // first timeout, so without this an answerer only ever answered checks (and one
-        // behind a NAT that drops unsolicited packets never connected).
-        let dead = rtc.handle_input(Input::Timeout(now)).is_err();
+    fn insert(
+        &mut self,
+        remote: &str,
+        pc: Box<dyn PeerConn>,
+        initiator: bool,
+        now: Instant,
+    ) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         self.conns.insert(
             id,
             Conn {
-                rtc,
+                pc,
                 remote: remote.to_string(),
                 initiator,
-                pending: None,
-                channel: None,
+                open: false,
                 timeout: now,
                 created: now,
-                dead,
+                dead: false,
                 queue: VecDeque::new(),
                 queued: 0,
             },
@@ -292,22 +296,11 @@ impl RtcTransport {
             return Ok(id);
         }
         let now = Instant::now();
-        let mut rtc = self.new_rtc(now)?;
-        let mut api = rtc.sdp_api();
-        api.add_channel_with_config(ChannelConfig {
-            label: LABEL.to_string(),
-            ordered: false,
-            reliability: Reliability::MaxRetransmits { retransmits: 0 },
-            ..Default::default()
-        });
-        let (offer, pending) = api.apply().ok_or("no offer to make")?;
-        let id = self.insert(peer, rtc, true, now);
-        if let Some(c) = self.conns.get_mut(&id) {
-            c.pending = Some(pending);
-        }
+        let (pc, offer) = peer_conn::offer(self.stack, now, &self.local_candidates())?;
+        let id = self.insert(peer, pc, true, now);
         self.sig_out.push((
             peer.to_string(),
-            json!({"kind": "offer", "sdp": offer.to_sdp_string(), "seeder": self.seeder}),
+            json!({"kind": "offer", "sdp": offer, "seeder": self.seeder}),
         ));
         self.drain(id);
         Ok(id)
@@ -316,7 +309,7 @@ impl RtcTransport {
     /// Sends one message on `id`'s data channel. Returns false when it was dropped (no open
     /// channel, or the connection's queue is full).
     ///
-    /// At most [`MAX_BUFFERED`] bytes are handed to str0m; what does not fit waits in the
+    /// At most [`MAX_BUFFERED`] bytes are handed to the WebRTC stack; what does not fit waits in the
     /// connection's own queue (up to [`MAX_QUEUED`] bytes) until SCTP has sent enough. The
     /// engine's LEDBAT sees that wait as queuing delay and slows down, instead of seeing
     /// losses: SCTP's congestion window starts far smaller than the engine's burst on a
@@ -325,7 +318,7 @@ impl RtcTransport {
         let Some(conn) = self.conns.get_mut(&id) else {
             return false;
         };
-        if conn.channel.is_none() || conn.queued + data.len() > MAX_QUEUED {
+        if !conn.open || conn.queued + data.len() > MAX_QUEUED {
             self.dropped += 1;
             return false;
         }
@@ -339,10 +332,9 @@ impl RtcTransport {
     /// Closes connection `id` (a `Closed` event follows).
     pub fn close(&mut self, id: u64) {
         if let Some(c) = self.conns.get_mut(&id)
-            && c.rtc.close().is_err()
+            && c.pc.close().is_err()
         {
-            // Graceful close (SCTP shutdown, DTLS close_notify) failed: just drop it.
-            c.rtc.disconnect();
+            // It cannot be closed gracefully (SCTP shutdown, DTLS close_notify): drop it.
             c.dead = true;
         }
         self.drain(id);
@@ -367,12 +359,8 @@ impl RtcTransport {
             self.dropped, self.sent, self.received
         );
         for (id, c) in self.conns.iter_mut() {
-            if let Some(mut ch) = c.channel.and_then(|cid| c.rtc.channel(cid)) {
-                out += &format!(
-                    " #{id}:buffered={},queued={}",
-                    ch.buffered_amount(),
-                    c.queued
-                );
+            if let Some(buffered) = c.pc.buffered_amount() {
+                out += &format!(" #{id}:buffered={buffered},queued={}", c.queued);
             }
         }
         out
@@ -387,10 +375,10 @@ impl RtcTransport {
         let conns = self
             .conns
             .values()
-            .map(|c| match c.channel {
+            .map(|c| match c.open {
                 // Not open yet: also wake up to give it up in time.
-                None => c.timeout.min(c.created + self.open_timeout),
-                Some(_) => c.timeout,
+                false => c.timeout.min(c.created + self.open_timeout),
+                true => c.timeout,
             })
             .min();
         conns.into_iter().chain(self.gatherer_timeout).min()
@@ -406,8 +394,8 @@ impl RtcTransport {
             let Some(c) = self.conns.get_mut(&id) else {
                 continue;
             };
-            let expired = c.channel.is_none() && now >= c.created + self.open_timeout;
-            if expired || (now >= c.timeout && c.rtc.handle_input(Input::Timeout(now)).is_err()) {
+            let expired = !c.open && now >= c.created + self.open_timeout;
+            if expired || (now >= c.timeout && c.pc.handle_timeout(now).is_err()) {
                 c.dead = true;
             }
             self.drain(id);
@@ -498,26 +486,14 @@ impl RtcTransport {
 
     /// A datagram from `from` to our address `to` (the socket's, or a relayed one).
     fn receive(&mut self, now: Instant, from: SocketAddr, to: SocketAddr, data: &[u8]) {
-        let Ok(contents) = data.try_into() else {
-            return;
-        };
-        let input = Input::Receive(
-            now,
-            Receive {
-                proto: Protocol::Udp,
-                source: from,
-                destination: to,
-                contents,
-            },
-        );
         let Some((&id, conn)) = self
             .conns
             .iter_mut()
-            .find(|(_, c)| !c.dead && c.rtc.accepts(&input))
+            .find(|(_, c)| !c.dead && c.pc.accepts(from, to, data))
         else {
             return;
         };
-        if conn.rtc.handle_input(input).is_err() {
+        if conn.pc.receive(now, from, to, data).is_err() {
             conn.dead = true;
         }
         self.drain(id);
@@ -540,7 +516,7 @@ impl RtcTransport {
                 // An open connection may outlive its signaling session; one still being set
                 // up cannot complete.
                 if let Some(&id) = self.by_remote.get(&peer_id)
-                    && self.conns.get(&id).is_some_and(|c| c.channel.is_none())
+                    && self.conns.get(&id).is_some_and(|c| !c.open)
                 {
                     self.close(id);
                 }
@@ -559,20 +535,16 @@ impl RtcTransport {
         if self.by_remote.contains_key(from) {
             return; // no renegotiation
         }
-        let Ok(offer) = SdpOffer::from_sdp_string(sdp) else {
-            return;
-        };
         let now = Instant::now();
-        let Ok(mut rtc) = self.new_rtc(now) else {
+        // Untrusted input: an offer we cannot answer is ignored.
+        let Ok((pc, answer)) = peer_conn::answer(self.stack, now, &self.local_candidates(), sdp)
+        else {
             return;
         };
-        let Ok(answer) = rtc.sdp_api().accept_offer(offer) else {
-            return;
-        };
-        let id = self.insert(from, rtc, false, now);
+        let id = self.insert(from, pc, false, now);
         self.sig_out.push((
             from.to_string(),
-            json!({"kind": "answer", "sdp": answer.to_sdp_string(), "seeder": self.seeder}),
+            json!({"kind": "answer", "sdp": answer, "seeder": self.seeder}),
         ));
         self.drain(id);
     }
@@ -584,11 +556,7 @@ impl RtcTransport {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
-        let (Some(pending), Ok(answer)) = (conn.pending.take(), SdpAnswer::from_sdp_string(sdp))
-        else {
-            return;
-        };
-        if conn.rtc.sdp_api().accept_answer(pending, answer).is_err() {
+        if conn.pc.accept_answer(sdp).is_err() {
             conn.dead = true;
         }
         self.drain(id);
@@ -603,80 +571,75 @@ impl RtcTransport {
             .and_then(|c| c.get("candidate").or(Some(c)))
             .and_then(Value::as_str)
             .unwrap_or("");
-        let Ok(candidate) = Candidate::from_sdp_string(text) else {
-            return;
-        };
         if let Some(conn) = self.conns.get_mut(&id) {
-            conn.rtc.add_remote_candidate(candidate);
+            conn.pc.add_remote_candidate(text);
         }
         self.drain(id);
     }
 
-    /// Drains connection `id`'s output until its next timeout, as str0m requires after every
-    /// mutation; removes it if it died.
+    /// Drains connection `id`'s output until its next timeout, as the WebRTC stack requires
+    /// after every mutation; removes it if it died.
     fn drain(&mut self, id: u64) {
         let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
         while !conn.dead {
-            match conn.rtc.poll_output() {
-                Ok(Output::Timeout(t)) => {
+            match conn.pc.poll_output() {
+                Output::Timeout(t) => {
                     conn.timeout = t;
-                    // Hand str0m queued messages while its buffer has room; each write is a
-                    // mutation, so drain again after it.
-                    if let (Some(cid), Some(msg)) = (conn.channel, conn.queue.front())
-                        && let Some(mut ch) = conn.rtc.channel(cid)
-                        && ch.buffered_amount() <= MAX_BUFFERED
+                    // Hand the stack queued messages while its buffer has room; each write
+                    // is a mutation, so drain again after it.
+                    if conn.open
+                        && let Some(msg) = conn.queue.front()
+                        && conn.pc.buffered_amount().is_some_and(|b| b <= MAX_BUFFERED)
                     {
-                        let len = msg.len();
-                        if !matches!(ch.write(true, msg), Ok(true)) {
+                        if !conn.pc.write(Instant::now(), msg) {
                             self.dropped += 1;
                         }
+                        let len = msg.len();
                         conn.queue.pop_front();
                         conn.queued -= len;
                         continue;
                     }
                     break;
                 }
-                Ok(Output::Transmit(t)) => match self.gatherer.as_mut() {
+                Output::Transmit {
+                    source,
+                    destination,
+                    data,
+                } => match self.gatherer.as_mut() {
                     // From a relayed candidate: through its TURN server.
-                    Some(g) if g.is_relay(t.source) => {
-                        g.send_relayed(Instant::now(), t.source, t.destination, &t.contents);
+                    Some(g) if g.is_relay(source) => {
+                        g.send_relayed(Instant::now(), source, destination, &data);
                     }
-                    _ => self.outbox.push((t.destination, t.contents.to_vec())),
+                    _ => self.outbox.push((destination, data)),
                 },
-                Ok(Output::Event(e)) => match e {
-                    Event::ChannelOpen(cid, _) if conn.channel.is_none() => {
-                        conn.channel = Some(cid);
+                Output::Open => {
+                    if !conn.open {
+                        conn.open = true;
                         self.events.push_back(RtcEvent::Open {
                             id,
                             initiator: conn.initiator,
                         });
                     }
-                    Event::ChannelData(d) if Some(d.id) == conn.channel => {
-                        self.received += 1;
-                        self.events.push_back(RtcEvent::Data { id, data: d.data });
-                    }
-                    Event::ChannelClose(cid) if Some(cid) == conn.channel => {
-                        conn.dead = true;
-                    }
-                    Event::IceConnectionStateChange(IceConnectionState::Disconnected) => {
-                        conn.dead = true;
-                    }
-                    _ => {}
-                },
-                Err(_) => conn.dead = true,
+                }
+                Output::Data(data) => {
+                    self.received += 1;
+                    self.events.push_back(RtcEvent::Data { id, data });
+                }
+                Output::Closed => conn.dead = true,
             }
         }
-        if conn.dead || !conn.rtc.is_alive() {
-            let was_open = conn.channel.is_some();
-            let remote = conn.remote.clone();
-            self.conns.remove(&id);
-            if self.by_remote.get(&remote) == Some(&id) {
-                self.by_remote.remove(&remote);
-            }
-            self.events.push_back(RtcEvent::Closed { id, was_open });
+        if !conn.dead {
+            return;
         }
+        let was_open = conn.open;
+        let remote = conn.remote.clone();
+        self.conns.remove(&id);
+        if self.by_remote.get(&remote) == Some(&id) {
+            self.by_remote.remove(&remote);
+        }
+        self.events.push_back(RtcEvent::Closed { id, was_open });
     }
 }
 
@@ -686,8 +649,11 @@ mod tests {
 
     const SWARM: &str = "c89800bfc82ed01ed6e3bfd5408c51274491f7d4";
 
-    /// An in-process signaling server and two transports on loopback, joined in order.
-    async fn two_transports() -> (ppspp_signal::Running, RtcTransport, RtcTransport) {
+    /// An in-process signaling server and two transports on loopback, joined in order, on
+    /// the WebRTC stacks `stacks`.
+    async fn two_transports(
+        stacks: [Stack; 2],
+    ) -> (ppspp_signal::Running, RtcTransport, RtcTransport) {
         let server = ppspp_signal::spawn(
             "127.0.0.1:0".parse().unwrap(),
             ppspp_signal::Config::default(),
@@ -696,10 +662,12 @@ mod tests {
         .unwrap();
         let url = server.url();
         let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
-        let a =
+        let mut a =
             RtcTransport::bind(loopback, SignalClient::join(&url, SWARM).await.unwrap()).unwrap();
-        let b =
+        let mut b =
             RtcTransport::bind(loopback, SignalClient::join(&url, SWARM).await.unwrap()).unwrap();
+        a.stack = stacks[0];
+        b.stack = stacks[1];
         (server, a, b)
     }
 
@@ -740,8 +708,26 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn two_endpoints_exchange_messages_over_loopback() {
-        let (server, mut a, mut b) = two_transports().await;
+    async fn two_str0m_endpoints_exchange_messages_over_loopback() {
+        exchange_messages([Stack::Str0m, Stack::Str0m]).await;
+    }
+
+    #[cfg(feature = "webrtc-rs")]
+    #[tokio::test]
+    async fn two_webrtc_rs_endpoints_exchange_messages_over_loopback() {
+        exchange_messages([Stack::WebrtcRs, Stack::WebrtcRs]).await;
+    }
+
+    #[cfg(feature = "webrtc-rs")]
+    #[tokio::test]
+    async fn str0m_and_webrtc_rs_exchange_messages_both_ways_round() {
+        exchange_messages([Stack::Str0m, Stack::WebrtcRs]).await;
+        exchange_messages([Stack::WebrtcRs, Stack::Str0m]).await;
+    }
+
+    /// `b` offers to `a`; messages both ways, a burst, then a close.
+    async fn exchange_messages(stacks: [Stack; 2]) {
+        let (server, mut a, mut b) = two_transports(stacks).await;
         let a_id = a.peer_id().unwrap().to_string();
         assert_eq!(b.welcome_peers(), vec![a_id.clone()]);
         let b_conn = b.offer(&a_id).unwrap();
@@ -857,7 +843,13 @@ mod tests {
 
     #[tokio::test]
     async fn a_connection_that_never_opens_is_given_up() {
-        let (server, mut a, mut b) = two_transports().await;
+        never_opens(Stack::Str0m).await;
+        #[cfg(feature = "webrtc-rs")]
+        never_opens(Stack::WebrtcRs).await;
+    }
+
+    async fn never_opens(stack: Stack) {
+        let (server, mut a, mut b) = two_transports([stack; 2]).await;
         b.open_timeout = Duration::from_millis(300);
         // Nobody has this id: the offer is not delivered (the server says unknown-peer).
         let started = Instant::now();
