@@ -1,9 +1,11 @@
-//! `ppspp root FILE`: hash a file into its Merkle root, streaming so size costs no memory.
+//! `ppspp root FILE`: hash a file into its Merkle root, streaming so size costs no memory;
+//! with `--tree OUT`, also write its hash tree for an HTTP origin (docs/FORMATS.md).
 
 use clap::Args;
+use ppspp::merkle::tree_file::{DEFAULT_GROUP_LAYER, TreeFileHeader, encode_record};
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
 use std::fs::File;
-use std::io::{ErrorKind, Read};
+use std::io::{BufWriter, ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 
 /// The RFC's recommended chunk size.
@@ -21,6 +23,10 @@ pub struct RootArgs {
     /// Chunk size in bytes (1 to 1 MiB; the RFC recommends 1024).
     #[arg(long = "chunk-size", default_value_t = DEFAULT_CHUNK_SIZE, value_parser = parse_chunk_size)]
     chunk_size: usize,
+    /// Also write the hash tree to this file (docs/FORMATS.md), to serve next to the
+    /// content so pages can verify what they fetch from a web server.
+    #[arg(long = "tree", value_name = "OUT")]
+    tree: Option<PathBuf>,
 }
 
 pub fn parse_chunk_size(s: &str) -> Result<usize, String> {
@@ -45,7 +51,35 @@ pub fn run(args: &RootArgs) -> Result<(), String> {
         tree.chunk_size(),
         tree.algorithm()
     );
+    if let Some(out) = &args.tree {
+        let written = write_tree_file(&tree, out)?;
+        eprintln!("wrote the hash tree to {} ({written} bytes)", out.display());
+    }
     Ok(())
+}
+
+/// Writes `tree` as a tree file at `out`, through a temporary file renamed into place (a
+/// reader never sees half a file). Returns its size.
+pub fn write_tree_file(tree: &MerkleTree, out: &Path) -> Result<u64, String> {
+    let shown = out.display();
+    let header = TreeFileHeader::of(tree, DEFAULT_GROUP_LAYER)
+        .ok_or_else(|| format!("cannot write {shown}: chunk size too large"))?;
+    let mut part = out.as_os_str().to_owned();
+    part.push(".part");
+    let part = PathBuf::from(part);
+    let write = || -> std::io::Result<()> {
+        let mut w = BufWriter::new(File::create(&part)?);
+        w.write_all(&header.encode())?;
+        for g in 0..header.group_count() {
+            w.write_all(&encode_record(tree, &header, g))?;
+        }
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()
+    };
+    if let Err(e) = write().and_then(|()| std::fs::rename(&part, out)) {
+        let _ = std::fs::remove_file(&part);
+        return Err(format!("cannot write {shown}: {e}"));
+    }
+    Ok(header.file_len())
 }
 
 /// Hashes a file into its Merkle tree, reading it in 64 KiB pieces (size costs no memory

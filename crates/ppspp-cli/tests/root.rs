@@ -113,3 +113,69 @@ fn empty_file_is_a_clear_error() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("cannot hash"), "{}", stderr(&out));
 }
+
+#[test]
+fn tree_file_verifies_every_chunk_of_the_file() {
+    use ppspp::merkle::HashAlgorithm;
+    use ppspp::merkle::tree_file::TreeFileHeader;
+    let file = m74();
+    let dir = std::env::temp_dir().join(format!("ppspp-tree-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out_path = dir.join("m74.tree");
+    let out = ppspp(&[
+        "root",
+        file.to_str().unwrap(),
+        "--hash",
+        "sha256",
+        "--chunk-size",
+        "1024",
+        "--tree",
+        out_path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("wrote the hash tree to"),
+        "{}",
+        stderr(&out)
+    );
+    let root =
+        ppspp::merkle::Hash::from_hex(stdout(&out).split_whitespace().next().unwrap()).unwrap();
+    let tree = std::fs::read(&out_path).unwrap();
+    let content = std::fs::read(&file).unwrap();
+    let alg = HashAlgorithm::Sha256;
+    let header = TreeFileHeader::decode(
+        &tree[..TreeFileHeader::len_for(alg)],
+        alg,
+        &root,
+        1024,
+        content.len() as u64,
+    )
+    .unwrap();
+    assert_eq!(header.file_len(), tree.len() as u64);
+    assert_eq!(header.content_len(), content.len() as u64);
+    let mut v = header.verifying_tree().unwrap();
+    for g in 0..header.group_count() {
+        let r = header.record_range(g).unwrap();
+        header
+            .add_record(&mut v, g, &tree[r.start as usize..r.end as usize])
+            .unwrap();
+    }
+    for c in 0..header.chunk_count() {
+        let r = header.content_range(c..c + 1);
+        v.verify_chunk(c, &content[r.start as usize..r.end as usize], &[])
+            .unwrap();
+    }
+    assert!(!dir.join("m74.tree.part").exists());
+
+    // Where it cannot be written: an error naming the file, and no leftovers.
+    let bad = dir.join("no-such-dir").join("x.tree");
+    let out = ppspp(&[
+        "root",
+        file.to_str().unwrap(),
+        "--tree",
+        bad.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("cannot write"), "{}", stderr(&out));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -514,3 +514,101 @@ fn verifying_trees_serve_the_proofs_they_checked() {
         "chunk 4 was never verified"
     );
 }
+
+/// The leaf hashes under `sub`, all-zero past the end, as `add_subtree` takes them.
+fn leaves_of(tree: &MerkleTree, sub: Bin) -> Vec<Hash> {
+    (sub.base_offset()..sub.base_offset() + sub.base_length())
+        .map(|c| tree.node(Bin::chunk(c).unwrap()).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_subtree_of_leaf_hashes_verifies_its_chunks_and_rejections_change_nothing() {
+    // 12 chunks: peaks 8 + 4.
+    let content: Vec<u8> = (0..11 * CHUNK + 300)
+        .map(|i| (i * 7 + i / 1000) as u8)
+        .collect();
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CHUNK, &content).unwrap();
+    let fresh = || {
+        let mut rx = VerifyingTree::new(
+            HashAlgorithm::Sha256,
+            tree.root(),
+            CHUNK,
+            content.len() as u64,
+        )
+        .unwrap();
+        rx.add_peaks(&tree.peaks()).unwrap();
+        rx
+    };
+    // Chunks 4..8 (layer 2, offset 1): its uncle below the peak is chunks 0..4.
+    let sub = Bin::new(2, 1).unwrap();
+    let uncle = (
+        Bin::new(2, 0).unwrap(),
+        tree.node(Bin::new(2, 0).unwrap()).unwrap(),
+    );
+    let leaves = leaves_of(&tree, sub);
+
+    let mut rx = fresh();
+    assert_eq!(
+        rx.add_subtree(sub, &leaves, &[]),
+        Err(VerifyError::MissingHash(Bin::new(2, 0).unwrap()))
+    );
+    assert_eq!(
+        rx.add_subtree(sub, &leaves[..3], &[uncle]),
+        Err(VerifyError::WrongLeafCount {
+            expected: 4,
+            got: 3
+        })
+    );
+    let mut bad = leaves.clone();
+    bad[2] = tree.node(Bin::chunk(9).unwrap()).unwrap();
+    assert!(matches!(
+        rx.add_subtree(sub, &bad, &[uncle]),
+        Err(VerifyError::Mismatch { .. })
+    ));
+    // An uncle from below the subtree is not on its path.
+    assert_eq!(
+        rx.add_subtree(sub, &leaves, &[uncle, (Bin::chunk(4).unwrap(), leaves[0])]),
+        Err(VerifyError::HashNotOnPath(Bin::chunk(4).unwrap()))
+    );
+    assert_eq!(rx.stored_hashes(), fresh().stored_hashes());
+
+    rx.add_subtree(sub, &leaves, &[uncle]).unwrap();
+    for c in 4..8 {
+        rx.verify_chunk(c, chunk_of(&content, CHUNK, c), &[])
+            .unwrap();
+    }
+    assert!(
+        rx.verify_chunk(0, chunk_of(&content, CHUNK, 0), &[])
+            .is_err()
+    );
+
+    // The last subtree is partly padding: its padding leaves must be all-zero.
+    let last = Bin::new(2, 2).unwrap(); // chunks 8..12, the 4-chunk peak
+    let mut rx = fresh();
+    let mut tail = leaves_of(&tree, last);
+    rx.add_subtree(last, &tail, &[]).unwrap();
+    rx.verify_chunk(11, chunk_of(&content, CHUNK, 11), &[])
+        .unwrap();
+    let past = Bin::new(3, 1).unwrap(); // chunks 8..16: 12..16 are padding
+    let mut rx = fresh();
+    tail = leaves_of(&tree, past);
+    assert!(tail[4..].iter().all(Hash::is_zero));
+    rx.add_subtree(past, &tail, &[]).unwrap();
+    tail[5] = tail[0];
+    assert!(matches!(
+        fresh().add_subtree(past, &tail, &[]),
+        Err(VerifyError::Mismatch { .. })
+    ));
+    // Outside the tree, or before the size is known.
+    assert!(matches!(
+        fresh().add_subtree(Bin::new(5, 0).unwrap(), &[], &[]),
+        Err(VerifyError::OutOfRange { .. })
+    ));
+    let mut unknown =
+        VerifyingTree::new_unknown_size(HashAlgorithm::Sha256, tree.root(), CHUNK).unwrap();
+    assert_eq!(
+        unknown.add_subtree(sub, &leaves, &[uncle]),
+        Err(VerifyError::SizeUnknown)
+    );
+}

@@ -90,6 +90,13 @@ pub enum VerifyError {
     },
     /// The peak hashes are not a valid peak list or do not rebuild the root.
     BadPeaks,
+    /// A subtree's leaf hashes are not one per chunk it covers.
+    WrongLeafCount {
+        /// Chunks the subtree covers.
+        expected: u64,
+        /// Leaf hashes given.
+        got: u64,
+    },
 }
 
 impl fmt::Display for VerifyError {
@@ -120,6 +127,9 @@ impl fmt::Display for VerifyError {
                 write!(f, "hash mismatch at bin {}", bin.raw())
             }
             VerifyError::BadPeaks => f.write_str("peak hashes do not rebuild the root"),
+            VerifyError::WrongLeafCount { expected, got } => {
+                write!(f, "subtree covers {expected} chunks, got {got} leaf hashes")
+            }
         }
     }
 }

@@ -9,12 +9,14 @@
 //!   ([`Bin::peaks`](crate::Bin::peaks)), one per set bit of `n`.
 //!
 //! [`MerkleTree`] is the sender's complete tree; [`VerifyingTree`] is the receiver's
-//! partial tree of verified hashes.
+//! partial tree of verified hashes; [`tree_file`] stores a tree in a file a receiver reads
+//! by HTTP Range.
 
 mod error;
 mod hash;
 mod store;
 mod tree;
+pub mod tree_file;
 mod verify;
 
 pub use error::{MerkleError, VerifyError};

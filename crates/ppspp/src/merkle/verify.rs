@@ -368,14 +368,100 @@ impl VerifyingTree {
             chunk_count: n,
         })?;
 
+        let new_nodes = self.climb(root_bin, leaf, self.alg.digest(data), uncles)?;
+        for (bin, hash) in &new_nodes {
+            self.store.insert(*bin, hash);
+        }
+        if last && self.content_len.is_none() {
+            self.content_len = Some((n - 1) * cs as u64 + data.len() as u64);
+        }
+        Ok(())
+    }
+
+    /// Verifies the leaf hashes of every chunk under `bin` at once (`leaves`, left to
+    /// right, one per chunk the bin covers; those past the end must be all-zero) with the
+    /// `uncles` of `bin`'s path, as [`verify_chunk`](Self::verify_chunk) does for one chunk:
+    /// the subtree they rebuild must hash up to a verified node. On success the subtree's
+    /// nodes and the path are stored as verified, so its chunks then verify with no further
+    /// hashes. On any error the tree is unchanged.
+    pub fn add_subtree(
+        &mut self,
+        bin: Bin,
+        leaves: &[Hash],
+        uncles: &[(Bin, Hash)],
+    ) -> Result<(), VerifyError> {
+        let (n, root_bin) = self.shape.ok_or(VerifyError::SizeUnknown)?;
+        if bin.is_none() || !root_bin.contains(bin) {
+            return Err(VerifyError::OutOfRange {
+                chunk: bin.base_offset(),
+                chunk_count: n,
+            });
+        }
+        if leaves.len() as u64 != bin.base_length() {
+            return Err(VerifyError::WrongLeafCount {
+                expected: bin.base_length(),
+                got: leaves.len() as u64,
+            });
+        }
+        let first = bin.base_offset();
+        let mut layer: Vec<(Bin, Hash)> = Vec::with_capacity(leaves.len());
+        for (i, hash) in leaves.iter().enumerate() {
+            let leaf = Bin::chunk(first + i as u64).ok_or(VerifyError::OutOfRange {
+                chunk: first + i as u64,
+                chunk_count: n,
+            })?;
+            self.check_hash_len(leaf, hash)?;
+            if leaf.base_offset() >= n && !hash.is_zero() {
+                return Err(VerifyError::Mismatch { bin: leaf });
+            }
+            layer.push((leaf, *hash));
+        }
+        let mut nodes: Vec<(Bin, Hash)> = Vec::with_capacity(2 * leaves.len());
+        while layer.len() > 1 {
+            let mut up = Vec::with_capacity(layer.len() / 2);
+            for pair in layer.chunks_exact(2) {
+                let ((l, lh), (_, rh)) = (pair[0], pair[1]);
+                let h = if lh.is_zero() && rh.is_zero() {
+                    Hash::zero(self.alg)
+                } else {
+                    self.alg.parent(&lh, &rh)
+                };
+                up.push((l.parent(), h));
+            }
+            nodes.append(&mut layer);
+            layer = up;
+        }
+        let (top, hash) = layer[0];
+        let path = self.climb(root_bin, top, hash, uncles)?;
+        for (b, h) in nodes.iter().chain(&path) {
+            // Padding is derived from the chunk count, never stored.
+            if b.base_offset() < n {
+                self.store.insert(*b, h);
+            }
+        }
+        Ok(())
+    }
+
+    /// Walks up from `start`, whose hash is `hash`, combining with a verified sibling or
+    /// the given one from `uncles` (siblings of `start`'s ancestors), until it reaches a
+    /// verified node, whose hash must equal the computed one. Returns the nodes to store
+    /// (the path and the uncles used); changes nothing.
+    fn climb(
+        &self,
+        root_bin: Bin,
+        start: Bin,
+        hash: Hash,
+        uncles: &[(Bin, Hash)],
+    ) -> Result<Vec<(Bin, Hash)>, VerifyError> {
         // Given hashes by layer: each layer has exactly one sibling on the path.
         let mut given: [Option<Hash>; 64] = [None; 64];
         for (bin, hash) in uncles {
             self.check_hash_len(*bin, hash)?;
             let on_path = *bin != root_bin
                 && root_bin.contains(*bin)
-                && !bin.contains(leaf)
-                && bin.parent().contains(leaf);
+                && bin.layer() >= start.layer()
+                && !bin.contains(start)
+                && bin.parent().contains(start);
             if !on_path {
                 return Err(VerifyError::HashNotOnPath(*bin));
             }
@@ -391,8 +477,8 @@ impl VerifyingTree {
             }
         }
 
-        let mut h = self.alg.digest(data);
-        let mut node = leaf;
+        let mut h = hash;
+        let mut node = start;
         let mut new_nodes: Vec<(Bin, Hash)> = Vec::new();
         loop {
             if let Some(known) = self.verified_hash(node) {
@@ -423,12 +509,6 @@ impl VerifyingTree {
             node = node.parent();
         }
 
-        for (bin, hash) in &new_nodes {
-            self.store.insert(*bin, hash);
-        }
-        if last && self.content_len.is_none() {
-            self.content_len = Some((n - 1) * cs as u64 + data.len() as u64);
-        }
-        Ok(())
+        Ok(new_nodes)
     }
 }
