@@ -16,7 +16,7 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import { ROOT } from '../tests/swarm.js';
 import { startTurn } from '../tests/wan.js';
-import { WanRun, expect, test } from '../tests/wan-fixture.js';
+import { WanRun, expect, test, trackRuns } from '../tests/wan-fixture.js';
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
 const ROUNDS = SMOKE ? 1 : 5;
@@ -64,7 +64,7 @@ interface Fetch {
 
 /** One fetch by a page from a seeder on `stack` over `path`. */
 async function fetchOnce(path: Path, stack: string, round: number): Promise<Fetch> {
-  const wanRun = new WanRun();
+  const wanRun = live(new WanRun());
   try {
     const wan = wanRun.up(`s${round}${path.name[0]}${stack[0]}`, [...path.link, '--seed', String(round + 1)]);
     if (path.relay) wanRun.keep('turn', await startTurn(wan));
@@ -103,6 +103,9 @@ async function fetchOnce(path: Path, stack: string, round: number): Promise<Fetc
     await wanRun.end(test.info());
   }
 }
+
+// Internets still up when a test times out are removed after it (tests/wan-fixture.ts).
+const live = trackRuns();
 
 function stats(v: number[]): { min: number; median: number; max: number } {
   const s = [...v].sort((a, b) => a - b);

@@ -62,13 +62,34 @@ export class WanRun {
     return page;
   }
 
-  /** After the test: the report if it failed, then everything stopped and removed. */
+  private ended = false;
+
+  /** After the test: the report if it failed, then everything stopped and removed. Once. */
   async end(info: Parameters<typeof reportIfFailed>[0]): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
     await reportIfFailed(info, this.watches.splice(0), this.named);
     for (const p of this.procs.splice(0).reverse()) await p.stop();
     await this.wanValue?.down();
     this.wanValue = null;
   }
+}
+
+/**
+ * For tests that build several internets in turn (the benchmarks), each ended in its own
+ * `finally`: a test that times out never gets there, so every run passed to the returned
+ * function is also ended after each test (Playwright runs afterEach hooks after a timeout).
+ */
+export function trackRuns(): (run: WanRun) => WanRun {
+  const running = new Set<WanRun>();
+  base.afterEach(async ({}, info) => {
+    for (const run of running) await run.end(info);
+    running.clear();
+  });
+  return (run) => {
+    running.add(run);
+    return run;
+  };
 }
 
 /** Playwright's `test` with a fresh {@link WanRun} as `run`. */
