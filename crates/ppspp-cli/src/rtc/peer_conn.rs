@@ -112,7 +112,9 @@ pub trait PeerConn {
     fn handle_timeout(&mut self, now: Instant) -> Result<(), String>;
     /// The next thing to do; call until it returns [`Output::Timeout`].
     fn poll_output(&mut self) -> Output;
-    /// Bytes accepted on the open data channel but not yet sent; `None` before it opens.
+    /// The stack's backlog on the open data channel, what the send queue waits on: bytes
+    /// not yet sent (str0m) or not yet acknowledged or abandoned (webrtc-rs). `None`
+    /// before it opens.
     fn buffered_amount(&mut self) -> Option<usize>;
     /// Sends one message on the open data channel; false when it was refused.
     fn write(&mut self, now: Instant, data: &[u8]) -> bool;

@@ -24,6 +24,25 @@ fn candidate(c: &LocalCandidate) -> Result<Candidate, String> {
     .map_err(|e| format!("bad candidate {c:?}: {e}"))
 }
 
+/// A datagram from `from` to our `to`, as str0m takes it.
+fn received<'a>(
+    now: Instant,
+    from: SocketAddr,
+    to: SocketAddr,
+    data: &'a [u8],
+) -> Result<Input<'a>, String> {
+    let contents = data.try_into().map_err(|e| format!("bad datagram: {e}"))?;
+    Ok(Input::Receive(
+        now,
+        Receive {
+            proto: Protocol::Udp,
+            source: from,
+            destination: to,
+            contents,
+        },
+    ))
+}
+
 impl Str0mConn {
     fn new(now: Instant, candidates: &[LocalCandidate]) -> Result<Str0mConn, String> {
         let mut rtc = Rtc::new(now);
@@ -101,18 +120,7 @@ impl PeerConn for Str0mConn {
     }
 
     fn accepts(&self, from: SocketAddr, to: SocketAddr, data: &[u8]) -> bool {
-        let Ok(contents) = data.try_into() else {
-            return false;
-        };
-        self.rtc.accepts(&Input::Receive(
-            Instant::now(),
-            Receive {
-                proto: Protocol::Udp,
-                source: from,
-                destination: to,
-                contents,
-            },
-        ))
+        received(Instant::now(), from, to, data).is_ok_and(|input| self.rtc.accepts(&input))
     }
 
     fn receive(
@@ -122,16 +130,7 @@ impl PeerConn for Str0mConn {
         to: SocketAddr,
         data: &[u8],
     ) -> Result<(), String> {
-        let contents = data.try_into().map_err(|e| format!("bad datagram: {e}"))?;
-        let input = Input::Receive(
-            now,
-            Receive {
-                proto: Protocol::Udp,
-                source: from,
-                destination: to,
-                contents,
-            },
-        );
+        let input = received(now, from, to, data)?;
         self.rtc.handle_input(input).map_err(|e| e.to_string())
     }
 
