@@ -41,6 +41,17 @@ pub trait Picker: fmt::Debug {
 
     /// Playback moved to `chunk` (a seek, or normal progress). Only positional pickers care.
     fn set_playhead(&mut self, _chunk: u64) {}
+
+    /// The chunks [`is_due`](Self::is_due) covers, as one range, where that is a bounded
+    /// span ahead of a playhead (`None`: no such span).
+    fn due_chunks(&self) -> Option<core::ops::Range<u64>> {
+        None
+    }
+
+    /// The chunks [`is_urgent`](Self::is_urgent) covers, likewise.
+    fn urgent_chunks(&self) -> Option<core::ops::Range<u64>> {
+        None
+    }
 }
 
 /// The leftmost sub-bin of `bin` no wider than `max_chunks`.
@@ -161,16 +172,30 @@ impl Picker for Vod {
     }
 
     fn is_due(&self, bin: Bin) -> bool {
-        // The first 32nd of the window: with 8 KiB chunks and a 4 MiB window, 128 KiB, a
-        // second or two of video at common bit rates. (A 16th left seeders uploading more
-        // in the 8-page benchmark: BENCHMARKS.md, "Measurements behind design choices".)
-        let due_end = self.playhead.saturating_add((self.window / 32).max(1));
+        let due = self.due_span();
         bin.chunk_range()
-            .is_some_and(|(first, last)| last >= self.playhead && first < due_end)
+            .is_some_and(|(first, last)| last >= due.start && first < due.end)
     }
 
     fn set_playhead(&mut self, chunk: u64) {
         self.playhead = chunk;
+    }
+
+    fn due_chunks(&self) -> Option<core::ops::Range<u64>> {
+        Some(self.due_span())
+    }
+
+    fn urgent_chunks(&self) -> Option<core::ops::Range<u64>> {
+        Some(self.playhead..self.high_end())
+    }
+}
+
+impl Vod {
+    /// The first 32nd of the window: with 8 KiB chunks and a 4 MiB window, 128 KiB, a
+    /// second or two of video at common bit rates. (A 16th left seeders uploading more in
+    /// the 8-page benchmark: BENCHMARKS.md, "Measurements behind design choices".)
+    fn due_span(&self) -> core::ops::Range<u64> {
+        self.playhead..self.playhead.saturating_add((self.window / 32).max(1))
     }
 }
 
@@ -233,7 +258,10 @@ mod tests {
         assert!(vod.is_due(chunk(100)) && vod.is_due(chunk(115)));
         assert!(!vod.is_due(chunk(116)));
         assert!(vod.is_urgent(chunk(116)), "urgent reaches further than due");
+        assert_eq!(vod.due_chunks(), Some(100..116));
+        assert_eq!(vod.urgent_chunks(), Some(100..612));
         assert!(!RarestFirst.is_due(chunk(0)));
+        assert_eq!(RarestFirst.due_chunks(), None);
     }
 
     fn map(chunks: impl IntoIterator<Item = u64>) -> Binmap {

@@ -1,5 +1,6 @@
 //! What the engine reports to its adapter.
 
+use super::http_origin::OriginError;
 use super::misbehaviour::Misbehaviour;
 use crate::congestion::Phase;
 use crate::merkle::VerifyError;
@@ -84,6 +85,28 @@ pub enum Event<A> {
         /// Why verification failed.
         reason: VerifyError,
     },
+    /// A chunk from the HTTP origin passed verification and is in the store.
+    ChunkFromOrigin {
+        /// The chunk index.
+        chunk: u64,
+    },
+    /// A chunk from the HTTP origin failed verification: nothing of it was kept, it is
+    /// fetched from peers instead, and the origin is never asked for it again.
+    OriginCorrupt {
+        /// The chunk index.
+        chunk: u64,
+        /// Why verification failed.
+        reason: VerifyError,
+    },
+    /// An HTTP origin request failed, or part of the tree file did not verify.
+    OriginFailed {
+        /// What went wrong.
+        error: OriginError,
+        /// When requests go out again (`None`: no wait, or the origin is no longer used).
+        retry_in: Option<Duration>,
+        /// The origin is no longer used: everything comes from peers from now on.
+        disabled: bool,
+    },
     /// How much of the content we hold: reported after the other events of a batch, when
     /// it changed (not once per chunk), and always just before [`Event::Complete`].
     Progress {
@@ -136,6 +159,12 @@ pub struct Stats {
     pub datagrams_dropped: u64,
     /// Chunks sent again after they were taken for lost.
     pub retransmissions: u64,
+    /// Payload bytes received from the HTTP origin (content, not the tree file).
+    pub bytes_from_origin: u64,
+    /// HTTP requests made of the origin (content and tree file).
+    pub origin_requests: u64,
+    /// Chunks from the HTTP origin that failed verification.
+    pub chunks_origin_corrupt: u64,
     /// Open channels.
     pub peers: usize,
     /// Handshakes answered whose initiator has not come back yet (they hold no channel).

@@ -20,6 +20,7 @@ mod discovery_outcome;
 mod event;
 mod half_open;
 mod handshake;
+mod http_origin;
 mod misbehaviour;
 mod recv;
 mod request;
@@ -33,6 +34,7 @@ pub use config::{ContentError, ContentInfo, EngineConfig, EngineError, PickerKin
 pub use discover::{CANDIDATE_CHUNK_SIZES, Discovery};
 pub use discovery_outcome::{DiscoveryConfigError, DiscoveryError, DiscoveryEvent, ProbeFailure};
 pub use event::{ChannelStats, CloseReason, Event, SendState, Stats};
+pub use http_origin::{HttpOriginConfig, OriginError, OriginFile, OriginRequest};
 pub use misbehaviour::{HandshakeMismatch, Misbehaviour};
 pub use sans_io::{Connect, SansIo};
 
@@ -91,6 +93,8 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     complete_reported: bool,
     /// The chunk count last reported in a Progress event.
     progress_reported: u64,
+    /// The HTTP origin, if the adapter enabled one.
+    origin: Option<Box<http_origin::HttpOrigin>>,
     /// Some chunk was requested from more than one peer (endgame): arrivals cancel the
     /// other copies.
     endgame: bool,
@@ -221,6 +225,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             next_stats,
             complete_reported: false,
             progress_reported: 0,
+            origin: None,
             endgame: false,
             scratch: Vec::new(),
             hash_scratch: Vec::new(),

@@ -565,18 +565,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             self.unrequest(ch, chunk);
             return Err(self.reject(ch, chunk, reason));
         }
-        if let Err(error) = self.store.write_chunk(chunk, data) {
-            // Storage trouble is ours, not the peer's: the chunk stays wanted, and nothing
-            // more is asked for until the adapter says so.
+        if !self.store_chunk(chunk, data) {
+            // Storage trouble is ours, not the peer's: the chunk stays wanted.
             self.unrequest(ch, chunk);
-            self.storing_paused = true;
-            self.push_event(Event::StoreFailed { chunk, error });
             return Ok(false);
         }
         self.forget_request(ch, chunk);
-        self.have.set(leaf);
-        self.have_count += 1;
-        self.exclude.set(leaf);
         ch.last_delivery = now;
         ch.last_exchange = now;
         ch.exchanged = true;
@@ -586,12 +580,36 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             let took = now.saturating_since(at);
             ch.min_request_rtt = Some(ch.min_request_rtt.map_or(took, |m| m.min(took)));
         }
+        let from = ch.addr.clone();
+        self.chunk_kept(chunk, data.len(), Event::ChunkVerified { chunk, from });
+        Ok(true)
+    }
+
+    /// Writes a verified chunk to the store. On failure nothing more is asked for until the
+    /// adapter says so ([`Engine::resume_storing`]), and false is returned.
+    pub(super) fn store_chunk(&mut self, chunk: u64, data: &[u8]) -> bool {
+        match self.store.write_chunk(chunk, data) {
+            Ok(()) => true,
+            Err(error) => {
+                self.storing_paused = true;
+                self.push_event(Event::StoreFailed { chunk, error });
+                false
+            }
+        }
+    }
+
+    /// A verified chunk is in the store: it is ours (announced to peers on the next
+    /// transmits), counted, and reported with `event`.
+    pub(super) fn chunk_kept(&mut self, chunk: u64, len: usize, event: Event<A>) {
+        let Some(leaf) = Bin::chunk(chunk) else {
+            return;
+        };
+        self.have.set(leaf);
+        self.have_count += 1;
+        self.exclude.set(leaf);
         self.stats.chunks_verified += 1;
-        self.stats.bytes_downloaded += data.len() as u64;
-        self.push_event(Event::ChunkVerified {
-            chunk,
-            from: ch.addr.clone(),
-        });
+        self.stats.bytes_downloaded += len as u64;
+        self.push_event(event);
         // Progress is reported when the adapter has read everything else (`poll_event`),
         // once per batch rather than once per chunk; the last one before Complete.
         if self.have_count >= self.chunk_count && !self.complete_reported {
@@ -601,7 +619,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             self.push_progress();
             self.push_event(Event::Complete);
         }
-        Ok(true)
     }
 
     /// Peak hashes (sent before the first chunk, digest §2.3) are checked against the root

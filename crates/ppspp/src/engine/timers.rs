@@ -148,6 +148,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             self.download_ready_at,
             self.next_stats,
             self.half_open.next_expiry(UNANSWERED_RESPONSE),
+            self.origin.as_ref().and_then(|o| o.wake_at()),
         ]
         .into_iter()
         .flatten()

@@ -252,6 +252,38 @@ impl TreeFileHeader {
         Ok(t)
     }
 
+    /// Checks the header's peaks against the root of `tree` (a receiver's tree for the same
+    /// content, perhaps holding hashes already) and stores them there as verified. On error
+    /// `tree` is unchanged.
+    pub fn add_peaks_to(&self, tree: &mut VerifyingTree) -> Result<(), TreeFileError> {
+        if tree.root() != self.root
+            || tree.algorithm() != self.alg
+            || tree.content_len() != Some(self.content_len)
+        {
+            return Err(TreeFileError::WrongRoot);
+        }
+        tree.add_peaks(&self.peaks)
+            .map(|_| ())
+            .map_err(|_| TreeFileError::BadPeaks)
+    }
+
+    /// The header and, in a file written with the default group size, the first record:
+    /// what a reader fetches first (`None` for empty content). Whether the record is there
+    /// the header tells ([`first_record_follows`](Self::first_record_follows)).
+    pub fn first_read_len(alg: HashAlgorithm, chunk_size: u32, content_len: u64) -> Option<u64> {
+        let n = content_len.div_ceil(u64::from(chunk_size.max(1)));
+        let root_layer = Bin::covering(n)?.layer();
+        let layer = DEFAULT_GROUP_LAYER.min(root_layer);
+        let hashes = (1u64 << layer) + u64::from(root_layer - layer);
+        Some(Self::len_for(alg) as u64 + hashes * alg.size() as u64)
+    }
+
+    /// True if a [`first_read_len`](Self::first_read_len) read holds group 0's record whole
+    /// after the header (the file uses the default group size).
+    pub fn first_record_follows(&self) -> bool {
+        self.group_layer == DEFAULT_GROUP_LAYER.min(self.root_layer)
+    }
+
     /// The hash function.
     pub fn algorithm(&self) -> HashAlgorithm {
         self.alg
@@ -494,6 +526,44 @@ mod tests {
             (s.group_size(), s.group_count(), s.record_len()),
             (4, 1, 4 * 32)
         );
+        // The first read: the header and group 0's record, for the default group size only.
+        let first = |t: &MerkleTree| {
+            TreeFileHeader::first_read_len(t.algorithm(), 1024, t.content_len()).unwrap()
+        };
+        assert_eq!(first(&tree), 2104 + 2112);
+        assert!(h.first_record_follows());
+        assert_eq!(first(&small), 2104 + 4 * 32);
+        assert!(s.first_record_follows());
+        assert!(!TreeFileHeader::of(&tree, 4).unwrap().first_record_follows());
+        assert_eq!(
+            TreeFileHeader::first_read_len(HashAlgorithm::Sha256, 1024, 0),
+            None
+        );
+    }
+
+    #[test]
+    fn peaks_go_into_a_tree_that_holds_hashes_already() {
+        let data = content(200 * 1024 + 100);
+        let tree = MerkleTree::from_content(HashAlgorithm::Sha256, 1024, &data).unwrap();
+        let (_, bytes) = file(&tree, 6);
+        let header = read_header(&tree, &bytes).unwrap();
+        let mut v =
+            VerifyingTree::new(tree.algorithm(), tree.root(), 1024, tree.content_len()).unwrap();
+        header.add_peaks_to(&mut v).unwrap();
+        let r = header.record_range(1).unwrap();
+        header
+            .add_record(&mut v, 1, &bytes[r.start as usize..r.end as usize])
+            .unwrap();
+        let c = header.content_range(70..71);
+        v.verify_chunk(70, &data[c.start as usize..c.end as usize], &[])
+            .unwrap();
+        // Again, once its hashes are there: nothing changes, nothing fails.
+        header.add_peaks_to(&mut v).unwrap();
+        // A tree of other content refuses the header.
+        let other = MerkleTree::from_content(HashAlgorithm::Sha256, 1024, &content(5000)).unwrap();
+        let mut w =
+            VerifyingTree::new(other.algorithm(), other.root(), 1024, other.content_len()).unwrap();
+        assert_eq!(header.add_peaks_to(&mut w), Err(TreeFileError::WrongRoot));
     }
 
     #[test]

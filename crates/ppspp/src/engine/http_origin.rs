@@ -1,0 +1,820 @@
+//! An HTTP origin: the content and its tree file (docs/FORMATS.md) on a plain web server
+//! or CDN, read by byte range. The engine decides what to read and checks every byte
+//! against the root exactly as it checks a peer's; the adapter only performs the requests
+//! it is given ([`Engine::poll_origin_request`]) and hands back what came
+//! ([`Engine::handle_origin_response`], [`Engine::handle_origin_failure`]).
+//!
+//! What goes to the origin:
+//! - the first chunks, at once, for a fast first frame;
+//! - chunks playback needs next (the picker's due span) that no connected peer holds, or
+//!   that a peer was asked for and has not delivered within the deadline;
+//! - while no peer has been connected for a while (an HTTP-only page: from the start), the
+//!   picker's whole urgent span instead of the due span;
+//! - with a picker that has no playhead (whole files), whatever no connected peer holds.
+//!
+//! Everything else comes from peers, so the origin serves about one copy to the swarm; what
+//! came from it is announced and served on to peers like any verified chunk. A chunk that
+//! fails verification is never asked of the origin again (peers still are); a tree file
+//! that does not match the root, or a server that cannot serve ranges, ends the origin's use.
+
+use super::event::Event;
+use super::{Engine, PeerAddr};
+use crate::Bin;
+use crate::binmap::Binmap;
+use crate::merkle::VerifyError;
+use crate::merkle::tree_file::{TreeFileError, TreeFileHeader};
+use crate::store::ChunkStore;
+use crate::time::Time;
+use core::fmt;
+use core::ops::Range;
+use core::time::Duration;
+use std::collections::BTreeMap;
+
+/// How the engine uses an HTTP origin. [`HttpOriginConfig::default`] suits a browser.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HttpOriginConfig {
+    /// Requests in flight at most (tree and content together).
+    pub max_requests: usize,
+    /// Content bytes per request at most (whole chunks; at least one chunk).
+    pub max_request_bytes: u64,
+    /// The first bytes of the content fetched from the origin at once.
+    pub head_bytes: u64,
+    /// A due chunk asked of a peer and not delivered for this long is asked of the origin.
+    pub peer_deadline: Duration,
+    /// With no peer connected for this long, the origin serves the whole urgent span (zero:
+    /// from the start, as an HTTP-only page wants).
+    pub alone_after: Duration,
+    /// The first retry's delay after a failed request; it doubles per failure in a row.
+    pub retry_base: Duration,
+    /// The longest delay between retries.
+    pub retry_max: Duration,
+    /// Failures in a row after which the origin is no longer used.
+    pub max_failures: u32,
+}
+
+impl Default for HttpOriginConfig {
+    fn default() -> Self {
+        HttpOriginConfig {
+            max_requests: 4,
+            max_request_bytes: 256 << 10,
+            head_bytes: 256 << 10,
+            peer_deadline: Duration::from_millis(1000),
+            alone_after: Duration::from_secs(3),
+            retry_base: Duration::from_millis(500),
+            retry_max: Duration::from_secs(30),
+            max_failures: 8,
+        }
+    }
+}
+
+/// Which of the origin's two files a request reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OriginFile {
+    /// The hash tree (`ppspp root FILE --tree OUT`, docs/FORMATS.md).
+    Tree,
+    /// The content itself.
+    Content,
+}
+
+/// One HTTP Range request for the adapter to make.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OriginRequest {
+    /// Names the request in [`Engine::handle_origin_response`] or
+    /// [`Engine::handle_origin_failure`].
+    pub id: u64,
+    /// The file to read.
+    pub file: OriginFile,
+    /// The bytes to read, end exclusive (`Range: bytes=start-(end-1)`); never empty.
+    pub range: Range<u64>,
+}
+
+/// Why an origin request failed, as the adapter saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OriginError {
+    /// The server answered a Range request with the whole file (status 200): it cannot
+    /// serve ranges.
+    NoRangeSupport,
+    /// Any other HTTP status but 206 (404, 403, 500…).
+    Status(u16),
+    /// No response: the network, DNS, TLS, or (in a browser, which cannot tell these apart)
+    /// a missing CORS header.
+    Unreachable(String),
+    /// No complete response in the adapter's time limit.
+    Timeout,
+    /// The response body is not the length asked for.
+    WrongLength {
+        /// Bytes asked for.
+        expected: u64,
+        /// Bytes received.
+        got: u64,
+    },
+    /// The tree file does not describe this swarm's content, or a record of it does not
+    /// verify against the root.
+    BadTree(TreeFileError),
+}
+
+impl OriginError {
+    /// True if trying again cannot help: the origin is then no longer used.
+    pub fn is_permanent(&self) -> bool {
+        match self {
+            OriginError::NoRangeSupport => true,
+            // Client errors stay; a timeout, rate limit or server error may pass.
+            OriginError::Status(s) => (400..500).contains(s) && *s != 408 && *s != 429,
+            OriginError::BadTree(e) => !matches!(e, TreeFileError::BadRecord { .. }),
+            OriginError::Unreachable(_)
+            | OriginError::Timeout
+            | OriginError::WrongLength { .. } => false,
+        }
+    }
+}
+
+impl fmt::Display for OriginError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OriginError::NoRangeSupport => {
+                f.write_str("the server does not support Range requests (it sent the whole file)")
+            }
+            OriginError::Status(s) => write!(f, "the server answered HTTP {s}"),
+            OriginError::Unreachable(why) => write!(f, "the server could not be reached: {why}"),
+            OriginError::Timeout => f.write_str("the server did not answer in time"),
+            OriginError::WrongLength { expected, got } => {
+                write!(
+                    f,
+                    "the server sent {got} bytes where {expected} were asked for"
+                )
+            }
+            OriginError::BadTree(e) => write!(f, "the tree file is not usable: {e}"),
+        }
+    }
+}
+
+impl core::error::Error for OriginError {}
+
+/// What a request in flight was for.
+#[derive(Clone, Debug)]
+enum Wanted {
+    /// The header, and perhaps group 0's record after it.
+    Header,
+    /// The records of these groups.
+    Records(Range<u64>),
+    /// These chunks.
+    Chunks(Range<u64>),
+}
+
+/// The engine's side of an HTTP origin.
+#[derive(Debug)]
+pub(super) struct HttpOrigin {
+    config: HttpOriginConfig,
+    header: Option<TreeFileHeader>,
+    header_requested: bool,
+    /// Groups whose record is verified, and those on their way (a group is a "chunk" of
+    /// these maps).
+    records: Binmap,
+    records_requested: Binmap,
+    requests: BTreeMap<u64, Wanted>,
+    next_id: u64,
+    /// Chunks asked of the origin and not answered yet.
+    fetching: Binmap,
+    /// Chunks that arrived before the hashes to check them: bounded by the requests in
+    /// flight, kept until their record comes.
+    parked: BTreeMap<u64, Vec<u8>>,
+    /// Chunks the origin served corrupt: never asked of it again.
+    distrusted: Binmap,
+    /// Failures in a row, and when requests may go out again.
+    failures: u32,
+    retry_at: Option<Time>,
+    /// The origin is no longer used (a permanent failure, or too many in a row).
+    disabled: bool,
+    /// Since when no peer has been connected.
+    alone_since: Option<Time>,
+    /// Where the search for chunks no peer holds goes on (pickers without a playhead).
+    scan_from: u64,
+    /// Since when each missing chunk of the due span has been due: past the deadline the
+    /// origin serves it whoever holds it.
+    due_since: BTreeMap<u64, Time>,
+    /// The last poll: deadlines before it are no reason to wake.
+    polled_at: Time,
+}
+
+/// Why the origin may serve a chunk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Take {
+    /// One of the first chunks: unless a peer was asked for it.
+    Head,
+    /// Due for playback: unless a peer holds it or was asked for it, and it has not been
+    /// due for longer than the deadline.
+    Due,
+    /// A picker without a playhead: unless a peer holds it or was asked for it.
+    Unheld,
+}
+
+/// Chunks looked at per search for chunks no peer holds, so a poll stays cheap.
+const SCAN_LIMIT: u64 = 4096;
+
+impl HttpOrigin {
+    pub(super) fn new(config: HttpOriginConfig, now: Time) -> HttpOrigin {
+        HttpOrigin {
+            config,
+            header: None,
+            header_requested: false,
+            records: Binmap::new(),
+            records_requested: Binmap::new(),
+            requests: BTreeMap::new(),
+            next_id: 1,
+            fetching: Binmap::new(),
+            parked: BTreeMap::new(),
+            distrusted: Binmap::new(),
+            failures: 0,
+            retry_at: None,
+            disabled: false,
+            alone_since: Some(now),
+            scan_from: 0,
+            due_since: BTreeMap::new(),
+            polled_at: now,
+        }
+    }
+
+    fn issue(&mut self, wanted: Wanted, file: OriginFile, range: Range<u64>) -> OriginRequest {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.requests.insert(id, wanted);
+        OriginRequest { id, file, range }
+    }
+
+    /// When the origin wants a poll again without anything else happening: a retry's time,
+    /// or the moment the page counts as alone.
+    pub(super) fn wake_at(&self) -> Option<Time> {
+        if self.disabled {
+            return None;
+        }
+        let alone = self
+            .alone_since
+            .map(|t| t + self.config.alone_after)
+            .filter(|_| !self.config.alone_after.is_zero());
+        let overdue = self
+            .due_since
+            .values()
+            .map(|&t| t + self.config.peer_deadline)
+            .filter(|&t| t > self.polled_at)
+            .min();
+        [self.retry_at, alone, overdue]
+            .into_iter()
+            .flatten()
+            .filter(|&t| t > self.polled_at)
+            .min()
+    }
+}
+
+fn is(map: &Binmap, i: u64) -> bool {
+    Bin::chunk(i).is_some_and(|b| map.is_filled(b))
+}
+
+fn set(map: &mut Binmap, i: u64) {
+    if let Some(b) = Bin::chunk(i) {
+        map.set(b);
+    }
+}
+
+fn reset(map: &mut Binmap, i: u64) {
+    if let Some(b) = Bin::chunk(i) {
+        map.reset(b);
+    }
+}
+
+impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
+    /// Uses an HTTP origin from now on: the adapter makes the requests
+    /// [`poll_origin_request`](Self::poll_origin_request) returns (see the module docs of
+    /// `engine::http_origin` for which chunks go there). Calling it again starts over.
+    pub fn enable_http_origin(&mut self, config: HttpOriginConfig, now: Time) {
+        let mut config = config;
+        config.max_requests = config.max_requests.max(1);
+        self.origin = Some(Box::new(HttpOrigin::new(config, now)));
+    }
+
+    /// True while an HTTP origin is in use (enabled, and not given up after a permanent
+    /// failure).
+    pub fn has_http_origin(&self) -> bool {
+        self.origin.as_ref().is_some_and(|o| !o.disabled)
+    }
+
+    /// The next HTTP request to make, if any. Drain it (until `None`) after every call that
+    /// hands the engine something, as with [`poll_transmit`](Self::poll_transmit).
+    pub fn poll_origin_request(&mut self, now: Time) -> Option<OriginRequest> {
+        let connected = self
+            .channels
+            .values()
+            .any(|c| c.established && c.closing.is_none());
+        let complete = self.is_complete();
+        let paused = self.storing_paused;
+        let (alg, chunk_size, content_len) = (
+            self.content.hash,
+            self.content.chunk_size,
+            self.content.content_len,
+        );
+        let origin = self.origin.as_deref_mut()?;
+        origin.polled_at = now;
+        origin.alone_since = if connected {
+            None
+        } else {
+            Some(origin.alone_since.unwrap_or(now))
+        };
+        if origin.disabled
+            || complete
+            || paused
+            || origin.retry_at.is_some_and(|t| now < t)
+            || origin.requests.len() >= origin.config.max_requests
+        {
+            return None;
+        }
+        origin.retry_at = None;
+        if origin.header.is_none() {
+            if origin.header_requested {
+                // Content may go out before the header is in: it waits, parked, for its
+                // hashes. Records cannot: their size is in the header.
+            } else {
+                origin.header_requested = true;
+                let len = TreeFileHeader::first_read_len(alg, chunk_size, content_len)?;
+                return Some(origin.issue(Wanted::Header, OriginFile::Tree, 0..len));
+            }
+        }
+        // Records for parked chunks first (their request failed, say): they hold memory.
+        let parked_groups = origin.header.as_ref().and_then(|h| {
+            let first = *origin.parked.keys().find(|&&c| {
+                let g = h.group_of(c);
+                !is(&origin.records, g) && !is(&origin.records_requested, g)
+            })?;
+            Some(h.group_of(first)..h.group_of(first) + 1)
+        });
+        if let Some(groups) = parked_groups {
+            return self.request_records(groups);
+        }
+        let alone = self.origin.as_deref().is_some_and(|o| {
+            o.alone_since
+                .is_some_and(|t| now.saturating_since(t) >= o.config.alone_after)
+        });
+        let run = self.origin_run(now, alone)?;
+        let origin = self.origin.as_deref_mut()?;
+        if let Some(h) = &origin.header {
+            let groups = h.group_of(run.start)..h.group_of(run.end - 1) + 1;
+            let missing = groups
+                .clone()
+                .find(|&g| !is(&origin.records, g) && !is(&origin.records_requested, g));
+            if let Some(first) = missing {
+                let end = (first..groups.end)
+                    .find(|&g| is(&origin.records, g) || is(&origin.records_requested, g))
+                    .unwrap_or(groups.end);
+                return self.request_records(first..end);
+            }
+        }
+        let origin = self.origin.as_deref_mut()?;
+        for c in run.clone() {
+            set(&mut origin.fetching, c);
+            set(&mut self.exclude, c);
+        }
+        let cs = u64::from(chunk_size);
+        let bytes = run.start * cs..(run.end * cs).min(content_len);
+        self.stats.origin_requests += 1;
+        Some(origin.issue(Wanted::Chunks(run), OriginFile::Content, bytes))
+    }
+
+    /// A request for the records of `groups` (known to the header, none loaded or asked).
+    fn request_records(&mut self, groups: Range<u64>) -> Option<OriginRequest> {
+        let origin = self.origin.as_deref_mut()?;
+        let h = origin.header.as_ref()?;
+        let start = h.record_range(groups.start).ok()?.start;
+        let end = h.record_range(groups.end - 1).ok()?.end;
+        for g in groups.clone() {
+            set(&mut origin.records_requested, g);
+        }
+        self.stats.origin_requests += 1;
+        Some(origin.issue(Wanted::Records(groups), OriginFile::Tree, start..end))
+    }
+
+    /// The chunks to ask of the origin next: a run of consecutive chunks it may serve, or
+    /// `None`.
+    fn origin_run(&mut self, now: Time, alone: bool) -> Option<Range<u64>> {
+        let origin = self.origin.as_deref()?;
+        let cs = u64::from(self.content.chunk_size).max(1);
+        let max_run = (origin.config.max_request_bytes / cs).max(1);
+        let head = origin.config.head_bytes.div_ceil(cs).min(self.chunk_count);
+        let span = if alone {
+            self.picker.urgent_chunks()
+        } else {
+            self.picker.due_chunks()
+        };
+        let span = span.map(|s| s.start.min(self.chunk_count)..s.end.min(self.chunk_count));
+        self.note_due(now, span.clone());
+        // Which rule a chunk falls under, if any.
+        let rule = |c: u64| {
+            if c < head {
+                Some(Take::Head)
+            } else {
+                match &span {
+                    Some(s) if s.contains(&c) => Some(Take::Due),
+                    Some(_) => None,
+                    None => Some(Take::Unheld),
+                }
+            }
+        };
+        let may =
+            |engine: &Self, c: u64| rule(c).is_some_and(|r| engine.origin_may_take(now, c, r));
+        let mut first = (0..head).find(|&c| may(self, c));
+        if first.is_none()
+            && let Some(s) = span.clone()
+        {
+            first = s.into_iter().find(|&c| may(self, c));
+        }
+        if first.is_none() && span.is_none() {
+            first = self.origin_unheld_chunk();
+        }
+        let first = first?;
+        let mut end = first + 1;
+        while end < self.chunk_count && end - first < max_run && may(self, end) {
+            end += 1;
+        }
+        Some(first..end)
+    }
+
+    /// Notes since when each missing chunk of `span` has been due.
+    fn note_due(&mut self, now: Time, span: Option<Range<u64>>) {
+        let Some(origin) = self.origin.as_deref_mut() else {
+            return;
+        };
+        let span = span.unwrap_or(0..0);
+        let have = &self.have;
+        origin
+            .due_since
+            .retain(|c, _| span.contains(c) && !is(have, *c));
+        for c in span {
+            if !is(have, c) {
+                origin.due_since.entry(c).or_insert(now);
+            }
+        }
+    }
+
+    /// Whether the origin may be asked for `chunk` now under `rule`.
+    fn origin_may_take(&self, now: Time, chunk: u64, rule: Take) -> bool {
+        let Some(origin) = self.origin.as_deref() else {
+            return false;
+        };
+        let Some(bin) = Bin::chunk(chunk) else {
+            return false;
+        };
+        if chunk >= self.chunk_count
+            || self.have.is_filled(bin)
+            || origin.fetching.is_filled(bin)
+            || origin.distrusted.is_filled(bin)
+        {
+            return false;
+        }
+        let asked_at = self
+            .channels
+            .values()
+            .filter_map(|c| c.requests.get(&chunk))
+            .min();
+        let overdue = || {
+            origin
+                .due_since
+                .get(&chunk)
+                .is_some_and(|&t| now.saturating_since(t) >= origin.config.peer_deadline)
+        };
+        match (rule, asked_at) {
+            (Take::Head, asked) => asked.is_none(),
+            (Take::Due, _) if overdue() => true,
+            (_, Some(_)) => false,
+            (Take::Due | Take::Unheld, None) => self.avail.rarity(chunk) == 0,
+        }
+    }
+
+    /// A chunk nobody holds or was asked for, for pickers without a playhead: the search
+    /// goes round the content from where the last one ended, a bounded stretch per call.
+    fn origin_unheld_chunk(&mut self) -> Option<u64> {
+        let n = self.chunk_count;
+        let from = self.origin.as_deref()?.scan_from % n.max(1);
+        let mut looked = 0u64;
+        let mut at = from;
+        while looked < SCAN_LIMIT.min(n) {
+            let bin = self
+                .exclude
+                .find_empty(at..n)
+                .or_else(|| (at > 0).then(|| self.exclude.find_empty(0..at)).flatten())?;
+            let c = bin.base_offset();
+            if c >= n {
+                return None;
+            }
+            let origin = self.origin.as_deref_mut()?;
+            if !is(&origin.distrusted, c) && !is(&origin.fetching, c) && self.avail.rarity(c) == 0 {
+                origin.scan_from = c + 1;
+                return Some(c);
+            }
+            looked += 1;
+            at = if c + 1 >= n { 0 } else { c + 1 };
+            if at == from {
+                return None;
+            }
+        }
+        if let Some(o) = self.origin.as_deref_mut() {
+            o.scan_from = at;
+        }
+        None
+    }
+
+    /// The body of request `id`, exactly the bytes of its range.
+    pub fn handle_origin_response(&mut self, now: Time, id: u64, bytes: &[u8]) {
+        let Some(origin) = self.origin.as_deref_mut() else {
+            return;
+        };
+        let Some(wanted) = origin.requests.remove(&id) else {
+            return; // answered after a failure was reported, or after a restart
+        };
+        let expected = self.expected_len(&wanted);
+        if bytes.len() as u64 != expected && !matches!(wanted, Wanted::Header) {
+            self.origin_failed(
+                now,
+                wanted,
+                OriginError::WrongLength {
+                    expected,
+                    got: bytes.len() as u64,
+                },
+            );
+            return;
+        }
+        if let Some(o) = self.origin.as_deref_mut() {
+            o.failures = 0;
+        }
+        match wanted {
+            Wanted::Header => self.take_header(now, bytes),
+            Wanted::Records(groups) => self.take_records(groups, bytes),
+            Wanted::Chunks(run) => {
+                self.stats.bytes_from_origin += bytes.len() as u64;
+                let cs = self.content.chunk_size as usize;
+                for (i, c) in run.enumerate() {
+                    let start = i * cs;
+                    let end = (start + cs).min(bytes.len());
+                    if let Some(o) = self.origin.as_deref_mut() {
+                        reset(&mut o.fetching, c);
+                    }
+                    self.take_origin_chunk(c, &bytes[start..end]);
+                }
+            }
+        }
+    }
+
+    fn expected_len(&self, wanted: &Wanted) -> u64 {
+        let h = self.origin.as_deref().and_then(|o| o.header.as_ref());
+        match wanted {
+            Wanted::Header => TreeFileHeader::first_read_len(
+                self.content.hash,
+                self.content.chunk_size,
+                self.content.content_len,
+            )
+            .unwrap_or(0),
+            Wanted::Records(g) => h.map_or(0, |h| (g.end - g.start) * h.record_len()),
+            Wanted::Chunks(run) => {
+                let cs = u64::from(self.content.chunk_size);
+                (run.end * cs).min(self.content.content_len) - run.start * cs
+            }
+        }
+    }
+
+    /// The header (and perhaps group 0's record) arrived.
+    fn take_header(&mut self, now: Time, bytes: &[u8]) {
+        let header = TreeFileHeader::decode(
+            bytes,
+            self.content.hash,
+            &self.content.root,
+            self.content.chunk_size,
+            self.content.content_len,
+        )
+        .and_then(|h| h.add_peaks_to(&mut self.tree).map(|()| h));
+        let header = match header {
+            Ok(h) => h,
+            Err(e) => {
+                self.origin_failed(now, Wanted::Header, OriginError::BadTree(e));
+                return;
+            }
+        };
+        let first_record = header
+            .first_record_follows()
+            .then(|| header.record_range(0).ok())
+            .flatten()
+            .and_then(|r| bytes.get(r.start as usize..r.end as usize))
+            .map(<[u8]>::to_vec);
+        if let Some(o) = self.origin.as_deref_mut() {
+            o.header = Some(header);
+        }
+        match first_record {
+            Some(record) => self.take_records(0..1, &record),
+            None => self.retry_parked(),
+        }
+    }
+
+    /// The records of `groups` arrived: each is checked against the root; a bad one makes
+    /// its chunks distrusted (the tree file is the origin's too).
+    fn take_records(&mut self, groups: Range<u64>, bytes: &[u8]) {
+        let Some(origin) = self.origin.as_deref_mut() else {
+            return;
+        };
+        let Some(h) = origin.header.clone() else {
+            return;
+        };
+        let len = h.record_len() as usize;
+        let mut bad = Vec::new();
+        for (i, g) in groups.enumerate() {
+            reset(&mut origin.records_requested, g);
+            let Some(record) = bytes.get(i * len..(i + 1) * len) else {
+                break;
+            };
+            match h.add_record(&mut self.tree, g, record) {
+                Ok(()) => set(&mut origin.records, g),
+                Err(e) => {
+                    for c in h.group_chunks(g) {
+                        set(&mut origin.distrusted, c);
+                    }
+                    bad.push(e);
+                }
+            }
+        }
+        for e in bad {
+            self.push_event(Event::OriginFailed {
+                error: OriginError::BadTree(e),
+                retry_in: None,
+                disabled: false,
+            });
+        }
+        self.retry_parked();
+    }
+
+    /// Parked chunks whose hashes are in now (or never will be) are taken or released.
+    fn retry_parked(&mut self) {
+        let Some(origin) = self.origin.as_deref_mut() else {
+            return;
+        };
+        let Some(h) = origin.header.as_ref() else {
+            return;
+        };
+        let ready: Vec<u64> = origin
+            .parked
+            .keys()
+            .copied()
+            .filter(|&c| is(&origin.records, h.group_of(c)) || is(&origin.distrusted, c))
+            .collect();
+        for c in ready {
+            let Some(data) = self.origin.as_deref_mut().and_then(|o| o.parked.remove(&c)) else {
+                continue;
+            };
+            self.take_origin_chunk(c, &data);
+        }
+    }
+
+    /// One chunk from the origin: verified, then kept and announced; or parked until its
+    /// hashes come; or, if it fails, reported and wanted from peers.
+    fn take_origin_chunk(&mut self, chunk: u64, data: &[u8]) {
+        let Some(bin) = Bin::chunk(chunk) else {
+            return;
+        };
+        if self.have.is_filled(bin) {
+            self.stats.bytes_duplicate += data.len() as u64;
+            return;
+        }
+        let Some(origin) = self.origin.as_deref_mut() else {
+            return;
+        };
+        if origin.distrusted.is_filled(bin) {
+            self.release_origin_chunk(chunk);
+            return;
+        }
+        let hashes_known = origin
+            .header
+            .as_ref()
+            .is_some_and(|h| is(&origin.records, h.group_of(chunk)));
+        match self.tree.verify_chunk(chunk, data, &[]) {
+            Ok(()) => {
+                self.cancel_at_peers(chunk);
+                if self.store_chunk(chunk, data) {
+                    self.chunk_kept(chunk, data.len(), Event::ChunkFromOrigin { chunk });
+                } else {
+                    self.release_origin_chunk(chunk);
+                }
+            }
+            Err(VerifyError::MissingHash(_)) if !hashes_known => {
+                if let Some(o) = self.origin.as_deref_mut() {
+                    set(&mut o.fetching, chunk);
+                    o.parked.insert(chunk, data.to_vec());
+                }
+            }
+            Err(reason) => {
+                if let Some(o) = self.origin.as_deref_mut() {
+                    set(&mut o.distrusted, chunk);
+                }
+                self.stats.chunks_origin_corrupt += 1;
+                self.release_origin_chunk(chunk);
+                self.push_event(Event::OriginCorrupt { chunk, reason });
+            }
+        }
+    }
+
+    /// A chunk the origin was asked for did not come (usable): it is wanted again, from
+    /// peers or (unless distrusted) the origin, unless a peer has it on its way.
+    fn release_origin_chunk(&mut self, chunk: u64) {
+        if let Some(o) = self.origin.as_deref_mut() {
+            reset(&mut o.fetching, chunk);
+        }
+        let asked = self
+            .channels
+            .values()
+            .any(|c| c.requests.contains_key(&chunk));
+        if !asked {
+            self.release_request(chunk);
+        }
+    }
+
+    /// The origin delivered `chunk`: peers asked for it too are told to cancel.
+    fn cancel_at_peers(&mut self, chunk: u64) {
+        for ch in self.channels.values_mut() {
+            if ch.requests.remove(&chunk).is_some()
+                && let Some(b) = Bin::chunk(chunk)
+            {
+                ch.pending_cancels.push(b);
+            }
+        }
+    }
+
+    /// Request `id` failed. A permanent failure (or too many in a row) ends the origin's
+    /// use; otherwise requests wait, doubling the wait per failure in a row.
+    pub fn handle_origin_failure(&mut self, now: Time, id: u64, error: OriginError) {
+        let Some(wanted) = self
+            .origin
+            .as_deref_mut()
+            .and_then(|o| o.requests.remove(&id))
+        else {
+            return;
+        };
+        self.origin_failed(now, wanted, error);
+    }
+
+    fn origin_failed(&mut self, now: Time, wanted: Wanted, error: OriginError) {
+        let Some(origin) = self.origin.as_deref_mut() else {
+            return;
+        };
+        match &wanted {
+            Wanted::Header => origin.header_requested = false,
+            Wanted::Records(groups) => {
+                for g in groups.clone() {
+                    reset(&mut origin.records_requested, g);
+                }
+            }
+            Wanted::Chunks(run) => {
+                for c in run.clone() {
+                    self.release_origin_chunk(c);
+                }
+            }
+        }
+        let Some(origin) = self.origin.as_deref_mut() else {
+            return;
+        };
+        // Requests that failed together (a server down) count as one failure.
+        if origin.retry_at.is_none_or(|t| t <= now) {
+            origin.failures += 1;
+        }
+        let disabled = error.is_permanent() || origin.failures >= origin.config.max_failures;
+        let retry_in = if disabled {
+            None
+        } else {
+            let doublings = origin.failures.saturating_sub(1).min(16);
+            let wait = origin
+                .config
+                .retry_base
+                .saturating_mul(1 << doublings)
+                .min(origin.config.retry_max);
+            origin.retry_at = Some(now + wait);
+            Some(wait)
+        };
+        if disabled {
+            self.disable_origin();
+        }
+        self.push_event(Event::OriginFailed {
+            error,
+            retry_in,
+            disabled,
+        });
+    }
+
+    /// The origin is no longer used: what it was asked for is wanted from peers.
+    fn disable_origin(&mut self) {
+        let Some(origin) = self.origin.as_deref_mut() else {
+            return;
+        };
+        origin.disabled = true;
+        let mut chunks: Vec<u64> = origin.parked.keys().copied().collect();
+        origin.parked.clear();
+        for w in core::mem::take(&mut origin.requests).into_values() {
+            if let Wanted::Chunks(run) = w {
+                chunks.extend(run);
+            }
+        }
+        for c in chunks {
+            self.release_origin_chunk(c);
+        }
+    }
+}

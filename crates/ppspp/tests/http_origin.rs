@@ -1,0 +1,611 @@
+//! The engine with an HTTP origin: a content file and its tree file served by Range
+//! requests with a fixed latency, alone or next to peers on the virtual network.
+
+mod common;
+
+use common::virtual_net::VirtualNet as Net;
+use ppspp::engine::{
+    ContentInfo, Engine, EngineConfig, Event, HttpOriginConfig, OriginError, OriginFile,
+    OriginRequest, PickerKind,
+};
+use ppspp::merkle::tree_file::{TreeFileHeader, encode_record};
+use ppspp::merkle::{HashAlgorithm, MerkleTree};
+use ppspp::store::MemoryStore;
+use ppspp::time::Time;
+use std::time::Duration;
+
+type Node = Engine<u32, MemoryStore>;
+
+const CS: usize = 1024;
+
+fn content(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 13 + i / 999) as u8).collect()
+}
+
+fn tree_file(tree: &MerkleTree, group_layer: u32) -> Vec<u8> {
+    let header = TreeFileHeader::of(tree, group_layer).unwrap();
+    let mut bytes = header.encode();
+    for g in 0..header.group_count() {
+        bytes.extend(encode_record(tree, &header, g));
+    }
+    bytes
+}
+
+fn info(tree: &MerkleTree) -> ContentInfo {
+    ContentInfo {
+        root: tree.root(),
+        hash: tree.algorithm(),
+        chunk_size: tree.chunk_size() as u32,
+        content_len: tree.content_len(),
+    }
+}
+
+fn leecher(tree: &MerkleTree, picker: PickerKind, seed: u64) -> Node {
+    Engine::new(
+        EngineConfig {
+            seed,
+            picker,
+            ..EngineConfig::default()
+        },
+        info(tree),
+        MemoryStore::new(tree.content_len() as usize, tree.chunk_size()),
+        Time::ZERO,
+    )
+    .unwrap()
+}
+
+fn seeder(tree: &MerkleTree, data: &[u8]) -> Node {
+    Engine::new_seeder(
+        EngineConfig {
+            seed: 1,
+            ..EngineConfig::default()
+        },
+        tree,
+        MemoryStore::with_content(data.to_vec(), tree.chunk_size()),
+        Time::ZERO,
+    )
+    .unwrap()
+}
+
+/// How the fake server answers one request: the bytes, or a failure.
+type Answer = Result<Vec<u8>, OriginError>;
+
+/// Overrides the server's answer to a request (a failure, a short body), or `None`.
+type Misbehave = Box<dyn FnMut(&OriginRequest) -> Option<Answer>>;
+
+/// A web server holding the content and its tree file, answering after `latency`.
+struct Server {
+    content: Vec<u8>,
+    tree: Vec<u8>,
+    latency: Duration,
+    /// Answers not yet delivered: (due, request id, answer).
+    pending: Vec<(Time, u64, Answer)>,
+    misbehave: Misbehave,
+    requests: Vec<OriginRequest>,
+    content_bytes: u64,
+    most_in_flight: usize,
+}
+
+impl Server {
+    fn new(content: &[u8], tree: Vec<u8>) -> Server {
+        Server {
+            content: content.to_vec(),
+            tree,
+            latency: Duration::from_millis(20),
+            pending: Vec::new(),
+            misbehave: Box::new(|_| None),
+            requests: Vec::new(),
+            content_bytes: 0,
+            most_in_flight: 0,
+        }
+    }
+
+    /// Takes the node's requests, and delivers the answers due by `now`.
+    fn step(&mut self, node: &mut Node, now: Time) {
+        while let Some(r) = node.poll_origin_request(now) {
+            assert!(r.range.start < r.range.end, "empty range {r:?}");
+            let answer = (self.misbehave)(&r).unwrap_or_else(|| {
+                let file = match r.file {
+                    OriginFile::Tree => &self.tree,
+                    OriginFile::Content => &self.content,
+                };
+                // A server clips a range to the file's end.
+                let end = (r.range.end as usize).min(file.len());
+                Ok(file[r.range.start as usize..end].to_vec())
+            });
+            if let (OriginFile::Content, Ok(b)) = (r.file, &answer) {
+                self.content_bytes += b.len() as u64;
+            }
+            self.pending.push((now + self.latency, r.id, answer));
+            self.requests.push(r);
+            self.most_in_flight = self.most_in_flight.max(self.pending.len());
+        }
+        let (due, later): (Vec<_>, Vec<_>) = self.pending.drain(..).partition(|p| p.0 <= now);
+        self.pending = later;
+        for (_, id, answer) in due {
+            match answer {
+                Ok(bytes) => node.handle_origin_response(now, id, &bytes),
+                Err(e) => node.handle_origin_failure(now, id, e),
+            }
+        }
+    }
+}
+
+/// Runs `nodes` on `net`, with `origin_node` talking to `server`, in 2 ms steps until
+/// `done` or `limit`.
+fn run(
+    nodes: &mut [Node],
+    net: &mut Net,
+    server: &mut Server,
+    origin_node: usize,
+    limit: Time,
+    done: impl Fn(&[Node]) -> bool,
+) -> Time {
+    let mut now = net.now;
+    while now < limit && !done(nodes) {
+        server.step(&mut nodes[origin_node], now);
+        net.drain(now, origin_node as u32, &mut nodes[origin_node]);
+        net.run(nodes, now + Duration::from_millis(2), |_| false);
+        now = net.now;
+    }
+    now
+}
+
+fn events(node: &mut Node) -> Vec<Event<u32>> {
+    std::iter::from_fn(|| node.poll_event()).collect()
+}
+
+fn origin_config() -> HttpOriginConfig {
+    HttpOriginConfig {
+        alone_after: Duration::ZERO,
+        ..HttpOriginConfig::default()
+    }
+}
+
+#[test]
+fn http_only_fetches_a_whole_file_once_within_the_request_limit() {
+    let data = content(700 * CS + 123);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
+    let mut server = Server::new(&data, tree_file(&tree, 6));
+    let mut nodes = vec![leecher(&tree, PickerKind::RarestFirst, 2)];
+    nodes[0].enable_http_origin(origin_config(), Time::ZERO);
+    let mut net = Net::new(Duration::from_millis(5), 0, 1);
+    let end = run(
+        &mut nodes,
+        &mut net,
+        &mut server,
+        0,
+        Time::from_millis(30_000),
+        |n| n[0].is_complete(),
+    );
+    assert!(
+        nodes[0].is_complete(),
+        "incomplete at {end:?}: {:?}",
+        nodes[0].stats()
+    );
+    assert_eq!(nodes[0].store().bytes(), &data[..]);
+    assert_eq!(
+        server.content_bytes,
+        data.len() as u64,
+        "each byte fetched once"
+    );
+    assert!(server.most_in_flight <= HttpOriginConfig::default().max_requests);
+    let stats = nodes[0].stats();
+    assert_eq!(stats.bytes_from_origin, data.len() as u64);
+    assert_eq!(stats.origin_requests, server.requests.len() as u64 - 1);
+    let ev = events(&mut nodes[0]);
+    let from_origin = ev
+        .iter()
+        .filter(|e| matches!(e, Event::ChunkFromOrigin { .. }))
+        .count() as u64;
+    assert_eq!(from_origin, nodes[0].chunk_count());
+    assert!(ev.contains(&Event::Complete));
+    // Every content request is whole chunks within the size limit.
+    for r in server
+        .requests
+        .iter()
+        .filter(|r| r.file == OriginFile::Content)
+    {
+        assert_eq!(r.range.start % CS as u64, 0);
+        assert!(r.range.end % CS as u64 == 0 || r.range.end == data.len() as u64);
+        assert!(r.range.end - r.range.start <= HttpOriginConfig::default().max_request_bytes);
+    }
+    assert!(
+        nodes[0].poll_origin_request(end).is_none(),
+        "nothing left to ask"
+    );
+}
+
+#[test]
+fn http_only_video_follows_the_playhead() {
+    let data = content(2000 * CS);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
+    let mut server = Server::new(&data, tree_file(&tree, 6));
+    let mut nodes = vec![leecher(&tree, PickerKind::Vod { window: 256 }, 2)];
+    nodes[0].enable_http_origin(origin_config(), Time::ZERO);
+    let mut net = Net::new(Duration::from_millis(5), 0, 1);
+    run(
+        &mut nodes,
+        &mut net,
+        &mut server,
+        0,
+        Time::from_millis(2_000),
+        |_| false,
+    );
+    // Alone from the start: the whole urgent window, and nothing past it.
+    let have = nodes[0].have().count_filled();
+    assert_eq!(have, 256, "the in-order window only");
+    // Playback moves on: the origin follows.
+    nodes[0].set_playhead(1500);
+    run(
+        &mut nodes,
+        &mut net,
+        &mut server,
+        0,
+        Time::from_millis(4_000),
+        |_| false,
+    );
+    assert_eq!(nodes[0].have().count_filled(), 256 + 256);
+    nodes[0].set_playhead(1900);
+    let end = run(
+        &mut nodes,
+        &mut net,
+        &mut server,
+        0,
+        Time::from_millis(6_000),
+        |_| false,
+    );
+    assert_eq!(
+        nodes[0].have().count_filled(),
+        256 + 256 + 100,
+        "at {end:?}"
+    );
+    assert_eq!(server.content_bytes, 612 * CS as u64);
+}
+
+#[test]
+fn a_corrupt_chunk_is_reported_never_asked_again_and_comes_from_a_peer() {
+    let data = content(300 * CS + 5);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
+    let mut served = data.clone();
+    served[77 * CS + 10] ^= 1;
+    let mut server = Server::new(&served, tree_file(&tree, 6));
+    let mut nodes = vec![leecher(&tree, PickerKind::RarestFirst, 2)];
+    nodes[0].enable_http_origin(origin_config(), Time::ZERO);
+    let mut net = Net::new(Duration::from_millis(5), 0, 1);
+    let end = run(
+        &mut nodes,
+        &mut net,
+        &mut server,
+        0,
+        Time::from_millis(10_000),
+        |_| false,
+    );
+    let stats = nodes[0].stats();
+    assert_eq!(
+        stats.chunks_have,
+        nodes[0].chunk_count() - 1,
+        "all but one at {end:?}"
+    );
+    assert_eq!(stats.chunks_origin_corrupt, 1);
+    let ev = events(&mut nodes[0]);
+    let corrupt: Vec<u64> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::OriginCorrupt { chunk, .. } => Some(*chunk),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(corrupt, vec![77]);
+    assert!(
+        !ev.iter()
+            .any(|e| matches!(e, Event::ChunkFromOrigin { chunk: 77 }))
+    );
+    let asked_for_77 = server
+        .requests
+        .iter()
+        .filter(|r| r.file == OriginFile::Content && r.range.contains(&(77 * CS as u64)))
+        .count();
+    assert_eq!(
+        asked_for_77, 1,
+        "the origin is not trusted again for that chunk"
+    );
+    // Nothing corrupt was kept.
+    assert!(!nodes[0].have().is_filled(ppspp::Bin::chunk(77).unwrap()));
+    // A seeder joins: the chunk comes from it.
+    nodes.push(seeder(&tree, &data));
+    nodes[0].connect(1, end);
+    let end = run(
+        &mut nodes,
+        &mut net,
+        &mut server,
+        0,
+        end + Duration::from_secs(10),
+        |n| n[0].is_complete(),
+    );
+    assert!(nodes[0].is_complete(), "incomplete at {end:?}");
+    assert_eq!(nodes[0].store().bytes(), &data[..]);
+}
+
+#[test]
+fn next_to_a_seeder_the_origin_serves_the_head_and_nothing_a_peer_holds() {
+    let data = content(3000 * CS);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
+    let mut server = Server::new(&data, tree_file(&tree, 6));
+    let mut nodes = vec![
+        leecher(&tree, PickerKind::Vod { window: 256 }, 2),
+        seeder(&tree, &data),
+    ];
+    let config = HttpOriginConfig {
+        head_bytes: 32 * CS as u64,
+        ..HttpOriginConfig::default()
+    };
+    nodes[0].enable_http_origin(config, Time::ZERO);
+    nodes[0].connect(1, Time::ZERO);
+    let mut net = Net::new(Duration::from_millis(5), 0, 1);
+    let end = run(
+        &mut nodes,
+        &mut net,
+        &mut server,
+        0,
+        Time::from_millis(60_000),
+        |n| n[0].is_complete(),
+    );
+    assert!(nodes[0].is_complete(), "incomplete at {end:?}");
+    assert_eq!(nodes[0].store().bytes(), &data[..]);
+    assert_eq!(
+        server.content_bytes,
+        32 * CS as u64,
+        "only the head from the origin"
+    );
+}
+
+#[test]
+fn a_due_chunk_a_peer_does_not_deliver_in_time_comes_from_the_origin() {
+    let data = content(400 * CS);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
+    let mut server = Server::new(&data, tree_file(&tree, 6));
+    let mut nodes = vec![
+        leecher(&tree, PickerKind::Vod { window: 128 }, 2),
+        seeder(&tree, &data),
+    ];
+    let config = HttpOriginConfig {
+        head_bytes: 0,
+        peer_deadline: Duration::from_millis(300),
+        ..HttpOriginConfig::default()
+    };
+    nodes[0].enable_http_origin(config, Time::ZERO);
+    nodes[0].connect(1, Time::ZERO);
+    let mut net = Net::new(Duration::from_millis(5), 0, 1);
+    // Connected, and the seeder's HAVEs known; then its DATA stops arriving.
+    run(
+        &mut nodes,
+        &mut net,
+        &mut server,
+        0,
+        Time::from_millis(30),
+        |n| n[0].peers().count() == 1 && n[0].stats().chunks_have > 0,
+    );
+    net.rewrite.insert(
+        1,
+        Box::new(|d: &[u8]| {
+            if d.len() > 512 {
+                Vec::new()
+            } else {
+                d.to_vec()
+            }
+        }),
+    );
+    let before = server.content_bytes;
+    nodes[0].set_playhead(200);
+    let end = run(
+        &mut nodes,
+        &mut net,
+        &mut server,
+        0,
+        Time::from_millis(3_000),
+        |n| (200..204).all(|c| n[0].have().is_filled(ppspp::Bin::chunk(c).unwrap())),
+    );
+    assert!(
+        (200..204).all(|c| nodes[0].have().is_filled(ppspp::Bin::chunk(c).unwrap())),
+        "due chunks still missing at {end:?}"
+    );
+    assert!(server.content_bytes > before, "the origin served them");
+    // Not before the deadline.
+    assert!(end >= Time::from_millis(300), "too early: {end:?}");
+}
+
+#[test]
+fn content_that_comes_before_its_hashes_waits_for_them() {
+    let data = content(200 * CS + 1);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
+    let mut server = Server::new(&data, tree_file(&tree, 6));
+    // The tree file is slow: content arrives first.
+    let mut tree_waits = true;
+    let mut nodes = vec![leecher(&tree, PickerKind::RarestFirst, 2)];
+    nodes[0].enable_http_origin(origin_config(), Time::ZERO);
+    let now = Time::ZERO;
+    let mut reqs = Vec::new();
+    while let Some(r) = nodes[0].poll_origin_request(now) {
+        reqs.push(r);
+    }
+    assert_eq!(reqs[0].file, OriginFile::Tree, "the header first");
+    assert!(reqs.len() > 1, "content does not wait for it: {reqs:?}");
+    for r in reqs.iter().skip(1).chain(reqs.iter().take(1)) {
+        let file = match r.file {
+            OriginFile::Tree => &server.tree,
+            OriginFile::Content => &server.content,
+        };
+        if r.file == OriginFile::Tree {
+            tree_waits = false;
+        }
+        let end = (r.range.end as usize).min(file.len());
+        nodes[0].handle_origin_response(now, r.id, &file[r.range.start as usize..end]);
+        if tree_waits {
+            assert_eq!(
+                nodes[0].stats().chunks_have,
+                0,
+                "nothing verified before its hashes"
+            );
+        }
+    }
+    assert!(
+        nodes[0].stats().chunks_have > 0,
+        "verified once the hashes came"
+    );
+    let mut net = Net::new(Duration::from_millis(5), 0, 1);
+    run(
+        &mut nodes,
+        &mut net,
+        &mut server,
+        0,
+        Time::from_millis(10_000),
+        |n| n[0].is_complete(),
+    );
+    assert_eq!(nodes[0].store().bytes(), &data[..]);
+}
+
+#[test]
+fn a_tree_file_with_another_group_size_works_too() {
+    let data = content(500 * CS + 9);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
+    for layer in [0, 3, 8] {
+        let mut server = Server::new(&data, tree_file(&tree, layer));
+        let mut nodes = vec![leecher(&tree, PickerKind::RarestFirst, 2)];
+        nodes[0].enable_http_origin(origin_config(), Time::ZERO);
+        let mut net = Net::new(Duration::from_millis(5), 0, 1);
+        run(
+            &mut nodes,
+            &mut net,
+            &mut server,
+            0,
+            Time::from_millis(20_000),
+            |n| n[0].is_complete(),
+        );
+        assert_eq!(nodes[0].store().bytes(), &data[..], "group layer {layer}");
+    }
+}
+
+fn failing_run(answer: impl FnMut(&OriginRequest) -> Option<Answer> + 'static) -> (Node, Server) {
+    let data = content(100 * CS);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
+    let mut server = Server::new(&data, tree_file(&tree, 6));
+    server.misbehave = Box::new(answer);
+    let mut nodes = vec![leecher(&tree, PickerKind::RarestFirst, 2)];
+    nodes[0].enable_http_origin(origin_config(), Time::ZERO);
+    let mut net = Net::new(Duration::from_millis(5), 0, 1);
+    run(
+        &mut nodes,
+        &mut net,
+        &mut server,
+        0,
+        Time::from_millis(120_000),
+        |n| n[0].is_complete(),
+    );
+    (nodes.pop().unwrap(), server)
+}
+
+fn failures(node: &mut Node) -> Vec<(OriginError, Option<Duration>, bool)> {
+    events(node)
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::OriginFailed {
+                error,
+                retry_in,
+                disabled,
+            } => Some((error, retry_in, disabled)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn permanent_failures_end_the_origin_at_once() {
+    for error in [
+        OriginError::NoRangeSupport,
+        OriginError::Status(404),
+        OriginError::Status(403),
+    ] {
+        let e = error.clone();
+        let (mut node, server) = failing_run(move |_| Some(Err(e.clone())));
+        let f = failures(&mut node);
+        assert!(!f.is_empty(), "{error:?}");
+        assert_eq!(f.last().unwrap(), &(error.clone(), None, true), "{error:?}");
+        assert!(!node.has_http_origin());
+        assert!(server.requests.len() <= HttpOriginConfig::default().max_requests);
+        assert_eq!(node.stats().chunks_have, 0);
+    }
+}
+
+#[test]
+fn a_tree_file_for_other_content_ends_the_origin() {
+    let other = content(100 * CS + 1);
+    let other_tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &other).unwrap();
+    let other_file = tree_file(&other_tree, 6);
+    let (mut node, _) = failing_run(move |r| {
+        (r.file == OriginFile::Tree).then(|| {
+            let end = (r.range.end as usize).min(other_file.len());
+            Ok(other_file[r.range.start as usize..end].to_vec())
+        })
+    });
+    let f = failures(&mut node);
+    assert!(
+        matches!(f.as_slice(), [(OriginError::BadTree(_), None, true)]),
+        "{f:?}"
+    );
+    assert_eq!(node.stats().chunks_have, 0, "nothing kept without hashes");
+    assert!(!node.has_http_origin());
+}
+
+#[test]
+fn transient_failures_back_off_then_recover() {
+    let mut left = 3;
+    let (mut node, server) = failing_run(move |_| {
+        (left > 0).then(|| {
+            left -= 1;
+            Err(OriginError::Status(503))
+        })
+    });
+    assert!(node.is_complete(), "recovered: {:?}", node.stats());
+    let f = failures(&mut node);
+    // Failures that happen together count once: the waits double per round.
+    let waits: Vec<Duration> = f.iter().filter_map(|(_, w, _)| *w).collect();
+    assert!(
+        f.iter()
+            .all(|(e, _, d)| *e == OriginError::Status(503) && !d)
+    );
+    assert_eq!(waits.first(), Some(&Duration::from_millis(500)));
+    assert!(waits.windows(2).all(|w| w[1] >= w[0]), "{waits:?}");
+    assert!(server.requests.len() > 3);
+}
+
+#[test]
+fn a_server_down_for_good_is_given_up_after_the_limit() {
+    let (mut node, server) = failing_run(|_| Some(Err(OriginError::Timeout)));
+    let f = failures(&mut node);
+    let rounds = f.iter().filter(|(_, _, d)| !d).count();
+    assert!(
+        f.last()
+            .is_some_and(|(e, w, d)| *e == OriginError::Timeout && w.is_none() && *d)
+    );
+    assert!(rounds >= 7, "{f:?}");
+    assert!(!node.has_http_origin());
+    assert!(server.requests.len() <= 8 * HttpOriginConfig::default().max_requests);
+}
+
+#[test]
+fn a_short_body_is_a_failure_and_nothing_of_it_is_kept() {
+    let mut first = true;
+    let (mut node, _) = failing_run(move |r| {
+        (r.file == OriginFile::Content && std::mem::take(&mut first)).then(|| Ok(vec![0; 10]))
+    });
+    let f = failures(&mut node);
+    assert!(
+        matches!(
+            f.first(),
+            Some((OriginError::WrongLength { got: 10, .. }, Some(_), false))
+        ),
+        "{f:?}"
+    );
+    assert!(node.is_complete(), "retried");
+}
