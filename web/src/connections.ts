@@ -11,6 +11,9 @@ import { PpsppError } from './errors.js';
 import { IceServerWatch } from './ice-server-watch.js';
 import type { SignalingClient } from './signaling.js';
 
+/** What connections use of signaling (an HTTP-only swarm has none: see `Swarm`). */
+export type SignalPath = Pick<SignalingClient, 'send' | 'iceServers' | 'requestIceServers' | 'peerId'>;
+
 /** The ICE candidate pair a connection uses: addresses and candidate types (host, srflx, prflx, relay). */
 export interface SelectedPair {
   local: string;
@@ -110,7 +113,7 @@ export class Connections {
   received = 0;
 
   constructor(
-    private readonly signaling: SignalingClient,
+    private readonly signaling: SignalPath,
     private readonly options: ConnectionOptions,
     private readonly handlers: ConnectionHandlers,
   ) {

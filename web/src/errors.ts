@@ -13,7 +13,13 @@ export type ErrorCode =
   | 'media-error'
   | 'playback-stuck'
   | 'wasm-load-failed'
-  | 'closed';
+  | 'closed'
+  | 'origin-no-range'
+  | 'origin-status'
+  | 'origin-unreachable'
+  | 'origin-timeout'
+  | 'origin-bad-response'
+  | 'origin-bad-tree';
 
 /**
  * Whether an error of each code means that playback or the fetch cannot go on (as
@@ -46,6 +52,15 @@ const FATAL: { readonly [C in ErrorCode]: boolean } = {
   // The playhead stood still with media buffered; the Player goes on feeding, and playback
   // may still resume (a seek, or the decoder going on).
   'playback-stuck': false,
+  // The HTTP origin failed: its request is retried later, or (for good) peers carry
+  // everything. Fatal only with no signaling server (nothing else could deliver), and
+  // marked so then.
+  'origin-no-range': false,
+  'origin-status': false,
+  'origin-unreachable': false,
+  'origin-timeout': false,
+  'origin-bad-response': false,
+  'origin-bad-tree': false,
 };
 
 /** Whether errors with `code` are fatal when they come as `error` events (see {@link PpsppError.fatal}). */

@@ -11,7 +11,7 @@ export { Player, type PlayerEvents, type PlayerStats } from './player.js';
 export type { Stall, StallCause } from './media/stall-watch.js';
 export { Peer, type PeerEvents, type SeedOptions, type FetchOptions } from './peer.js';
 export { PpsppError, type ErrorCode } from './errors.js';
-export type { PeerOptions, PlayerOptions } from './options.js';
+export type { PeerOptions, PlayerOptions, HttpOriginOptions } from './options.js';
 export type { SelectedPair } from './connections.js';
 export type { SwarmStats, PeerChannelStats, SwarmEvents } from './swarm.js';
 export type { ContentInfo, EngineStats, ChannelStats } from './wasm.js';

@@ -1,4 +1,24 @@
 import { PpsppError } from './errors.js';
+import type { HttpOriginSettings } from './http-origin.js';
+
+/**
+ * An HTTP origin: the content on a plain web server or CDN, with its tree file
+ * (`ppspp root video.webm --tree video.tree`). Every byte from it is verified against the
+ * swarm's root like a peer's. The server must answer Range requests (status 206), and,
+ * from another origin than the page's, allow the page by CORS.
+ */
+export interface HttpOriginOptions {
+  /** The content's URL, absolute or relative to the page. */
+  url: string;
+  /** The tree file's URL, absolute or relative to the page. */
+  tree: string;
+  /** Range requests in flight at most (default 4). */
+  maxRequests?: number;
+  /** A request not answered whole in this long fails and is retried (default 10 000 ms). */
+  timeoutMs?: number;
+  /** The first bytes fetched from the origin at once, for a fast first frame (default 256 KiB). */
+  headBytes?: number;
+}
 
 /** Options of a {@link Peer} (and of the peer inside a {@link Player}). */
 export interface PeerOptions {
@@ -54,6 +74,14 @@ export interface PlayerOptions extends PeerOptions {
    * give `stall` events).
    */
   stuckTimeoutMs?: number;
+  /**
+   * Fetch from this HTTP origin too: the first chunks, and what playback needs soon and no
+   * peer delivers in time; peers carry the rest, and get what came from it. Default: the
+   * URI's `http=` and `tree=` parameters, if it has them; `false` ignores those. With an
+   * origin and no signaling server (no `signal` option or URI parameter), the Player plays
+   * from HTTP alone.
+   */
+  httpOrigin?: HttpOriginOptions | false;
 }
 
 export interface ResolvedPeerOptions {
@@ -75,6 +103,8 @@ export interface ResolvedPlayerOptions extends ResolvedPeerOptions {
   readAheadBytes: number;
   urgentPriority: number;
   stuckTimeoutMs: number;
+  /** The option as given, checked; merged with the URI's by {@link resolveHttpOrigin}. */
+  httpOrigin: HttpOriginOptions | false | undefined;
 }
 
 function bad(message: string): PpsppError {
@@ -125,7 +155,65 @@ const KNOWN_PEER = [
   'signal', 'iceServers', 'maxConnections', 'uploadLimit', 'downloadLimit', 'priority',
   'connectTimeoutMs', 'statsIntervalMs', 'wasm', 'preferPeers',
 ];
-const KNOWN_PLAYER = [...KNOWN_PEER, 'mimeType', 'keepBehindSeconds', 'readAheadBytes', 'urgentPriority', 'stuckTimeoutMs'];
+const KNOWN_PLAYER = [
+  ...KNOWN_PEER, 'mimeType', 'keepBehindSeconds', 'readAheadBytes', 'urgentPriority', 'stuckTimeoutMs', 'httpOrigin',
+];
+const KNOWN_ORIGIN = ['url', 'tree', 'maxRequests', 'timeoutMs', 'headBytes'];
+
+function url(options: object, name: string): string {
+  const value = (options as Record<string, unknown>)[name];
+  if (typeof value !== 'string' || value.trim() === '') {
+    throw bad(`option httpOrigin.${name} must be a URL (absolute or relative to the page), not ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+function checkHttpOrigin(value: unknown): HttpOriginOptions | false | undefined {
+  if (value === undefined || value === false) return value;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw bad('option httpOrigin must be { url, tree } or false');
+  }
+  for (const key of Object.keys(value)) {
+    if (!KNOWN_ORIGIN.includes(key)) {
+      throw bad(`unknown option httpOrigin.${key} (known: ${KNOWN_ORIGIN.join(', ')})`);
+    }
+  }
+  const o = value as HttpOriginOptions;
+  const n = (name: string, fallback: number, check: { min: number; max?: number; integer?: boolean }): number =>
+    number(o, name, fallback, check);
+  try {
+    return {
+      url: url(o, 'url'),
+      tree: url(o, 'tree'),
+      maxRequests: n('maxRequests', 4, { min: 1, max: 64, integer: true }),
+      timeoutMs: n('timeoutMs', 10_000, { min: 100 }),
+      headBytes: n('headBytes', 256 << 10, { min: 0, integer: true }),
+    };
+  } catch (err) {
+    if (err instanceof PpsppError) throw bad(err.message.replace(/^option /, 'option httpOrigin.'));
+    throw err;
+  }
+}
+
+/**
+ * The HTTP origin to use: the option, else the URI's `http=` and `tree=` (with the
+ * defaults), or null for none.
+ */
+export function resolveHttpOrigin(
+  option: HttpOriginOptions | false | undefined,
+  uri: { http?: string; tree?: string },
+): HttpOriginSettings | null {
+  if (option === false) return null;
+  const chosen = option ?? (uri.http !== undefined && uri.tree !== undefined ? checkHttpOrigin({ url: uri.http, tree: uri.tree }) : undefined);
+  if (!chosen) return null;
+  return {
+    url: chosen.url,
+    tree: chosen.tree,
+    maxRequests: chosen.maxRequests ?? 4,
+    timeoutMs: chosen.timeoutMs ?? 10_000,
+    headBytes: chosen.headBytes ?? 256 << 10,
+  };
+}
 
 function checkKnown(options: object, known: string[]): void {
   for (const key of Object.keys(options)) {
@@ -170,5 +258,6 @@ export function resolvePlayerOptions(options: PlayerOptions = {}): ResolvedPlaye
     readAheadBytes: number(options, 'readAheadBytes', 4 << 20, { min: 0 }),
     urgentPriority: number(options, 'urgentPriority', 2, { min: 0, max: 16, integer: true }),
     stuckTimeoutMs: number(options, 'stuckTimeoutMs', 8000, { min: 1000 }),
+    httpOrigin: checkHttpOrigin(options.httpOrigin),
   };
 }

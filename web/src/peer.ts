@@ -6,7 +6,8 @@ import { requireWebRtc, type SelectedPair } from './connections.js';
 import { isRootHex, uriFor } from './discover.js';
 import { Emitter } from './emitter.js';
 import { PpsppError, abortReason, fatal, messageOf } from './errors.js';
-import { type PeerOptions, type ResolvedPeerOptions, checkSignalUrl, resolvePeerOptions } from './options.js';
+import type { HttpOriginSettings } from './http-origin.js';
+import { type PeerOptions, type ResolvedPeerOptions, checkSignalUrl, resolveHttpOrigin, resolvePeerOptions } from './options.js';
 import { Swarm, type SwarmEvents, type SwarmStats } from './swarm.js';
 import { type ContentInfo, PeerOptions as WasmOptions, WasmPeer, loadWasm, parseUriLoaded } from './wasm.js';
 
@@ -86,6 +87,19 @@ export function engineOptions(options: ResolvedPeerOptions, extra: { vodWindow?:
   return o;
 }
 
+/**
+ * The signaling URL of a swarm with HTTP origin `origin`: as {@link signalFor}, but null
+ * (an HTTP-only swarm) when there is an origin and no signaling server.
+ */
+export function signalWithOrigin(
+  options: ResolvedPeerOptions,
+  content: ContentInfo,
+  origin: HttpOriginSettings | null,
+): string | null {
+  if (origin && options.signal === undefined && content.signal === undefined) return null;
+  return signalFor(options, content);
+}
+
 /** The signaling URL to use: the option, else the URI's. */
 export function signalFor(options: ResolvedPeerOptions, content: ContentInfo): string {
   const url = options.signal ?? content.signal;
@@ -127,7 +141,9 @@ export class Peer extends Emitter<PeerEvents> {
 
   private forward(swarm: Swarm): void {
     const root = swarm.content.root;
-    const types: (keyof SwarmEvents)[] = ['peer-joined', 'peer-left', 'chunk-verified', 'chunk-rejected', 'progress', 'complete', 'stats'];
+    const types: (keyof SwarmEvents)[] = [
+      'peer-joined', 'peer-left', 'chunk-verified', 'chunk-rejected', 'origin-corrupt', 'progress', 'complete', 'stats',
+    ];
     for (const type of types) {
       swarm.on(type, (payload) => this.emit(type, { ...(payload as object), root } as never));
     }
@@ -144,7 +160,9 @@ export class Peer extends Emitter<PeerEvents> {
     }
     let swarm: Swarm;
     try {
-      swarm = new Swarm(engine, content, signalFor(this.options, content), this.options, seeding);
+      // A fetcher uses the URI's HTTP origin, if it names one; a seeder has everything.
+      const origin = seeding ? null : resolveHttpOrigin(undefined, content);
+      swarm = new Swarm(engine, content, signalWithOrigin(this.options, content, origin), this.options, seeding, origin);
     } catch (err) {
       engine.free();
       throw err;
@@ -179,7 +197,7 @@ export class Peer extends Emitter<PeerEvents> {
     const content = parseUriLoaded(uri);
     const existing = this.swarms.get(content.root);
     if (existing) return existing;
-    signalFor(this.options, content);
+    signalWithOrigin(this.options, content, resolveHttpOrigin(undefined, content));
     let engine: WasmPeer;
     try {
       engine = WasmPeer.fetcher(uri, engineOptions(this.options), performance.now());

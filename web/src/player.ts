@@ -10,10 +10,10 @@ import { AppendQueue, type SourceBufferLike } from './media/append-queue.js';
 import { type Stall, StallWatch, bufferedAhead } from './media/stall-watch.js';
 import { type InitInfo, findSegmentStart, parseInit, segmentStartTime, wholeSegmentsLength } from './media/container.js';
 import { completeChildrenEnd, openClusterHead } from './media/webm.js';
-import { type PlayerOptions, type ResolvedPlayerOptions, resolvePlayerOptions } from './options.js';
+import { type PlayerOptions, type ResolvedPlayerOptions, resolveHttpOrigin, resolvePlayerOptions } from './options.js';
 import { requireWebRtc, type SelectedPair } from './connections.js';
 import { uriFor } from './discover.js';
-import { engineOptions, signalFor } from './peer.js';
+import { engineOptions, signalWithOrigin } from './peer.js';
 import { Swarm, type SwarmEvents, type SwarmStats } from './swarm.js';
 import { type ContentInfo, WasmPeer, loadWasm, parseUriLoaded } from './wasm.js';
 
@@ -121,7 +121,6 @@ export class Player extends Emitter<PlayerEvents> {
     if (typeof MediaSource === 'undefined') {
       throw new PpsppError('mse-unsupported', 'this browser has no MediaSource: it cannot play from a swarm');
     }
-    requireWebRtc();
     if (!(video instanceof HTMLVideoElement)) {
       throw new PpsppError('bad-option', 'Player.attach needs an HTMLVideoElement');
     }
@@ -131,7 +130,10 @@ export class Player extends Emitter<PlayerEvents> {
     await loadWasm(resolved.wasm);
     uri = await uriFor(uri, resolved);
     const content = parseUriLoaded(uri);
-    const signal = signalFor(resolved, content);
+    const origin = resolveHttpOrigin(resolved.httpOrigin, content);
+    const signal = signalWithOrigin(resolved, content, origin);
+    // HTTP-only playback needs no WebRTC.
+    if (signal !== null) requireWebRtc();
     const window = Math.max(16, Math.ceil(resolved.readAheadBytes / content.chunkSize));
     let engine: WasmPeer;
     try {
@@ -143,7 +145,7 @@ export class Player extends Emitter<PlayerEvents> {
     } catch (err) {
       throw new PpsppError('bad-uri', messageOf(err), { cause: err });
     }
-    const swarm = new Swarm(engine, content, signal, resolved, false);
+    const swarm = new Swarm(engine, content, signal, resolved, false, origin);
     const player = new Player(video, swarm, resolved, attachedAt);
     try {
       await swarm.start();
@@ -156,7 +158,9 @@ export class Player extends Emitter<PlayerEvents> {
   }
 
   private async open(): Promise<void> {
-    const forward: (keyof SwarmEvents)[] = ['peer-joined', 'peer-left', 'chunk-rejected', 'progress', 'complete', 'stats', 'error'];
+    const forward: (keyof SwarmEvents)[] = [
+      'peer-joined', 'peer-left', 'chunk-rejected', 'origin-corrupt', 'progress', 'complete', 'stats', 'error',
+    ];
     for (const type of forward) this.swarm.on(type, (payload) => this.emit(type, payload as never));
     this.swarm.on('chunk-verified', (e) => {
       this.emit('chunk-verified', e);

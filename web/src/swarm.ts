@@ -4,10 +4,11 @@
  * on the data channels; its events become the typed events users see. The engine never
  * calls back into JavaScript, so nothing here can re-enter it.
  */
-import { Connections, type SelectedPair } from './connections.js';
+import { Connections, type SelectedPair, type SignalPath } from './connections.js';
 import { Driver } from './driver.js';
 import { Emitter } from './emitter.js';
-import { PpsppError, fatal } from './errors.js';
+import { type ErrorCode, PpsppError, fatal } from './errors.js';
+import { HttpOrigin, type HttpOriginSettings } from './http-origin.js';
 import type { ResolvedPeerOptions } from './options.js';
 import { SignalingClient } from './signaling.js';
 import type { ChannelStats, ContentInfo, EngineEvent, EngineStats, WasmPeer } from './wasm.js';
@@ -32,10 +33,11 @@ export interface SwarmStats extends EngineStats {
   /** Rates over the last stats interval, in bytes per second. */
   downloadBps: number;
   uploadBps: number;
-  /** Verified bytes that came from seeders and from other peers. */
+  /** Verified bytes that came from seeders, from other peers, and from the HTTP origin. */
   bytesFromSeeders: number;
   bytesFromPeers: number;
-  /** Share of the verified bytes that came from peers rather than seeders (0–1). */
+  bytesFromHttp: number;
+  /** Share of the verified bytes that came from peers rather than seeders or the HTTP origin (0–1). */
   offload: number;
   /** Messages dropped because a data channel's buffer was full. */
   messagesDropped: number;
@@ -45,7 +47,13 @@ export interface SwarmStats extends EngineStats {
 export interface SwarmEvents {
   'peer-joined': { peer: number; remote: string; seeder: boolean };
   'peer-left': { peer: number; remote: string; reason: string };
-  'chunk-verified': { chunk: number; peer: number };
+  /** A chunk passed verification: from `peer`, or (`peer` null) from the HTTP origin. */
+  'chunk-verified': { chunk: number; peer: number | null };
+  /**
+   * A chunk from the HTTP origin failed verification: nothing of it was kept, it is fetched
+   * from peers instead, and the origin is not asked for it again.
+   */
+  'origin-corrupt': { chunk: number; reason: string };
   /** A chunk failed verification: nothing of it was kept and the peer was dropped. */
   'chunk-rejected': { chunk: number; peer: number; reason: string };
   progress: { have: number; total: number };
@@ -53,8 +61,9 @@ export interface SwarmEvents {
   stats: SwarmStats;
   /**
    * Trouble while the swarm runs: `signaling-error`, `no-peers` and `verification-failed`
-   * (not fatal: it goes on), `storage-failed` (fatal: nothing more is fetched). Errors
-   * before it runs reject the call instead.
+   * (not fatal: it goes on), `storage-failed` (fatal: nothing more is fetched), and the
+   * HTTP origin's `origin-*` codes (fatal only when the origin is given up and there is no
+   * signaling server). Errors before it runs reject the call instead.
    */
   error: PpsppError;
 }
@@ -75,8 +84,10 @@ const NO_PEERS_ERROR_MS = 10_000;
 export class Swarm extends Emitter<SwarmEvents> {
   readonly content: ContentInfo;
   readonly uri: string;
-  private readonly signaling: SignalingClient;
+  /** Null for an HTTP-only swarm (no signaling server: the origin is its only source). */
+  private readonly signaling: SignalingClient | null;
   private readonly connections: Connections;
+  private readonly origin: HttpOrigin | null;
   private readonly started = performance.now();
   private readonly driver: Driver;
   private closed = false;
@@ -92,6 +103,7 @@ export class Swarm extends Emitter<SwarmEvents> {
   private rates = { down: 0, up: 0 };
   private bytesFromSeeders = 0;
   private bytesFromPeers = 0;
+  private bytesFromHttp = 0;
   /** Seeders' handles, kept once their connection is gone: a chunk verified in the turn
    * its seeder left still came from a seeder. */
   private readonly seederHandles = new Set<number>();
@@ -100,9 +112,10 @@ export class Swarm extends Emitter<SwarmEvents> {
   constructor(
     private readonly engine: WasmPeer,
     content: ContentInfo,
-    signalUrl: string,
+    signalUrl: string | null,
     options: ResolvedPeerOptions,
     private readonly seeding: boolean,
+    origin: HttpOriginSettings | null = null,
   ) {
     super();
     this.content = content;
@@ -110,9 +123,13 @@ export class Swarm extends Emitter<SwarmEvents> {
     this.completeValue = engine.isComplete();
     this.driver = new Driver(engine, {
       send: (peer, payload) => this.connections.send(peer, payload),
-      afterSend: () => this.drainEvents(),
+      afterSend: () => {
+        this.drainEvents();
+        if (!this.closed) this.origin?.pump();
+      },
     });
-    this.signaling = new SignalingClient(signalUrl, content.root, {
+    this.origin = origin && new HttpOrigin(engine, origin, () => this.driver.kick(), signalUrl === null);
+    this.signaling = signalUrl === null ? null : new SignalingClient(signalUrl, content.root, {
       welcome: (_id, peers) => {
         for (const remote of peers) this.connections.offer(remote);
       },
@@ -122,7 +139,7 @@ export class Swarm extends Emitter<SwarmEvents> {
       error: (err) => this.emit('error', err),
     });
     this.connections = new Connections(
-      this.signaling,
+      this.signaling ?? OFFLINE,
       {
         iceServers: options.iceServers,
         maxConnections: options.maxConnections,
@@ -159,6 +176,10 @@ export class Swarm extends Emitter<SwarmEvents> {
    * or `signaling-error` if it refuses (both fatal).
    */
   async start(): Promise<void> {
+    if (!this.signaling) {
+      this.driver.kick();
+      return;
+    }
     try {
       await this.signaling.start();
     } catch (err) {
@@ -177,7 +198,9 @@ export class Swarm extends Emitter<SwarmEvents> {
     } else {
       this.peerlessSince ??= now;
       const peerless = now - this.peerlessSince;
-      if (peerless >= NO_PEERS_ERROR_MS && !this.noPeersReported && !this.completeValue) {
+      // While the HTTP origin delivers, having no peer is no trouble.
+      const originServes = this.origin !== null && this.engine.hasHttpOrigin();
+      if (peerless >= NO_PEERS_ERROR_MS && !this.noPeersReported && !this.completeValue && !originServes) {
         this.noPeersReported = true;
         const pending = this.connections.size;
         const attempts = pending > 0 ? ` (${pending} connection attempt${pending === 1 ? '' : 's'} not open yet)` : '';
@@ -198,7 +221,7 @@ export class Swarm extends Emitter<SwarmEvents> {
     this.lonelySince ??= now;
     const alone = now - this.lonelySince;
     if (alone >= LONELY_REJOIN_MS && Math.floor(alone / LONELY_REJOIN_MS) !== Math.floor((alone - 1000) / LONELY_REJOIN_MS)) {
-      this.signaling.rejoin();
+      this.signaling?.rejoin();
     }
   }
 
@@ -228,6 +251,28 @@ export class Swarm extends Emitter<SwarmEvents> {
         if (this.seederHandles.has(event.peer)) this.bytesFromSeeders += bytes;
         else this.bytesFromPeers += bytes;
         this.emit('chunk-verified', { chunk: event.chunk, peer: event.peer });
+        break;
+      }
+      case 'origin-chunk':
+        this.bytesFromHttp += Math.min(this.content.chunkSize, this.content.length - event.chunk * this.content.chunkSize);
+        this.emit('chunk-verified', { chunk: event.chunk, peer: null });
+        break;
+      case 'origin-corrupt':
+        this.emit('origin-corrupt', { chunk: event.chunk, reason: event.reason });
+        break;
+      case 'origin-failed': {
+        const code: ErrorCode = event.code;
+        const what = event.disabled
+          ? this.origin?.only
+            ? 'the HTTP origin is given up, and without a signaling server nothing else can deliver'
+            : 'the HTTP origin is given up: peers carry everything from now on'
+          : event.retryMs !== null
+            ? `retrying in ${Math.round(event.retryMs)} ms`
+            : 'its chunks are fetched from peers';
+        this.emit(
+          'error',
+          new PpsppError(code, `${event.message}; ${what}`, { fatal: event.disabled && this.origin?.only === true }),
+        );
         break;
       }
       case 'chunk-rejected':
@@ -305,7 +350,7 @@ export class Swarm extends Emitter<SwarmEvents> {
       remote: this.connections.remoteOf(c.peer),
       seeder: this.connections.isSeeder(c.peer),
     }));
-    const verified = this.bytesFromSeeders + this.bytesFromPeers;
+    const verified = this.bytesFromSeeders + this.bytesFromPeers + this.bytesFromHttp;
     return {
       ...engine,
       elapsedMs: now - this.started,
@@ -314,6 +359,7 @@ export class Swarm extends Emitter<SwarmEvents> {
       uploadBps: this.rates.up,
       bytesFromSeeders: this.bytesFromSeeders,
       bytesFromPeers: this.bytesFromPeers,
+      bytesFromHttp: this.bytesFromHttp,
       offload: verified > 0 ? this.bytesFromPeers / verified : 0,
       messagesDropped: this.connections.dropped,
       channels,
@@ -360,8 +406,17 @@ export class Swarm extends Emitter<SwarmEvents> {
     if (this.lonelyTimer !== null) clearInterval(this.lonelyTimer);
     this.finalStats = this.stats();
     this.connections.closeAll();
-    this.signaling.close();
+    this.origin?.close();
+    this.signaling?.close();
     this.engine.free();
     this.removeAllListeners();
   }
 }
+
+/** The signaling an HTTP-only swarm has: none, so no connection is ever set up. */
+const OFFLINE: SignalPath = {
+  send: () => {},
+  iceServers: [],
+  requestIceServers: () => false,
+  peerId: null,
+};

@@ -9,10 +9,10 @@
  * build returns against the tables, so a change on the Rust side that is not made here
  * fails the tests.
  */
-import init, { WasmDiscovery, WasmPeer, PeerOptions, parseUri as wasmParseUri } from '../wasm/ppspp_wasm.js';
+import init, { OriginOptions, WasmDiscovery, WasmPeer, PeerOptions, parseUri as wasmParseUri, treeFile } from '../wasm/ppspp_wasm.js';
 import { PpsppError, messageOf } from './errors.js';
 
-export { WasmDiscovery, WasmPeer, PeerOptions };
+export { OriginOptions, WasmDiscovery, WasmPeer, PeerOptions, treeFile };
 
 let loading: Promise<void> | null = null;
 let loaded = false;
@@ -89,6 +89,10 @@ export interface ContentInfo {
   /** Native peers speaking PPSPP over UDP (browsers cannot use them). */
   udp: string[];
   name?: string;
+  /** The HTTP origin's content URL (`http=`), if the URI names one; `tree` comes with it. */
+  http?: string;
+  /** The HTTP origin's tree file URL (`tree=`). */
+  tree?: string;
 }
 
 /** convert.rs `content_object`: `signal` and `name` are always set, to undefined when absent. */
@@ -100,6 +104,8 @@ export const CONTENT_INFO_FIELDS = {
   signal: ['string', 'undefined'],
   udp: 'array',
   name: ['string', 'undefined'],
+  http: ['string', 'undefined'],
+  tree: ['string', 'undefined'],
 } as const satisfies Fields<ContentInfo>;
 
 /** Throws `PpsppError('bad-uri')`; the module must be loaded. */
@@ -124,6 +130,12 @@ export interface EngineStats {
   datagramsReceived: number;
   datagramsDropped: number;
   retransmissions: number;
+  /** Content bytes received from the HTTP origin (verified or not; the tree file not counted). */
+  bytesFromOrigin: number;
+  /** Range requests made of the HTTP origin (content and tree file). */
+  originRequests: number;
+  /** Chunks from the HTTP origin that failed verification. */
+  chunksOriginCorrupt: number;
   peers: number;
 }
 
@@ -140,6 +152,9 @@ export const ENGINE_STATS_FIELDS = {
   datagramsReceived: 'number',
   datagramsDropped: 'number',
   retransmissions: 'number',
+  bytesFromOrigin: 'number',
+  originRequests: 'number',
+  chunksOriginCorrupt: 'number',
   peers: 'number',
 } as const satisfies Fields<EngineStats>;
 
@@ -219,6 +234,19 @@ export type EngineEvent =
   | { type: 'peer-discovered'; peer: number }
   | { type: 'chunk-verified'; chunk: number; peer: number }
   | { type: 'chunk-rejected'; chunk: number; peer: number; reason: string }
+  | { type: 'origin-chunk'; chunk: number }
+  | { type: 'origin-corrupt'; chunk: number; reason: string }
+  | {
+      type: 'origin-failed';
+      code: OriginErrorCode;
+      message: string;
+      /** The HTTP status, for `origin-status`. */
+      status: number | null;
+      /** When requests go out again; null: no wait, or the origin is no longer used. */
+      retryMs: number | null;
+      /** The origin is no longer used. */
+      disabled: boolean;
+    }
   | { type: 'progress'; have: number; total: number }
   | { type: 'complete' }
   | { type: 'store-failed'; chunk: number; message: string }
@@ -237,8 +265,52 @@ export const ENGINE_EVENT_FIELDS = {
   'peer-discovered': { type: 'string', peer: 'number' },
   'chunk-verified': { type: 'string', chunk: 'number', peer: 'number' },
   'chunk-rejected': { type: 'string', chunk: 'number', peer: 'number', reason: 'string' },
+  'origin-chunk': { type: 'string', chunk: 'number' },
+  'origin-corrupt': { type: 'string', chunk: 'number', reason: 'string' },
+  'origin-failed': {
+    type: 'string',
+    code: 'string',
+    message: 'string',
+    status: ['number', 'null'],
+    retryMs: ['number', 'null'],
+    disabled: 'boolean',
+  },
   progress: { type: 'string', have: 'number', total: 'number' },
   complete: { type: 'string' },
   'store-failed': { type: 'string', chunk: 'number', message: 'string' },
   stats: { type: 'string', stats: 'object' },
 } as const satisfies { readonly [T in EngineEvent['type']]: Fields<EngineEventOf<T>> };
+
+/** Why an HTTP origin request failed: the `code` of an `origin-failed` event (convert.rs `origin_error_code`). */
+export type OriginErrorCode =
+  | 'origin-no-range'
+  | 'origin-status'
+  | 'origin-unreachable'
+  | 'origin-timeout'
+  | 'origin-bad-response'
+  | 'origin-bad-tree';
+
+export const ORIGIN_ERROR_CODES = {
+  'origin-no-range': true,
+  'origin-status': true,
+  'origin-unreachable': true,
+  'origin-timeout': true,
+  'origin-bad-response': true,
+  'origin-bad-tree': true,
+} as const satisfies Record<OriginErrorCode, true>;
+
+/** A Range request the engine wants made (`WasmPeer.pollOriginRequest`, convert.rs `origin_request_object`). */
+export interface OriginRequest {
+  id: number;
+  file: 'tree' | 'content';
+  /** Byte range, end exclusive. */
+  start: number;
+  end: number;
+}
+
+export const ORIGIN_REQUEST_FIELDS = {
+  id: 'number',
+  file: 'string',
+  start: 'number',
+  end: 'number',
+} as const satisfies Fields<OriginRequest>;

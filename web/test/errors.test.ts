@@ -17,6 +17,12 @@ const FATAL_EVENTS: Record<ErrorCode, boolean> = {
   'playback-stuck': false,
   'wasm-load-failed': true,
   closed: true,
+  'origin-no-range': false,
+  'origin-status': false,
+  'origin-unreachable': false,
+  'origin-timeout': false,
+  'origin-bad-response': false,
+  'origin-bad-tree': false,
 };
 
 describe('PpsppError.fatal', () => {

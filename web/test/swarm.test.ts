@@ -67,6 +67,7 @@ function record(swarm: Swarm): Log {
     'peer-left': [],
     'chunk-verified': [],
     'chunk-rejected': [],
+    'origin-corrupt': [],
     progress: [],
     complete: [],
     stats: [],

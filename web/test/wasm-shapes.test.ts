@@ -14,12 +14,17 @@ import {
   ENGINE_STATS_FIELDS,
   type EngineEvent,
   type Fields,
+  ORIGIN_ERROR_CODES,
+  ORIGIN_REQUEST_FIELDS,
+  OriginOptions,
+  type OriginRequest,
   PEER_CLOSE_REASONS,
   PeerOptions,
   type TypeTag,
   WasmPeer,
   loadWasm,
   parseUriLoaded,
+  treeFile,
   typeTag,
 } from '../src/wasm.js';
 
@@ -101,9 +106,12 @@ describe('Wasm objects match src/wasm.ts', () => {
   it('parseUri and WasmPeer.content(): ContentInfo, with and without the optional fields', () => {
     const bare = parseUriLoaded(`ppspp://${'ab'.repeat(20)}?len=5`);
     expectShape(bare, CONTENT_INFO_FIELDS, 'parseUri (bare)');
-    const full = parseUriLoaded(`ppspp://${'ab'.repeat(32)}?len=5&cs=8192&hash=sha256&signal=ws%3A%2F%2Fx%2Fws&udp=127.0.0.1:7000&name=a.bin`);
+    const full = parseUriLoaded(
+      `ppspp://${'ab'.repeat(32)}?len=5&cs=8192&hash=sha256&signal=ws%3A%2F%2Fx%2Fws&udp=127.0.0.1:7000&name=a.bin&http=v.bin&tree=v.tree`,
+    );
     expectShape(full, CONTENT_INFO_FIELDS, 'parseUri (full)');
     expect(full.udp).toEqual(['127.0.0.1:7000']);
+    expect([full.http, full.tree]).toEqual(['v.bin', 'v.tree']);
     const seeder = WasmPeer.seeder(content(3000), CHUNK, 'sha256', 'ws://x/ws', 'a.bin', options(), 0);
     expectShape(seeder.content(), CONTENT_INFO_FIELDS, 'WasmPeer.content()');
     seeder.free();
@@ -162,6 +170,48 @@ describe('Wasm objects match src/wasm.ts', () => {
   });
 });
 
+describe('Wasm objects of the HTTP origin match src/wasm.ts', () => {
+  it('origin requests, origin-chunk, origin-corrupt and origin-failed events', () => {
+    const data = content(CHUNKS * CHUNK);
+    const seeder = WasmPeer.seeder(data, CHUNK, 'sha256', undefined, undefined, options(), 0);
+    const fetcher = WasmPeer.fetcher(seeder.uri(), options(), 0);
+    const tree = treeFile(data, CHUNK, 'sha256');
+    const served = data.slice();
+    served[3 * CHUNK] = (served[3 * CHUNK] ?? 0) ^ 1;
+    const origin = new OriginOptions();
+    origin.alone_after_ms = 0;
+    fetcher.enableHttpOrigin(origin, 0);
+    expect(fetcher.hasHttpOrigin()).toBe(true);
+    const events: EngineEvent[] = [];
+    let failed = false;
+    let now = 0;
+    for (let round = 0; round < 100 && !fetcher.isComplete(); round++) {
+      for (let r; (r = fetcher.pollOriginRequest(now) as OriginRequest | undefined) !== undefined; ) {
+        expectShape(r, ORIGIN_REQUEST_FIELDS, 'pollOriginRequest()');
+        if (r.file === 'content' && !failed) {
+          failed = true;
+          fetcher.handleOriginFailure(r.id, 'status', 503, 'HTTP 503', now);
+          continue;
+        }
+        const file = r.file === 'tree' ? tree : served;
+        fetcher.handleOriginResponse(r.id, file.subarray(r.start, Math.min(r.end, file.length)), now);
+      }
+      for (let e; (e = fetcher.pollEvent()) !== undefined; ) events.push(e as EngineEvent);
+      now += 100;
+      fetcher.handleTimeout(now);
+    }
+    const seen = new Set(events.map((e) => e.type));
+    for (const type of ['origin-chunk', 'origin-corrupt', 'origin-failed'] as const) expect(seen, `a ${type} event`).toContain(type);
+    for (const event of events) checkEvent(event);
+    expect(events.find((e) => e.type === 'origin-corrupt')).toMatchObject({ chunk: 3 });
+    expect(events.find((e) => e.type === 'origin-failed')).toMatchObject({ code: 'origin-status', status: 503, disabled: false });
+    expect(() => fetcher.handleOriginFailure(1, 'bogus', 0, '', now)).toThrow(/unknown origin failure kind/);
+    expectShape(fetcher.stats(), ENGINE_STATS_FIELDS, 'stats()');
+    seeder.free();
+    fetcher.free();
+  });
+});
+
 /**
  * Events convert.rs can produce that no test here makes: `peer-discovered` (PEX; browser
  * peers are data-channel handles with no address) and `store-failed` (the in-memory store
@@ -176,6 +226,7 @@ function checkEvent(event: EngineEvent): void {
   expectShape(event, fields, `${event.type} event`);
   if (event.type === 'stats') expectShape(event.stats, ENGINE_STATS_FIELDS, 'stats event .stats');
   if (event.type === 'peer-closed') expect(Object.keys(PEER_CLOSE_REASONS)).toContain(event.reason);
+  if (event.type === 'origin-failed') expect(Object.keys(ORIGIN_ERROR_CODES)).toContain(event.code);
 }
 
 describe('the field tables check themselves at compile time', () => {

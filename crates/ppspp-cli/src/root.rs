@@ -2,10 +2,10 @@
 //! with `--tree OUT`, also write its hash tree for an HTTP origin (docs/FORMATS.md).
 
 use clap::Args;
-use ppspp::merkle::tree_file::{DEFAULT_GROUP_LAYER, TreeFileHeader, encode_record};
+use ppspp::merkle::tree_file::{DEFAULT_GROUP_LAYER, encode_file};
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
 use std::fs::File;
-use std::io::{BufWriter, ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 
 /// The RFC's recommended chunk size.
@@ -62,24 +62,21 @@ pub fn run(args: &RootArgs) -> Result<(), String> {
 /// reader never sees half a file). Returns its size.
 pub fn write_tree_file(tree: &MerkleTree, out: &Path) -> Result<u64, String> {
     let shown = out.display();
-    let header = TreeFileHeader::of(tree, DEFAULT_GROUP_LAYER)
+    let bytes = encode_file(tree, DEFAULT_GROUP_LAYER)
         .ok_or_else(|| format!("cannot write {shown}: chunk size too large"))?;
     let mut part = out.as_os_str().to_owned();
     part.push(".part");
     let part = PathBuf::from(part);
     let write = || -> std::io::Result<()> {
-        let mut w = BufWriter::new(File::create(&part)?);
-        w.write_all(&header.encode())?;
-        for g in 0..header.group_count() {
-            w.write_all(&encode_record(tree, &header, g))?;
-        }
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()
+        let mut f = File::create(&part)?;
+        f.write_all(&bytes)?;
+        f.sync_all()
     };
     if let Err(e) = write().and_then(|()| std::fs::rename(&part, out)) {
         let _ = std::fs::remove_file(&part);
         return Err(format!("cannot write {shown}: {e}"));
     }
-    Ok(header.file_len())
+    Ok(bytes.len() as u64)
 }
 
 /// Hashes a file into its Merkle tree, reading it in 64 KiB pieces (size costs no memory

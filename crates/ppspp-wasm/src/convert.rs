@@ -3,7 +3,9 @@
 
 use js_sys::{Array, Object, Reflect};
 use ppspp::congestion::Phase;
-use ppspp::engine::{ChannelStats, CloseReason, Event, SendState, Stats};
+use ppspp::engine::{
+    ChannelStats, CloseReason, Event, OriginError, OriginFile, OriginRequest, SendState, Stats,
+};
 use ppspp::uri::SwarmUri;
 use wasm_bindgen::JsValue;
 
@@ -44,7 +46,48 @@ pub fn content_object(uri: &SwarmUri) -> JsValue {
                 .as_deref()
                 .map_or(JsValue::UNDEFINED, JsValue::from_str),
         ),
+        (
+            "http",
+            uri.origin
+                .as_ref()
+                .map_or(JsValue::UNDEFINED, |o| JsValue::from_str(&o.content)),
+        ),
+        (
+            "tree",
+            uri.origin
+                .as_ref()
+                .map_or(JsValue::UNDEFINED, |o| JsValue::from_str(&o.tree)),
+        ),
     ])
+}
+
+/// `{id, file: 'tree' | 'content', start, end}` (end exclusive).
+pub fn origin_request_object(r: &OriginRequest) -> JsValue {
+    object(&[
+        ("id", num(r.id)),
+        (
+            "file",
+            match r.file {
+                OriginFile::Tree => "tree",
+                OriginFile::Content => "content",
+            }
+            .into(),
+        ),
+        ("start", num(r.range.start)),
+        ("end", num(r.range.end)),
+    ])
+}
+
+/// The error code the page reports for an origin failure (web/src/errors.ts).
+fn origin_error_code(e: &OriginError) -> &'static str {
+    match e {
+        OriginError::NoRangeSupport => "origin-no-range",
+        OriginError::Status(_) => "origin-status",
+        OriginError::Unreachable(_) => "origin-unreachable",
+        OriginError::Timeout => "origin-timeout",
+        OriginError::WrongLength { .. } => "origin-bad-response",
+        OriginError::BadTree(_) => "origin-bad-tree",
+    }
 }
 
 fn close_reason(reason: &CloseReason) -> (&'static str, String) {
@@ -94,6 +137,32 @@ pub fn event_object(event: &Event<u32>) -> JsValue {
             ("peer", (*from).into()),
             ("reason", reason.to_string().into()),
         ]),
+        Event::ChunkFromOrigin { chunk } => {
+            object(&[("type", "origin-chunk".into()), ("chunk", num(*chunk))])
+        }
+        Event::OriginCorrupt { chunk, reason } => object(&[
+            ("type", "origin-corrupt".into()),
+            ("chunk", num(*chunk)),
+            ("reason", reason.to_string().into()),
+        ]),
+        Event::OriginFailed {
+            error,
+            retry_in,
+            disabled,
+        } => object(&[
+            ("type", "origin-failed".into()),
+            ("code", origin_error_code(error).into()),
+            ("message", error.to_string().into()),
+            (
+                "status",
+                match error {
+                    OriginError::Status(s) => JsValue::from(*s),
+                    _ => JsValue::NULL,
+                },
+            ),
+            ("retryMs", retry_in.map_or(JsValue::NULL, ms)),
+            ("disabled", (*disabled).into()),
+        ]),
         Event::Progress { have, total } => object(&[
             ("type", "progress".into()),
             ("have", num(*have)),
@@ -122,6 +191,9 @@ pub fn stats_object(s: &Stats) -> JsValue {
         ("datagramsReceived", num(s.datagrams_received)),
         ("datagramsDropped", num(s.datagrams_dropped)),
         ("retransmissions", num(s.retransmissions)),
+        ("bytesFromOrigin", num(s.bytes_from_origin)),
+        ("originRequests", num(s.origin_requests)),
+        ("chunksOriginCorrupt", num(s.chunks_origin_corrupt)),
         ("peers", num(s.peers as u64)),
     ])
 }

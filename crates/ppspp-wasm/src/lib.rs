@@ -13,11 +13,13 @@ pub mod bench;
 mod convert;
 mod discovery;
 mod driven;
+mod origin;
 mod store;
 
 use convert::{channel_stats_object, content_object, event_object, stats_object};
 pub use discovery::WasmDiscovery;
 use driven::{Driven, to_time};
+pub use origin::{OriginOptions, tree_file};
 use ppspp::engine::{Engine, EngineConfig, PickerKind};
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
 use ppspp::uri::SwarmUri;
@@ -128,7 +130,8 @@ impl PeerOptions {
 }
 
 /// Parses a swarm URI (`ppspp://<root>?len=…`) into
-/// `{root, hash, chunkSize, length, signal?, udp, name?}`; throws with the reason.
+/// `{root, hash, chunkSize, length, signal?, udp, name?, http?, tree?}`; throws with the
+/// reason.
 #[wasm_bindgen(js_name = parseUri)]
 pub fn parse_uri(uri: &str) -> Result<JsValue, JsError> {
     let parsed = uri

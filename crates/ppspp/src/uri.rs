@@ -3,13 +3,17 @@
 //! ```text
 //! ppspp://<root-hex>?len=<bytes>[&cs=<chunk size>][&hash=<sha1|sha224|sha256|sha384|sha512>]
 //!                   [&signal=<ws or wss URL>][&udp=<host:port>]…[&name=<file name>]
+//!                   [&http=<content URL>&tree=<tree file URL>]
 //! ```
 //!
 //! The root is the Merkle root (the swarm ID), in hex, as long as the hash function's
 //! output. `len` is the content length in bytes (required: the engine verifies chunk
 //! lengths against it). `cs` defaults to the RFC's 1024 and `hash` to SHA-1. `signal` is
 //! the signaling server browsers and native peers meet at; each `udp` names a native peer
-//! that speaks plain RFC 7574 over UDP. Values are percent-encoded where needed.
+//! that speaks plain RFC 7574 over UDP. `http` and `tree`, always together, name an HTTP
+//! origin: the content on a web server and its tree file (`ppspp root FILE --tree OUT`,
+//! docs/FORMATS.md), absolute `http://` or `https://` URLs, or (for browsers) URLs relative
+//! to the page. Values are percent-encoded where needed.
 //! Unknown parameters are ignored so later versions can add some.
 
 use crate::engine::ContentInfo;
@@ -39,6 +43,17 @@ pub struct SwarmUri {
     pub udp: Vec<String>,
     /// A file name to save the content under (`name`), if any.
     pub name: Option<String>,
+    /// The HTTP origin (`http` and `tree`), if any.
+    pub origin: Option<HttpOriginUrls>,
+}
+
+/// Where an HTTP origin serves the content and its tree file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpOriginUrls {
+    /// The content's URL (`http`).
+    pub content: String,
+    /// The tree file's URL (`tree`).
+    pub tree: String,
 }
 
 /// Why a string is not a usable swarm URI.
@@ -90,6 +105,7 @@ impl SwarmUri {
             signal: None,
             udp: Vec::new(),
             name: None,
+            origin: None,
         }
     }
 
@@ -119,8 +135,10 @@ impl FromStr for SwarmUri {
             signal: None,
             udp: Vec::new(),
             name: None,
+            origin: None,
         };
         let mut len = None;
+        let (mut http, mut tree) = (None, None);
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (key, raw) = pair.split_once('=').unwrap_or((pair, ""));
             let value = percent_decode(raw).ok_or_else(|| bad(key, "bad percent-encoding"))?;
@@ -164,9 +182,25 @@ impl FromStr for SwarmUri {
                     uri.udp.push(value);
                 }
                 "name" => uri.name = Some(value),
+                "http" | "tree" => {
+                    if value.is_empty() || value.chars().any(char::is_whitespace) {
+                        return Err(bad(key, "must be a URL"));
+                    }
+                    if key == "http" {
+                        http = Some(value);
+                    } else {
+                        tree = Some(value);
+                    }
+                }
                 _ => {}
             }
         }
+        uri.origin = match (http, tree) {
+            (Some(content), Some(tree)) => Some(HttpOriginUrls { content, tree }),
+            (None, None) => None,
+            (Some(_), None) => return Err(bad("http", "needs tree= (the content's tree file)")),
+            (None, Some(_)) => return Err(bad("tree", "needs http= (the content's URL)")),
+        };
         if root_hex.len() != 2 * uri.hash.size() {
             return Err(UriError::Root(format!(
                 "{} hex digits, but {} needs {}",
@@ -199,6 +233,14 @@ impl fmt::Display for SwarmUri {
         }
         if let Some(n) = &self.name {
             write!(f, "&name={}", percent_encode(n))?;
+        }
+        if let Some(o) = &self.origin {
+            write!(
+                f,
+                "&http={}&tree={}",
+                percent_encode(&o.content),
+                percent_encode(&o.tree)
+            )?;
         }
         Ok(())
     }
@@ -262,6 +304,10 @@ mod tests {
             signal: Some("ws://127.0.0.1:8787/ws?room=a&x=1".into()),
             udp: vec!["127.0.0.1:7000".into(), "[::1]:7001".into()],
             name: Some("my video.webm".into()),
+            origin: Some(HttpOriginUrls {
+                content: "https://cdn.example/v/a-b.webm?sig=1&x=2".into(),
+                tree: "a.tree".into(),
+            }),
             chunk_size: 8192,
             ..u.clone()
         };
@@ -319,6 +365,18 @@ mod tests {
             (
                 &format!("ppspp://{M74}?len=9&name=%zz"),
                 bad("name", "bad percent-encoding"),
+            ),
+            (
+                &format!("ppspp://{M74}?len=9&http=https://a/v"),
+                bad("http", "needs tree= (the content's tree file)"),
+            ),
+            (
+                &format!("ppspp://{M74}?len=9&tree=v.tree"),
+                bad("tree", "needs http= (the content's URL)"),
+            ),
+            (
+                &format!("ppspp://{M74}?len=9&http=&tree=v.tree"),
+                bad("http", "must be a URL"),
             ),
         ];
         for (text, want) in cases {

@@ -8,7 +8,7 @@ use ppspp::engine::{
     ContentInfo, Engine, EngineConfig, Event, HttpOriginConfig, OriginError, OriginFile,
     OriginRequest, PickerKind,
 };
-use ppspp::merkle::tree_file::{TreeFileHeader, encode_record};
+use ppspp::merkle::tree_file::encode_file;
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
 use ppspp::store::MemoryStore;
 use ppspp::time::Time;
@@ -23,12 +23,7 @@ fn content(len: usize) -> Vec<u8> {
 }
 
 fn tree_file(tree: &MerkleTree, group_layer: u32) -> Vec<u8> {
-    let header = TreeFileHeader::of(tree, group_layer).unwrap();
-    let mut bytes = header.encode();
-    for g in 0..header.group_count() {
-        bytes.extend(encode_record(tree, &header, g));
-    }
-    bytes
+    encode_file(tree, group_layer).unwrap()
 }
 
 fn info(tree: &MerkleTree) -> ContentInfo {
@@ -608,4 +603,28 @@ fn a_short_body_is_a_failure_and_nothing_of_it_is_kept() {
         "{f:?}"
     );
     assert!(node.is_complete(), "retried");
+}
+
+#[test]
+fn a_file_fetch_waits_for_peers_before_taking_more_than_the_head_from_the_origin() {
+    let data = content(600 * CS);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
+    let mut server = Server::new(&data, tree_file(&tree, 6));
+    let mut nodes = vec![leecher(&tree, PickerKind::RarestFirst, 2)];
+    let config = HttpOriginConfig {
+        head_bytes: 16 * CS as u64,
+        ..HttpOriginConfig::default()
+    };
+    let alone_after = config.alone_after;
+    nodes[0].enable_http_origin(config, Time::ZERO);
+    let mut net = Net::new(Duration::from_millis(5), 0, 1);
+    let waited = Time::ZERO + alone_after - Duration::from_millis(100);
+    run(&mut nodes, &mut net, &mut server, 0, waited, |_| false);
+    assert_eq!(nodes[0].stats().chunks_have, 16, "the head only, while peers may come");
+    // No peer came: the origin serves the rest.
+    let end = run(&mut nodes, &mut net, &mut server, 0, Time::from_millis(20_000), |n| {
+        n[0].is_complete()
+    });
+    assert!(nodes[0].is_complete(), "incomplete at {end:?}");
+    assert!(end >= Time::ZERO + alone_after);
 }

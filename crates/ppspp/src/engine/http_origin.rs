@@ -10,7 +10,8 @@
 //!   that a peer was asked for and has not delivered within the deadline;
 //! - while no peer has been connected for a while (an HTTP-only page: from the start), the
 //!   picker's whole urgent span instead of the due span;
-//! - with a picker that has no playhead (whole files), whatever no connected peer holds.
+//! - with a picker that has no playhead (whole files), whatever no connected peer holds,
+//!   once a peer is connected or none has been for a while.
 //!
 //! Everything else comes from peers, so the origin serves about one copy to the swarm; what
 //! came from it is announced and served on to peers like any verified chunk. A chunk that
@@ -397,6 +398,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let cs = u64::from(self.content.chunk_size).max(1);
         let max_run = (origin.config.max_request_bytes / cs).max(1);
         let head = origin.config.head_bytes.div_ceil(cs).min(self.chunk_count);
+        // Without a playhead the origin serves what no connected peer holds: once there are
+        // peers to hold it, or once peers had their time to connect.
+        let unheld_ok = alone || origin.alone_since.is_none();
         let span = if alone {
             self.picker.urgent_chunks()
         } else {
@@ -412,7 +416,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 match &span {
                     Some(s) if s.contains(&c) => Some(Take::Due),
                     Some(_) => None,
-                    None => Some(Take::Unheld),
+                    None => unheld_ok.then_some(Take::Unheld),
                 }
             }
         };
@@ -424,7 +428,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         {
             first = s.into_iter().find(|&c| may(self, c));
         }
-        if first.is_none() && span.is_none() {
+        if first.is_none() && span.is_none() && unheld_ok {
             first = self.origin_unheld_chunk();
         }
         let first = first?;

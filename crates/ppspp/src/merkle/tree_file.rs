@@ -412,6 +412,18 @@ impl TreeFileHeader {
     }
 }
 
+/// The whole tree file of `tree` with groups of 2^`group_layer` chunks (see
+/// [`TreeFileHeader::of`]), or `None` for a chunk size beyond `u32`.
+pub fn encode_file(tree: &MerkleTree, group_layer: u32) -> Option<Vec<u8>> {
+    let header = TreeFileHeader::of(tree, group_layer)?;
+    let mut out = header.encode();
+    out.reserve(header.file_len() as usize - out.len());
+    for g in 0..header.group_count() {
+        out.extend(encode_record(tree, &header, g));
+    }
+    Some(out)
+}
+
 /// Group `group`'s record for `tree` (whose header is `header`).
 pub fn encode_record(tree: &MerkleTree, header: &TreeFileHeader, group: u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(header.record_len() as usize);
@@ -440,11 +452,9 @@ mod tests {
 
     fn file(tree: &MerkleTree, group_layer: u32) -> (TreeFileHeader, Vec<u8>) {
         let header = TreeFileHeader::of(tree, group_layer).unwrap();
-        let mut bytes = header.encode();
-        for g in 0..header.group_count() {
-            bytes.extend(encode_record(tree, &header, g));
-        }
+        let bytes = encode_file(tree, group_layer).unwrap();
         assert_eq!(bytes.len() as u64, header.file_len());
+        assert_eq!(bytes[..header.encode().len()], header.encode());
         (header, bytes)
     }
 

@@ -1,0 +1,175 @@
+/**
+ * A swarm with an HTTP origin (src/http-origin.ts), with the real engine: a fake web
+ * server holds the content and its tree file; peers, where there are any, talk over fake
+ * WebRTC and a fake signaling server.
+ */
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { PpsppError } from '../src/errors.js';
+import type { HttpOriginSettings } from '../src/http-origin.js';
+import { resolvePeerOptions } from '../src/options.js';
+import { engineOptions } from '../src/peer.js';
+import { Swarm } from '../src/swarm.js';
+import { WasmPeer, parseUriLoaded, treeFile } from '../src/wasm.js';
+import { differsAt } from './fakes/bytes.js';
+import { loadEngine } from './fakes/engine.js';
+import { type FakeHttp, installFetch } from './fakes/http.js';
+import { FakeSignalServer, installWebSocket } from './fakes/signaling.js';
+import { nextEvent } from './fakes/tasks.js';
+import { randomBytes } from './fakes/webm.js';
+import { FakeNet, installWebRtc } from './fakes/webrtc.js';
+
+const CHUNK = 1024;
+const CONTENT_URL = 'http://origin.test/v.bin';
+const TREE_URL = 'http://origin.test/v.tree';
+
+let server: FakeSignalServer;
+let http: FakeHttp;
+const undo: (() => void)[] = [];
+const swarms: Swarm[] = [];
+
+beforeAll(loadEngine);
+
+beforeEach(() => {
+  undo.push(installWebRtc(new FakeNet()), installWebSocket());
+  server = new FakeSignalServer();
+});
+
+afterEach(() => {
+  for (const s of swarms.splice(0)) s.close();
+  server.close();
+  for (const u of undo.splice(0).reverse()) u();
+});
+
+function settings(o: Partial<HttpOriginSettings> = {}): HttpOriginSettings {
+  return { url: CONTENT_URL, tree: TREE_URL, maxRequests: 4, timeoutMs: 2_000, headBytes: 256 << 10, ...o };
+}
+
+/** The content on the fake server (`served` in place of it, if given), and its swarm URI. */
+function publish(data: Uint8Array, served = data): string {
+  const seeder = WasmPeer.seeder(data, CHUNK, 'sha256', undefined, undefined, engineOptions(resolvePeerOptions()), 0);
+  const uri = seeder.uri();
+  seeder.free();
+  const [fake, restore] = installFetch(
+    new Map([
+      [CONTENT_URL, served],
+      [TREE_URL, treeFile(data, CHUNK, 'sha256')],
+    ]),
+  );
+  http = fake;
+  undo.push(restore);
+  return uri;
+}
+
+function fetcher(uri: string, origin: HttpOriginSettings, signal: string | null): Swarm {
+  const r = resolvePeerOptions({ statsIntervalMs: 0 });
+  const engine = WasmPeer.fetcher(uri, engineOptions(r), performance.now());
+  const swarm = new Swarm(engine, parseUriLoaded(uri), signal, r, false, origin);
+  swarms.push(swarm);
+  return swarm;
+}
+
+function errors(swarm: Swarm): PpsppError[] {
+  const out: PpsppError[] = [];
+  swarm.on('error', (e) => out.push(e));
+  return out;
+}
+
+describe('Swarm with an HTTP origin', () => {
+  it('HTTP only (no signaling server): every byte from Range requests, verified, once, within the request limit', async () => {
+    const data = randomBytes(700 * CHUNK + 33, 3);
+    const uri = publish(data);
+    const swarm = fetcher(uri, settings({ maxRequests: 3 }), null);
+    const verified: (number | null)[] = [];
+    swarm.on('chunk-verified', (e) => verified.push(e.peer));
+    const errs = errors(swarm);
+    const done = nextEvent(swarm, 'complete');
+    await swarm.start();
+    await done;
+    expect(differsAt(swarm.read(0, data.length), data)).toBeNull();
+    expect(verified).toHaveLength(Math.ceil(data.length / CHUNK));
+    expect(verified.every((p) => p === null)).toBe(true);
+    expect(http.served.get(CONTENT_URL)).toBe(data.length);
+    expect(http.mostInFlight).toBeLessThanOrEqual(3);
+    expect(errs).toEqual([]);
+    const stats = swarm.stats();
+    expect(stats).toMatchObject({ bytesFromHttp: data.length, bytesFromPeers: 0, offload: 0, bytesFromOrigin: data.length });
+    expect(stats.originRequests).toBe(http.requests.length - 1);
+  });
+
+  it('a corrupt byte on the server: origin-corrupt names the chunk, which comes from a peer; nothing corrupt is kept', async () => {
+    const data = randomBytes(200 * CHUNK, 4);
+    const served = data.slice();
+    served[37 * CHUNK + 5] = (served[37 * CHUNK + 5] ?? 0) ^ 0x40;
+    const uri = publish(data, served);
+    const r = resolvePeerOptions({ statsIntervalMs: 0 });
+    const seedEngine = WasmPeer.seeder(data, CHUNK, 'sha256', server.url, undefined, engineOptions(r), performance.now());
+    const seeder = new Swarm(seedEngine, parseUriLoaded(seedEngine.uri()), server.url, r, true);
+    swarms.push(seeder);
+    await seeder.start();
+    // The origin serves the first 64 chunks (its head), the seeder the rest.
+    const swarm = fetcher(uri, settings({ headBytes: 64 * CHUNK }), server.url);
+    const corrupt = nextEvent(swarm, 'origin-corrupt');
+    const done = nextEvent(swarm, 'complete');
+    await swarm.start();
+    expect(await corrupt).toMatchObject({ chunk: 37 });
+    await done;
+    expect(differsAt(swarm.read(0, data.length), data)).toBeNull();
+    const stats = swarm.stats();
+    expect(stats.chunksOriginCorrupt).toBe(1);
+    expect(stats.bytesFromHttp).toBe(63 * CHUNK);
+    expect(stats.bytesFromSeeders).toBe(data.length - 63 * CHUNK);
+    // The origin was asked for chunk 37 once.
+    const asked = http.requests.filter((q) => q.url === CONTENT_URL && q.start <= 37 * CHUNK && 37 * CHUNK < q.end);
+    expect(asked).toHaveLength(1);
+  });
+
+  it('a server that ignores Range: origin-no-range, fatal when nothing else can deliver', async () => {
+    const uri = publish(randomBytes(50 * CHUNK, 5));
+    http.misbehave = () => 'ignore-range';
+    const swarm = fetcher(uri, settings(), null);
+    const error = nextEvent(swarm, 'error');
+    await swarm.start();
+    expect(await error).toMatchObject({ code: 'origin-no-range', fatal: true });
+  });
+
+  it('a missing file: origin-status with the status; with signaling it is not fatal', async () => {
+    const uri = publish(randomBytes(50 * CHUNK, 6));
+    http.misbehave = (url) => (url === TREE_URL ? 'not-found' : undefined);
+    const swarm = fetcher(uri, settings(), server.url);
+    const error = nextEvent(swarm, 'error');
+    await swarm.start();
+    const e = await error;
+    expect(e).toMatchObject({ code: 'origin-status', fatal: false });
+    expect(e.message).toContain('404');
+    expect(swarm.stats().chunksHave).toBe(0);
+  });
+
+  it('a network failure (or a CORS refusal) is retried after a wait, then the fetch completes', async () => {
+    const data = randomBytes(80 * CHUNK, 7);
+    const uri = publish(data);
+    let failures = 2;
+    http.misbehave = () => (failures-- > 0 ? 'network' : undefined);
+    const swarm = fetcher(uri, settings(), null);
+    const errs = errors(swarm);
+    const done = nextEvent(swarm, 'complete');
+    await swarm.start();
+    await done;
+    expect(differsAt(swarm.read(0, data.length), data)).toBeNull();
+    expect(errs.length).toBeGreaterThan(0);
+    expect(errs.every((e) => e.code === 'origin-unreachable' && !e.fatal && e.message.includes('retrying'))).toBe(true);
+  });
+
+  it('a request with no answer in timeoutMs fails as origin-timeout and is retried', async () => {
+    const data = randomBytes(20 * CHUNK, 8);
+    const uri = publish(data);
+    let hangs = 1;
+    http.misbehave = () => (hangs-- > 0 ? 'hang' : undefined);
+    const swarm = fetcher(uri, settings({ timeoutMs: 200 }), null);
+    const error = nextEvent(swarm, 'error');
+    const done = nextEvent(swarm, 'complete');
+    await swarm.start();
+    expect(await error).toMatchObject({ code: 'origin-timeout', fatal: false });
+    await done;
+    expect(differsAt(swarm.read(0, data.length), data)).toBeNull();
+  });
+});
