@@ -16,7 +16,7 @@ export interface HttpOriginOptions {
   maxRequests?: number;
   /** A request not answered whole in this long fails and is retried (default 10 000 ms). */
   timeoutMs?: number;
-  /** The first bytes fetched from the origin at once, for a fast first frame (default 256 KiB). */
+  /** The first bytes fetched from the origin at once, for a fast first frame (default 64 KiB). */
   headBytes?: number;
 }
 
@@ -187,7 +187,7 @@ function checkHttpOrigin(value: unknown): HttpOriginOptions | false | undefined 
       tree: url(o, 'tree'),
       maxRequests: n('maxRequests', 4, { min: 1, max: 64, integer: true }),
       timeoutMs: n('timeoutMs', 10_000, { min: 100 }),
-      headBytes: n('headBytes', 256 << 10, { min: 0, integer: true }),
+      headBytes: n('headBytes', 64 << 10, { min: 0, integer: true }),
     };
   } catch (err) {
     if (err instanceof PpsppError) throw bad(err.message.replace(/^option /, 'option httpOrigin.'));
@@ -211,7 +211,7 @@ export function resolveHttpOrigin(
     tree: chosen.tree,
     maxRequests: chosen.maxRequests ?? 4,
     timeoutMs: chosen.timeoutMs ?? 10_000,
-    headBytes: chosen.headBytes ?? 256 << 10,
+    headBytes: chosen.headBytes ?? 64 << 10,
   };
 }
 

@@ -2,8 +2,10 @@
 //! with `--tree OUT`, also write its hash tree for an HTTP origin (docs/FORMATS.md).
 
 use clap::Args;
+use ppspp::engine::ContentInfo;
 use ppspp::merkle::tree_file::{DEFAULT_GROUP_LAYER, encode_file};
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
+use ppspp::uri::{HttpOriginUrls, SwarmUri};
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
@@ -27,6 +29,17 @@ pub struct RootArgs {
     /// content so pages can verify what they fetch from a web server.
     #[arg(long = "tree", value_name = "OUT")]
     tree: Option<PathBuf>,
+    /// Where a web server serves the file: put into the printed swarm URI as its HTTP
+    /// origin (`http=`), with the tree file (`--tree`) next to it unless `--tree-url` says.
+    #[arg(long = "http", value_name = "URL", requires = "tree")]
+    http: Option<String>,
+    /// Where a web server serves the tree file (default: `--http`'s URL with its last path
+    /// segment replaced by the tree file's name).
+    #[arg(long = "tree-url", value_name = "URL", requires = "http")]
+    tree_url: Option<String>,
+    /// A signaling server for the printed swarm URI (`signal=`).
+    #[arg(long = "signal", value_name = "URL")]
+    signal: Option<String>,
 }
 
 pub fn parse_chunk_size(s: &str) -> Result<usize, String> {
@@ -55,7 +68,52 @@ pub fn run(args: &RootArgs) -> Result<(), String> {
         let written = write_tree_file(&tree, out)?;
         eprintln!("wrote the hash tree to {} ({written} bytes)", out.display());
     }
+    println!("{}", swarm_uri(&tree, args)?);
     Ok(())
+}
+
+/// The swarm URI of `tree`, with what the arguments name (signaling, HTTP origin, name),
+/// checked by parsing it back.
+fn swarm_uri(tree: &MerkleTree, args: &RootArgs) -> Result<SwarmUri, String> {
+    let content = ContentInfo {
+        root: tree.root(),
+        hash: tree.algorithm(),
+        chunk_size: u32::try_from(tree.chunk_size()).map_err(|_| "chunk size too large")?,
+        content_len: tree.content_len(),
+    };
+    let mut uri = SwarmUri::new(&content);
+    uri.signal = args.signal.clone();
+    uri.name = args
+        .file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned());
+    if let (Some(http), Some(tree_file)) = (&args.http, &args.tree) {
+        let tree_url = match &args.tree_url {
+            Some(u) => u.clone(),
+            None => sibling_url(http, tree_file)?,
+        };
+        uri.origin = Some(HttpOriginUrls {
+            content: http.clone(),
+            tree: tree_url,
+        });
+    }
+    uri.to_string()
+        .parse::<SwarmUri>()
+        .map_err(|e| format!("cannot make a swarm URI of these arguments: {e}"))
+}
+
+/// `url` with its last path segment replaced by `file`'s name: where the tree file sits
+/// when it is served next to the content.
+fn sibling_url(url: &str, file: &Path) -> Result<String, String> {
+    let name = file
+        .file_name()
+        .ok_or_else(|| format!("{} is not a file name", file.display()))?
+        .to_string_lossy();
+    let path_end = url.find(['?', '#']).unwrap_or(url.len());
+    let slash = url[..path_end].rfind('/').ok_or_else(|| {
+        format!("--http {url}: no path to put the tree file next to; give --tree-url")
+    })?;
+    Ok(format!("{}{name}", &url[..=slash]))
 }
 
 /// Writes `tree` as a tree file at `out`, through a temporary file renamed into place (a

@@ -179,3 +179,42 @@ fn tree_file_verifies_every_chunk_of_the_file() {
     assert!(stderr(&out).contains("cannot write"), "{}", stderr(&out));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_swarm_uri_names_the_http_origin_and_signaling() {
+    let file = m74();
+    let dir = std::env::temp_dir().join(format!("ppspp-root-uri-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tree = dir.join("m74.tree");
+    let out = ppspp(&[
+        "root",
+        file.to_str().unwrap(),
+        "--hash",
+        "sha256",
+        "--tree",
+        tree.to_str().unwrap(),
+        "--http",
+        "https://cdn.example/v/m74.jpg?token=a",
+        "--signal",
+        "wss://sig.example/ws",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let uri = text.lines().nth(1).expect("a URI line");
+    assert_eq!(
+        uri,
+        "ppspp://12d0e382fc4a5a8bfca5c693355872fa69d30304ea01fb1c973dc8bad95ce177?len=26121\
+         &hash=sha256&signal=wss://sig.example/ws&name=m74.jpg\
+         &http=https://cdn.example/v/m74.jpg%3Ftoken%3Da&tree=https://cdn.example/v/m74.tree"
+    );
+    // Without --tree, --http is refused: the URI would name a tree file nobody wrote.
+    let out = ppspp(&[
+        "root",
+        file.to_str().unwrap(),
+        "--http",
+        "https://cdn.example/v",
+    ]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--tree"), "{}", stderr(&out));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -620,11 +620,64 @@ fn a_file_fetch_waits_for_peers_before_taking_more_than_the_head_from_the_origin
     let mut net = Net::new(Duration::from_millis(5), 0, 1);
     let waited = Time::ZERO + alone_after - Duration::from_millis(100);
     run(&mut nodes, &mut net, &mut server, 0, waited, |_| false);
-    assert_eq!(nodes[0].stats().chunks_have, 16, "the head only, while peers may come");
+    assert_eq!(
+        nodes[0].stats().chunks_have,
+        16,
+        "the head only, while peers may come"
+    );
     // No peer came: the origin serves the rest.
-    let end = run(&mut nodes, &mut net, &mut server, 0, Time::from_millis(20_000), |n| {
-        n[0].is_complete()
-    });
+    let end = run(
+        &mut nodes,
+        &mut net,
+        &mut server,
+        0,
+        Time::from_millis(20_000),
+        |n| n[0].is_complete(),
+    );
     assert!(nodes[0].is_complete(), "incomplete at {end:?}");
     assert!(end >= Time::ZERO + alone_after);
+}
+
+#[test]
+fn while_peers_may_come_a_video_gets_the_head_then_what_is_overdue_then_the_window() {
+    let data = content(2000 * CS);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
+    let mut server = Server::new(&data, tree_file(&tree, 6));
+    // A window of 256 chunks: 8 of them due.
+    let mut nodes = vec![leecher(&tree, PickerKind::Vod { window: 256 }, 2)];
+    let config = HttpOriginConfig {
+        head_bytes: 4 * CS as u64,
+        ..HttpOriginConfig::default()
+    };
+    let (deadline, alone_after) = (config.peer_deadline, config.alone_after);
+    nodes[0].enable_http_origin(config, Time::ZERO);
+    let mut net = Net::new(Duration::from_millis(5), 0, 1);
+    let have = |n: &Node| n.have().count_filled();
+    run(
+        &mut nodes,
+        &mut net,
+        &mut server,
+        0,
+        Time::ZERO + deadline / 2,
+        |_| false,
+    );
+    assert_eq!(have(&nodes[0]), 4, "the head at once");
+    run(
+        &mut nodes,
+        &mut net,
+        &mut server,
+        0,
+        Time::ZERO + alone_after / 2,
+        |_| false,
+    );
+    assert_eq!(have(&nodes[0]), 8, "the due span once overdue");
+    run(
+        &mut nodes,
+        &mut net,
+        &mut server,
+        0,
+        Time::ZERO + alone_after + deadline,
+        |_| false,
+    );
+    assert_eq!(have(&nodes[0]), 256, "alone: the whole window");
 }

@@ -7,9 +7,11 @@
 //! What goes to the origin:
 //! - the first chunks, at once, for a fast first frame;
 //! - chunks playback needs next (the picker's due span) that no connected peer holds, or
-//!   that a peer was asked for and has not delivered within the deadline;
-//! - while no peer has been connected for a while (an HTTP-only page: from the start), the
-//!   picker's whole urgent span instead of the due span;
+//!   that a peer was asked for and has not delivered within the deadline; while the swarm
+//!   is still connecting (no peer yet, for less than `alone_after`), only those due for
+//!   longer than the deadline, since peers may soon hold them;
+//! - once no peer has been connected for `alone_after` (an HTTP-only page: from the start),
+//!   the picker's whole urgent span instead of the due span;
 //! - with a picker that has no playhead (whole files), whatever no connected peer holds,
 //!   once a peer is connected or none has been for a while.
 //!
@@ -58,7 +60,7 @@ impl Default for HttpOriginConfig {
         HttpOriginConfig {
             max_requests: 4,
             max_request_bytes: 256 << 10,
-            head_bytes: 256 << 10,
+            head_bytes: 64 << 10,
             peer_deadline: Duration::from_millis(1000),
             alone_after: Duration::from_secs(3),
             retry_base: Duration::from_millis(500),
@@ -398,9 +400,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let cs = u64::from(self.content.chunk_size).max(1);
         let max_run = (origin.config.max_request_bytes / cs).max(1);
         let head = origin.config.head_bytes.div_ceil(cs).min(self.chunk_count);
-        // Without a playhead the origin serves what no connected peer holds: once there are
-        // peers to hold it, or once peers had their time to connect.
-        let unheld_ok = alone || origin.alone_since.is_none();
+        // No peer yet, but they may still come: only the head, and what playback has been
+        // waiting for too long.
+        let connecting = !alone && origin.alone_since.is_some();
         let span = if alone {
             self.picker.urgent_chunks()
         } else {
@@ -416,19 +418,20 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 match &span {
                     Some(s) if s.contains(&c) => Some(Take::Due),
                     Some(_) => None,
-                    None => unheld_ok.then_some(Take::Unheld),
+                    None => (!connecting).then_some(Take::Unheld),
                 }
             }
         };
-        let may =
-            |engine: &Self, c: u64| rule(c).is_some_and(|r| engine.origin_may_take(now, c, r));
+        let may = |engine: &Self, c: u64| {
+            rule(c).is_some_and(|r| engine.origin_may_take(now, c, r, connecting))
+        };
         let mut first = (0..head).find(|&c| may(self, c));
         if first.is_none()
             && let Some(s) = span.clone()
         {
             first = s.into_iter().find(|&c| may(self, c));
         }
-        if first.is_none() && span.is_none() && unheld_ok {
+        if first.is_none() && span.is_none() && !connecting {
             first = self.origin_unheld_chunk();
         }
         let first = first?;
@@ -456,8 +459,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
     }
 
-    /// Whether the origin may be asked for `chunk` now under `rule`.
-    fn origin_may_take(&self, now: Time, chunk: u64, rule: Take) -> bool {
+    /// Whether the origin may be asked for `chunk` now under `rule` (`connecting`: no peer
+    /// yet, but the swarm has not been alone for long).
+    fn origin_may_take(&self, now: Time, chunk: u64, rule: Take, connecting: bool) -> bool {
         let Some(origin) = self.origin.as_deref() else {
             return false;
         };
@@ -486,7 +490,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             (Take::Head, asked) => asked.is_none(),
             (Take::Due, _) if overdue() => true,
             (_, Some(_)) => false,
-            (Take::Due | Take::Unheld, None) => self.avail.rarity(chunk) == 0,
+            (Take::Due | Take::Unheld, None) => !connecting && self.avail.rarity(chunk) == 0,
         }
     }
 
