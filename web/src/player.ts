@@ -81,6 +81,12 @@ export class Player extends Emitter<PlayerEvents> {
   private failed = false;
   private readonly cleanup: (() => void)[] = [];
   private readonly stalls: StallWatch;
+  /**
+   * Events emitted before `attach()` resolved, when nobody could listen yet (an HTTP
+   * origin answers fast): delivered in order in a task right after it resolves, so the
+   * caller's listeners, added after `await`, get them.
+   */
+  private held: [keyof PlayerEvents, unknown][] | null = [];
 
   private constructor(
     private readonly video: HTMLVideoElement,
@@ -154,7 +160,20 @@ export class Player extends Emitter<PlayerEvents> {
       player.destroy();
       throw err;
     }
+    setTimeout(() => player.releaseHeld(), 0);
     return player;
+  }
+
+  protected override emit<K extends keyof PlayerEvents>(type: K, payload: PlayerEvents[K]): void {
+    if (this.held) this.held.push([type, payload]);
+    else super.emit(type, payload);
+  }
+
+  private releaseHeld(): void {
+    const held = this.held ?? [];
+    this.held = null;
+    if (this.destroyed) return;
+    for (const [type, payload] of held) super.emit(type, payload as never);
   }
 
   private async open(): Promise<void> {

@@ -1,0 +1,157 @@
+/**
+ * HTTP-origin tests (issue 14): the content and its tree file (`ppspp root --tree`) on a
+ * plain static web server with Range support, pages that play from it and from each
+ * other, all on loopback.
+ */
+import { type Page, expect, test } from '@playwright/test';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { type OriginServer, startOriginServer } from './origin.js';
+import {
+  BIN, ROOT, VIDEO_ORIGIN, completeHash, expectPlayedPast, makeOriginVideo, openPages, run, sha256, startSignal,
+  startWeb,
+} from './swarm.js';
+
+let web: { url: string; stop(): Promise<void> };
+const stops: (() => Promise<void>)[] = [];
+
+test.beforeAll(async () => {
+  makeOriginVideo();
+  web = await startWeb();
+});
+test.afterAll(async () => {
+  await web.stop();
+});
+test.afterEach(async ({ browser }) => {
+  for (const context of browser.contexts()) await context.close();
+  for (const stop of stops.splice(0).reverse()) await stop();
+});
+
+const TREE = join(ROOT, 'target', 'e2e', 'video-origin.tree');
+
+/**
+ * `ppspp root` of the video with `--tree`, the URI it prints naming the origin at `origin`
+ * (and signaling at `signal`, if given).
+ */
+async function rootUri(origin: string, signal?: string): Promise<string> {
+  const args = ['root', VIDEO_ORIGIN, '--hash', 'sha256', '--chunk-size', '8192', '--tree', TREE, '--http', `${origin}/v.webm`];
+  if (signal) args.push('--signal', signal);
+  const p = run(join(BIN, 'ppspp'), args);
+  const uri = await p.waitLine((l) => l.startsWith('ppspp://'));
+  await p.stop();
+  return uri;
+}
+
+/** The origin server with `video` and its tree file; `uri` writes the tree and gives the URI. */
+async function serve(video: Uint8Array, opts: { cors?: boolean } = {}): Promise<{ server: OriginServer; uri: (signal?: string) => Promise<string> }> {
+  const files = new Map<string, Uint8Array>();
+  const server = await startOriginServer(files, opts);
+  stops.push(() => server.stop());
+  return {
+    server,
+    uri: async (signal) => {
+      const uri = await rootUri(server.url, signal);
+      files.set('/v.webm', video);
+      // Beside the content, under its own name: where `ppspp root --http` says it is.
+      files.set('/video-origin.tree', readFileSync(TREE));
+      return uri;
+    },
+  };
+}
+
+async function signaling(): Promise<string> {
+  const s = await startSignal();
+  stops.push(() => s.stop());
+  return s.url;
+}
+
+function t<T>(page: Page, f: (t: Record<string, unknown>) => T): Promise<T> {
+  return page.evaluate(`(${f.toString()})(window.__t)`) as Promise<T>;
+}
+
+test('six pages play from a static web server and each other; the server sends at most 1.3× the video', async ({ browser }) => {
+  const video = new Uint8Array(readFileSync(VIDEO_ORIGIN));
+  const { server, uri } = await serve(video);
+  const swarmUri = await uri(await signaling());
+  const pages = await openPages(browser, web.url, swarmUri, 6);
+  for (const page of pages) await expectPlayedPast(page, 5);
+  const expected = sha256(video);
+  for (const page of pages) expect(await completeHash(page)).toBe(expected);
+  const sent = server.bytesSent('/v.webm');
+  const stats = await Promise.all(pages.map((p) => t(p, (x) => (x.player as { stats(): Record<string, number> }).stats())));
+  const fromHttp = stats.reduce((a, s) => a + (s.bytesFromHttp ?? 0), 0);
+  const fromPeers = stats.reduce((a, s) => a + (s.bytesFromPeers ?? 0), 0);
+  console.log(`origin sent ${sent} B = ${(sent / video.length).toFixed(2)}× the video; pages verified ${fromHttp} B from it, ${fromPeers} B from peers`);
+  expect(sent / video.length, 'the origin sent at most 1.3 copies').toBeLessThanOrEqual(1.3);
+  expect(fromPeers, 'pages fed each other').toBeGreaterThan(3 * video.length);
+  expect(server.bytesSent('/video-origin.tree'), 'tree file reads stay small').toBeLessThan(video.length / 20);
+  for (const page of pages) expect(await t(page, (x) => x.errors)).toEqual([]);
+});
+
+test('a tampered byte on the server: origin-corrupt, the chunk from peers, nothing corrupt appended', async ({ browser }) => {
+  const video = new Uint8Array(readFileSync(VIDEO_ORIGIN));
+  const at = Math.floor(video.length * 0.4);
+  const tampered = video.slice();
+  tampered[at] = (tampered[at] ?? 0) ^ 0xff;
+  const { uri } = await serve(tampered);
+  const signal = await signaling();
+  const swarmUri = await uri(signal);
+  // A native seeder holds the true video (slowly): someone must have the chunk right.
+  const seeder = run(join(BIN, 'ppspp'), ['seed', VIDEO_ORIGIN, '--signal', signal, '--bind', '127.0.0.1:0', '--chunk-size', '8192', '--hash', 'sha256', '--upload-limit', '300000']);
+  stops.push(() => seeder.stop());
+  await seeder.waitLine((l) => l.startsWith('ppspp://'));
+  const pages = await openPages(browser, web.url, swarmUri, 3, '&appends=1');
+  const expected = sha256(video);
+  for (const page of pages) {
+    await expectPlayedPast(page, 15);
+    expect(await completeHash(page)).toBe(expected);
+  }
+  const chunk = Math.floor(at / 8192);
+  const reported = (await Promise.all(pages.map((p) => t(p, (x) => x.originCorrupt as number[])))).flat();
+  expect(reported.length, 'a page asked the origin for the chunk and found it corrupt').toBeGreaterThan(0);
+  expect(new Set(reported)).toEqual(new Set([chunk]));
+  // Bytes around the tampered one, as the server has them and as they are: only the true
+  // ones reached MediaSource (block data is appended verbatim).
+  const window = (bytes: Uint8Array): number[] => [...bytes.subarray(at - 16, at + 16)];
+  for (const page of pages) {
+    const found = await page.evaluate(
+      ([bad, good]) => {
+        const appended = (window as unknown as { __t: { appended: Uint8Array[] } }).__t.appended;
+        const all = new Uint8Array(appended.reduce((a, b) => a + b.length, 0));
+        let o = 0;
+        for (const b of appended) {
+          all.set(b, o);
+          o += b.length;
+        }
+        const has = (p: number[]): boolean => {
+          outer: for (let i = 0; i + p.length <= all.length; i++) {
+            for (let j = 0; j < p.length; j++) if (all[i + j] !== p[j]) continue outer;
+            return true;
+          }
+          return false;
+        };
+        return { bad: has(bad), good: has(good) };
+      },
+      [window(tampered), window(video)] as const,
+    );
+    expect(found, 'the corrupt bytes never reached MediaSource; the true ones did').toEqual({ bad: false, good: true });
+  }
+});
+
+test('HTTP only: no signaling server, no peers; a server without CORS is origin-unreachable', async ({ browser }) => {
+  const video = new Uint8Array(readFileSync(VIDEO_ORIGIN));
+  const { server, uri } = await serve(video);
+  const [page] = await openPages(browser, web.url, await uri(), 1);
+  await expectPlayedPast(page!, 3);
+  expect(await completeHash(page!)).toBe(sha256(video));
+  expect(server.bytesSent('/v.webm')).toBe(video.length);
+  expect(await t(page!, (x) => x.errors)).toEqual([]);
+  expect(await t(page!, (x) => x.peersJoined)).toBe(0);
+
+  const blocked = await serve(video, { cors: false });
+  const [refused] = await openPages(browser, web.url, await blocked.uri(), 1);
+  await expect
+    .poll(() => t(refused!, (x) => (x.errors as string[]).join('\n')), { timeout: 20_000 })
+    .toMatch(/^origin-unreachable: .*CORS/);
+  expect(await t(refused!, (x) => (x.player as { stats(): { chunksHave: number } }).stats().chunksHave)).toBe(0);
+});

@@ -1,0 +1,81 @@
+/**
+ * A plain static web server for HTTP-origin tests: files from memory, Range requests
+ * answered with 206 as any web server or CDN does, CORS for pages of another origin (or
+ * not, to test its refusal), and a count of the bytes it sent per file.
+ */
+import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface OriginServer {
+  /** `http://127.0.0.1:PORT` */
+  url: string;
+  /** Body bytes sent for `path` so far (206 and 200 answers). */
+  bytesSent(path: string): number;
+  /** Requests for `path` so far. */
+  requests(path: string): number;
+  stop(): Promise<void>;
+}
+
+/** Serves `files` (path → bytes) on a free loopback port. */
+export async function startOriginServer(files: Map<string, Uint8Array>, opts: { cors?: boolean } = {}): Promise<OriginServer> {
+  const cors = opts.cors ?? true;
+  const sent = new Map<string, number>();
+  const asked = new Map<string, number>();
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (cors) {
+      res.setHeader('Access-Control-Allow-Origin', '*');
+      res.setHeader('Access-Control-Allow-Headers', 'Range');
+      res.setHeader('Access-Control-Expose-Headers', 'Content-Range, Content-Length');
+    }
+    if (req.method === 'OPTIONS') {
+      res.statusCode = 204;
+      res.end();
+      return;
+    }
+    asked.set(path, (asked.get(path) ?? 0) + 1);
+    const file = files.get(path);
+    if (!file || (req.method !== 'GET' && req.method !== 'HEAD')) {
+      res.statusCode = 404;
+      res.end('not found');
+      return;
+    }
+    res.setHeader('Accept-Ranges', 'bytes');
+    res.setHeader('Content-Type', 'application/octet-stream');
+    const m = /^bytes=(\d*)-(\d*)$/.exec(req.headers.range ?? '');
+    let body = file;
+    if (m && (m[1] !== '' || m[2] !== '')) {
+      const start = m[1] === '' ? Math.max(0, file.length - Number(m[2])) : Number(m[1]);
+      const end = m[1] === '' || m[2] === '' ? file.length : Math.min(file.length, Number(m[2]) + 1);
+      if (start >= file.length || start >= end) {
+        res.statusCode = 416;
+        res.setHeader('Content-Range', `bytes */${file.length}`);
+        res.end();
+        return;
+      }
+      body = file.subarray(start, end);
+      res.statusCode = 206;
+      res.setHeader('Content-Range', `bytes ${start}-${end - 1}/${file.length}`);
+    }
+    res.setHeader('Content-Length', String(body.length));
+    if (req.method === 'HEAD') {
+      res.end();
+      return;
+    }
+    sent.set(path, (sent.get(path) ?? 0) + body.length);
+    res.end(body);
+  };
+  const server = createServer(handle);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    bytesSent: (path) => sent.get(path) ?? 0,
+    requests: (path) => asked.get(path) ?? 0,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
