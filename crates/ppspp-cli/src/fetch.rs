@@ -1,14 +1,17 @@
 //! `ppspp fetch URI|ROOT-HEX -o FILE`: download and verify, then rename into place. With a
-//! bare root the chunk size and length are first learnt from the peers (`Discovery`).
+//! bare root the chunk size and length are first learnt from the peers (`Discovery`). A
+//! URI's HTTP origin (`http=`, `tree=`) is used as the browser uses it, with the same
+//! verification; with no peer named, it is the only source.
 
 use crate::file_store::FileStore;
-use crate::net::{self, Flow, Peer};
+use crate::http_origin::{HttpOrigin, REQUEST_TIMEOUT};
+use crate::net::{self, Flow, Links, Peer};
 use crate::rtc::RtcTransport;
 use crate::signal::SignalClient;
 use crate::stats::StatsPrinter;
 use crate::udp::{self, Clock};
 use clap::Args;
-use ppspp::engine::{ContentInfo, Discovery, Engine, EngineConfig, Event};
+use ppspp::engine::{ContentInfo, Discovery, Engine, EngineConfig, Event, HttpOriginConfig};
 use ppspp::merkle::Hash;
 use ppspp::uri::SwarmUri;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -104,16 +107,21 @@ enum Plan {
 
 pub fn run(args: &FetchArgs) -> Result<(), String> {
     let target = parse_target(&args.uri)?;
-    let (root, uri_udp, uri_signal) = match &target {
+    let (root, uri_udp, uri_signal, origin_urls) = match &target {
         Target::Uri(uri) => {
             if args.chunk_size.is_some() {
                 return Err(
                     "--chunk-size is only for a bare root hash; the URI already says (cs=)".into(),
                 );
             }
-            (uri.root, uri.udp.clone(), uri.signal.clone())
+            (
+                uri.root,
+                uri.udp.clone(),
+                uri.signal.clone(),
+                uri.origin.clone(),
+            )
         }
-        Target::Root(root) => (*root, Vec::new(), None),
+        Target::Root(root) => (*root, Vec::new(), None, None),
     };
     let signal = args.signal.clone().or(uri_signal);
     let mut peers: Vec<SocketAddr> = Vec::new();
@@ -125,13 +133,14 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
             .ok_or_else(|| format!("peer {p} has no address"))?;
         peers.push(addr);
     }
-    if peers.is_empty() && signal.is_none() {
+    if peers.is_empty() && signal.is_none() && origin_urls.is_none() {
         return Err(match target {
             Target::Uri(_) => "no peer to fetch from: the URI names no udp= peer and no signal= server; add --udp HOST:PORT or --signal ws://HOST:PORT",
             Target::Root(_) => "no peer to fetch from: with a bare root hash, name a peer with --udp HOST:PORT or a signaling server with --signal ws://HOST:PORT",
         }
         .into());
     }
+    let http_only = peers.is_empty() && signal.is_none();
     // Checked before any network work, so a typo costs nothing.
     let plan = match &target {
         Target::Uri(uri) => Plan::Known(uri.content()),
@@ -167,7 +176,7 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
         .as_ref()
         .map(|r| r.welcome_peers().into_iter().take(MAX_RTC_OFFERS).collect())
         .unwrap_or_default();
-    if peers.is_empty() && rtc_peers.is_empty() {
+    if peers.is_empty() && rtc_peers.is_empty() && origin_urls.is_none() {
         return Err(format!(
             "no peer to fetch from: nobody else is in the swarm's room at {}",
             signal.as_deref().unwrap_or("?")
@@ -182,6 +191,11 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
     });
     let started = Instant::now();
     let (outcome, engine) = runtime.block_on(async {
+        // In the runtime: its client spawns there.
+        let mut origin = origin_urls
+            .as_ref()
+            .map(|urls| HttpOrigin::new(urls, REQUEST_TIMEOUT))
+            .transpose()?;
         let socket = match peers.is_empty() {
             true => None,
             false => Some(udp::bind(bind).map_err(|e| format!("cannot bind UDP {bind}: {e}"))?),
@@ -252,6 +266,18 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
         };
         let mut engine = Engine::new(config, content, store, clock.now())
             .map_err(|e| format!("cannot start: {e}"))?;
+        if origin.is_some() {
+            let origin_config = HttpOriginConfig {
+                // With no peer to wait for, the origin serves everything from the start.
+                alone_after: if http_only {
+                    std::time::Duration::ZERO
+                } else {
+                    HttpOriginConfig::default().alone_after
+                },
+                ..HttpOriginConfig::default()
+            };
+            engine.enable_http_origin(origin_config, clock.now());
+        }
         for p in &peers {
             engine.connect(Peer::Udp(*p), clock.now());
         }
@@ -268,8 +294,11 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
         let progressed = std::cell::Cell::new(Some(Instant::now()));
         net::run(
             &mut engine,
-            socket.as_ref(),
-            rtc.as_mut(),
+            Links {
+                udp: socket.as_ref(),
+                rtc: rtc.as_mut(),
+                origin: origin.as_mut(),
+            },
             &clock,
             stats,
             |engine, event| match event {
@@ -294,9 +323,41 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
                     progress.suspend(|| eprintln!("rejected chunk {chunk} from {from}: {reason}"));
                     Flow::Continue
                 }
+                Event::OriginCorrupt { chunk, reason } => {
+                    progress.suspend(|| {
+                        eprintln!(
+                            "chunk {chunk} from the HTTP origin failed verification ({reason}): fetching it from peers"
+                        )
+                    });
+                    Flow::Continue
+                }
+                Event::OriginFailed {
+                    error,
+                    retry_in,
+                    disabled,
+                } => {
+                    let then = match (disabled, retry_in) {
+                        (true, _) if engine.peers().count() == 0 && http_only => {
+                            outcome = Outcome::Failed(format!("the HTTP origin failed: {error}"));
+                            return Flow::Stop;
+                        }
+                        (true, _) => "it is no longer used".to_string(),
+                        (false, Some(wait)) => format!("retrying in {:.1} s", wait.as_secs_f64()),
+                        (false, None) => "its chunks come from peers".to_string(),
+                    };
+                    progress.suspend(|| eprintln!("HTTP origin: {error}; {then}"));
+                    Flow::Continue
+                }
+                Event::ChunkFromOrigin { .. } => {
+                    connected.set(true);
+                    Flow::Continue
+                }
                 Event::PeerClosed { peer, reason } => {
                     closed.push(format!("{peer}: {reason}"));
-                    if engine.peers().count() == 0 && !engine.is_complete() {
+                    if engine.peers().count() == 0
+                        && !engine.is_complete()
+                        && !engine.has_http_origin()
+                    {
                         outcome = Outcome::NoPeers(std::mem::take(&mut closed));
                         return Flow::Stop;
                     }

@@ -4,6 +4,7 @@
 mod fetch;
 mod file_store;
 mod gather;
+mod http_origin;
 mod ice_args;
 mod net;
 mod progress;

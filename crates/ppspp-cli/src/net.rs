@@ -4,6 +4,7 @@
 //! WebRTC events, the timers and the stats tick; a [`Role`] says what differs between the
 //! engine and discovery. The peer decides everything; the loop only moves bytes and time.
 
+use crate::http_origin::{Answer, HttpOrigin};
 use crate::rtc::{RtcEvent, RtcTransport};
 use crate::stats::StatsPrinter;
 use crate::udp::{Clock, RECV_BUFFER};
@@ -71,6 +72,14 @@ trait Role<P: SansIo<Addr = Peer>> {
         Flow::Continue
     }
     fn on_event(&mut self, p: &mut P, event: P::Event) -> Flow;
+    /// Starts what the peer wants of its HTTP origin, after each turn.
+    fn pump(&mut self, _p: &mut P, _now: Time) {}
+    /// The HTTP origin's next answer (never, for a role without one).
+    fn answer(&mut self) -> impl std::future::Future<Output = Answer> {
+        std::future::pending()
+    }
+    /// Hands an answer of the HTTP origin to the peer.
+    fn take(&mut self, _p: &mut P, _answer: Answer, _now: Time) {}
     /// Once a second, if [`Self::ticks`].
     fn on_tick(&mut self, _p: &P, _now: Time) {}
     fn ticks(&self) -> bool {
@@ -108,6 +117,7 @@ async fn drive<P: SansIo<Addr = Peer>>(
         // and the other way round.
         loop {
             flush(p, &mut out, udp, rtc.as_deref_mut(), clock).await;
+            role.pump(p, clock.now());
             let mut progressed = false;
             while let Some(e) = rtc.as_deref_mut().and_then(RtcTransport::poll_event) {
                 progressed = true;
@@ -142,6 +152,7 @@ async fn drive<P: SansIo<Addr = Peer>>(
                 Input::Timer => Wake::Timer,
             },
             _ = tick.tick(), if role.ticks() => Wake::Tick,
+            answer = role.answer() => Wake::Answer(answer),
             _ = &mut stop => Wake::Stop,
         };
         match wake {
@@ -177,14 +188,17 @@ async fn drive<P: SansIo<Addr = Peer>>(
                 }
                 role.on_tick(p, clock.now());
             }
+            Wake::Answer(answer) => role.take(p, answer, clock.now()),
             Wake::Stop => return End::Signalled,
         }
     }
 }
 
-/// The engine's role: events go to the caller's handler; stats print once a second.
+/// The engine's role: events go to the caller's handler; stats print once a second; the
+/// HTTP origin, if any, makes the requests the engine wants.
 struct Serving<'a, S: ChunkStore, F> {
     stats: Option<&'a mut StatsPrinter>,
+    origin: Option<&'a mut HttpOrigin>,
     on_event: F,
     _store: std::marker::PhantomData<S>,
 }
@@ -198,6 +212,28 @@ where
         (self.on_event)(p, event)
     }
 
+    fn pump(&mut self, p: &mut Engine<Peer, S>, now: Time) {
+        if let Some(origin) = self.origin.as_deref() {
+            while let Some(request) = p.poll_origin_request(now) {
+                origin.start(request);
+            }
+        }
+    }
+
+    async fn answer(&mut self) -> Answer {
+        match self.origin.as_deref_mut() {
+            Some(o) => o.next().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    fn take(&mut self, p: &mut Engine<Peer, S>, answer: Answer, now: Time) {
+        match answer.result {
+            Ok(bytes) => p.handle_origin_response(now, answer.id, &bytes),
+            Err(error) => p.handle_origin_failure(now, answer.id, error),
+        }
+    }
+
     fn on_tick(&mut self, p: &Engine<Peer, S>, now: Time) {
         if let Some(s) = self.stats.as_deref_mut() {
             s.print(p, now);
@@ -209,19 +245,31 @@ where
     }
 }
 
+/// The transports and helpers an engine runs with.
+pub struct Links<'a> {
+    pub udp: Option<&'a UdpSocket>,
+    pub rtc: Option<&'a mut RtcTransport>,
+    pub origin: Option<&'a mut HttpOrigin>,
+}
+
 /// Runs `engine` until `on_event` says stop or `stop` resolves (then every channel is
 /// closed first), and shuts the WebRTC transport down.
 pub async fn run<S: ChunkStore>(
     engine: &mut Engine<Peer, S>,
-    udp: Option<&UdpSocket>,
-    mut rtc: Option<&mut RtcTransport>,
+    links: Links<'_>,
     clock: &Clock,
     mut stats: Option<StatsPrinter>,
     on_event: impl FnMut(&mut Engine<Peer, S>, Event<Peer>) -> Flow,
     stop: impl std::future::Future<Output = ()>,
 ) {
+    let Links {
+        udp,
+        mut rtc,
+        origin,
+    } = links;
     let mut role = Serving {
         stats: stats.as_mut(),
+        origin,
         on_event,
         _store: std::marker::PhantomData,
     };
@@ -385,6 +433,7 @@ enum Wake {
     Rtc,
     Timer,
     Tick,
+    Answer(Answer),
     Stop,
 }
 

@@ -1,7 +1,7 @@
 //! `ppspp seed FILE`: hash the file, print its swarm URI, serve it until interrupted.
 
 use crate::file_store::FileStore;
-use crate::net::{self, Flow};
+use crate::net::{self, Flow, Links};
 use crate::root::{DEFAULT_CHUNK_SIZE, hash_with_progress, parse_chunk_size};
 use crate::rtc::RtcTransport;
 use crate::signal::SignalClient;
@@ -123,8 +123,11 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
         let stats = args.stats_json.then(StatsPrinter::new);
         net::run(
             &mut engine,
-            socket.as_ref(),
-            rtc.as_mut(),
+            Links {
+                udp: socket.as_ref(),
+                rtc: rtc.as_mut(),
+                origin: None,
+            },
             &clock,
             stats,
             |_, event| {
