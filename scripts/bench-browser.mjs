@@ -2,7 +2,8 @@
 //  1. goodput page → page over loopback: a raw unordered, maxRetransmits 0 data-channel
 //     blast paced on bufferedAmount, and PPSPP with verification, per chunk size;
 //  2. Merkle verification in Wasm and crypto.subtle digests;
-//  3. a swarm: 1 native seeder + 8 headless pages playing a 20 MB video.
+//  3. a swarm: 8 headless pages playing a 20 MB video, from 1 native seeder, and (each run
+//     right after) from the same file on the static web server as an HTTP origin.
 // Writes target/bench/browser.json. Run inside scripts/netns.sh (loopback only).
 //   node scripts/bench-browser.mjs [--smoke] [--out FILE] [--only goodput,verify,swarm]
 // Diagnostics: BENCH_DEBUG=1 (sender/receiver state), BENCH_PROFILE=1 (CPU profile of both
@@ -64,7 +65,8 @@ function start(cmd, args, re) {
 const stop = (p) => p && p.child.exitCode === null && p.child.kill('SIGTERM');
 
 const args = JSON.parse(readFileSync(join(root, 'e2e', 'chromium-args.json'), 'utf8'));
-const web = await start('node', [join(root, 'web', 'scripts', 'serve.mjs'), '--mount', `/e2e/=${join(root, 'e2e', 'pages')}`], /^serving /);
+const web = await start('node', [join(root, 'web', 'scripts', 'serve.mjs'), '--mount', `/e2e/=${join(root, 'e2e', 'pages')}`,
+  '--mount', `/bench-media/=${join(root, 'target', 'bench')}`], /^serving /);
 const base = web.line.slice('serving '.length).replace(/\/$/, '');
 const signal = await start(bin('ppspp-signal'), ['--bind', '127.0.0.1:0'], /listening on ws:/);
 const signalUrl = signal.line.slice(signal.line.indexOf('ws://'));
@@ -193,10 +195,16 @@ try {
   const ratios = [];
   const walls = [];
   const ttff = [];
-  for (let run = 0; run < RUNS; run++) {
-    const seeder = await start(bin('ppspp'), ['seed', video, '--signal', signalUrl, '--bind', '127.0.0.1:0',
-      '--chunk-size', '8192', '--hash', 'sha256', '--stats-json'], /^ppspp:\/\//);
-    const uri = seeder.line;
+  // The HTTP origin: the same file on the page's static server (sirv answers Range), with
+  // its tree file beside it.
+  const origin = { ratios: [], walls: [], ttff: [] };
+  const tree = `${video}.tree`;
+  const rootOut = execFileSync(bin('ppspp'), ['root', video, '--hash', 'sha256', '--chunk-size', '8192', '--tree', tree,
+    '--tree-url', `${base}/bench-media/${tree.split('/').pop()}`,
+    '--http', `${base}/bench-media/${video.split('/').pop()}`, '--signal', signalUrl], { encoding: 'utf8' });
+  const originUri = rootOut.split('\n').find((l) => l.startsWith('ppspp://'));
+  /** Opens the pages on `uri` 250 ms apart and waits until each holds everything. */
+  const playAll = async (uri) => {
     const t0 = Date.now();
     const pages = [];
     for (let i = 0; i < SWARM_PAGES; i++) {
@@ -210,7 +218,13 @@ try {
         await new Promise((r) => setTimeout(r, 100));
       }
     }
-    walls.push((Date.now() - t0) / 1000);
+    return { pages, wall: (Date.now() - t0) / 1000 };
+  };
+  for (let run = 0; run < RUNS; run++) {
+    const seeder = await start(bin('ppspp'), ['seed', video, '--signal', signalUrl, '--bind', '127.0.0.1:0',
+      '--chunk-size', '8192', '--hash', 'sha256', '--stats-json'], /^ppspp:\/\//);
+    const { pages, wall } = await playAll(seeder.line);
+    walls.push(wall);
     await new Promise((r) => setTimeout(r, 1200)); // one more seeder stats line
     for (const p of pages) ttff.push(await p.evaluate(() => window.__t.firstFrameMs ?? window.__t.player.timeToFirstFrameMs));
     const last = [...seeder.lines].reverse().find((l) => l.startsWith('{'));
@@ -218,7 +232,21 @@ try {
     for (const p of pages) await p.context().close();
     stop(seeder);
     log(`  run ${run + 1}: seeder upload ${ratios.at(-1).toFixed(2)}× content, wall ${walls.at(-1).toFixed(1)} s`);
+    // The same pages with the HTTP origin and no seeder: what the server sent is what the
+    // pages' engines received from it.
+    const http = await playAll(originUri);
+    origin.walls.push(http.wall);
+    let fromOrigin = 0;
+    for (const p of http.pages) {
+      origin.ttff.push(await p.evaluate(() => window.__t.firstFrameMs ?? window.__t.player.timeToFirstFrameMs));
+      fromOrigin += await p.evaluate(() => window.__t.player.stats().bytesFromOrigin);
+    }
+    origin.ratios.push(fromOrigin / size);
+    for (const p of http.pages) await p.context().close();
+    log(`  run ${run + 1}: HTTP origin sent ${origin.ratios.at(-1).toFixed(2)}× content, wall ${origin.walls.at(-1).toFixed(1)} s`);
   }
+  result.swarm_origin = { pages: SWARM_PAGES, content_bytes: size, origin_ratio: stats(origin.ratios), ttff_ms: stats(origin.ttff), wall_s: stats(origin.walls) };
+  log(`  HTTP origin: first frame median ${result.swarm_origin.ttff_ms.median.toFixed(0)} ms over ${origin.ttff.length} pages`);
   result.swarm = { pages: SWARM_PAGES, content_bytes: size, seeder_upload_ratio: stats(ratios), ttff_ms: stats(ttff), wall_s: stats(walls) };
   log(`  first frame median ${result.swarm.ttff_ms.median.toFixed(0)} ms over ${ttff.length} pages`);
   }

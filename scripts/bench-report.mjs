@@ -51,6 +51,10 @@ const summary = {
   swarm_ttff_ms_median: med(browser.swarm?.ttff_ms),
   swarm_ttff_ms_max: browser.swarm?.ttff_ms?.max ?? null,
   swarm_wall_s: med(browser.swarm?.wall_s) ?? null,
+  origin_swarm_bytes_ratio: med(browser.swarm_origin?.origin_ratio) ?? null,
+  origin_swarm_ttff_ms_median: med(browser.swarm_origin?.ttff_ms),
+  origin_swarm_ttff_ms_max: browser.swarm_origin?.ttff_ms?.max ?? null,
+  origin_swarm_wall_s: med(browser.swarm_origin?.wall_s) ?? null,
   wan_ttff_ms_median: med(wan.ttff_ms),
   wan_ttff_ms_max: wan.ttff_ms?.max ?? null,
   wan_stalls_per_page: med(wan.stalls_per_page),
@@ -91,6 +95,9 @@ for (const k of ['1k', '8k']) {
 lines.push('', `### 4. Swarm: 1 native seeder + ${browser.swarm?.pages} headless pages, ${f((browser.swarm?.content_bytes ?? 0) / 1e6, 1)} MB video`, '');
 lines.push('| seeder upload ÷ content | first frame after attach(), median (min–max) | all pages complete |', '|---|---|---|');
 lines.push(`| ${mmm(browser.swarm?.seeder_upload_ratio, 2)} | ${mmm(browser.swarm?.ttff_ms, 0)} ms (all pages of all runs) | ${mmm(browser.swarm?.wall_s, 1)} s |`, '');
+lines.push(`The same pages, each run right after, with the file on the static web server as an HTTP origin (\`ppspp root --tree\`) and no seeder:`, '');
+lines.push('| origin bytes ÷ content | first frame after attach(), median (min–max) | all pages complete |', '|---|---|---|');
+lines.push(`| ${mmm(browser.swarm_origin?.origin_ratio, 2)} | ${mmm(browser.swarm_origin?.ttff_ms, 0)} ms (all pages of all runs) | ${mmm(browser.swarm_origin?.wall_s, 1)} s |`, '');
 lines.push(`### 5. Swarm across the emulated internet: 1 native seeder + ${wan.pages} pages in three NATed homes`, '');
 lines.push(`Every home's path: ${wan.link.one_way_delay_ms} ms each way (${2 * wan.link.one_way_delay_ms} ms round trip to the public segment, ${4 * wan.link.one_way_delay_ms} ms between homes), ${wan.link.loss_percent_each_way} % loss each way, ${wan.link.uplink_mbit} Mbit/s uplink (\`scripts/wan.sh\`, \`ppspp-linkem\`); the same video, each page playing it to the end; STUN from coturn. Measured ${wan.date.slice(0, 10)}; median (min–max) over all pages of ${wan.runs} runs, ratios per run (\`target/bench/wan.json\`).`, '');
 lines.push('| first frame after attach() | stalls per page | longest stall | offload (from peers ÷ received) | seeder upload ÷ content |', '|---|---|---|---|---|');

@@ -46,6 +46,8 @@ const APPEND_STEP = 1 << 20;
 const MAX_PENDING = 4 << 20;
 /** Seconds buffered ahead of the playhead at most; more waits for playback. */
 const MAX_AHEAD_SECONDS = 60;
+/** Seconds buffered ahead below which playback starves: see `followPlayback`. */
+const STARVING_SECONDS = 1;
 /** Bytes read around a seek estimate to find a segment start. */
 const SEEK_PROBE = 512 << 10;
 
@@ -331,6 +333,12 @@ export class Player extends Emitter<PlayerEvents> {
    * current time (proportional estimate; no sooner than what is still to be appended).
    * Following the append position instead would make everything "due" as fast as it
    * arrives, and seeders would be asked for all of it.
+   *
+   * While playback starves (less than {@link STARVING_SECONDS} buffered ahead: before the
+   * first frame, or a stall coming), the engine is also told where it waits: the first
+   * chunk not verified after what was appended. An HTTP origin serves those chunks if no
+   * peer holds them, however far the estimate is (a first keyframe larger than the due
+   * span, say).
    */
   private followPlayback(): void {
     const info = this.info;
@@ -338,6 +346,8 @@ export class Player extends Emitter<PlayerEvents> {
     const playing = this.byteAt(this.video.currentTime);
     const at = playing === null ? this.appendPos : Math.min(this.appendPos, playing);
     this.swarm.setPlayhead(Math.floor(Math.max(at, this.segmentWait ?? 0) / this.content.chunkSize));
+    const starving = bufferedAhead(this.video) < STARVING_SECONDS;
+    this.swarm.setWaitingFor(starving ? Math.floor(this.swarm.verifiedEnd(this.appendPos) / this.content.chunkSize) : null);
   }
 
   /** Where media time `t` lies in the file, estimated in proportion to the duration. */

@@ -390,6 +390,12 @@ export class Swarm extends Emitter<SwarmEvents> {
     this.driver.kick();
   }
 
+  /** Playback waits for `chunk` (null: it does not wait); see `Engine::set_waiting_for`. */
+  setWaitingFor(chunk: number | null): void {
+    this.engine.setWaitingFor(chunk ?? -1);
+    this.driver.kick();
+  }
+
   /** The selected ICE pair of each open connection (tests prove traffic stays on loopback). */
   selectedPairs(): Promise<SelectedPair[]> {
     return this.connections.selectedPairs();

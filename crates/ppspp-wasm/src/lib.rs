@@ -289,6 +289,15 @@ impl WasmPeer {
         self.engine.inner.set_playhead(chunk.max(0.0) as u64);
     }
 
+    /// Playback waits for `chunk` (-1: it does not wait): an HTTP origin serves the chunks
+    /// from there if no peer holds them.
+    #[wasm_bindgen(js_name = setWaitingFor)]
+    pub fn set_waiting_for(&mut self, chunk: f64) {
+        self.engine
+            .inner
+            .set_waiting_for((chunk >= 0.0).then_some(chunk as u64));
+    }
+
     /// Marks `peer` as an origin: asked only for chunks due for playback or that no other
     /// peer holds, so the swarm carries the rest.
     #[wasm_bindgen(js_name = setOrigin)]

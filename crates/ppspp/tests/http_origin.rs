@@ -639,7 +639,7 @@ fn a_file_fetch_waits_for_peers_before_taking_more_than_the_head_from_the_origin
 }
 
 #[test]
-fn while_peers_may_come_a_video_gets_the_head_then_what_is_overdue_then_the_window() {
+fn while_peers_may_come_a_video_gets_the_head_and_what_is_due_then_alone_the_window() {
     let data = content(2000 * CS);
     let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
     let mut server = Server::new(&data, tree_file(&tree, 6));
@@ -661,7 +661,7 @@ fn while_peers_may_come_a_video_gets_the_head_then_what_is_overdue_then_the_wind
         Time::ZERO + deadline / 2,
         |_| false,
     );
-    assert_eq!(have(&nodes[0]), 4, "the head at once");
+    assert_eq!(have(&nodes[0]), 8, "the head and the due span at once");
     run(
         &mut nodes,
         &mut net,
@@ -670,7 +670,7 @@ fn while_peers_may_come_a_video_gets_the_head_then_what_is_overdue_then_the_wind
         Time::ZERO + alone_after / 2,
         |_| false,
     );
-    assert_eq!(have(&nodes[0]), 8, "the due span once overdue");
+    assert_eq!(have(&nodes[0]), 8, "nothing more while peers may come");
     run(
         &mut nodes,
         &mut net,
@@ -680,4 +680,51 @@ fn while_peers_may_come_a_video_gets_the_head_then_what_is_overdue_then_the_wind
         |_| false,
     );
     assert_eq!(have(&nodes[0]), 256, "alone: the whole window");
+}
+
+#[test]
+fn where_playback_waits_the_origin_serves_as_many_chunks_as_are_due() {
+    let data = content(1000 * CS);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
+    let mut server = Server::new(&data, tree_file(&tree, 6));
+    // A window of 256 chunks: 8 due from the playhead.
+    let mut nodes = vec![leecher(&tree, PickerKind::Vod { window: 256 }, 2)];
+    let config = HttpOriginConfig {
+        head_bytes: 0,
+        ..HttpOriginConfig::default()
+    };
+    nodes[0].enable_http_origin(config, Time::ZERO);
+    let mut net = Net::new(Duration::from_millis(5), 0, 1);
+    let held = |n: &Node| -> Vec<std::ops::Range<u64>> { n.have().filled_ranges().collect() };
+    run(
+        &mut nodes,
+        &mut net,
+        &mut server,
+        0,
+        Time::from_millis(500),
+        |_| false,
+    );
+    assert_eq!(held(&nodes[0]), vec![0..8]);
+    // Playback waits at chunk 100 (a first keyframe larger than the due span, say).
+    nodes[0].set_waiting_for(Some(100));
+    run(
+        &mut nodes,
+        &mut net,
+        &mut server,
+        0,
+        Time::from_millis(1000),
+        |_| false,
+    );
+    assert_eq!(held(&nodes[0]), vec![0..8, 100..108]);
+    // It waits no more: nothing beyond the due span.
+    nodes[0].set_waiting_for(None);
+    run(
+        &mut nodes,
+        &mut net,
+        &mut server,
+        0,
+        Time::from_millis(1500),
+        |_| false,
+    );
+    assert_eq!(held(&nodes[0]), vec![0..8, 100..108]);
 }

@@ -6,10 +6,9 @@
 //!
 //! What goes to the origin:
 //! - the first chunks, at once, for a fast first frame;
-//! - chunks playback needs next (the picker's due span) that no connected peer holds, or
-//!   that a peer was asked for and has not delivered within the deadline; while the swarm
-//!   is still connecting (no peer yet, for less than `alone_after`), only those due for
-//!   longer than the deadline, since peers may soon hold them;
+//! - chunks playback needs next (the picker's due span, and as many from where playback
+//!   waits, [`Engine::set_waiting_for`]) that no connected peer holds, or that a peer was
+//!   asked for and has not delivered within the deadline;
 //! - once no peer has been connected for `alone_after` (an HTTP-only page: from the start),
 //!   the picker's whole urgent span instead of the due span;
 //! - with a picker that has no playhead (whole files), whatever no connected peer holds,
@@ -197,6 +196,8 @@ pub(super) struct HttpOrigin {
     due_since: BTreeMap<u64, Time>,
     /// The last poll: deadlines before it are no reason to wake.
     polled_at: Time,
+    /// The chunk playback waits for, if it waits.
+    waiting_for: Option<u64>,
 }
 
 /// Why the origin may serve a chunk.
@@ -234,6 +235,7 @@ impl HttpOrigin {
             scan_from: 0,
             due_since: BTreeMap::new(),
             polled_at: now,
+            waiting_for: None,
         }
     }
 
@@ -292,6 +294,16 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let mut config = config;
         config.max_requests = config.max_requests.max(1);
         self.origin = Some(Box::new(HttpOrigin::new(config, now)));
+    }
+
+    /// Playback waits for `chunk` (`None`: it does not wait): before its first frame, or
+    /// with a stall coming. The HTTP origin then serves as many chunks from there as the
+    /// due span holds, if no peer holds them, wherever the picker's playhead is. Seeders
+    /// ([`set_origin`](Self::set_origin)) are not affected.
+    pub fn set_waiting_for(&mut self, chunk: Option<u64>) {
+        if let Some(o) = self.origin.as_deref_mut() {
+            o.waiting_for = chunk;
+        }
     }
 
     /// True while an HTTP origin is in use (enabled, and not given up after a permanent
@@ -400,8 +412,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let cs = u64::from(self.content.chunk_size).max(1);
         let max_run = (origin.config.max_request_bytes / cs).max(1);
         let head = origin.config.head_bytes.div_ceil(cs).min(self.chunk_count);
-        // No peer yet, but they may still come: only the head, and what playback has been
-        // waiting for too long.
+        // No peer yet, but they may still come: nothing beyond what playback needs.
         let connecting = !alone && origin.alone_since.is_some();
         let span = if alone {
             self.picker.urgent_chunks()
@@ -409,11 +420,19 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             self.picker.due_chunks()
         };
         let span = span.map(|s| s.start.min(self.chunk_count)..s.end.min(self.chunk_count));
-        self.note_due(now, span.clone());
+        // Where playback waits: as many chunks as the due span holds (one at least).
+        let waiting = origin.waiting_for.map(|c| {
+            let n = span.as_ref().map_or(1, |s| (s.end - s.start).max(1));
+            c.min(self.chunk_count)..c.saturating_add(n).min(self.chunk_count)
+        });
+        let in_waiting = |c: u64| waiting.as_ref().is_some_and(|w| w.contains(&c));
+        self.note_due(now, span.clone(), waiting.clone());
         // Which rule a chunk falls under, if any.
         let rule = |c: u64| {
             if c < head {
                 Some(Take::Head)
+            } else if in_waiting(c) {
+                Some(Take::Due)
             } else {
                 match &span {
                     Some(s) if s.contains(&c) => Some(Take::Due),
@@ -422,14 +441,13 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 }
             }
         };
-        let may = |engine: &Self, c: u64| {
-            rule(c).is_some_and(|r| engine.origin_may_take(now, c, r, connecting))
-        };
+        let may =
+            |engine: &Self, c: u64| rule(c).is_some_and(|r| engine.origin_may_take(now, c, r));
         let mut first = (0..head).find(|&c| may(self, c));
-        if first.is_none()
-            && let Some(s) = span.clone()
-        {
-            first = s.into_iter().find(|&c| may(self, c));
+        for s in [waiting.clone(), span.clone()].into_iter().flatten() {
+            if first.is_none() {
+                first = s.into_iter().find(|&c| may(self, c));
+            }
         }
         if first.is_none() && span.is_none() && !connecting {
             first = self.origin_unheld_chunk();
@@ -442,26 +460,25 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         Some(first..end)
     }
 
-    /// Notes since when each missing chunk of `span` has been due.
-    fn note_due(&mut self, now: Time, span: Option<Range<u64>>) {
+    /// Notes since when each missing chunk of `span` and `waiting` has been due.
+    fn note_due(&mut self, now: Time, span: Option<Range<u64>>, waiting: Option<Range<u64>>) {
         let Some(origin) = self.origin.as_deref_mut() else {
             return;
         };
-        let span = span.unwrap_or(0..0);
+        let (span, waiting) = (span.unwrap_or(0..0), waiting.unwrap_or(0..0));
         let have = &self.have;
         origin
             .due_since
-            .retain(|c, _| span.contains(c) && !is(have, *c));
-        for c in span {
+            .retain(|c, _| (span.contains(c) || waiting.contains(c)) && !is(have, *c));
+        for c in span.chain(waiting) {
             if !is(have, c) {
                 origin.due_since.entry(c).or_insert(now);
             }
         }
     }
 
-    /// Whether the origin may be asked for `chunk` now under `rule` (`connecting`: no peer
-    /// yet, but the swarm has not been alone for long).
-    fn origin_may_take(&self, now: Time, chunk: u64, rule: Take, connecting: bool) -> bool {
+    /// Whether the origin may be asked for `chunk` now under `rule`.
+    fn origin_may_take(&self, now: Time, chunk: u64, rule: Take) -> bool {
         let Some(origin) = self.origin.as_deref() else {
             return false;
         };
@@ -490,7 +507,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             (Take::Head, asked) => asked.is_none(),
             (Take::Due, _) if overdue() => true,
             (_, Some(_)) => false,
-            (Take::Due | Take::Unheld, None) => !connecting && self.avail.rarity(chunk) == 0,
+            (Take::Due | Take::Unheld, None) => self.avail.rarity(chunk) == 0,
         }
     }
 
