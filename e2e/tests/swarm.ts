@@ -57,21 +57,26 @@ export async function makeVideo(): Promise<void> {
 /** 20 s of VP9 + Opus at about 1.6 Mbit/s (a common web video rate; about 4 MB), a
  * keyframe every second: what the HTTP-origin tests play. */
 export const VIDEO_ORIGIN = join(ROOT, 'target', 'e2e', 'video-origin.webm');
+/** The same for 60 s (about 11 MB): the origin's share of a swarm, where each page's start
+ * (its first second or so from the origin) is a small part of the video, as on a real site. */
+export const VIDEO_ORIGIN_LONG = join(ROOT, 'target', 'e2e', 'video-origin-60s.webm');
 
-export function makeOriginVideo(): void {
-  if (existsSync(VIDEO_ORIGIN) && statSync(VIDEO_ORIGIN).size > 0) return;
-  mkdirSync(dirname(VIDEO_ORIGIN), { recursive: true });
-  execFileSync('ffmpeg', [
-    '-y', '-loglevel', 'error',
-    '-f', 'lavfi', '-i', 'testsrc2=size=320x240:rate=25',
-    '-f', 'lavfi', '-i', 'sine=frequency=330:sample_rate=48000',
-    '-t', '20',
-    '-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8',
-    '-b:v', '1600k', '-minrate', '1600k', '-maxrate', '1600k', '-g', '25', '-keyint_min', '25',
-    '-c:a', 'libopus', '-b:a', '48k',
-    '-f', 'webm', `${VIDEO_ORIGIN}.tmp`,
-  ]);
-  execFileSync('mv', [`${VIDEO_ORIGIN}.tmp`, VIDEO_ORIGIN]);
+export function makeOriginVideos(): void {
+  for (const [file, seconds] of [[VIDEO_ORIGIN, 20], [VIDEO_ORIGIN_LONG, 60]] as const) {
+    if (existsSync(file) && statSync(file).size > 0) continue;
+    mkdirSync(dirname(file), { recursive: true });
+    execFileSync('ffmpeg', [
+      '-y', '-loglevel', 'error',
+      '-f', 'lavfi', '-i', 'testsrc2=size=320x240:rate=25',
+      '-f', 'lavfi', '-i', 'sine=frequency=330:sample_rate=48000',
+      '-t', String(seconds),
+      '-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8',
+      '-b:v', '1600k', '-minrate', '1600k', '-maxrate', '1600k', '-g', '25', '-keyint_min', '25',
+      '-c:a', 'libopus', '-b:a', '48k',
+      '-f', 'webm', `${file}.tmp`,
+    ]);
+    execFileSync('mv', [`${file}.tmp`, file]);
+  }
 }
 
 /** 40 s of VP9 + Opus with a keyframe every 10 s: four Clusters of about 2 MB each, more
