@@ -1,5 +1,8 @@
+import type { OriginErrorCode } from './wasm.js';
+
 /** What went wrong, for code to branch on; `message` says it for people. */
 export type ErrorCode =
+  | OriginErrorCode
   | 'bad-uri'
   | 'bad-option'
   | 'signaling-unreachable'
@@ -13,13 +16,7 @@ export type ErrorCode =
   | 'media-error'
   | 'playback-stuck'
   | 'wasm-load-failed'
-  | 'closed'
-  | 'origin-no-range'
-  | 'origin-status'
-  | 'origin-unreachable'
-  | 'origin-timeout'
-  | 'origin-bad-response'
-  | 'origin-bad-tree';
+  | 'closed';
 
 /**
  * Whether an error of each code means that playback or the fetch cannot go on (as

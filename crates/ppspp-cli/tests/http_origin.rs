@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{content, files_in, run, seed, stderr, temp_dir, udp_of};
+use common::{content, fetch_expect, files_in, run, seed, stderr, temp_dir, udp_of};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -138,12 +138,7 @@ fn http_only_fetch_verifies_and_writes_the_file_fetching_each_byte_once() {
         "{uri}"
     );
     let out = dir.join("copy.bin");
-    let o = run(
-        &["fetch", &uri, "-o", out.to_str().unwrap()],
-        Duration::from_secs(60),
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(std::fs::read(&out).unwrap(), data);
+    fetch_expect(&uri, &out, &data);
     assert_eq!(
         sent.load(Ordering::Relaxed),
         data.len() as u64,
@@ -184,12 +179,7 @@ fn a_corrupt_origin_chunk_is_refused_and_comes_from_a_seeder() {
         &["--hash", "sha256", "--chunk-size", "4096"],
     );
     let with_peer = format!("{uri}&udp={}", udp_of(&seeded));
-    let o = run(
-        &["fetch", &with_peer, "-o", out.to_str().unwrap()],
-        Duration::from_secs(60),
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(std::fs::read(&out).unwrap(), data);
+    fetch_expect(&with_peer, &out, &data);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

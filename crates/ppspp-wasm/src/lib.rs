@@ -184,15 +184,7 @@ impl WasmPeer {
         options: &PeerOptions,
         now_ms: f64,
     ) -> Result<WasmPeer, JsError> {
-        let alg: HashAlgorithm = hash
-            .parse()
-            .map_err(|_| JsError::new(&format!("unknown hash function {hash:?}")))?;
-        if chunk_size == 0 || chunk_size > ppspp::uri::MAX_CHUNK_SIZE {
-            return Err(JsError::new(&format!(
-                "chunk size must be 1..={} bytes, not {chunk_size}",
-                ppspp::uri::MAX_CHUNK_SIZE
-            )));
-        }
+        let alg = hashing(hash, chunk_size)?;
         if content.len() > MAX_CONTENT {
             return Err(JsError::new(&format!(
                 "content of {} bytes is too large for a browser peer (at most {MAX_CONTENT})",
@@ -388,6 +380,20 @@ impl WasmPeer {
         }
         Ok(self.engine.inner.store().bytes()[start as usize..end as usize].to_vec())
     }
+}
+
+/// The hash function named `hash`, if `chunk_size` is a usable chunk size too.
+fn hashing(hash: &str, chunk_size: u32) -> Result<HashAlgorithm, JsError> {
+    let alg: HashAlgorithm = hash
+        .parse()
+        .map_err(|_| JsError::new(&format!("unknown hash function {hash:?}")))?;
+    if chunk_size == 0 || chunk_size > ppspp::uri::MAX_CHUNK_SIZE {
+        return Err(JsError::new(&format!(
+            "chunk size must be 1..={} bytes, not {chunk_size}",
+            ppspp::uri::MAX_CHUNK_SIZE
+        )));
+    }
+    Ok(alg)
 }
 
 /// Largest content a browser peer holds in memory (Wasm32 memory is at most 4 GiB).

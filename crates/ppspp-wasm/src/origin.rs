@@ -5,8 +5,8 @@ use crate::WasmPeer;
 use crate::convert::origin_request_object;
 use crate::driven::to_time;
 use ppspp::engine::{HttpOriginConfig, OriginError};
+use ppspp::merkle::MerkleTree;
 use ppspp::merkle::tree_file::{DEFAULT_GROUP_LAYER, encode_file};
-use ppspp::merkle::{HashAlgorithm, MerkleTree};
 use wasm_bindgen::prelude::*;
 
 /// Settings of an HTTP origin; `new OriginOptions()` gives the defaults.
@@ -144,15 +144,7 @@ impl WasmPeer {
 /// for a page that publishes content to put next to it on a web server.
 #[wasm_bindgen(js_name = treeFile)]
 pub fn tree_file(content: &[u8], chunk_size: u32, hash: &str) -> Result<Vec<u8>, JsError> {
-    let alg: HashAlgorithm = hash
-        .parse()
-        .map_err(|_| JsError::new(&format!("unknown hash function {hash:?}")))?;
-    if chunk_size == 0 || chunk_size > ppspp::uri::MAX_CHUNK_SIZE {
-        return Err(JsError::new(&format!(
-            "chunk size must be 1..={} bytes, not {chunk_size}",
-            ppspp::uri::MAX_CHUNK_SIZE
-        )));
-    }
+    let alg = crate::hashing(hash, chunk_size)?;
     let tree = MerkleTree::from_content(alg, chunk_size as usize, content)
         .map_err(|e| JsError::new(&e.to_string()))?;
     encode_file(&tree, DEFAULT_GROUP_LAYER)

@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::engines::{info, leecher_with};
 use common::virtual_net::{VirtualNet as Net, poll};
 use ppspp::codec::Message;
 use ppspp::engine::{Connect, ContentInfo, Engine, EngineConfig, Event};
@@ -33,26 +34,14 @@ fn content(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 7 + i / 1024) as u8).collect()
 }
 
-fn info(tree: &MerkleTree) -> ContentInfo {
-    ContentInfo {
-        root: tree.root(),
-        hash: tree.algorithm(),
-        chunk_size: tree.chunk_size() as u32,
-        content_len: tree.content_len(),
-    }
-}
-
 fn leecher(tree: &MerkleTree, seed: u64) -> Node {
-    Engine::new(
+    leecher_with(
+        tree,
         EngineConfig {
             seed,
             ..EngineConfig::default()
         },
-        info(tree),
-        MemoryStore::new(tree.content_len() as usize, tree.chunk_size()),
-        Time::ZERO,
     )
-    .unwrap()
 }
 
 fn pair(data: &[u8], chunk_size: usize, config: EngineConfig) -> Vec<Node> {

@@ -3,10 +3,11 @@
 
 mod common;
 
+use common::engines::leecher_with;
 use common::virtual_net::VirtualNet as Net;
 use ppspp::engine::{
-    ContentInfo, Engine, EngineConfig, Event, HttpOriginConfig, OriginError, OriginFile,
-    OriginRequest, PickerKind,
+    Engine, EngineConfig, Event, HttpOriginConfig, OriginError, OriginFile, OriginRequest,
+    PickerKind,
 };
 use ppspp::merkle::tree_file::encode_file;
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
@@ -26,27 +27,15 @@ fn tree_file(tree: &MerkleTree, group_layer: u32) -> Vec<u8> {
     encode_file(tree, group_layer).unwrap()
 }
 
-fn info(tree: &MerkleTree) -> ContentInfo {
-    ContentInfo {
-        root: tree.root(),
-        hash: tree.algorithm(),
-        chunk_size: tree.chunk_size() as u32,
-        content_len: tree.content_len(),
-    }
-}
-
 fn leecher(tree: &MerkleTree, picker: PickerKind, seed: u64) -> Node {
-    Engine::new(
+    leecher_with(
+        tree,
         EngineConfig {
             seed,
             picker,
             ..EngineConfig::default()
         },
-        info(tree),
-        MemoryStore::new(tree.content_len() as usize, tree.chunk_size()),
-        Time::ZERO,
     )
-    .unwrap()
 }
 
 fn seeder(tree: &MerkleTree, data: &[u8]) -> Node {
@@ -124,6 +113,11 @@ impl Server {
             }
         }
     }
+}
+
+/// Runs node 0 (and any others) with `server` until `limit`; returns the time reached.
+fn run_alone(nodes: &mut [Node], net: &mut Net, server: &mut Server, limit: Time) -> Time {
+    run(nodes, net, server, 0, limit, |_| false)
 }
 
 /// Runs `nodes` on `net`, with `origin_node` talking to `server`, in 2 ms steps until
@@ -219,37 +213,16 @@ fn http_only_video_follows_the_playhead() {
     let mut nodes = vec![leecher(&tree, PickerKind::Vod { window: 256 }, 2)];
     nodes[0].enable_http_origin(origin_config(), Time::ZERO);
     let mut net = Net::new(Duration::from_millis(5), 0, 1);
-    run(
-        &mut nodes,
-        &mut net,
-        &mut server,
-        0,
-        Time::from_millis(2_000),
-        |_| false,
-    );
+    run_alone(&mut nodes, &mut net, &mut server, Time::from_millis(2_000));
     // Alone from the start: the whole urgent window, and nothing past it.
     let have = nodes[0].have().count_filled();
     assert_eq!(have, 256, "the in-order window only");
     // Playback moves on: the origin follows.
     nodes[0].set_playhead(1500);
-    run(
-        &mut nodes,
-        &mut net,
-        &mut server,
-        0,
-        Time::from_millis(4_000),
-        |_| false,
-    );
+    run_alone(&mut nodes, &mut net, &mut server, Time::from_millis(4_000));
     assert_eq!(nodes[0].have().count_filled(), 256 + 256);
     nodes[0].set_playhead(1900);
-    let end = run(
-        &mut nodes,
-        &mut net,
-        &mut server,
-        0,
-        Time::from_millis(6_000),
-        |_| false,
-    );
+    let end = run_alone(&mut nodes, &mut net, &mut server, Time::from_millis(6_000));
     assert_eq!(
         nodes[0].have().count_filled(),
         256 + 256 + 100,
@@ -268,14 +241,7 @@ fn a_corrupt_chunk_is_reported_never_asked_again_and_comes_from_a_peer() {
     let mut nodes = vec![leecher(&tree, PickerKind::RarestFirst, 2)];
     nodes[0].enable_http_origin(origin_config(), Time::ZERO);
     let mut net = Net::new(Duration::from_millis(5), 0, 1);
-    let end = run(
-        &mut nodes,
-        &mut net,
-        &mut server,
-        0,
-        Time::from_millis(10_000),
-        |_| false,
-    );
+    let end = run_alone(&mut nodes, &mut net, &mut server, Time::from_millis(10_000));
     let stats = nodes[0].stats();
     assert_eq!(
         stats.chunks_have,
@@ -322,22 +288,37 @@ fn a_corrupt_chunk_is_reported_never_asked_again_and_comes_from_a_peer() {
     assert_eq!(nodes[0].store().bytes(), &data[..]);
 }
 
-#[test]
-fn next_to_a_seeder_the_origin_serves_the_head_and_nothing_a_peer_holds() {
-    let data = content(3000 * CS);
+/// A video leecher (node 0, window `window`) with an origin configured by `config`,
+/// connected to a seeder (node 1); `chunks` of content.
+fn next_to_a_seeder(
+    chunks: usize,
+    window: u64,
+    config: HttpOriginConfig,
+) -> (Vec<u8>, Server, Vec<Node>, Net) {
+    let data = content(chunks * CS);
     let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
-    let mut server = Server::new(&data, tree_file(&tree, 6));
+    let server = Server::new(&data, tree_file(&tree, 6));
     let mut nodes = vec![
-        leecher(&tree, PickerKind::Vod { window: 256 }, 2),
+        leecher(&tree, PickerKind::Vod { window }, 2),
         seeder(&tree, &data),
     ];
+    nodes[0].enable_http_origin(config, Time::ZERO);
+    nodes[0].connect(1, Time::ZERO);
+    (
+        data,
+        server,
+        nodes,
+        Net::new(Duration::from_millis(5), 0, 1),
+    )
+}
+
+#[test]
+fn next_to_a_seeder_the_origin_serves_the_head_and_nothing_a_peer_holds() {
     let config = HttpOriginConfig {
         head_bytes: 32 * CS as u64,
         ..HttpOriginConfig::default()
     };
-    nodes[0].enable_http_origin(config, Time::ZERO);
-    nodes[0].connect(1, Time::ZERO);
-    let mut net = Net::new(Duration::from_millis(5), 0, 1);
+    let (data, mut server, mut nodes, mut net) = next_to_a_seeder(3000, 256, config);
     let end = run(
         &mut nodes,
         &mut net,
@@ -357,21 +338,12 @@ fn next_to_a_seeder_the_origin_serves_the_head_and_nothing_a_peer_holds() {
 
 #[test]
 fn a_due_chunk_a_peer_does_not_deliver_in_time_comes_from_the_origin() {
-    let data = content(400 * CS);
-    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
-    let mut server = Server::new(&data, tree_file(&tree, 6));
-    let mut nodes = vec![
-        leecher(&tree, PickerKind::Vod { window: 128 }, 2),
-        seeder(&tree, &data),
-    ];
     let config = HttpOriginConfig {
         head_bytes: 0,
         peer_deadline: Duration::from_millis(300),
         ..HttpOriginConfig::default()
     };
-    nodes[0].enable_http_origin(config, Time::ZERO);
-    nodes[0].connect(1, Time::ZERO);
-    let mut net = Net::new(Duration::from_millis(5), 0, 1);
+    let (_, mut server, mut nodes, mut net) = next_to_a_seeder(400, 128, config);
     // Connected, and the seeder's HAVEs known; then its DATA stops arriving.
     run(
         &mut nodes,
@@ -460,24 +432,26 @@ fn content_that_comes_before_its_hashes_waits_for_them() {
     assert_eq!(nodes[0].store().bytes(), &data[..]);
 }
 
+/// A file leecher of `tree` with `server` as its only source (HTTP-only), run until it
+/// completes or `limit`.
+fn fetch_alone(tree: &MerkleTree, server: &mut Server, limit: Time) -> Node {
+    let mut nodes = vec![leecher(tree, PickerKind::RarestFirst, 2)];
+    nodes[0].enable_http_origin(origin_config(), Time::ZERO);
+    let mut net = Net::new(Duration::from_millis(5), 0, 1);
+    run(&mut nodes, &mut net, server, 0, limit, |n| {
+        n[0].is_complete()
+    });
+    nodes.pop().unwrap()
+}
+
 #[test]
 fn a_tree_file_with_another_group_size_works_too() {
     let data = content(500 * CS + 9);
     let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
     for layer in [0, 3, 8] {
         let mut server = Server::new(&data, tree_file(&tree, layer));
-        let mut nodes = vec![leecher(&tree, PickerKind::RarestFirst, 2)];
-        nodes[0].enable_http_origin(origin_config(), Time::ZERO);
-        let mut net = Net::new(Duration::from_millis(5), 0, 1);
-        run(
-            &mut nodes,
-            &mut net,
-            &mut server,
-            0,
-            Time::from_millis(20_000),
-            |n| n[0].is_complete(),
-        );
-        assert_eq!(nodes[0].store().bytes(), &data[..], "group layer {layer}");
+        let node = fetch_alone(&tree, &mut server, Time::from_millis(20_000));
+        assert_eq!(node.store().bytes(), &data[..], "group layer {layer}");
     }
 }
 
@@ -486,18 +460,8 @@ fn failing_run(answer: impl FnMut(&OriginRequest) -> Option<Answer> + 'static) -
     let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
     let mut server = Server::new(&data, tree_file(&tree, 6));
     server.misbehave = Box::new(answer);
-    let mut nodes = vec![leecher(&tree, PickerKind::RarestFirst, 2)];
-    nodes[0].enable_http_origin(origin_config(), Time::ZERO);
-    let mut net = Net::new(Duration::from_millis(5), 0, 1);
-    run(
-        &mut nodes,
-        &mut net,
-        &mut server,
-        0,
-        Time::from_millis(120_000),
-        |n| n[0].is_complete(),
-    );
-    (nodes.pop().unwrap(), server)
+    let node = fetch_alone(&tree, &mut server, Time::from_millis(120_000));
+    (node, server)
 }
 
 fn failures(node: &mut Node) -> Vec<(OriginError, Option<Duration>, bool)> {
@@ -619,7 +583,7 @@ fn a_file_fetch_waits_for_peers_before_taking_more_than_the_head_from_the_origin
     nodes[0].enable_http_origin(config, Time::ZERO);
     let mut net = Net::new(Duration::from_millis(5), 0, 1);
     let waited = Time::ZERO + alone_after - Duration::from_millis(100);
-    run(&mut nodes, &mut net, &mut server, 0, waited, |_| false);
+    run_alone(&mut nodes, &mut net, &mut server, waited);
     assert_eq!(
         nodes[0].stats().chunks_have,
         16,
@@ -653,31 +617,20 @@ fn while_peers_may_come_a_video_gets_the_head_and_what_is_due_then_alone_the_win
     nodes[0].enable_http_origin(config, Time::ZERO);
     let mut net = Net::new(Duration::from_millis(5), 0, 1);
     let have = |n: &Node| n.have().count_filled();
-    run(
-        &mut nodes,
-        &mut net,
-        &mut server,
-        0,
-        Time::ZERO + deadline / 2,
-        |_| false,
-    );
+    run_alone(&mut nodes, &mut net, &mut server, Time::ZERO + deadline / 2);
     assert_eq!(have(&nodes[0]), 8, "the head and the due span at once");
-    run(
+    run_alone(
         &mut nodes,
         &mut net,
         &mut server,
-        0,
         Time::ZERO + alone_after / 2,
-        |_| false,
     );
     assert_eq!(have(&nodes[0]), 8, "nothing more while peers may come");
-    run(
+    run_alone(
         &mut nodes,
         &mut net,
         &mut server,
-        0,
         Time::ZERO + alone_after + deadline,
-        |_| false,
     );
     assert_eq!(have(&nodes[0]), 256, "alone: the whole window");
 }
@@ -696,35 +649,14 @@ fn where_playback_waits_the_origin_serves_as_many_chunks_as_are_due() {
     nodes[0].enable_http_origin(config, Time::ZERO);
     let mut net = Net::new(Duration::from_millis(5), 0, 1);
     let held = |n: &Node| -> Vec<std::ops::Range<u64>> { n.have().filled_ranges().collect() };
-    run(
-        &mut nodes,
-        &mut net,
-        &mut server,
-        0,
-        Time::from_millis(500),
-        |_| false,
-    );
+    run_alone(&mut nodes, &mut net, &mut server, Time::from_millis(500));
     assert_eq!(held(&nodes[0]), vec![0..8]);
     // Playback waits at chunk 100 (a first keyframe larger than the due span, say).
     nodes[0].set_waiting_for(Some(100));
-    run(
-        &mut nodes,
-        &mut net,
-        &mut server,
-        0,
-        Time::from_millis(1000),
-        |_| false,
-    );
+    run_alone(&mut nodes, &mut net, &mut server, Time::from_millis(1000));
     assert_eq!(held(&nodes[0]), vec![0..8, 100..108]);
     // It waits no more: nothing beyond the due span.
     nodes[0].set_waiting_for(None);
-    run(
-        &mut nodes,
-        &mut net,
-        &mut server,
-        0,
-        Time::from_millis(1500),
-        |_| false,
-    );
+    run_alone(&mut nodes, &mut net, &mut server, Time::from_millis(1500));
     assert_eq!(held(&nodes[0]), vec![0..8, 100..108]);
 }

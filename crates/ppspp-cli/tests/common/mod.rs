@@ -93,6 +93,16 @@ pub fn run(args: &[&str], limit: Duration) -> Output {
     finish(child, limit, &format!("ppspp {args:?}"))
 }
 
+/// `ppspp fetch URI -o OUT` succeeds within a minute and writes exactly `data`.
+pub fn fetch_expect(uri: &str, out: &std::path::Path, data: &[u8]) {
+    let o = run(
+        &["fetch", uri, "-o", out.to_str().unwrap()],
+        Duration::from_secs(60),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read(out).unwrap(), data);
+}
+
 /// A fresh directory for one test (per process, so parallel test binaries do not collide).
 pub fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ppspp-cli-{name}-{}", std::process::id()));

@@ -2,6 +2,7 @@
 //! a virtual network that drives any [`ppspp::engine::SansIo`] peer.
 #![allow(dead_code, unused_imports)]
 
+pub mod engines;
 mod vectors;
 pub mod virtual_net;
 
