@@ -5,9 +5,10 @@
 import { expect, test } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 import { type FirefoxPage, longestStall, openFirefoxPage, watchStalls } from './firefox.js';
+import { serveOnOrigin } from './origin.js';
 import {
-  type Swarm, VIDEO, VIDEO_LONG_GOP, VIDEO_MP4, VIDEO_MP4_SECONDS, VIDEO_SECONDS, VIDEO_SHA256, completeHash, expectLoopback,
-  expectPlayedPast, makeLongGopVideo, openPages, pageStats, sha256, startSwarm, startWeb,
+  type Swarm, VIDEO, VIDEO_LONG_GOP, VIDEO_MP4, VIDEO_MP4_SECONDS, VIDEO_ORIGIN, VIDEO_SECONDS, VIDEO_SHA256, completeHash,
+  expectLoopback, expectPlayedPast, makeLongGopVideo, makeOriginVideos, openPages, pageStats, sha256, startSwarm, startWeb,
 } from './swarm.js';
 
 let web: { url: string; stop(): Promise<void> };
@@ -48,6 +49,22 @@ for (const [name, file, seconds] of [
     await expectLoopback(page);
   });
 }
+
+test('a Firefox page plays from an HTTP origin of another origin (CORS) alone, every byte verified', async () => {
+  makeOriginVideos();
+  const video = new Uint8Array(readFileSync(VIDEO_ORIGIN));
+  const { server, uri } = await serveOnOrigin(VIDEO_ORIGIN, video);
+  try {
+    const page = await firefox(await uri());
+    await watchStalls(page);
+    await expectPlayedPast(page, 5, 60_000);
+    expect(await longestStall(page), 'longest stall (s)').toBeLessThan(1);
+    expect(await completeHash(page)).toBe(sha256(video));
+    expect(server.bytesSent('/v.webm')).toBe(video.length);
+  } finally {
+    await server.stop();
+  }
+});
 
 test('Firefox plays Clusters of 1.3 MB as their blocks arrive, without a stall over 1 s', async () => {
   makeLongGopVideo();

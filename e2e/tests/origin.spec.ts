@@ -6,9 +6,9 @@
 import { type Page, expect, test } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type OriginServer, startOriginServer } from './origin.js';
+import { type OriginServer, serveOnOrigin } from './origin.js';
 import {
-  BIN, ROOT, VIDEO_ORIGIN, VIDEO_ORIGIN_LONG, completeHash, expectPlayedPast, makeOriginVideos, openPages, run, sha256,
+  BIN, VIDEO_ORIGIN, VIDEO_ORIGIN_LONG, completeHash, expectPlayedPast, makeOriginVideos, openPages, run, sha256,
   startSignal, startWeb,
 } from './swarm.js';
 
@@ -27,39 +27,14 @@ test.afterEach(async ({ browser }) => {
   for (const stop of stops.splice(0).reverse()) await stop();
 });
 
-const TREE = join(ROOT, 'target', 'e2e', 'video-origin.tree');
-
-/**
- * `ppspp root` of `file` with `--tree`, the URI it prints naming the origin at `origin`
- * (and signaling at `signal`, if given).
- */
-async function rootUri(file: string, origin: string, signal?: string): Promise<string> {
-  const args = ['root', file, '--hash', 'sha256', '--chunk-size', '8192', '--tree', TREE, '--http', `${origin}/v.webm`];
-  if (signal) args.push('--signal', signal);
-  const p = run(join(BIN, 'ppspp'), args);
-  const uri = await p.waitLine((l) => l.startsWith('ppspp://'));
-  await p.stop();
-  return uri;
-}
-
-/** The origin server with `video` and its tree file; `uri` writes the tree and gives the URI. */
+/** The origin server with `video` (by default the 20 s one) and its tree file. */
 async function serve(
   video: Uint8Array,
   opts: { cors?: boolean; file?: string } = {},
 ): Promise<{ server: OriginServer; uri: (signal?: string) => Promise<string> }> {
-  const files = new Map<string, Uint8Array>();
-  const server = await startOriginServer(files, opts);
-  stops.push(() => server.stop());
-  return {
-    server,
-    uri: async (signal) => {
-      const uri = await rootUri(opts.file ?? VIDEO_ORIGIN, server.url, signal);
-      files.set('/v.webm', video);
-      // Beside the content, under its own name: where `ppspp root --http` says it is.
-      files.set('/video-origin.tree', readFileSync(TREE));
-      return uri;
-    },
-  };
+  const served = await serveOnOrigin(opts.file ?? VIDEO_ORIGIN, video, opts);
+  stops.push(() => served.server.stop());
+  return served;
 }
 
 async function signaling(): Promise<string> {
@@ -91,7 +66,7 @@ test('six pages play from a static web server and each other; the server sends a
   console.log(`origin sent ${sent} B = ${(sent / video.length).toFixed(2)}× the video; pages verified ${fromHttp} B from it, ${fromPeers} B from peers`);
   expect(sent / video.length, 'the origin sent at most 1.3 copies').toBeLessThanOrEqual(1.3);
   expect(fromPeers, 'pages fed each other').toBeGreaterThan(3 * video.length);
-  expect(server.bytesSent('/video-origin.tree'), 'tree file reads stay small').toBeLessThan(video.length / 20);
+  expect(server.bytesSent('/video-origin-60s.tree'), 'tree file reads stay small').toBeLessThan(video.length / 20);
   for (const page of pages) expect(await t(page, (x) => x.errors)).toEqual([]);
 });
 

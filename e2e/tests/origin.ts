@@ -3,8 +3,11 @@
  * answered with 206 as any web server or CDN does, CORS for pages of another origin (or
  * not, to test its refusal), and a count of the bytes it sent per file.
  */
+import { readFileSync } from 'node:fs';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { basename, join } from 'node:path';
+import { BIN, ROOT, run } from './swarm.js';
 
 export interface OriginServer {
   /** `http://127.0.0.1:PORT` */
@@ -77,5 +80,34 @@ export async function startOriginServer(files: Map<string, Uint8Array>, opts: { 
         server.closeAllConnections();
         server.close(() => resolve());
       }),
+  };
+}
+
+/**
+ * `file`'s bytes as `/v.webm` (or `served` in their place) on a new origin server, with its
+ * tree file beside it under the name `ppspp root --http` gives it; `uri(signal?)` writes
+ * the tree file (`ppspp root --tree`) and returns the URI it prints. Stop the server after.
+ */
+export async function serveOnOrigin(
+  file: string,
+  served: Uint8Array,
+  opts: { cors?: boolean } = {},
+): Promise<{ server: OriginServer; uri: (signal?: string) => Promise<string> }> {
+  const files = new Map<string, Uint8Array>();
+  const server = await startOriginServer(files, opts);
+  const name = `${basename(file).replace(/\.[^.]*$/, '')}.tree`;
+  const tree = join(ROOT, 'target', 'e2e', name);
+  return {
+    server,
+    uri: async (signal) => {
+      const args = ['root', file, '--hash', 'sha256', '--chunk-size', '8192', '--tree', tree, '--http', `${server.url}/v.webm`];
+      if (signal) args.push('--signal', signal);
+      const p = run(join(BIN, 'ppspp'), args);
+      const uri = await p.waitLine((l) => l.startsWith('ppspp://'));
+      await p.stop();
+      files.set('/v.webm', served);
+      files.set(`/${name}`, readFileSync(tree));
+      return uri;
+    },
   };
 }
