@@ -9,10 +9,11 @@ import type { PpsppError } from '../src/errors.js';
 import { type PeerOptions, type PlayerOptions, resolvePeerOptions } from '../src/options.js';
 import { Peer, engineOptions } from '../src/peer.js';
 import { Player, type PlayerEvents } from '../src/player.js';
-import { WasmPeer } from '../src/wasm.js';
+import { WasmPeer, treeFile } from '../src/wasm.js';
 import { differsAt } from './fakes/bytes.js';
 import { loadEngine } from './fakes/engine.js';
 import { FakeMediaSource, type FakeSourceBuffer, FakeVideoElement, installMedia, liveObjectUrls } from './fakes/media.js';
+import { installFetch } from './fakes/http.js';
 import { FakeSignalServer, installWebSocket } from './fakes/signaling.js';
 import { nextEvent, until } from './fakes/tasks.js';
 import { syntheticMp4 } from './fakes/mp4.js';
@@ -175,6 +176,51 @@ describe('Player.attach rejects', () => {
   it('with signaling-unreachable, and lets go of the MediaSource', async () => {
     await expect(Player.attach(video(), someUri('ws://nowhere.test/ws'))).rejects.toMatchObject({ code: 'signaling-unreachable' });
     expect(liveObjectUrls()).toBe(0);
+  });
+});
+
+describe('Player with an HTTP origin (fake fetch) and no signaling server', () => {
+  /** `file` on a fake web server with its tree file; the URI names neither signaling nor the origin. */
+  function publish(file: Uint8Array, misbehave?: (url: string) => 'not-found' | undefined): string {
+    const engine = WasmPeer.seeder(file, CHUNK, 'sha256', undefined, 'video.webm', engineOptions(resolvePeerOptions()), 0);
+    const uri = engine.uri();
+    engine.free();
+    const [http, restore] = installFetch(
+      new Map([
+        ['http://cdn.test/v.webm', file],
+        ['http://cdn.test/v.tree', treeFile(file, CHUNK, 'sha256')],
+      ]),
+    );
+    if (misbehave) http.misbehave = misbehave;
+    undo.push(restore);
+    return uri;
+  }
+  const httpOrigin = { url: 'http://cdn.test/v.webm', tree: 'http://cdn.test/v.tree' };
+
+  it('plays from HTTP alone: every chunk from the origin, appended in order to the end', async () => {
+    const media = syntheticWebm(10, 30_000);
+    const uri = publish(media.file);
+    const { mediaSource, log, player } = await attach(uri, { httpOrigin });
+    const sb = await sourceBuffer(mediaSource);
+    await until(() => mediaSource.endOfStreamCalls > 0, 'endOfStream');
+    expect(differsAt(concat(sb.appends), media.file), 'the appends differ from the file at').toBeNull();
+    expect(log.error).toEqual([]);
+    expect(player.stats()).toMatchObject({ bytesFromHttp: media.file.length, bytesFromPeers: 0, connections: 0 });
+  });
+
+  it('an error emitted while attach() was pending reaches a listener added after it resolved', async () => {
+    const media = syntheticWebm(4, 10_000);
+    const uri = publish(media.file, (url) => (url.endsWith('.tree') ? 'not-found' : undefined));
+    // MediaSource opens late: the origin's 404 comes while attach() still waits for it.
+    vi.spyOn(FakeMediaSource.prototype, 'open').mockImplementation(function (this: FakeMediaSource) {
+      setTimeout(() => {
+        this.readyState = 'open';
+        this.dispatchEvent(new Event('sourceopen'));
+      }, 200);
+    });
+    const { log } = await attach(uri, { httpOrigin });
+    await until(() => log.error.length > 0, 'an error event');
+    expect(log.error[0]).toMatchObject({ code: 'origin-status', fatal: true });
   });
 });
 
