@@ -2,7 +2,7 @@
 // (time to first frame, bytes from the seeder and from peers, chunks verified/rejected)
 // and exits 0 only if every page played. A screenshot of the first page goes to
 // target/demo/screenshot.png.
-//   node demo-headless.mjs PAGE_URL SEEDER_STATS_FILE VIDEO_FILE
+//   node demo-headless.mjs PAGE_URL SEEDER_STATS_FILE|- VIDEO_FILE   (-: no seeder; an HTTP origin)
 import { chromium } from '@playwright/test';
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -44,22 +44,25 @@ try {
     rows.push(await pages[i].evaluate(() => {
       const p = window.demo.player;
       const s = p?.stats();
-      return { ttff: p?.timeToFirstFrameMs ?? null, t: document.querySelector('video').currentTime, fromSeeders: s?.bytesFromSeeders ?? 0, fromPeers: s?.bytesFromPeers ?? 0, verified: s?.chunksVerified ?? 0, rejected: s?.chunksRejected ?? 0, uploaded: s?.bytesUploaded ?? 0, errors: window.demo.errors };
+      return { ttff: p?.timeToFirstFrameMs ?? null, t: document.querySelector('video').currentTime, fromSeeders: (s?.bytesFromSeeders ?? 0) + (s?.bytesFromHttp ?? 0), fromOrigin: s?.bytesFromOrigin ?? 0, fromPeers: s?.bytesFromPeers ?? 0, verified: s?.chunksVerified ?? 0, rejected: s?.chunksRejected ?? 0, uploaded: s?.bytesUploaded ?? 0, errors: window.demo.errors };
     }));
   }
   const size = statSync(videoFile).size;
-  const seederLines = readFileSync(seederStats, 'utf8').split('\n').filter((l) => l.startsWith('{'));
-  const seederUp = seederLines.length ? JSON.parse(seederLines.at(-1)).bytes_uploaded : NaN;
+  const http = seederStats === '-';
+  const seederLines = http ? [] : readFileSync(seederStats, 'utf8').split('\n').filter((l) => l.startsWith('{'));
+  // With an HTTP origin: what the pages received from it is what the web server sent.
+  const seederUp = http ? rows.reduce((a, r) => a + r.fromOrigin, 0) : seederLines.length ? JSON.parse(seederLines.at(-1)).bytes_uploaded : NaN;
+  const source = http ? 'origin' : 'seeder';
   const mb = (n) => (n / 1e6).toFixed(2);
   console.log(`\nppspp-web demo, ${PAGES} headless pages, video ${mb(size)} MB\n`);
-  console.log('page  first frame  playing at  from seeder  from peers  uploaded  verified  rejected');
+  console.log(`page  first frame  playing at  from ${source}  from peers  uploaded  verified  rejected`);
   rows.forEach((r, i) => {
     console.log(`${String(i + 1).padStart(4)}  ${(r.ttff === null ? '–' : `${r.ttff.toFixed(0)} ms`).padStart(11)}  ${`${r.t.toFixed(1)} s`.padStart(10)}  ${`${mb(r.fromSeeders)} MB`.padStart(11)}  ${`${mb(r.fromPeers)} MB`.padStart(10)}  ${`${mb(r.uploaded)} MB`.padStart(8)}  ${String(r.verified).padStart(8)}  ${String(r.rejected).padStart(8)}`);
     for (const e of r.errors) console.log(`      error: ${e}`);
   });
   const fromSeeders = rows.reduce((a, r) => a + r.fromSeeders, 0);
   const fromPeers = rows.reduce((a, r) => a + r.fromPeers, 0);
-  console.log(`\nseeder uploaded ${mb(seederUp)} MB (${(seederUp / size).toFixed(2)}× the video); pages got ${mb(fromSeeders)} MB from the seeder and ${mb(fromPeers)} MB from each other (offload ${((fromPeers / Math.max(1, fromSeeders + fromPeers)) * 100).toFixed(0)} %)`);
+  console.log(`\n${http ? 'the web server (HTTP origin) sent' : 'seeder uploaded'} ${mb(seederUp)} MB (${(seederUp / size).toFixed(2)}× the video); pages got ${mb(fromSeeders)} MB from the ${source} and ${mb(fromPeers)} MB from each other (offload ${((fromPeers / Math.max(1, fromSeeders + fromPeers)) * 100).toFixed(0)} %)`);
   console.log(`screenshot of page 1: target/demo/screenshot.png`);
   const ok = played.every(Boolean);
   console.log(ok ? `all ${PAGES} pages played past ${PLAY_SECONDS} s` : `only ${played.filter(Boolean).length} of ${PAGES} pages played past ${PLAY_SECONDS} s within ${TIMEOUT_MS / 1000} s`);

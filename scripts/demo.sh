@@ -3,9 +3,10 @@
 # the demo page's URL. VIDEO=file.webm plays your own (WebM or fragmented MP4); without it
 # a 60 s sample is made with ffmpeg. PORT (default 8080) and SIGNAL_PORT (default 8787)
 # choose the ports; SEEDER_ARGS (default `--upload-limit 1000000`, an origin with little
-# upload, so that the pages' exchange shows) go to `ppspp seed`. HEADLESS=1 instead opens
-# 4 headless Chromium pages (PAGES=n), waits until all play, prints a summary and exits 0
-# only if every page played.
+# upload, so that the pages' exchange shows) go to `ppspp seed`. ORIGIN=1 runs no seeder:
+# the web server serves the video and its hash tree (`ppspp root --tree`) as the swarm's
+# HTTP origin. HEADLESS=1 instead opens 4 headless Chromium pages (PAGES=n), waits until
+# all play, prints a summary and exits 0 only if every page played.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$root/target/demo"
@@ -51,18 +52,32 @@ start() { # name pattern command...
 
 start signal 'listening on ws://' "$root/target/release/ppspp-signal" --bind "127.0.0.1:${SIGNAL_PORT:-8787}"
 signal_url=${line##* }
-start seeder '^ppspp://' "$root/target/release/ppspp" seed "$video" --signal "$signal_url" \
-    --bind 127.0.0.1:0 --chunk-size 8192 --hash sha256 --stats-json ${SEEDER_ARGS---upload-limit 1000000}
-uri=$line
-start web '^serving ' node "$root/web/scripts/serve.mjs" --port "${PORT:-8080}"
+name=$(basename "$video")
+start web '^serving ' node "$root/web/scripts/serve.mjs" --port "${PORT:-8080}" \
+    --mount "/media/=$(dirname "$video")" --mount "/demo-files/=$out"
 web_url=${line#serving }
+if [ "${ORIGIN:-0}" = 1 ]; then
+    # The web server is the origin: the video beside its hash tree, every byte verified.
+    tree="$out/${name%.*}.tree"
+    uri=$("$root/target/release/ppspp" root "$video" --hash sha256 --chunk-size 8192 --tree "$tree" \
+        --http "${web_url}media/$name" --tree-url "${web_url}demo-files/$(basename "$tree")" \
+        --signal "$signal_url" | grep -m1 '^ppspp://')
+    source="the web server (HTTP origin, no seeder): ${web_url}media/$name"
+    stats=-
+else
+    start seeder '^ppspp://' "$root/target/release/ppspp" seed "$video" --signal "$signal_url" \
+        --bind 127.0.0.1:0 --chunk-size 8192 --hash sha256 --stats-json ${SEEDER_ARGS---upload-limit 1000000}
+    uri=$line
+    source="a native seeder"
+    stats="$out/seeder.out"
+fi
 page="${web_url}demo/?uri=$(node -e 'process.stdout.write(encodeURIComponent(process.argv[1]))' "$uri")"
 
 echo "demo: signaling $signal_url"
-echo "demo: seeding $video as"
+echo "demo: $video from $source, as"
 echo "  $uri"
 if [ "${HEADLESS:-0}" = 1 ]; then
-    node "$root/scripts/demo-headless.mjs" "$page" "$out/seeder.out" "$video"
+    node "$root/scripts/demo-headless.mjs" "$page" "$stats" "$video"
     exit $?
 fi
 echo
@@ -70,5 +85,5 @@ echo "Open this page (more tabs or browsers join the swarm and feed each other):
 echo
 echo "  $page"
 echo
-echo "Ctrl-C stops the seeder, the signaling server and the web server."
+echo "Ctrl-C stops the signaling server, the web server and the seeder, if any."
 wait
