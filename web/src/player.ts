@@ -12,7 +12,7 @@ import { type InitInfo, findSegmentStart, parseInit, segmentStartTime, wholeSegm
 import { completeChildrenEnd, openClusterHead } from './media/webm.js';
 import { type PlayerOptions, type ResolvedPlayerOptions, resolveHttpOrigin, resolvePlayerOptions } from './options.js';
 import { requireWebRtc, type SelectedPair } from './connections.js';
-import { uriFor } from './discover.js';
+import { isRootHex, uriFor } from './discover.js';
 import { engineOptions, signalWithOrigin } from './peer.js';
 import { Swarm, type SwarmEvents, type SwarmStats } from './swarm.js';
 import { type ContentInfo, WasmPeer, loadWasm, parseUriLoaded } from './wasm.js';
@@ -136,6 +136,8 @@ export class Player extends Emitter<PlayerEvents> {
       throw new PpsppError('mse-unsupported', `this browser cannot play ${resolved.mimeType} through MediaSource`);
     }
     await loadWasm(resolved.wasm);
+    // A bare root is described by peers, over WebRTC.
+    if (isRootHex(uri)) requireWebRtc();
     uri = await uriFor(uri, resolved);
     const content = parseUriLoaded(uri);
     const origin = resolveHttpOrigin(resolved.httpOrigin, content);

@@ -181,7 +181,7 @@ fn http_only_fetches_a_whole_file_once_within_the_request_limit() {
     assert!(server.most_in_flight <= HttpOriginConfig::default().max_requests);
     let stats = nodes[0].stats();
     assert_eq!(stats.bytes_from_origin, data.len() as u64);
-    assert_eq!(stats.origin_requests, server.requests.len() as u64 - 1);
+    assert_eq!(stats.origin_requests, server.requests.len() as u64);
     let ev = events(&mut nodes[0]);
     let from_origin = ev
         .iter()

@@ -349,6 +349,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             } else {
                 origin.header_requested = true;
                 let len = TreeFileHeader::first_read_len(alg, chunk_size, content_len)?;
+                self.stats.origin_requests += 1;
                 return Some(origin.issue(Wanted::Header, OriginFile::Tree, 0..len));
             }
         }
