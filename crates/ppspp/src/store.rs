@@ -3,6 +3,7 @@
 //! (memory here, files natively, IndexedDB or memory in browsers).
 
 use core::fmt;
+use std::collections::BTreeMap;
 
 /// Why a store could not complete an operation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,6 +57,10 @@ pub trait ChunkStore {
     fn write_chunk(&mut self, chunk: u64, data: &[u8]) -> Result<(), StoreError>;
     /// Appends chunk `chunk` to `out` and returns true, or returns false if it is not held.
     fn read_chunk(&mut self, chunk: u64, out: &mut Vec<u8>) -> Result<bool, StoreError>;
+    /// Lets go of chunk `chunk` (the engine keeps within
+    /// [`EngineConfig::max_held_bytes`](crate::engine::EngineConfig::max_held_bytes)); a
+    /// store that cannot free space may keep it.
+    fn evict_chunk(&mut self, _chunk: u64) {}
 }
 
 /// The byte range of `chunk` in content of `len` bytes cut into `chunk_size`-byte chunks,
@@ -183,6 +188,102 @@ impl ChunkStore for MemoryStore {
         out.extend_from_slice(&self.data[span]);
         Ok(true)
     }
+
+    fn evict_chunk(&mut self, chunk: u64) {
+        if let Some(h) = usize::try_from(chunk).ok().and_then(|i| self.held.get_mut(i)) {
+            *h = false;
+        }
+    }
+}
+
+/// Chunks in memory one by one, allocated as they are written and freed as they are
+/// evicted: memory follows what is held, not the content's size (a page playing a long
+/// video within a bound).
+#[derive(Clone, Debug)]
+pub struct SparseStore {
+    chunks: BTreeMap<u64, Box<[u8]>>,
+    len: u64,
+    chunk_size: usize,
+    held_bytes: u64,
+}
+
+impl SparseStore {
+    /// An empty store for content of `len` bytes.
+    pub fn new(len: u64, chunk_size: usize) -> SparseStore {
+        SparseStore {
+            chunks: BTreeMap::new(),
+            len,
+            chunk_size: chunk_size.max(1),
+            held_bytes: 0,
+        }
+    }
+
+    /// Bytes of the chunks held.
+    pub fn held_bytes(&self) -> u64 {
+        self.held_bytes
+    }
+
+    /// Whether chunk `chunk` is held.
+    pub fn holds(&self, chunk: u64) -> bool {
+        self.chunks.contains_key(&chunk)
+    }
+
+    /// Appends bytes `range` of the content to `out` and returns true, or returns false
+    /// (appending nothing) if a chunk of it is not held or it lies past the end.
+    pub fn read_range(&self, range: core::ops::Range<u64>, out: &mut Vec<u8>) -> bool {
+        if range.start > range.end || range.end > self.len {
+            return false;
+        }
+        if range.is_empty() {
+            return true;
+        }
+        let cs = self.chunk_size as u64;
+        let (first, last) = (range.start / cs, (range.end - 1) / cs);
+        if !(first..=last).all(|c| self.chunks.contains_key(&c)) {
+            return false;
+        }
+        out.reserve((range.end - range.start) as usize);
+        for (&c, data) in self.chunks.range(first..=last) {
+            let at = c * cs;
+            let from = range.start.max(at) - at;
+            let to = range.end.min(at + data.len() as u64) - at;
+            out.extend_from_slice(&data[from as usize..to as usize]);
+        }
+        true
+    }
+}
+
+impl ChunkStore for SparseStore {
+    fn write_chunk(&mut self, chunk: u64, data: &[u8]) -> Result<(), StoreError> {
+        checked_span(self.len, self.chunk_size, chunk, data.len())?;
+        if let Some(old) = self.chunks.insert(chunk, data.into()) {
+            self.held_bytes -= old.len() as u64;
+        }
+        self.held_bytes += data.len() as u64;
+        Ok(())
+    }
+
+    fn read_chunk(&mut self, chunk: u64, out: &mut Vec<u8>) -> Result<bool, StoreError> {
+        if chunk_span(self.len, self.chunk_size, chunk).is_none() {
+            return Err(StoreError::OutOfRange {
+                chunk,
+                chunks: chunk_count(self.len, self.chunk_size),
+            });
+        }
+        match self.chunks.get(&chunk) {
+            Some(data) => {
+                out.extend_from_slice(data);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn evict_chunk(&mut self, chunk: u64) {
+        if let Some(old) = self.chunks.remove(&chunk) {
+            self.held_bytes -= old.len() as u64;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -224,5 +325,41 @@ mod tests {
         assert!(!s.holds(2) && s.holds(1) && !s.holds(u64::MAX));
         let full = MemoryStore::with_content(b"0123456789".to_vec(), 4);
         assert!(full.holds(2));
+        s.evict_chunk(1);
+        assert!(!s.holds(1));
+        assert_eq!(s.read_chunk(1, &mut out), Ok(false));
+    }
+
+    #[test]
+    fn sparse_store_holds_what_it_is_given_and_frees_what_goes() {
+        let mut s = SparseStore::new(10, 4);
+        let mut out = Vec::new();
+        assert_eq!(s.read_chunk(0, &mut out), Ok(false));
+        s.write_chunk(0, b"abcd").unwrap();
+        s.write_chunk(2, b"ij").unwrap();
+        assert_eq!(s.held_bytes(), 6);
+        assert!(!s.read_range(2..9, &mut out), "chunk 1 is missing");
+        assert!(out.is_empty());
+        s.write_chunk(1, b"efgh").unwrap();
+        s.write_chunk(1, b"efgh").unwrap();
+        assert_eq!(s.held_bytes(), 10, "a chunk written again counts once");
+        assert!(s.read_range(2..9, &mut out));
+        assert_eq!(out, b"cdefghi");
+        assert!(!s.read_range(2..11, &mut out), "past the end");
+        s.evict_chunk(1);
+        s.evict_chunk(1);
+        assert_eq!((s.held_bytes(), s.holds(1)), (6, false));
+        assert_eq!(
+            s.write_chunk(2, b"ijk"),
+            Err(StoreError::WrongLength {
+                chunk: 2,
+                expected: 2,
+                got: 3
+            })
+        );
+        assert!(matches!(
+            s.read_chunk(3, &mut out),
+            Err(StoreError::OutOfRange { chunk: 3, .. })
+        ));
     }
 }

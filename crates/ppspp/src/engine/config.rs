@@ -93,6 +93,12 @@ pub struct EngineConfig {
     /// which it derives its round-trip times. Zero keeps the adapter's own clock (the
     /// simulator, tests).
     pub wall_clock_offset: core::time::Duration,
+    /// Hold at most this many bytes of content (`None`: all of it). Chunks are fetched only
+    /// in a window of three quarters of it from the playhead
+    /// ([`Engine::set_playhead`](super::Engine::set_playhead)); held chunks outside the
+    /// window are let go of ([`ChunkStore::evict_chunk`](crate::store::ChunkStore::evict_chunk))
+    /// when more would be held. For a page playing a long video.
+    pub max_held_bytes: Option<u64>,
 }
 
 impl Default for EngineConfig {
@@ -116,6 +122,7 @@ impl Default for EngineConfig {
             stats_interval: None,
             seed: 0,
             wall_clock_offset: core::time::Duration::ZERO,
+            max_held_bytes: None,
         }
     }
 }
@@ -207,6 +214,9 @@ impl EngineConfig {
         }
         if self.mtu < MIN_MTU {
             return Err(EngineError::Config("mtu must be at least 512 bytes"));
+        }
+        if self.max_held_bytes == Some(0) {
+            return Err(EngineError::Config("max_held_bytes must be at least 1"));
         }
         Ok(())
     }

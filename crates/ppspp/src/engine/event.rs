@@ -165,6 +165,8 @@ pub struct Stats {
     pub origin_requests: u64,
     /// Chunks from the HTTP origin that failed verification.
     pub chunks_origin_corrupt: u64,
+    /// Chunks let go of to stay within `EngineConfig::max_held_bytes`.
+    pub chunks_evicted: u64,
     /// Open channels.
     pub peers: usize,
     /// Handshakes answered whose initiator has not come back yet (they hold no channel).

@@ -312,6 +312,13 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.origin.as_ref().is_some_and(|o| !o.disabled)
     }
 
+    /// Whether `chunk` is being fetched from the HTTP origin.
+    pub(super) fn origin_fetching(&self, chunk: u64) -> bool {
+        self.origin
+            .as_deref()
+            .is_some_and(|o| is(&o.fetching, chunk))
+    }
+
     /// The next HTTP request to make, if any. Drain it (until `None`) after every call that
     /// hands the engine something, as with [`poll_transmit`](Self::poll_transmit).
     pub fn poll_origin_request(&mut self, now: Time) -> Option<OriginRequest> {
@@ -487,6 +494,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return false;
         };
         if chunk >= self.chunk_count
+            || !self.is_wanted(chunk)
             || self.have.is_filled(bin)
             || origin.fetching.is_filled(bin)
             || origin.distrusted.is_filled(bin)

@@ -21,6 +21,7 @@ mod event;
 mod half_open;
 mod handshake;
 mod http_origin;
+mod memory_bound;
 mod misbehaviour;
 mod recv;
 mod request;
@@ -93,6 +94,8 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     complete_reported: bool,
     /// The chunk count last reported in a Progress event.
     progress_reported: u64,
+    /// The chunk playback is at (see [`Engine::set_playhead`]).
+    playhead: u64,
     /// The HTTP origin, if the adapter enabled one.
     origin: Option<Box<http_origin::HttpOrigin>>,
     /// Some chunk was requested from more than one peer (endgame): arrivals cancel the
@@ -185,7 +188,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let burst = |rate: u64| rate.max(4 * (content.chunk_size as u64 + 512));
         let next_stats = config.stats_interval.map(|d| now + d);
         let max_half_open = config.max_half_open;
-        Ok(Engine {
+        let mut engine = Engine {
             picker: config.picker.build(),
             rng: Rng::new(config.seed),
             upload: config
@@ -225,11 +228,15 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             next_stats,
             complete_reported: false,
             progress_reported: 0,
+            playhead: 0,
             origin: None,
             endgame: false,
             scratch: Vec::new(),
             hash_scratch: Vec::new(),
-        })
+        };
+        // Under a bound, only the window from the start is wanted at first.
+        engine.move_window(0..chunk_count);
+        Ok(engine)
     }
 
     /// Bytes in `chunk` (the last one may be short; 0 past the end).
@@ -372,10 +379,14 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
     }
 
-    /// Moves the picker's playhead (VoD: seek or playback progress).
+    /// Moves the picker's playhead (VoD: seek or playback progress), and with it the
+    /// window of chunks wanted under [`EngineConfig::max_held_bytes`].
     pub fn set_playhead(&mut self, chunk: u64) {
-        self.picker
-            .set_playhead(chunk.min(self.chunk_count.saturating_sub(1)));
+        let chunk = chunk.min(self.chunk_count.saturating_sub(1));
+        let old = self.wanted();
+        self.picker.set_playhead(chunk);
+        self.playhead = chunk;
+        self.move_window(old);
     }
 
     /// Connected (or connecting) peers.
@@ -501,10 +512,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         });
     }
 
-    /// A request for `chunk` ended without the chunk: let pickers choose it again.
+    /// A request for `chunk` ended without the chunk: let pickers choose it again (if it
+    /// is still wanted).
     fn release_request(&mut self, chunk: u64) {
         if let Some(b) = Bin::chunk(chunk)
             && !self.have.is_filled(b)
+            && self.is_wanted(chunk)
         {
             self.exclude.reset(b);
         }

@@ -619,6 +619,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             self.push_progress();
             self.push_event(Event::Complete);
         }
+        self.keep_within_bound();
     }
 
     /// Peak hashes (sent before the first chunk, digest §2.3) are checked against the root

@@ -1,0 +1,138 @@
+//! A bound on the content an engine holds ([`EngineConfig::max_held_bytes`]): a page
+//! playing a long video keeps a window of it, not all of it.
+//!
+//! - Chunks are wanted only in a window from the playhead, three quarters of the bound
+//!   long; the rest of the bound keeps chunks already played, which peers behind may ask
+//!   for. Chunks outside the window are in `exclude`, so no picker chooses them; when the
+//!   playhead moves, chunks entering the window become wanted unless held or asked for.
+//! - When a kept chunk takes the engine past the bound, held chunks outside the window
+//!   are let go of, those behind the playhead first (the oldest first), then the farthest
+//!   ahead (after a seek back). A seek back to them fetches them again.
+//! - RFC 7574 has no message that takes a HAVE back: peers may still ask for a chunk that
+//!   went. Its request is not answered, and expires at the peer, which asks elsewhere.
+//!
+//! [`EngineConfig::max_held_bytes`]: super::EngineConfig::max_held_bytes
+
+use super::{Engine, PeerAddr};
+use crate::Bin;
+use crate::store::ChunkStore;
+use core::ops::Range;
+
+/// Chunks of `a` not in `b`: at most two ranges.
+fn minus(a: &Range<u64>, b: &Range<u64>) -> [Range<u64>; 2] {
+    let left = a.start..a.end.min(b.start).max(a.start);
+    let right = a.start.max(b.end).min(a.end)..a.end;
+    [left, right]
+}
+
+fn bins(r: &Range<u64>) -> impl Iterator<Item = Bin> {
+    let (start, end) = (r.start, r.end);
+    (start < end)
+        .then(|| Bin::from_chunk_range(start, end - 1))
+        .into_iter()
+        .flatten()
+}
+
+impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
+    /// The chunks wanted now: the window from the playhead, or every chunk without a bound.
+    pub(super) fn wanted(&self) -> Range<u64> {
+        match self.config.max_held_bytes {
+            None => 0..self.chunk_count,
+            Some(bound) => {
+                let cs = u64::from(self.content.chunk_size).max(1);
+                let len = (bound / 4 * 3 / cs).max(1);
+                let start = self.playhead.min(self.chunk_count);
+                start..start.saturating_add(len).min(self.chunk_count)
+            }
+        }
+    }
+
+    /// Whether `chunk` may be picked (held or not).
+    pub(super) fn is_wanted(&self, chunk: u64) -> bool {
+        self.wanted().contains(&chunk)
+    }
+
+    /// The wanted window was `old`: chunks that left it are not picked any more, those
+    /// that entered it are unless held or asked for already.
+    pub(super) fn move_window(&mut self, old: Range<u64>) {
+        let new = self.wanted();
+        for gone in minus(&old, &new) {
+            for b in bins(&gone) {
+                self.exclude.set(b);
+            }
+        }
+        for came in minus(&new, &old) {
+            for b in bins(&came) {
+                self.exclude.copy_range(&self.have, b);
+            }
+            for ch in self.channels.values() {
+                for &c in ch.requests.range(came.clone()).map(|(c, _)| c) {
+                    if let Some(b) = Bin::chunk(c) {
+                        self.exclude.set(b);
+                    }
+                }
+            }
+            for c in came {
+                if self.origin_fetching(c)
+                    && let Some(b) = Bin::chunk(c)
+                {
+                    self.exclude.set(b);
+                }
+            }
+        }
+    }
+
+    /// After a chunk was kept: lets go of held chunks outside the wanted window until the
+    /// engine is within its bound (if it has one).
+    pub(super) fn keep_within_bound(&mut self) {
+        let Some(bound) = self.config.max_held_bytes else {
+            return;
+        };
+        let cs = u64::from(self.content.chunk_size).max(1);
+        while self.have_count.saturating_mul(cs) > bound {
+            let window = self.wanted();
+            let behind = self.have.find_filled(0..window.start).map(|b| b.base_offset());
+            let ahead = || {
+                self.have
+                    .filled_ranges()
+                    .last()
+                    .map(|r| r.end.min(self.chunk_count) - 1)
+                    .filter(|&c| c >= window.end)
+            };
+            let Some(victim) = behind.or_else(ahead) else {
+                return;
+            };
+            self.evict(victim);
+        }
+    }
+
+    fn evict(&mut self, chunk: u64) {
+        let Some(b) = Bin::chunk(chunk) else {
+            return;
+        };
+        self.store.evict_chunk(chunk);
+        self.have.reset(b);
+        self.have_count -= 1;
+        self.stats.chunks_evicted += 1;
+        // Outside the window it stays excluded: wanted again when the window comes back.
+        self.exclude.set(b);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::minus;
+
+    /// The chunks `minus` gives, against a plain set difference, for every pair of small
+    /// ranges.
+    #[test]
+    fn range_difference() {
+        for (a0, a1, b0, b1) in (0..8u64).flat_map(|a0| {
+            (a0..8).flat_map(move |a1| (0..8).flat_map(move |b0| (b0..8).map(move |b1| (a0, a1, b0, b1))))
+        }) {
+            let got: Vec<u64> = minus(&(a0..a1), &(b0..b1)).into_iter().flatten().collect();
+            let want: Vec<u64> = (a0..a1).filter(|c| !(b0..b1).contains(c)).collect();
+            assert_eq!(got, want, "{a0}..{a1} minus {b0}..{b1}");
+        }
+    }
+}
