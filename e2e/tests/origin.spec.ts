@@ -122,6 +122,36 @@ test('a tampered byte on the server: origin-corrupt, the chunk from peers, nothi
   }
 });
 
+test('within maxMemoryBytes a page plays and seeks an 11 MB video holding at most 1 MiB of it', async ({ browser }) => {
+  const video = new Uint8Array(readFileSync(VIDEO_ORIGIN_LONG));
+  const { server, uri } = await serve(video, { file: VIDEO_ORIGIN_LONG });
+  const bound = 1 << 20;
+  const [page] = await openPages(browser, web.url, await uri(), 1, `&memory=${bound}&readahead=${256 * 1024}`);
+  const held = (): Promise<number> => t(page!, (x) => (x.player as { stats(): { chunksHave: number } }).stats().chunksHave * 8192);
+  let most = 0;
+  const watch = setInterval(() => void held().then((h) => (most = Math.max(most, h)), () => {}), 200);
+  try {
+    await expectPlayedPast(page!, 12);
+    await page!.evaluate(() => {
+      document.querySelector('video')!.currentTime = 45;
+    });
+    await expectPlayedPast(page!, 47, 20_000);
+    // Back to the start, which it let go of: fetched again.
+    await page!.evaluate(() => {
+      document.querySelector('video')!.currentTime = 2;
+    });
+    await expect.poll(() => page!.evaluate(() => document.querySelector('video')!.currentTime), { timeout: 20_000 }).toBeGreaterThan(3);
+    await expect.poll(() => page!.evaluate(() => document.querySelector('video')!.currentTime), { timeout: 20_000 }).toBeLessThan(10);
+  } finally {
+    clearInterval(watch);
+  }
+  const stats = await t(page!, (x) => (x.player as { stats(): Record<string, number> }).stats());
+  console.log(`held at most ${most} B of ${video.length}; evicted ${stats.chunksEvicted} chunks; origin sent ${server.bytesSent('/v.webm')} B`);
+  expect(most, 'bytes held at most').toBeLessThanOrEqual(bound);
+  expect(stats.chunksEvicted).toBeGreaterThan(0);
+  expect(await t(page!, (x) => x.errors)).toEqual([]);
+});
+
 test('HTTP only: no signaling server, no peers; a server without CORS is origin-unreachable', async ({ browser }) => {
   const video = new Uint8Array(readFileSync(VIDEO_ORIGIN));
   const { server, uri } = await serve(video);

@@ -82,6 +82,13 @@ export interface PlayerOptions extends PeerOptions {
    * from HTTP alone.
    */
   httpOrigin?: HttpOriginOptions | false;
+  /**
+   * Bytes of the video the page holds at most (default 256 MiB; 0 = all of it): a window
+   * from the playback position is fetched, and what was played longest ago is let go of
+   * (fetched again if the viewer seeks back). MediaSource's own buffer is apart
+   * (`keepBehindSeconds`). At least 1 MiB.
+   */
+  maxMemoryBytes?: number;
 }
 
 export interface ResolvedPeerOptions {
@@ -105,6 +112,7 @@ export interface ResolvedPlayerOptions extends ResolvedPeerOptions {
   stuckTimeoutMs: number;
   /** The option as given, checked; merged with the URI's by {@link resolveHttpOrigin}. */
   httpOrigin: HttpOriginOptions | false | undefined;
+  maxMemoryBytes: number;
 }
 
 function bad(message: string): PpsppError {
@@ -157,6 +165,7 @@ const KNOWN_PEER = [
 ];
 const KNOWN_PLAYER = [
   ...KNOWN_PEER, 'mimeType', 'keepBehindSeconds', 'readAheadBytes', 'urgentPriority', 'stuckTimeoutMs', 'httpOrigin',
+  'maxMemoryBytes',
 ];
 const KNOWN_ORIGIN = ['url', 'tree', 'maxRequests', 'timeoutMs', 'headBytes'];
 
@@ -193,6 +202,12 @@ function checkHttpOrigin(value: unknown): HttpOriginOptions | false | undefined 
     if (err instanceof PpsppError) throw bad(err.message.replace(/^option /, 'option httpOrigin.'));
     throw err;
   }
+}
+
+function memoryBound(options: PlayerOptions): number {
+  const bytes = number(options, 'maxMemoryBytes', 256 << 20, { min: 0, integer: true });
+  if (bytes !== 0 && bytes < 1 << 20) throw bad(`option maxMemoryBytes must be 0 (no bound) or at least 1 MiB, not ${bytes}`);
+  return bytes;
 }
 
 /**
@@ -259,5 +274,6 @@ export function resolvePlayerOptions(options: PlayerOptions = {}): ResolvedPlaye
     urgentPriority: number(options, 'urgentPriority', 2, { min: 0, max: 16, integer: true }),
     stuckTimeoutMs: number(options, 'stuckTimeoutMs', 8000, { min: 1000 }),
     httpOrigin: checkHttpOrigin(options.httpOrigin),
+    maxMemoryBytes: memoryBound(options),
   };
 }

@@ -68,7 +68,10 @@ function abortSignalOption(options: FetchOptions | undefined): AbortSignal | und
 }
 
 /** Wasm engine settings from resolved options (shared with the Player). */
-export function engineOptions(options: ResolvedPeerOptions, extra: { vodWindow?: number; urgentPriority?: number } = {}): WasmOptions {
+export function engineOptions(
+  options: ResolvedPeerOptions,
+  extra: { vodWindow?: number; urgentPriority?: number; maxHeldBytes?: number } = {},
+): WasmOptions {
   const o = new WasmOptions();
   o.upload_limit = options.uploadLimit;
   o.download_limit = options.downloadLimit;
@@ -76,6 +79,7 @@ export function engineOptions(options: ResolvedPeerOptions, extra: { vodWindow?:
   o.priority = options.priority;
   o.urgent_priority = extra.urgentPriority ?? 0;
   o.vod_window = extra.vodWindow ?? 0;
+  o.max_held_bytes = extra.maxHeldBytes ?? 0;
   o.stats_interval_ms = 0;
   o.timer_granularity_ms = 4;
   const seed = new Uint32Array(2);

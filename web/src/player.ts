@@ -149,7 +149,7 @@ export class Player extends Emitter<PlayerEvents> {
     try {
       engine = WasmPeer.fetcher(
         uri,
-        engineOptions(resolved, { vodWindow: window, urgentPriority: resolved.urgentPriority }),
+        engineOptions(resolved, { vodWindow: window, urgentPriority: resolved.urgentPriority, maxHeldBytes: resolved.maxMemoryBytes }),
         performance.now(),
       );
     } catch (err) {
@@ -423,7 +423,12 @@ export class Player extends Emitter<PlayerEvents> {
     if (!seek || !info) return true;
     const { length } = this.content;
     const want = Math.min(length, seek.start + seek.probe);
-    if (this.swarm.verifiedEnd(seek.start) < want) return false;
+    const verified = this.swarm.verifiedEnd(seek.start);
+    if (verified < want) {
+      // Playback waits for the probe: an HTTP origin serves it if no peer holds it.
+      this.swarm.setWaitingFor(Math.floor(verified / this.content.chunkSize));
+      return false;
+    }
     const bytes = this.swarm.read(seek.start, want);
     const at = findSegmentStart(info, bytes, 0);
     if (at === null) {

@@ -136,6 +136,8 @@ export interface EngineStats {
   originRequests: number;
   /** Chunks from the HTTP origin that failed verification. */
   chunksOriginCorrupt: number;
+  /** Chunks let go of to stay within the memory bound (`maxMemoryBytes`). */
+  chunksEvicted: number;
   peers: number;
 }
 
@@ -155,6 +157,7 @@ export const ENGINE_STATS_FIELDS = {
   bytesFromOrigin: 'number',
   originRequests: 'number',
   chunksOriginCorrupt: 'number',
+  chunksEvicted: 'number',
   peers: 'number',
 } as const satisfies Fields<EngineStats>;
 

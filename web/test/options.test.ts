@@ -62,6 +62,9 @@ describe('player options', () => {
     expect(o.readAheadBytes).toBe(4 << 20);
     expect(o.urgentPriority).toBe(2);
     expect(o.mimeType).toBeUndefined();
+    expect(o.maxMemoryBytes).toBe(256 << 20);
+    expect(o.httpOrigin).toBeUndefined();
+    expect(resolvePlayerOptions({ maxMemoryBytes: 0 }).maxMemoryBytes).toBe(0);
   });
 
   it('rejects bad playback options and peer-only typos', () => {
@@ -69,5 +72,13 @@ describe('player options', () => {
     expect(badOption(() => resolvePlayerOptions({ mimeType: ' ' }))).toMatch(/mimeType/);
     expect(badOption(() => resolvePlayerOptions({ urgentPriority: -1 }))).toMatch(/urgentPriority/);
     expect(badOption(() => resolvePlayerOptions({ autoplay: true } as never))).toMatch(/unknown option "autoplay"/);
+    expect(badOption(() => resolvePlayerOptions({ maxMemoryBytes: 1000 }))).toMatch(/maxMemoryBytes must be 0 \(no bound\) or at least 1 MiB/);
+    expect(badOption(() => resolvePlayerOptions({ httpOrigin: { url: 'v.webm' } as never }))).toMatch(/httpOrigin\.tree must be a URL/);
+    expect(badOption(() => resolvePlayerOptions({ httpOrigin: { url: 'a', tree: 'b', maxRequests: 0 } }))).toMatch(
+      /httpOrigin\.maxRequests must be at least 1/,
+    );
+    expect(badOption(() => resolvePlayerOptions({ httpOrigin: { url: 'a', tree: 'b', speed: 1 } as never }))).toMatch(
+      /unknown option httpOrigin\.speed/,
+    );
   });
 });

@@ -289,6 +289,31 @@ describe('Player over fake WebRTC and MediaSource, with the real engine', () => 
     expect(log.error).toEqual([]);
   }, 30_000);
 
+  it('within maxMemoryBytes: holds at most that, lets played chunks go, and appends the whole file in order', async () => {
+    // 2.4 MB of video against a bound of 1 MiB.
+    const media = syntheticWebm(40, 60_000);
+    const { uri } = await seed(media.file);
+    const bound = 1 << 20;
+    const { video, mediaSource, log, player } = await attach(uri, { maxMemoryBytes: bound });
+    const sb = await sourceBuffer(mediaSource);
+    // Playback: a second of media every 20 ms, as far as what was appended.
+    let most = 0;
+    for (let i = 0; i < 2000 && mediaSource.endOfStreamCalls === 0; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      const appendedSeconds = (appendedBytes(sb) / media.file.length) * 40;
+      video.currentTime = Math.min(video.currentTime + 1, Math.max(0, appendedSeconds - 2));
+      video.dispatchEvent(new Event('timeupdate'));
+      most = Math.max(most, player.stats().chunksHave * CHUNK);
+    }
+    expect(mediaSource.endOfStreamCalls).toBe(1);
+    expect(differsAt(concat(sb.appends), media.file), 'the appends differ from the file at').toBeNull();
+    expect(most, 'bytes held at most').toBeLessThanOrEqual(bound);
+    const stats = player.stats();
+    expect(stats.chunksEvicted).toBeGreaterThan(0);
+    expect(stats.chunksVerified).toBe(Math.ceil(media.file.length / CHUNK));
+    expect(log.error).toEqual([]);
+  }, 60_000);
+
   it('first-frame fires once, on the first loadeddata', async () => {
     const media = syntheticWebm(5, 10_000);
     const { uri } = await seed(media.file);

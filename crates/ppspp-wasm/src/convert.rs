@@ -194,6 +194,7 @@ pub fn stats_object(s: &Stats) -> JsValue {
         ("bytesFromOrigin", num(s.bytes_from_origin)),
         ("originRequests", num(s.origin_requests)),
         ("chunksOriginCorrupt", num(s.chunks_origin_corrupt)),
+        ("chunksEvicted", num(s.chunks_evicted)),
         ("peers", num(s.peers as u64)),
     ])
 }

@@ -54,6 +54,9 @@ pub struct PeerOptions {
     /// `performance.timeOrigin`: the Unix time in milliseconds at `performance.now()` 0, so
     /// DATA timestamps count from the Unix epoch as libswift expects; 0 = the page's clock.
     pub time_origin_ms: f64,
+    /// Content bytes held at most (a window from the playhead; what falls out is let go
+    /// of); 0 = all of it.
+    pub max_held_bytes: f64,
 }
 
 #[wasm_bindgen]
@@ -78,6 +81,7 @@ impl Default for PeerOptions {
             seed_lo: 0,
             seed_hi: 0,
             time_origin_ms: 0.0,
+            max_held_bytes: 0.0,
         }
     }
 }
@@ -87,7 +91,7 @@ impl PeerOptions {
         let limit = |name: &str, v: f64| -> Result<Option<u64>, JsError> {
             if !v.is_finite() || v < 0.0 {
                 return Err(JsError::new(&format!(
-                    "{name} must be a number of bytes per second ≥ 0, not {v}"
+                    "{name} must be a number ≥ 0 (0: no limit), not {v}"
                 )));
             }
             Ok((v > 0.0).then_some(v as u64))
@@ -122,6 +126,7 @@ impl PeerOptions {
             )),
             seed: (u64::from(self.seed_hi) << 32) | u64::from(self.seed_lo),
             wall_clock_offset,
+            max_held_bytes: limit("max_held_bytes", self.max_held_bytes)?,
             ..EngineConfig::default()
         };
         config.congestion.priority = self.priority;
@@ -155,17 +160,16 @@ impl WasmPeer {
             .parse::<SwarmUri>()
             .map_err(|e| JsError::new(&e.to_string()))?;
         let content = uri.content();
-        let len = usize::try_from(content.content_len)
-            .ok()
-            .filter(|&l| l <= MAX_CONTENT)
-            .ok_or_else(|| {
-                JsError::new(&format!(
-                    "content of {} bytes is too large for a browser peer (at most {MAX_CONTENT})",
-                    content.content_len
-                ))
-            })?;
-        let store = ServeStore::new(len, content.chunk_size as usize);
-        let engine = Engine::new(options.engine_config()?, content, store, to_time(now_ms))
+        let config = options.engine_config()?;
+        // Without a bound the page holds all of it.
+        if config.max_held_bytes.is_none() && content.content_len > MAX_CONTENT as u64 {
+            return Err(JsError::new(&format!(
+                "content of {} bytes is too large for a browser peer to hold whole (at most {MAX_CONTENT}; set max_held_bytes)",
+                content.content_len
+            )));
+        }
+        let store = ServeStore::new(content.content_len, content.chunk_size as usize);
+        let engine = Engine::new(config, content, store, to_time(now_ms))
             .map_err(|e| JsError::new(&e.to_string()))?;
         Ok(WasmPeer {
             engine: Driven::new(engine),
@@ -378,7 +382,11 @@ impl WasmPeer {
                 "bytes {start}..{end} are not all verified yet"
             )));
         }
-        Ok(self.engine.inner.store().bytes()[start as usize..end as usize].to_vec())
+        self.engine
+            .inner
+            .store()
+            .read_range(start..end)
+            .ok_or_else(|| JsError::new(&format!("bytes {start}..{end} are not held")))
     }
 }
 

@@ -137,6 +137,21 @@ impl Availability {
         }
     }
 
+    /// Records that a peer whose map is `peer_have` no longer holds `bin`. Call it *before*
+    /// resetting `bin` in `peer_have`: only the chunks of `bin` the peer held move down. A
+    /// seeder's map is left alone (turn it into a peer first: `remove_seeder`, `add_peer`).
+    pub fn apply_lost(&mut self, peer_have: &Binmap, bin: Bin) {
+        if bin.is_none() || peer_have.is_filled(Bin::ALL) {
+            return;
+        }
+        let mut gone = Binmap::new();
+        gone.set(bin);
+        gone.intersect(peer_have);
+        if !gone.is_clear() {
+            self.lower(&gone);
+        }
+    }
+
     /// How many connected peers (seeders included) hold `chunk`.
     pub fn rarity(&self, chunk: u64) -> usize {
         let Some(bin) = Bin::chunk(chunk) else {

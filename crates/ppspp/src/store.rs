@@ -190,7 +190,10 @@ impl ChunkStore for MemoryStore {
     }
 
     fn evict_chunk(&mut self, chunk: u64) {
-        if let Some(h) = usize::try_from(chunk).ok().and_then(|i| self.held.get_mut(i)) {
+        if let Some(h) = usize::try_from(chunk)
+            .ok()
+            .and_then(|i| self.held.get_mut(i))
+        {
             *h = false;
         }
     }

@@ -1,6 +1,7 @@
 //! Engines that hold at most `EngineConfig::max_held_bytes` of the content: a window from
 //! the playhead is fetched, what falls behind is let go of, and a seek back fetches it
-//! again.
+//! again from peers that saw it announced. (Peers that ask for what went: the unit tests
+//! of `engine/memory_bound.rs`.)
 
 mod common;
 
@@ -82,7 +83,10 @@ fn a_bounded_leecher_plays_through_holding_at_most_its_bound() {
         "every chunk came once, at {end:?}"
     );
     assert!(stats.chunks_evicted >= stats.chunks_verified - 64);
-    assert!(!nodes[1].is_complete(), "a bounded leecher of more does not hold it all");
+    assert!(
+        !nodes[1].is_complete(),
+        "a bounded leecher of more does not hold it all"
+    );
     // The last chunks are held, the first are not.
     let last = nodes[1].chunk_count() - 1;
     assert!(nodes[1].store().holds(last) && !nodes[1].store().holds(0));
@@ -111,8 +115,6 @@ fn a_seek_back_fetches_what_was_let_go_of_and_nothing_beyond_the_window() {
     net.run(&mut nodes, now + Duration::from_secs(5), |_| false);
     // The window from chunk 10, three quarters of the bound, and nothing else.
     let window = (bound / 4 * 3) / CS as u64;
-    let held: Vec<u64> = (0..400).filter(|&c| nodes[1].store().holds(c)).collect();
-    eprintln!("held {held:?} stats {:?} peers {:?}", nodes[1].stats(), nodes[1].channel_stats());
     assert!((10..10 + window).all(|c| nodes[1].store().holds(c)));
     assert_eq!(nodes[1].stats().chunks_verified - verified, window);
     assert!(nodes[1].store().held_bytes() <= bound);
@@ -125,7 +127,9 @@ fn without_a_bound_everything_is_held_as_before() {
     let mut nodes = vec![seeder(&tree, &data), leecher(&tree, 2, None)];
     nodes[1].connect(0, Time::ZERO);
     let mut net = Net::new(Duration::from_millis(5), 0, 1);
-    net.run(&mut nodes, Time::from_millis(30_000), |n| n[1].is_complete());
+    net.run(&mut nodes, Time::from_millis(30_000), |n| {
+        n[1].is_complete()
+    });
     assert!(nodes[1].is_complete());
     assert_eq!(nodes[1].store().held_bytes(), data.len() as u64);
     assert_eq!(nodes[1].stats().chunks_evicted, 0);

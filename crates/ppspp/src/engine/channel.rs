@@ -55,6 +55,9 @@ pub(crate) struct Channel<A> {
 
     /// What the peer holds (its HAVEs and ACKs).
     pub peer_have: Binmap,
+    /// Chunks whose request to this peer expired once; a second expiry takes them for not
+    /// held if someone else holds them (`memory_bound.rs`).
+    pub expired_once: Binmap,
     /// The peer holds every chunk (it counts as a seeder in availability).
     pub peer_complete: bool,
     /// What we announced to the peer.
@@ -200,6 +203,7 @@ impl<A> Channel<A> {
             handshake_resent: false,
             codec,
             peer_have: Binmap::new(),
+            expired_once: Binmap::new(),
             peer_complete: false,
             have_out: Binmap::new(),
             haves_done_at: None,

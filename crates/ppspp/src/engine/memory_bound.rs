@@ -8,11 +8,18 @@
 //! - When a kept chunk takes the engine past the bound, held chunks outside the window
 //!   are let go of, those behind the playhead first (the oldest first), then the farthest
 //!   ahead (after a seek back). A seek back to them fetches them again.
-//! - RFC 7574 has no message that takes a HAVE back: peers may still ask for a chunk that
-//!   went. Its request is not answered, and expires at the peer, which asks elsewhere.
+//! - RFC 7574 has no message that takes a HAVE back, so both sides read what the other does:
+//!   - a peer that asks for chunks it announced let go of them: it is served, and its map
+//!     forgets them (`on_request`);
+//!   - peers may still ask us for a chunk that went. Its request is not answered and
+//!     expires; a peer whose request for the same chunk expired twice, while another peer
+//!     or the HTTP origin has it, takes it for not held there (`timers.rs`) until a HAVE
+//!     says otherwise. (Where nobody else has it, it keeps asking: a congested seeder is
+//!     not forgotten.)
 //!
 //! [`EngineConfig::max_held_bytes`]: super::EngineConfig::max_held_bytes
 
+use super::channel::Channel;
 use super::{Engine, PeerAddr};
 use crate::Bin;
 use crate::store::ChunkStore;
@@ -91,7 +98,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let cs = u64::from(self.content.chunk_size).max(1);
         while self.have_count.saturating_mul(cs) > bound {
             let window = self.wanted();
-            let behind = self.have.find_filled(0..window.start).map(|b| b.base_offset());
+            let behind = self
+                .have
+                .find_filled(0..window.start)
+                .map(|b| b.base_offset());
             let ahead = || {
                 self.have
                     .filled_ranges()
@@ -103,6 +113,48 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 return;
             };
             self.evict(victim);
+        }
+    }
+
+    /// `ch`'s peer does not hold the chunks of `bin` (any more): its map and our
+    /// availability forget them. A peer that held everything becomes a partial one.
+    pub(super) fn peer_let_go(&mut self, ch: &mut Channel<A>, bin: Bin) {
+        if ch.peer_have.is_empty(bin) {
+            return;
+        }
+        let track = ch.established && !self.is_complete();
+        if ch.peer_complete {
+            ch.peer_complete = false;
+            ch.peer_have.reset(bin);
+            if track {
+                self.avail.remove_seeder();
+                self.avail.add_peer(&ch.peer_have);
+            }
+        } else {
+            if track {
+                self.avail.apply_lost(&ch.peer_have, bin);
+            }
+            ch.peer_have.reset(bin);
+        }
+    }
+
+    /// The request for `chunk` to `ch`'s peer expired: the second time, if another peer or
+    /// the HTTP origin has it, the peer is taken not to hold it.
+    pub(super) fn request_expired(&mut self, ch: &mut Channel<A>, chunk: u64) {
+        let Some(b) = Bin::chunk(chunk) else {
+            return;
+        };
+        if !ch.peer_have.is_filled(b) {
+            return;
+        }
+        if !ch.expired_once.is_filled(b) {
+            ch.expired_once.set(b);
+            return;
+        }
+        ch.expired_once.reset(b);
+        let elsewhere = self.avail.rarity(chunk) >= 2 || self.has_http_origin();
+        if elsewhere {
+            self.peer_let_go(ch, b);
         }
     }
 
@@ -122,13 +174,86 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
 #[cfg(test)]
 mod tests {
     use super::minus;
+    use crate::Bin;
+    use crate::engine::{ContentInfo, Engine, EngineConfig};
+    use crate::merkle::{HashAlgorithm, MerkleTree};
+    use crate::store::MemoryStore;
+    use crate::time::Time;
+
+    /// A leecher of 64 chunks with channels to peers 1 (holding everything, as a page that
+    /// played it through announces) and 2.
+    fn leecher_with_two_peers(two_hold: bool) -> Engine<u32, MemoryStore> {
+        let data = vec![7u8; 64 * 1024];
+        let tree = MerkleTree::from_content(HashAlgorithm::Sha256, 1024, &data).unwrap();
+        let info = ContentInfo {
+            root: tree.root(),
+            hash: tree.algorithm(),
+            chunk_size: 1024,
+            content_len: data.len() as u64,
+        };
+        let store = MemoryStore::new(data.len(), 1024);
+        let mut e = Engine::new(EngineConfig::default(), info, store, Time::ZERO).unwrap();
+        for peer in [1, 2] {
+            e.connect(peer, Time::ZERO);
+            let id = e.by_addr[&peer];
+            let mut ch = e.channels.remove(&id).unwrap();
+            ch.handshake = None;
+            e.establish(Time::ZERO, &mut ch);
+            if peer == 1 || two_hold {
+                e.peer_gained(Time::ZERO, &mut ch, 0, 63);
+            }
+            e.channels.insert(id, ch);
+        }
+        e
+    }
+
+    fn expire_at_peer_1(e: &mut Engine<u32, MemoryStore>, chunk: u64) {
+        let id = e.by_addr[&1];
+        let mut ch = e.channels.remove(&id).unwrap();
+        e.request_expired(&mut ch, chunk);
+        e.channels.insert(id, ch);
+    }
+
+    fn peer_1_holds(e: &Engine<u32, MemoryStore>, chunk: u64) -> bool {
+        e.channels[&e.by_addr[&1]]
+            .peer_have
+            .is_filled(Bin::chunk(chunk).unwrap())
+    }
+
+    #[test]
+    fn a_chunk_asked_twice_in_vain_is_taken_for_not_held_where_another_has_it() {
+        let mut e = leecher_with_two_peers(true);
+        assert_eq!(e.avail.rarity(5), 2);
+        expire_at_peer_1(&mut e, 5);
+        assert!(peer_1_holds(&e, 5), "once may be a loss");
+        expire_at_peer_1(&mut e, 5);
+        assert!(!peer_1_holds(&e, 5));
+        assert!(peer_1_holds(&e, 6));
+        assert_eq!(e.avail.rarity(5), 1, "availability follows");
+        assert_eq!(e.avail.rarity(6), 2);
+        e.avail.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn where_nobody_else_has_it_the_peer_is_asked_again() {
+        let mut e = leecher_with_two_peers(false);
+        for _ in 0..4 {
+            expire_at_peer_1(&mut e, 5);
+        }
+        assert!(
+            peer_1_holds(&e, 5),
+            "a congested only source is not forgotten"
+        );
+    }
 
     /// The chunks `minus` gives, against a plain set difference, for every pair of small
     /// ranges.
     #[test]
     fn range_difference() {
         for (a0, a1, b0, b1) in (0..8u64).flat_map(|a0| {
-            (a0..8).flat_map(move |a1| (0..8).flat_map(move |b0| (b0..8).map(move |b1| (a0, a1, b0, b1))))
+            (a0..8).flat_map(move |a1| {
+                (0..8).flat_map(move |b0| (b0..8).map(move |b1| (a0, a1, b0, b1)))
+            })
         }) {
             let got: Vec<u64> = minus(&(a0..a1), &(b0..b1)).into_iter().flatten().collect();
             let want: Vec<u64> = (a0..a1).filter(|c| !(b0..b1).contains(c)).collect();

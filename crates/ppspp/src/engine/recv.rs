@@ -250,7 +250,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         None
     }
 
-    fn establish(&mut self, now: Time, ch: &mut Channel<A>) {
+    pub(super) fn establish(&mut self, now: Time, ch: &mut Channel<A>) {
         if ch.established {
             return;
         }
@@ -339,7 +339,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// The peer now holds chunks `first..=last`. Availability is kept only while we still
     /// pick chunks; a peer holding everything counts as a seeder there (O(1) to add and
     /// remove).
-    fn peer_gained(&mut self, now: Time, ch: &mut Channel<A>, first: u64, last: u64) {
+    pub(super) fn peer_gained(&mut self, now: Time, ch: &mut Channel<A>, first: u64, last: u64) {
         if ch.peer_complete {
             return;
         }
@@ -449,6 +449,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let Some((first, last)) = self.clip(spec) else {
             return;
         };
+        // A peer asks for what it lacks: what it announced and asks for again, it let go of
+        // (a peer within a memory bound).
+        for range in Bin::from_chunk_range(first, last) {
+            self.peer_let_go(ch, range);
+        }
         let max = self.config.max_serve_queue;
         for range in Bin::from_chunk_range(first, last) {
             while ch.serve.len() < max {

@@ -258,6 +258,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             let never = judged && !ch.delivered_any && ch.expiry_rounds >= NEVER_DELIVERED_ROUNDS;
             let silent =
                 judged && now.saturating_since(ch.last_delivery) >= WITHHOLDING.max(3 * expiry);
+            if let Some(mut ch) = self.channels.remove(&id) {
+                for &c in &expired {
+                    self.request_expired(&mut ch, c);
+                }
+                self.channels.insert(id, ch);
+            }
             for c in expired {
                 self.release_request(c);
             }
