@@ -247,14 +247,14 @@ export class Swarm extends Emitter<SwarmEvents> {
   private dispatch(event: EngineEvent): void {
     switch (event.type) {
       case 'chunk-verified': {
-        const bytes = Math.min(this.content.chunkSize, this.content.length - event.chunk * this.content.chunkSize);
+        const bytes = this.chunkBytes(event.chunk);
         if (this.seederHandles.has(event.peer)) this.bytesFromSeeders += bytes;
         else this.bytesFromPeers += bytes;
         this.emit('chunk-verified', { chunk: event.chunk, peer: event.peer });
         break;
       }
       case 'origin-chunk':
-        this.bytesFromHttp += Math.min(this.content.chunkSize, this.content.length - event.chunk * this.content.chunkSize);
+        this.bytesFromHttp += this.chunkBytes(event.chunk);
         this.emit('chunk-verified', { chunk: event.chunk, peer: null });
         break;
       case 'origin-corrupt':
@@ -328,6 +328,11 @@ export class Swarm extends Emitter<SwarmEvents> {
         void unhandled;
       }
     }
+  }
+
+  /** Bytes in `chunk` (the last one may be short). */
+  private chunkBytes(chunk: number): number {
+    return Math.min(this.content.chunkSize, this.content.length - chunk * this.content.chunkSize);
   }
 
   /** Current figures (rates are those of the last stats interval). */

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{content, fetch_expect, files_in, run, seed, stderr, temp_dir, udp_of};
+use common::{content, fetch_expect, fetch_fails, files_in, run, seed, stderr, temp_dir, udp_of};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -155,19 +155,12 @@ fn a_corrupt_origin_chunk_is_refused_and_comes_from_a_seeder() {
     let (dir, uri, _) = publish("corrupt-origin", &data, Some(bad.clone()), Mode::Ranges);
     // Alone, the fetch cannot complete: it says why and leaves nothing.
     let out = dir.join("copy.bin");
-    let o = run(
-        &[
-            "fetch",
-            &uri,
-            "-o",
-            out.to_str().unwrap(),
-            "--give-up-after",
-            "3",
-        ],
+    let err = fetch_fails(
+        &uri,
+        &out,
+        &["--give-up-after", "3"],
         Duration::from_secs(60),
     );
-    assert!(!o.status.success());
-    let err = stderr(&o);
     assert!(
         err.contains("chunk 5 from the HTTP origin failed verification"),
         "{err}"
@@ -188,12 +181,7 @@ fn a_server_without_range_support_is_a_clear_error() {
     let data = content(100_000, 23);
     let (dir, uri, _) = publish("no-range", &data, None, Mode::WholeFile);
     let out = dir.join("copy.bin");
-    let o = run(
-        &["fetch", &uri, "-o", out.to_str().unwrap()],
-        Duration::from_secs(30),
-    );
-    assert!(!o.status.success());
-    let err = stderr(&o);
+    let err = fetch_fails(&uri, &out, &[], Duration::from_secs(30));
     assert!(err.contains("does not support Range requests"), "{err}");
     assert_eq!(files_in(&dir), ["v.bin", "v.tree"]);
     let _ = std::fs::remove_dir_all(&dir);
@@ -205,15 +193,10 @@ fn a_relative_origin_url_is_refused_before_anything_is_fetched() {
     let root = "12d0e382fc4a5a8bfca5c693355872fa69d30304ea01fb1c973dc8bad95ce177";
     let uri = format!("ppspp://{root}?len=26121&hash=sha256&http=v.bin&tree=v.tree");
     let out = dir.join("copy.bin");
-    let o = run(
-        &["fetch", &uri, "-o", out.to_str().unwrap()],
-        Duration::from_secs(30),
-    );
-    assert!(!o.status.success());
+    let err = fetch_fails(&uri, &out, &[], Duration::from_secs(30));
     assert!(
-        stderr(&o).contains("must be an absolute http:// or https:// URL"),
-        "{}",
-        stderr(&o)
+        err.contains("must be an absolute http:// or https:// URL"),
+        "{err}"
     );
     assert!(files_in(&dir).is_empty());
     let _ = std::fs::remove_dir_all(&dir);

@@ -103,6 +103,15 @@ pub fn fetch_expect(uri: &str, out: &std::path::Path, data: &[u8]) {
     assert_eq!(std::fs::read(out).unwrap(), data);
 }
 
+/// `ppspp fetch URI -o OUT` fails within `limit`; returns what it said on stderr.
+pub fn fetch_fails(uri: &str, out: &std::path::Path, extra: &[&str], limit: Duration) -> String {
+    let mut args = vec!["fetch", uri, "-o", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let o = run(&args, limit);
+    assert!(!o.status.success(), "ppspp {args:?} succeeded");
+    stderr(&o)
+}
+
 /// A fresh directory for one test (per process, so parallel test binaries do not collide).
 pub fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ppspp-cli-{name}-{}", std::process::id()));

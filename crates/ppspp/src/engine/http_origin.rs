@@ -252,10 +252,9 @@ impl HttpOrigin {
         if self.disabled {
             return None;
         }
-        let alone = self
-            .alone_since
-            .map(|t| t + self.config.alone_after)
-            .filter(|_| !self.config.alone_after.is_zero());
+        // Deadlines already passed at the last poll are no reason to wake (with no wait
+        // for peers, being alone is one of them).
+        let alone = self.alone_since.map(|t| t + self.config.alone_after);
         let overdue = self
             .due_since
             .values()

@@ -449,13 +449,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let Some((first, last)) = self.clip(spec) else {
             return;
         };
-        // A peer asks for what it lacks: what it announced and asks for again, it let go of
-        // (a peer within a memory bound).
-        for range in Bin::from_chunk_range(first, last) {
-            self.peer_let_go(ch, range);
-        }
         let max = self.config.max_serve_queue;
         for range in Bin::from_chunk_range(first, last) {
+            // A peer asks for what it lacks: what it announced and asks for again, it let go
+            // of (a peer within a memory bound).
+            self.peer_let_go(ch, range);
             while ch.serve.len() < max {
                 let Some(run) = Binmap::find_all(
                     [
