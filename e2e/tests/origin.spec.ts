@@ -152,6 +152,40 @@ test('within maxMemoryBytes a page plays and seeks an 11 MB video holding at mos
   expect(await t(page!, (x) => x.errors)).toEqual([]);
 });
 
+test('storage: opfs — a page reloaded mid-video reads back what it saved, fetches under half again, and serves it to a peer', async ({ browser }) => {
+  const video = new Uint8Array(readFileSync(VIDEO_ORIGIN));
+  const { server, uri } = await serve(video);
+  const swarmUri = await uri(await signaling());
+  const [page] = await openPages(browser, web.url, swarmUri, 1, '&storage=opfs');
+  await expectPlayedPast(page!, 4);
+  const stats = (): Promise<Record<string, number>> =>
+    t(page!, (x) => (x.player as { stats(): Record<string, number> }).stats());
+  // Saved batches are written a moment after their chunks come.
+  await expect.poll(async () => (await stats()).chunksSaved, { timeout: 20_000 }).toBeGreaterThan(0);
+  await page!.waitForTimeout(1000);
+  const before = await stats();
+  const sentBefore = server.bytesSent('/v.webm');
+  console.log(`before the reload: played ${await page!.evaluate(() => document.querySelector('video')!.currentTime)} s, ${before.chunksSaved} chunks saved (${before.bytesSaved} B), origin sent ${sentBefore} B`);
+  expect(await t(page!, (x) => x.storageFallbacks)).toEqual([]);
+
+  await page!.reload();
+  await expectPlayedPast(page!, 3);
+  expect(await completeHash(page!)).toBe(sha256(video));
+  const after = await stats();
+  const again = server.bytesSent('/v.webm') - sentBefore;
+  console.log(`after the reload: ${after.bytesFromStorage} B read back (${after.chunksRestored} chunks), origin sent ${again} B again`);
+  expect(again, 'fetched again').toBeLessThan(video.length / 2);
+  expect(after.bytesFromStorage, 'read back').toBeGreaterThan(video.length / 2);
+  expect(after.chunksSavedCorrupt).toBe(0);
+  expect(await t(page!, (x) => x.errors)).toEqual([]);
+
+  // A page that does not use the origin gets the video from the reloaded one.
+  const [peer] = await openPages(browser, web.url, swarmUri, 1, '&origin=0');
+  await expectPlayedPast(peer!, 3);
+  expect(await completeHash(peer!)).toBe(sha256(video));
+  expect(server.bytesSent('/v.webm') - sentBefore - again, 'the origin sent it nothing').toBe(0);
+});
+
 test('HTTP only: no signaling server, no peers; a server without CORS is origin-unreachable', async ({ browser }) => {
   const video = new Uint8Array(readFileSync(VIDEO_ORIGIN));
   const { server, uri } = await serve(video);

@@ -16,3 +16,4 @@ export type { SelectedPair } from './connections.js';
 export type { SwarmStats, PeerChannelStats, SwarmEvents } from './swarm.js';
 export type { ContentInfo, EngineStats, ChannelStats } from './wasm.js';
 export { loadWasm } from './wasm.js';
+export { clearSavedChunks, type StorageFallback, type StorageFallbackReason } from './saved-chunks.js';

@@ -89,6 +89,16 @@ export interface PlayerOptions extends PeerOptions {
    * (`keepBehindSeconds`). At least 1 MiB.
    */
   maxMemoryBytes?: number;
+  /**
+   * Where verified chunks are kept besides memory: `'memory'` (default) or `'opfs'`, the
+   * Origin Private File System. With `'opfs'` a reload or a later visit reads the chunks it
+   * saved instead of fetching them again (each checked against the root first) and serves
+   * them to peers. Where OPFS is unavailable or full, the Player goes on in memory and
+   * says so with a `storage-fallback` event. `clearSavedChunks()` deletes what was saved.
+   */
+  storage?: 'memory' | 'opfs';
+  /** Bytes of saved chunks `storage: 'opfs'` writes at most for one page (default 1 GiB; at least 1 MiB). */
+  storageQuotaBytes?: number;
 }
 
 export interface ResolvedPeerOptions {
@@ -113,6 +123,8 @@ export interface ResolvedPlayerOptions extends ResolvedPeerOptions {
   /** The option as given, checked; merged with the URI's by {@link resolveHttpOrigin}. */
   httpOrigin: HttpOriginOptions | false | undefined;
   maxMemoryBytes: number;
+  storage: 'memory' | 'opfs';
+  storageQuotaBytes: number;
 }
 
 function bad(message: string): PpsppError {
@@ -165,7 +177,7 @@ const KNOWN_PEER = [
 ];
 const KNOWN_PLAYER = [
   ...KNOWN_PEER, 'mimeType', 'keepBehindSeconds', 'readAheadBytes', 'urgentPriority', 'stuckTimeoutMs', 'httpOrigin',
-  'maxMemoryBytes',
+  'maxMemoryBytes', 'storage', 'storageQuotaBytes',
 ];
 const KNOWN_ORIGIN = ['url', 'tree', 'maxRequests', 'timeoutMs', 'headBytes'];
 
@@ -208,6 +220,12 @@ function memoryBound(options: PlayerOptions): number {
   const bytes = number(options, 'maxMemoryBytes', 256 << 20, { min: 0, integer: true });
   if (bytes !== 0 && bytes < 1 << 20) throw bad(`option maxMemoryBytes must be 0 (no bound) or at least 1 MiB, not ${bytes}`);
   return bytes;
+}
+
+function storage(options: PlayerOptions): 'memory' | 'opfs' {
+  const value = options.storage ?? 'memory';
+  if (value !== 'memory' && value !== 'opfs') throw bad(`option storage must be 'memory' or 'opfs', not ${JSON.stringify(value)}`);
+  return value;
 }
 
 /**
@@ -275,5 +293,7 @@ export function resolvePlayerOptions(options: PlayerOptions = {}): ResolvedPlaye
     stuckTimeoutMs: number(options, 'stuckTimeoutMs', 8000, { min: 1000 }),
     httpOrigin: checkHttpOrigin(options.httpOrigin),
     maxMemoryBytes: memoryBound(options),
+    storage: storage(options),
+    storageQuotaBytes: number(options, 'storageQuotaBytes', 1 << 30, { min: 1 << 20, integer: true }),
   };
 }

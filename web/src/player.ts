@@ -101,6 +101,8 @@ export class Player extends Emitter<PlayerEvents> {
     this.uri = swarm.uri;
     this.mediaSource = new MediaSource();
     this.objectUrl = URL.createObjectURL(this.mediaSource);
+    // Comes while the swarm starts (OPFS unavailable): held until attach() resolves.
+    swarm.on('storage-fallback', (f) => this.emit('storage-fallback', f));
     this.stalls = new StallWatch(video, {
       stuckAfterMs: options.stuckTimeoutMs,
       onStall: (stall) => this.emit('stall', stall),
@@ -155,7 +157,15 @@ export class Player extends Emitter<PlayerEvents> {
     } catch (err) {
       throw new PpsppError('bad-uri', messageOf(err), { cause: err });
     }
-    const swarm = new Swarm(engine, content, signal, resolved, false, origin);
+    const swarm = new Swarm(
+      engine,
+      content,
+      signal,
+      resolved,
+      false,
+      origin,
+      resolved.storage === 'opfs' ? resolved.storageQuotaBytes : null,
+    );
     const player = new Player(video, swarm, resolved, attachedAt);
     try {
       await swarm.start();

@@ -10,6 +10,7 @@ import { Emitter } from './emitter.js';
 import { type ErrorCode, PpsppError, fatal } from './errors.js';
 import { HttpOrigin, type HttpOriginSettings } from './http-origin.js';
 import type { ResolvedPeerOptions } from './options.js';
+import { SavedChunks, type StorageFallback } from './saved-chunks.js';
 import { SignalingClient } from './signaling.js';
 import type { ChannelStats, ContentInfo, EngineEvent, EngineStats, WasmPeer } from './wasm.js';
 
@@ -37,7 +38,12 @@ export interface SwarmStats extends EngineStats {
   bytesFromSeeders: number;
   bytesFromPeers: number;
   bytesFromHttp: number;
-  /** Share of the verified bytes that came from peers rather than seeders or the HTTP origin (0–1). */
+  /** Verified bytes read back from the page's saved chunks (`storage: 'opfs'`). */
+  bytesFromStorage: number;
+  /** Chunks saved (`storage: 'opfs'`), and the bytes of their batch files. */
+  chunksSaved: number;
+  bytesSaved: number;
+  /** Share of the fetched verified bytes that came from peers rather than seeders or the HTTP origin (0–1). */
   offload: number;
   /** Messages dropped because a data channel's buffer was full. */
   messagesDropped: number;
@@ -47,8 +53,16 @@ export interface SwarmStats extends EngineStats {
 export interface SwarmEvents {
   'peer-joined': { peer: number; remote: string; seeder: boolean };
   'peer-left': { peer: number; remote: string; reason: string };
-  /** A chunk passed verification: from `peer`, or (`peer` null) from the HTTP origin. */
-  'chunk-verified': { chunk: number; peer: number | null };
+  /**
+   * A chunk passed verification: from `peer` (`source` 'peer'), or (`peer` null) from the
+   * HTTP origin ('http') or the page's saved chunks ('storage').
+   */
+  'chunk-verified': { chunk: number; peer: number | null; source: 'peer' | 'http' | 'storage' };
+  /**
+   * `storage: 'opfs'` cannot save (more): OPFS is unavailable, the quota is reached, or a
+   * write failed. What was saved is still read back; new chunks are held in memory only.
+   */
+  'storage-fallback': StorageFallback;
   /**
    * A chunk from the HTTP origin failed verification: nothing of it was kept, it is fetched
    * from peers instead, and the origin is not asked for it again.
@@ -104,6 +118,9 @@ export class Swarm extends Emitter<SwarmEvents> {
   private bytesFromSeeders = 0;
   private bytesFromPeers = 0;
   private bytesFromHttp = 0;
+  private bytesFromStorage = 0;
+  /** Saved chunks (`storage: 'opfs'`), once opened in start(). */
+  private saved: SavedChunks | null = null;
   /** Seeders' handles, kept once their connection is gone: a chunk verified in the turn
    * its seeder left still came from a seeder. */
   private readonly seederHandles = new Set<number>();
@@ -116,6 +133,8 @@ export class Swarm extends Emitter<SwarmEvents> {
     options: ResolvedPeerOptions,
     private readonly seeding: boolean,
     origin: HttpOriginSettings | null = null,
+    /** `storage: 'opfs'`: its quota in bytes (null: memory only). */
+    private readonly storageQuota: number | null = null,
   ) {
     super();
     this.content = content;
@@ -125,7 +144,9 @@ export class Swarm extends Emitter<SwarmEvents> {
       send: (peer, payload) => this.connections.send(peer, payload),
       afterSend: () => {
         this.drainEvents();
-        if (!this.closed) this.origin?.pump();
+        if (this.closed) return;
+        this.saved?.pump();
+        this.origin?.pump();
       },
     });
     this.origin = origin && new HttpOrigin(engine, origin, () => this.driver.kick(), signalUrl === null);
@@ -176,6 +197,21 @@ export class Swarm extends Emitter<SwarmEvents> {
    * or `signaling-error` if it refuses (both fatal).
    */
   async start(): Promise<void> {
+    // Saved chunks are named to the engine before any peer or the origin is asked.
+    if (this.storageQuota !== null) {
+      this.saved = await SavedChunks.open(
+        this.content.root,
+        this.engine,
+        this.content,
+        this.storageQuota,
+        () => this.driver.kick(),
+        (f) => this.emit('storage-fallback', f),
+      );
+      if (this.closed) {
+        this.saved?.close();
+        return;
+      }
+    }
     if (!this.signaling) {
       this.driver.kick();
       return;
@@ -250,12 +286,18 @@ export class Swarm extends Emitter<SwarmEvents> {
         const bytes = this.chunkBytes(event.chunk);
         if (this.seederHandles.has(event.peer)) this.bytesFromSeeders += bytes;
         else this.bytesFromPeers += bytes;
-        this.emit('chunk-verified', { chunk: event.chunk, peer: event.peer });
+        this.saved?.save(event.chunk);
+        this.emit('chunk-verified', { chunk: event.chunk, peer: event.peer, source: 'peer' });
         break;
       }
       case 'origin-chunk':
         this.bytesFromHttp += this.chunkBytes(event.chunk);
-        this.emit('chunk-verified', { chunk: event.chunk, peer: null });
+        this.saved?.save(event.chunk);
+        this.emit('chunk-verified', { chunk: event.chunk, peer: null, source: 'http' });
+        break;
+      case 'chunk-restored':
+        this.bytesFromStorage += this.chunkBytes(event.chunk);
+        this.emit('chunk-verified', { chunk: event.chunk, peer: null, source: 'storage' });
         break;
       case 'origin-corrupt':
         this.emit('origin-corrupt', { chunk: event.chunk, reason: event.reason });
@@ -365,6 +407,9 @@ export class Swarm extends Emitter<SwarmEvents> {
       bytesFromSeeders: this.bytesFromSeeders,
       bytesFromPeers: this.bytesFromPeers,
       bytesFromHttp: this.bytesFromHttp,
+      bytesFromStorage: this.bytesFromStorage,
+      chunksSaved: this.saved?.count ?? 0,
+      bytesSaved: this.saved?.bytes ?? 0,
       offload: verified > 0 ? this.bytesFromPeers / verified : 0,
       messagesDropped: this.connections.dropped,
       channels,
@@ -418,6 +463,7 @@ export class Swarm extends Emitter<SwarmEvents> {
     this.finalStats = this.stats();
     this.connections.closeAll();
     this.origin?.close();
+    this.saved?.close();
     this.signaling?.close();
     this.engine.free();
     this.removeAllListeners();

@@ -138,6 +138,12 @@ export interface EngineStats {
   chunksOriginCorrupt: number;
   /** Chunks let go of to stay within the memory bound (`maxMemoryBytes`). */
   chunksEvicted: number;
+  /** Chunks read back from the page's saved copies (`storage: 'opfs'`); not downloaded. */
+  chunksRestored: number;
+  /** Bytes of those chunks. */
+  bytesRestored: number;
+  /** Saved copies that failed verification (fetched again). */
+  chunksSavedCorrupt: number;
   peers: number;
 }
 
@@ -158,6 +164,9 @@ export const ENGINE_STATS_FIELDS = {
   originRequests: 'number',
   chunksOriginCorrupt: 'number',
   chunksEvicted: 'number',
+  chunksRestored: 'number',
+  bytesRestored: 'number',
+  chunksSavedCorrupt: 'number',
   peers: 'number',
 } as const satisfies Fields<EngineStats>;
 
@@ -238,6 +247,7 @@ export type EngineEvent =
   | { type: 'chunk-verified'; chunk: number; peer: number }
   | { type: 'chunk-rejected'; chunk: number; peer: number; reason: string }
   | { type: 'origin-chunk'; chunk: number }
+  | { type: 'chunk-restored'; chunk: number }
   | { type: 'origin-corrupt'; chunk: number; reason: string }
   | {
       type: 'origin-failed';
@@ -269,6 +279,7 @@ export const ENGINE_EVENT_FIELDS = {
   'chunk-verified': { type: 'string', chunk: 'number', peer: 'number' },
   'chunk-rejected': { type: 'string', chunk: 'number', peer: 'number', reason: 'string' },
   'origin-chunk': { type: 'string', chunk: 'number' },
+  'chunk-restored': { type: 'string', chunk: 'number' },
   'origin-corrupt': { type: 'string', chunk: 'number', reason: 'string' },
   'origin-failed': {
     type: 'string',

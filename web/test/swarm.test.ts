@@ -68,6 +68,7 @@ function record(swarm: Swarm): Log {
     'chunk-verified': [],
     'chunk-rejected': [],
     'origin-corrupt': [],
+    'storage-fallback': [],
     progress: [],
     complete: [],
     stats: [],

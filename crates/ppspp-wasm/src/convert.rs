@@ -140,6 +140,9 @@ pub fn event_object(event: &Event<u32>) -> JsValue {
         Event::ChunkFromOrigin { chunk } => {
             object(&[("type", "origin-chunk".into()), ("chunk", num(*chunk))])
         }
+        Event::ChunkRestored { chunk } => {
+            object(&[("type", "chunk-restored".into()), ("chunk", num(*chunk))])
+        }
         Event::OriginCorrupt { chunk, reason } => object(&[
             ("type", "origin-corrupt".into()),
             ("chunk", num(*chunk)),
@@ -195,6 +198,9 @@ pub fn stats_object(s: &Stats) -> JsValue {
         ("originRequests", num(s.origin_requests)),
         ("chunksOriginCorrupt", num(s.chunks_origin_corrupt)),
         ("chunksEvicted", num(s.chunks_evicted)),
+        ("chunksRestored", num(s.chunks_restored)),
+        ("bytesRestored", num(s.bytes_restored)),
+        ("chunksSavedCorrupt", num(s.chunks_saved_corrupt)),
         ("peers", num(s.peers as u64)),
     ])
 }

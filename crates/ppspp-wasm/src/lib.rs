@@ -14,6 +14,7 @@ mod convert;
 mod discovery;
 mod driven;
 mod origin;
+mod saved;
 mod store;
 
 use convert::{channel_stats_object, content_object, event_object, stats_object};

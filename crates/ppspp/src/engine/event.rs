@@ -90,6 +90,12 @@ pub enum Event<A> {
         /// The chunk index.
         chunk: u64,
     },
+    /// A saved copy of a chunk ([`Engine::handle_saved_chunk`](super::Engine::handle_saved_chunk))
+    /// passed verification and is in the store.
+    ChunkRestored {
+        /// The chunk index.
+        chunk: u64,
+    },
     /// A chunk from the HTTP origin failed verification: nothing of it was kept, it is
     /// fetched from peers instead, and the origin is never asked for it again.
     OriginCorrupt {
@@ -167,6 +173,12 @@ pub struct Stats {
     pub chunks_origin_corrupt: u64,
     /// Chunks let go of to stay within `EngineConfig::max_held_bytes`.
     pub chunks_evicted: u64,
+    /// Chunks read back from saved copies (not counted as downloaded or verified).
+    pub chunks_restored: u64,
+    /// Payload bytes of the chunks read back from saved copies.
+    pub bytes_restored: u64,
+    /// Saved copies that failed verification.
+    pub chunks_saved_corrupt: u64,
     /// Open channels.
     pub peers: usize,
     /// Handshakes answered whose initiator has not come back yet (they hold no channel).

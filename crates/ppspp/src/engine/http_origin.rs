@@ -497,6 +497,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             || self.have.is_filled(bin)
             || origin.fetching.is_filled(bin)
             || origin.distrusted.is_filled(bin)
+            || self.saved_pending(chunk)
         {
             return false;
         }
@@ -763,7 +764,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     }
 
     /// The origin delivered `chunk`: peers asked for it too are told to cancel.
-    fn cancel_at_peers(&mut self, chunk: u64) {
+    pub(super) fn cancel_at_peers(&mut self, chunk: u64) {
         for ch in self.channels.values_mut() {
             if ch.requests.remove(&chunk).is_some()
                 && let Some(b) = Bin::chunk(chunk)

@@ -79,6 +79,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     }
                 }
             }
+            self.exclude_saved(came.clone());
             for c in came {
                 if self.origin_fetching(c)
                     && let Some(b) = Bin::chunk(c)
@@ -168,6 +169,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.stats.chunks_evicted += 1;
         // Outside the window it stays excluded: wanted again when the window comes back.
         self.exclude.set(b);
+        self.saved_chunk_evicted(chunk);
     }
 }
 

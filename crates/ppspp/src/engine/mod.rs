@@ -26,6 +26,7 @@ mod misbehaviour;
 mod recv;
 mod request;
 mod sans_io;
+mod saved_copies;
 mod schedule;
 mod send;
 mod timers;
@@ -98,6 +99,8 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     playhead: u64,
     /// The HTTP origin, if the adapter enabled one.
     origin: Option<Box<http_origin::HttpOrigin>>,
+    /// Chunks the adapter saved outside the engine (a page's OPFS).
+    saved: saved_copies::SavedCopies,
     /// Some chunk was requested from more than one peer (endgame): arrivals cancel the
     /// other copies.
     endgame: bool,
@@ -230,6 +233,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             progress_reported: 0,
             playhead: 0,
             origin: None,
+            saved: saved_copies::SavedCopies::default(),
             endgame: false,
             scratch: Vec::new(),
             hash_scratch: Vec::new(),
@@ -518,6 +522,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if let Some(b) = Bin::chunk(chunk)
             && !self.have.is_filled(b)
             && self.is_wanted(chunk)
+            && !self.saved_pending(chunk)
         {
             self.exclude.reset(b);
         }

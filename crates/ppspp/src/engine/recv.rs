@@ -610,8 +610,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.have.set(leaf);
         self.have_count += 1;
         self.exclude.set(leaf);
-        self.stats.chunks_verified += 1;
-        self.stats.bytes_downloaded += len as u64;
+        self.saved_chunk_held(chunk);
+        // A chunk read back from a saved copy was not downloaded (counted apart).
+        if !matches!(event, Event::ChunkRestored { .. }) {
+            self.stats.chunks_verified += 1;
+            self.stats.bytes_downloaded += len as u64;
+        }
         self.push_event(event);
         // Progress is reported when the adapter has read everything else (`poll_event`),
         // once per batch rather than once per chunk; the last one before Complete.

@@ -1,0 +1,222 @@
+/**
+ * `storage: 'opfs'`: the batch format, and a Player over a fake OPFS, a fake web server
+ * (the HTTP origin, HTTP-only) and fake MediaSource with the real engine: a second visit
+ * reads back what the first saved, a damaged copy is refused and fetched again, and a full
+ * or missing OPFS falls back to memory with an event.
+ */
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { resolvePeerOptions, type PlayerOptions } from '../src/options.js';
+import { engineOptions } from '../src/peer.js';
+import { Player, type PlayerEvents } from '../src/player.js';
+import { batchCount, encodeBatch, parseBatchIndex, runsOf } from '../src/saved-chunks.js';
+import { WasmPeer, treeFile } from '../src/wasm.js';
+import { differsAt } from './fakes/bytes.js';
+import { loadEngine } from './fakes/engine.js';
+import { type FakeHttp, installFetch } from './fakes/http.js';
+import { FakeMediaSource, FakeVideoElement, installMedia } from './fakes/media.js';
+import { FakeOpfs, installOpfs } from './fakes/opfs.js';
+import { until } from './fakes/tasks.js';
+import { syntheticWebm } from './fakes/webm.js';
+
+const CHUNK = 8192;
+const undo: (() => void)[] = [];
+const players: Player[] = [];
+
+beforeAll(loadEngine);
+
+afterEach(() => {
+  for (const p of players.splice(0)) p.destroy();
+  for (const u of undo.splice(0).reverse()) u();
+});
+
+describe('the batch format', () => {
+  const entries = [
+    { chunk: 7, proof: new Uint8Array([1, 2, 3]), data: new Uint8Array([9, 9]) },
+    { chunk: 8, proof: new Uint8Array(0), data: new Uint8Array([5]) },
+  ];
+
+  it('round-trips its entries', () => {
+    const bytes = encodeBatch(entries);
+    expect(batchCount(bytes)).toBe(2);
+    const locs = parseBatchIndex(bytes, bytes.length);
+    expect(locs.map((l) => [l.chunk, l.proofLength, l.dataLength])).toEqual([
+      [7, 3, 2],
+      [8, 0, 1],
+    ]);
+    const first = locs[0]!;
+    expect([...bytes.subarray(first.offset, first.offset + 5)]).toEqual([1, 2, 3, 9, 9]);
+  });
+
+  it('refuses what is not a batch, another version, a cut table and entries outside the file', () => {
+    const bytes = encodeBatch(entries);
+    const other = bytes.slice();
+    other[0] = 0;
+    expect(() => batchCount(other)).toThrow(/not a batch/);
+    const later = bytes.slice();
+    later[4] = 2;
+    expect(() => batchCount(later)).toThrow(/version 2/);
+    expect(() => parseBatchIndex(bytes.subarray(0, 20), bytes.length)).toThrow(/cut short/);
+    expect(() => parseBatchIndex(bytes, bytes.length - 1)).toThrow(/outside the file/);
+  });
+
+  it('runsOf groups consecutive chunks', () => {
+    expect(runsOf([0, 1, 2, 5, 7, 8])).toEqual([
+      [0, 3],
+      [5, 6],
+      [7, 9],
+    ]);
+  });
+});
+
+describe('Player with storage: opfs (fake OPFS, HTTP-only)', () => {
+  const httpOrigin = { url: 'http://cdn.test/v.webm', tree: 'http://cdn.test/v.tree' };
+
+  function publish(file: Uint8Array): [string, FakeHttp] {
+    const engine = WasmPeer.seeder(file, CHUNK, 'sha256', undefined, 'video.webm', engineOptions(resolvePeerOptions()), 0);
+    const uri = engine.uri();
+    engine.free();
+    const [http, restore] = installFetch(
+      new Map([
+        ['http://cdn.test/v.webm', file],
+        ['http://cdn.test/v.tree', treeFile(file, CHUNK, 'sha256')],
+      ]),
+    );
+    undo.push(restore);
+    return [uri, http];
+  }
+
+  interface Visit {
+    player: Player;
+    appended: () => Uint8Array;
+    fallbacks: PlayerEvents['storage-fallback'][];
+    errors: PlayerEvents['error'][];
+  }
+
+  /** Plays the URI to its end, as one visit of the page. */
+  async function visit(uri: string, options: PlayerOptions = {}): Promise<Visit> {
+    const undoMedia = installMedia();
+    undo.push(undoMedia);
+    const video = new FakeVideoElement();
+    const player = await Player.attach(video as unknown as HTMLVideoElement, uri, {
+      statsIntervalMs: 0,
+      httpOrigin,
+      storage: 'opfs',
+      ...options,
+    });
+    players.push(player);
+    const fallbacks: Visit['fallbacks'] = [];
+    const errors: Visit['errors'] = [];
+    player.on('storage-fallback', (f) => fallbacks.push(f));
+    player.on('error', (e) => errors.push(e));
+    const ms = FakeMediaSource.made.at(-1)!;
+    await until(() => ms.endOfStreamCalls > 0, 'endOfStream');
+    const sb = ms.sourceBuffers[0]!;
+    const appended = (): Uint8Array => {
+      const out = new Uint8Array(sb.appends.reduce((n, a) => n + a.length, 0));
+      let at = 0;
+      for (const a of sb.appends) {
+        out.set(a, at);
+        at += a.length;
+      }
+      return out;
+    };
+    return { player, appended, fallbacks, errors };
+  }
+
+  /** Ends a visit once every chunk it verified is saved. */
+  async function leave(v: Visit, chunks: number): Promise<void> {
+    await until(() => v.player.stats().chunksSaved >= chunks && v.player.stats().bytesSaved > 0, 'every chunk saved');
+    // The last batch is written when its timer fires; the file is whole once closed.
+    await new Promise((r) => setTimeout(r, 700));
+    v.player.destroy();
+  }
+
+  const contentServed = (http: FakeHttp): number => http.served.get(httpOrigin.url) ?? 0;
+
+  it('a second visit reads back every chunk the first saved: nothing fetched, the same bytes appended', async () => {
+    const fs = new FakeOpfs();
+    undo.push(installOpfs(fs));
+    const media = syntheticWebm(10, 30_000);
+    const [uri, http] = publish(media.file);
+    const chunks = Math.ceil(media.file.length / CHUNK);
+    const first = await visit(uri);
+    expect(first.fallbacks).toEqual([]);
+    await leave(first, chunks);
+    expect(contentServed(http)).toBe(media.file.length);
+    expect([...fs.root.files().keys()].every((p) => p.startsWith('ppspp-web/'))).toBe(true);
+
+    const second = await visit(uri);
+    expect(differsAt(second.appended(), media.file), 'the appends differ from the file at').toBeNull();
+    expect(second.player.stats()).toMatchObject({
+      bytesFromStorage: media.file.length,
+      bytesFromHttp: 0,
+      chunksRestored: chunks,
+      chunksSavedCorrupt: 0,
+    });
+    expect(contentServed(http), 'no content fetched again').toBe(media.file.length);
+    expect(second.errors).toEqual([]);
+  });
+
+  it('a damaged saved chunk is refused and fetched again; nothing of it is appended', async () => {
+    const fs = new FakeOpfs();
+    undo.push(installOpfs(fs));
+    const media = syntheticWebm(6, 30_000);
+    const [uri, http] = publish(media.file);
+    const chunks = Math.ceil(media.file.length / CHUNK);
+    await leave(await visit(uri), chunks);
+    // One byte of one chunk's data in the first batch.
+    const [, batch] = [...fs.root.files()][0]!;
+    const loc = parseBatchIndex(batch.bytes, batch.bytes.length)[3]!;
+    batch.bytes[loc.offset + loc.proofLength + 10]! ^= 0xff;
+
+    const second = await visit(uri);
+    expect(differsAt(second.appended(), media.file), 'the appends differ from the file at').toBeNull();
+    const stats = second.player.stats();
+    expect(stats.chunksSavedCorrupt).toBe(1);
+    expect(stats.chunksRestored).toBe(chunks - 1);
+    expect(contentServed(http) - media.file.length, 'one chunk fetched again').toBe(CHUNK);
+  });
+
+  it('past the quota: a storage-fallback event, and playback goes on from memory', async () => {
+    const fs = new FakeOpfs();
+    undo.push(installOpfs(fs));
+    const media = syntheticWebm(12, 200_000);
+    expect(media.file.length).toBeGreaterThan(2 << 20);
+    const [uri] = publish(media.file);
+    const v = await visit(uri, { storageQuotaBytes: 1 << 20 });
+    expect(differsAt(v.appended(), media.file)).toBeNull();
+    await until(() => v.fallbacks.length > 0, 'storage-fallback');
+    expect(v.fallbacks).toEqual([{ reason: 'quota', message: expect.stringMatching(/quota of 1048576 bytes.*memory only/) }]);
+    expect(fs.used()).toBeLessThanOrEqual(1 << 20);
+  });
+
+  it("the browser's own QuotaExceededError is a quota fallback too", async () => {
+    const fs = new FakeOpfs();
+    fs.quota = 100_000;
+    undo.push(installOpfs(fs));
+    const media = syntheticWebm(12, 200_000);
+    const [uri] = publish(media.file);
+    const v = await visit(uri);
+    await until(() => v.fallbacks.length > 0, 'storage-fallback');
+    expect(v.fallbacks[0]).toMatchObject({ reason: 'quota', message: expect.stringMatching(/QuotaExceeded|quota exceeded/) });
+    expect(differsAt(v.appended(), media.file)).toBeNull();
+  });
+
+  it('without OPFS: a storage-fallback event at attach, and playback from memory', async () => {
+    undo.push(installOpfs(null));
+    const media = syntheticWebm(4, 10_000);
+    const [uri] = publish(media.file);
+    const v = await visit(uri);
+    expect(v.fallbacks).toEqual([{ reason: 'unavailable', message: expect.stringMatching(/no Origin Private File System/) }]);
+    expect(differsAt(v.appended(), media.file)).toBeNull();
+  });
+
+  it("a bad storage option is a bad-option error", async () => {
+    await expect(
+      Player.attach(new FakeVideoElement() as unknown as HTMLVideoElement, 'x', { storage: 'disk' as 'opfs' }),
+    ).rejects.toMatchObject({ code: 'bad-option', message: expect.stringMatching(/storage must be 'memory' or 'opfs'/) });
+    await expect(
+      Player.attach(new FakeVideoElement() as unknown as HTMLVideoElement, 'x', { storageQuotaBytes: 1000 }),
+    ).rejects.toMatchObject({ code: 'bad-option', message: expect.stringMatching(/storageQuotaBytes must be at least 1048576/) });
+  });
+});
