@@ -4,12 +4,13 @@
  * other, all on loopback.
  */
 import { type Page, expect, test } from '@playwright/test';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { makeRepeatedWebm } from './big-video.js';
 import { type OriginServer, serveOnOrigin } from './origin.js';
 import {
-  BIN, VIDEO_ORIGIN, VIDEO_ORIGIN_LONG, completeHash, expectPlayedPast, makeOriginVideos, openPages, run, sha256,
-  startSignal, startWeb,
+  BIN, ROOT, VIDEO_ORIGIN, VIDEO_ORIGIN_LONG, completeHash, expectPlayedPast, makeOriginVideos, openPages, run, sha256,
+  startSignal, startWeb, startWebWith,
 } from './swarm.js';
 
 let web: { url: string; stop(): Promise<void> };
@@ -151,6 +152,83 @@ test('within maxMemoryBytes a page plays and seeks an 11 MB video holding at mos
   expect(stats.chunksEvicted).toBeGreaterThan(0);
   expect(await t(page!, (x) => x.errors)).toEqual([]);
 });
+
+test('a 1 GiB video plays and seeks with the page holding at most its bound and its memory far below the video', async ({ browser }) => {
+  test.setTimeout(240_000);
+  // 95 minutes: the 60 s video's Clusters repeated (no encoding), served from disk.
+  const big = join(ROOT, 'target', 'e2e', 'video-1gib.webm');
+  const made = makeRepeatedWebm(VIDEO_ORIGIN_LONG, big, 1 << 30);
+  stops.push(async () => rmSync(big, { force: true }));
+  const served = await serveOnOrigin(big, 'from-disk');
+  stops.push(() => served.server.stop());
+  // Cross-origin isolated, for performance.measureUserAgentSpecificMemory.
+  const isolated = await startWebWith([], ['--isolate']);
+  stops.push(() => isolated.stop());
+  const bound = 16 << 20;
+  const [page] = await openPages(browser, isolated.url, await served.uri(), 1, `&memory=${bound}`);
+  const held = (): Promise<number> => t(page!, (x) => (x.player as { stats(): { chunksHave: number } }).stats().chunksHave * 8192);
+  // The browser's figure for the page's JavaScript heap and DOM (it leaves out the Wasm
+  // memory, an ArrayBuffer), plus the Wasm memory, where the engine holds the video.
+  const memory = (): Promise<{ js: number; wasm: number }> =>
+    page!.evaluate(async () => {
+      const perf = performance as unknown as { measureUserAgentSpecificMemory(): Promise<{ bytes: number }> };
+      const js = (await perf.measureUserAgentSpecificMemory()).bytes;
+      const init = (await import('/wasm/ppspp_wasm.js' as string)).default as () => Promise<{ memory: WebAssembly.Memory }>;
+      return { js, wasm: (await init()).memory.buffer.byteLength };
+    });
+  let most = 0;
+  const watch = setInterval(() => void held().then((h) => (most = Math.max(most, h)), () => {}), 200);
+  const seen: { js: number; wasm: number; rss: number }[] = [];
+  const measure = async (): Promise<void> => {
+    seen.push({ ...(await memory()), rss: rendererRss() });
+  };
+  try {
+    await expectPlayedPast(page!, 3);
+    expect(await page!.evaluate(() => crossOriginIsolated), 'the page is cross-origin isolated').toBe(true);
+    await measure();
+    // Into the middle, near the end, then back: each 20 s into one of the repeats.
+    const period = made.seconds / Math.round(made.seconds / 60);
+    for (const copy of [47, 90, 10]) {
+      const at = copy * period + 20;
+      await page!.evaluate((s) => {
+        document.querySelector('video')!.currentTime = s;
+      }, at);
+      await expectPlayedPast(page!, at + 3, 30_000);
+      await measure();
+    }
+  } finally {
+    clearInterval(watch);
+  }
+  const stats = await t(page!, (x) => (x.player as { stats(): Record<string, number> }).stats());
+  const mib = (b: number): string => (b / 2 ** 20).toFixed(1);
+  console.log(`${mib(made.bytes)} MiB video, ${made.seconds.toFixed(0)} s; bound ${mib(bound)} MiB, held at most ${mib(most)} MiB; origin sent ${mib(served.server.bytesSent('/v.webm'))} MiB; evicted ${stats.chunksEvicted} chunks`);
+  console.log(`page memory at the start and after each seek, MiB: JavaScript (measureUserAgentSpecificMemory) ${seen.map((m) => mib(m.js)).join(', ')}; Wasm ${seen.map((m) => mib(m.wasm)).join(', ')}; renderer RSS ${seen.map((m) => mib(m.rss)).join(', ')}`);
+  expect(most, 'video bytes held at most').toBeLessThanOrEqual(bound);
+  for (const m of seen) {
+    // Besides the bound: the code, and the verified part of the hash tree (64 B per chunk
+    // played, which peers count on us to keep).
+    expect(m.js + m.wasm, "the page's JavaScript and Wasm memory").toBeLessThan(bound + (16 << 20));
+    // The renderer holds MediaSource's buffers and the decoders too.
+    expect(m.rss, 'the renderer process').toBeLessThan(made.bytes / 2);
+  }
+  expect(stats.chunksEvicted).toBeGreaterThan(0);
+  expect(await t(page!, (x) => x.errors)).toEqual([]);
+});
+
+/** The resident memory of the largest Chromium renderer process (the test's page: earlier tests' contexts are closed). */
+function rendererRss(): number {
+  let most = 0;
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--type=renderer')) continue;
+      const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      most = Math.max(most, Number(kb?.[1] ?? 0) * 1024);
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return most;
+}
 
 test('storage: opfs — a page reloaded mid-video reads back what it saved, fetches under half again, and serves it to a peer', async ({ browser }) => {
   const video = new Uint8Array(readFileSync(VIDEO_ORIGIN));

@@ -1,9 +1,9 @@
 /**
- * A plain static web server for HTTP-origin tests: files from memory, Range requests
+ * A plain static web server for HTTP-origin tests: files from memory or disk, Range requests
  * answered with 206 as any web server or CDN does, CORS for pages of another origin (or
  * not, to test its refusal), and a count of the bytes it sent per file.
  */
-import { readFileSync } from 'node:fs';
+import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { basename, join } from 'node:path';
@@ -19,8 +19,8 @@ export interface OriginServer {
   stop(): Promise<void>;
 }
 
-/** Serves `files` (path → bytes) on a free loopback port. */
-export async function startOriginServer(files: Map<string, Uint8Array>, opts: { cors?: boolean } = {}): Promise<OriginServer> {
+/** Serves `files` (path → bytes, or the name of a file on disk) on a free loopback port. */
+export async function startOriginServer(files: Map<string, Uint8Array | string>, opts: { cors?: boolean } = {}): Promise<OriginServer> {
   const cors = opts.cors ?? true;
   const sent = new Map<string, number>();
   const asked = new Map<string, number>();
@@ -38,35 +38,36 @@ export async function startOriginServer(files: Map<string, Uint8Array>, opts: { 
     }
     asked.set(path, (asked.get(path) ?? 0) + 1);
     const file = files.get(path);
-    if (!file || (req.method !== 'GET' && req.method !== 'HEAD')) {
+    if (file === undefined || (req.method !== 'GET' && req.method !== 'HEAD')) {
       res.statusCode = 404;
       res.end('not found');
       return;
     }
+    const length = typeof file === 'string' ? statSync(file).size : file.length;
     res.setHeader('Accept-Ranges', 'bytes');
     res.setHeader('Content-Type', 'application/octet-stream');
     const m = /^bytes=(\d*)-(\d*)$/.exec(req.headers.range ?? '');
-    let body = file;
+    let [start, end] = [0, length];
     if (m && (m[1] !== '' || m[2] !== '')) {
-      const start = m[1] === '' ? Math.max(0, file.length - Number(m[2])) : Number(m[1]);
-      const end = m[1] === '' || m[2] === '' ? file.length : Math.min(file.length, Number(m[2]) + 1);
-      if (start >= file.length || start >= end) {
+      start = m[1] === '' ? Math.max(0, length - Number(m[2])) : Number(m[1]);
+      end = m[1] === '' || m[2] === '' ? length : Math.min(length, Number(m[2]) + 1);
+      if (start >= length || start >= end) {
         res.statusCode = 416;
-        res.setHeader('Content-Range', `bytes */${file.length}`);
+        res.setHeader('Content-Range', `bytes */${length}`);
         res.end();
         return;
       }
-      body = file.subarray(start, end);
       res.statusCode = 206;
-      res.setHeader('Content-Range', `bytes ${start}-${end - 1}/${file.length}`);
+      res.setHeader('Content-Range', `bytes ${start}-${end - 1}/${length}`);
     }
-    res.setHeader('Content-Length', String(body.length));
+    res.setHeader('Content-Length', String(end - start));
     if (req.method === 'HEAD') {
       res.end();
       return;
     }
-    sent.set(path, (sent.get(path) ?? 0) + body.length);
-    res.end(body);
+    sent.set(path, (sent.get(path) ?? 0) + end - start);
+    if (typeof file === 'string') createReadStream(file, { start, end: end - 1 }).pipe(res);
+    else res.end(file.subarray(start, end));
   };
   const server = createServer(handle);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -84,16 +85,17 @@ export async function startOriginServer(files: Map<string, Uint8Array>, opts: { 
 }
 
 /**
- * `file`'s bytes as `/v.webm` (or `served` in their place) on a new origin server, with its
+ * `file`'s bytes as `/v.webm` (`served` in their place, or read from disk as requests
+ * come) on a new origin server, with its
  * tree file beside it under the name `ppspp root --http` gives it; `uri(signal?)` writes
  * the tree file (`ppspp root --tree`) and returns the URI it prints. Stop the server after.
  */
 export async function serveOnOrigin(
   file: string,
-  served: Uint8Array,
+  served: Uint8Array | 'from-disk',
   opts: { cors?: boolean } = {},
 ): Promise<{ server: OriginServer; uri: (signal?: string) => Promise<string> }> {
-  const files = new Map<string, Uint8Array>();
+  const files = new Map<string, Uint8Array | string>();
   const server = await startOriginServer(files, opts);
   const name = `${basename(file).replace(/\.[^.]*$/, '')}.tree`;
   const tree = join(ROOT, 'target', 'e2e', name);
@@ -105,7 +107,7 @@ export async function serveOnOrigin(
       const p = run(join(BIN, 'ppspp'), args);
       const uri = await p.waitLine((l) => l.startsWith('ppspp://'));
       await p.stop();
-      files.set('/v.webm', served);
+      files.set('/v.webm', served === 'from-disk' ? file : served);
       files.set(`/${name}`, readFileSync(tree));
       return uri;
     },

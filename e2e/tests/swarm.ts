@@ -163,8 +163,8 @@ export function startWeb(): Promise<{ url: string; stop(): Promise<void> }> {
 }
 
 /** The static server with more `/url/=dir` mounts. */
-export async function startWebWith(mounts: string[]): Promise<{ url: string; stop(): Promise<void> }> {
-  const args = [join(ROOT, 'web', 'scripts', 'serve.mjs'), '--mount', `/e2e/=${join(ROOT, 'e2e', 'pages')}`];
+export async function startWebWith(mounts: string[], flags: string[] = []): Promise<{ url: string; stop(): Promise<void> }> {
+  const args = [join(ROOT, 'web', 'scripts', 'serve.mjs'), '--mount', `/e2e/=${join(ROOT, 'e2e', 'pages')}`, ...flags];
   for (const m of mounts) args.push('--mount', m);
   const p = run('node', args);
   const line = await p.waitLine((l) => l.startsWith('serving '));

@@ -1,6 +1,8 @@
 // A static file server for the demo and the e2e pages (sirv: correct MIME types, among
 // them application/wasm, which streaming instantiation needs).
-//   node serve.mjs [--host 127.0.0.1] [--port 0] [--mount /url/=dir]...
+//   node serve.mjs [--host 127.0.0.1] [--port 0] [--mount /url/=dir]... [--isolate]
+// --isolate sends COOP/COEP headers, so pages are cross-origin isolated (what
+// performance.measureUserAgentSpecificMemory needs).
 // Prints `serving http://HOST:PORT/` once listening; stops on SIGINT/SIGTERM.
 import { createServer } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
@@ -14,8 +16,13 @@ const args = process.argv.slice(2);
 let host = '127.0.0.1';
 let port = 0;
 const mounts = [];
+let isolate = false;
 for (let i = 0; i < args.length; i++) {
   const [flag, value] = [args[i], args[i + 1]];
+  if (flag === '--isolate') {
+    isolate = true;
+    continue;
+  }
   if (value === undefined) usage(`${flag} needs a value`);
   if (flag === '--host') host = value;
   else if (flag === '--port') port = Number(value);
@@ -29,7 +36,7 @@ for (let i = 0; i < args.length; i++) {
 if (!Number.isInteger(port) || port < 0 || port > 65535) usage(`bad port ${port}`);
 
 function usage(message) {
-  console.error(`serve: ${message}\nusage: node serve.mjs [--host H] [--port P] [--mount /url/=dir]...`);
+  console.error(`serve: ${message}\nusage: node serve.mjs [--host H] [--port P] [--mount /url/=dir]... [--isolate]`);
   process.exit(2);
 }
 
@@ -41,6 +48,10 @@ const handlers = mounts.map(([prefix, dir]) => [prefix, sirv(dir, { dev: true, d
 
 const server = createServer((req, res) => {
   const url = req.url ?? '/';
+  if (isolate) {
+    res.setHeader('Cross-Origin-Opener-Policy', 'same-origin');
+    res.setHeader('Cross-Origin-Embedder-Policy', 'require-corp');
+  }
   for (const [prefix, handler] of handlers) {
     if (url.startsWith(prefix)) {
       req.url = '/' + url.slice(prefix.length);

@@ -386,6 +386,8 @@ export class Player extends Emitter<PlayerEvents> {
     const sb: SourceBufferLike = this.mediaSource.addSourceBuffer(mime);
     this.queue = new AppendQueue(sb, () => this.video.currentTime, {
       keepBehindSeconds: this.options.keepBehindSeconds,
+      // What lies beyond the read-ahead is left from before a seek back.
+      keepAheadSeconds: MAX_AHEAD_SECONDS * 2,
       onError: (err) => {
         this.stalls.appendRefused();
         this.fail(new PpsppError('media-error', `MediaSource append failed: ${err.message}`, { cause: err }));

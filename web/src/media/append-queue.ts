@@ -28,6 +28,11 @@ export interface AppendQueueOptions {
   keepBehindSeconds: number;
   /** Larger pushes are split, so one append never blocks the buffer for long. Default 1 MiB. */
   maxAppendBytes: number;
+  /**
+   * Media starting more than this many seconds ahead of the playhead is removed: left
+   * from before a seek back, it is nothing the Player would append now. Default: kept.
+   */
+  keepAheadSeconds: number;
   /** Keep-behind used to make room after QuotaExceededError. Default 5. */
   quotaKeepBehindSeconds: number;
   /** Poll interval while waiting for the playhead to free room. Default 250 ms. */
@@ -38,6 +43,7 @@ export interface AppendQueueOptions {
 
 const DEFAULTS = {
   keepBehindSeconds: 30,
+  keepAheadSeconds: Infinity,
   maxAppendBytes: 1 << 20,
   quotaKeepBehindSeconds: 5,
   retryDelayMs: 250,
@@ -199,9 +205,9 @@ export class AppendQueue {
 
   /**
    * Removes buffered media more than `keep` seconds behind the playhead, but
-   * never within PLAYHEAD_MARGIN_SECONDS of it nor ahead of it. True if the
-   * caller must stop here: a remove started (its updateend continues the
-   * queue) or the queue failed.
+   * never within PLAYHEAD_MARGIN_SECONDS of it, then media starting more than
+   * `keepAheadSeconds` ahead of it. True if the caller must stop here: a
+   * remove started (its updateend continues the queue) or the queue failed.
    */
   private evict(keep: number): boolean {
     try {
@@ -210,10 +216,20 @@ export class AppendQueue {
       if (buffered.length === 0) return false;
       const start = buffered.start(0);
       const end = now - Math.max(keep, PLAYHEAD_MARGIN_SECONDS);
-      if (!(end > start)) return false; // also false for NaN
-      this.sb.remove(start, end);
-      this.phase = 'removing';
-      return true;
+      if (end > start) {
+        this.sb.remove(start, end);
+        this.phase = 'removing';
+        return true;
+      }
+      const ahead = now + Math.max(this.opts.keepAheadSeconds, PLAYHEAD_MARGIN_SECONDS);
+      for (let i = 0; i < buffered.length; i++) {
+        if (buffered.start(i) > ahead) {
+          this.sb.remove(buffered.start(i), buffered.end(buffered.length - 1));
+          this.phase = 'removing';
+          return true;
+        }
+      }
+      return false;
     } catch (err) {
       this.fail(wrap('SourceBuffer.remove failed', err));
       return true;

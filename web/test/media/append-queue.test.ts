@@ -226,6 +226,15 @@ describe('AppendQueue eviction', () => {
     expect(sb.ops()).toEqual(['append 1']);
   });
 
+  it('with keepAheadSeconds, removes media left far ahead by a seek back, and keeps what is near', async () => {
+    const { sb, q } = setup(600, { keepAheadSeconds: 120 });
+    sb.ranges = [[590, 650], [700, 760], [2800, 2860], [5400, 5460]];
+    q.push(bytes(1));
+    await q.idle();
+    expect(sb.ops()).toEqual(['append 1', 'remove 2800-5460']);
+    expect(sb.ranges).toEqual([[590, 650], [700, 760]]);
+  });
+
   it('does nothing when currentTime is NaN or nothing is buffered', async () => {
     const { sb, q } = setup(NaN);
     sb.ranges = [[0, 100]];
