@@ -29,8 +29,8 @@ test.afterEach(async ({ browser }) => {
   swarm = null;
 });
 
-async function firefox(uri: string): Promise<FirefoxPage> {
-  const page = await openFirefoxPage(`${web.url}/e2e/player.html?uri=${encodeURIComponent(uri)}`);
+async function firefox(uri: string, query = ''): Promise<FirefoxPage> {
+  const page = await openFirefoxPage(`${web.url}/e2e/player.html?uri=${encodeURIComponent(uri)}${query}`);
   firefoxes.push(page);
   return page;
 }
@@ -50,17 +50,31 @@ for (const [name, file, seconds] of [
   });
 }
 
-test('a Firefox page plays from an HTTP origin of another origin (CORS) alone, every byte verified', async () => {
+test('a Firefox page plays from an HTTP origin of another origin (CORS) alone, every byte verified; reloaded, it reads back what it saved in OPFS', async () => {
   makeOriginVideos();
   const video = new Uint8Array(readFileSync(VIDEO_ORIGIN));
   const { server, uri } = await serveOnOrigin(VIDEO_ORIGIN, video);
   try {
-    const page = await firefox(await uri());
+    const page = await firefox(await uri(), '&storage=opfs');
     await watchStalls(page);
     await expectPlayedPast(page, 5, 60_000);
     expect(await longestStall(page), 'longest stall (s)').toBeLessThan(1);
     expect(await completeHash(page)).toBe(sha256(video));
     expect(server.bytesSent('/v.webm')).toBe(video.length);
+    const stats = (): Promise<Record<string, number>> =>
+      page.evaluate(() => (window as unknown as { __t: { player: { stats(): Record<string, number> } } }).__t.player.stats());
+    await expect.poll(async () => (await stats()).chunksSaved, { timeout: 20_000 }).toBeGreaterThan(0);
+    // The last batch is written a moment after its chunks came.
+    await new Promise((r) => setTimeout(r, 1500));
+    await page.reload();
+    await expectPlayedPast(page, 3, 60_000);
+    expect(await completeHash(page)).toBe(sha256(video));
+    const again = server.bytesSent('/v.webm') - video.length;
+    const after = await stats();
+    console.log(`Firefox after the reload: ${after.bytesFromStorage} B read back, ${again} B fetched again`);
+    expect(again, 'fetched again').toBeLessThan(video.length / 2);
+    expect(after.bytesFromStorage).toBeGreaterThan(video.length / 2);
+    expect(await page.evaluate(() => (window as unknown as { __t: { storageFallbacks: string[] } }).__t.storageFallbacks)).toEqual([]);
   } finally {
     await server.stop();
   }

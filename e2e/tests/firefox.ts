@@ -14,6 +14,7 @@ export const FIREFOX = process.env.FIREFOX ?? '/usr/bin/firefox-esr';
 
 /** A Firefox page and how to close it (with its browser and profile). */
 export interface FirefoxPage extends Evaluable {
+  reload(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -45,6 +46,9 @@ export async function openFirefoxPage(url: string): Promise<FirefoxPage> {
     return {
       // The two drivers' evaluate() take the same page functions and arguments.
       evaluate: ((fn: never, arg?: unknown) => page.evaluate(fn, arg as never)) as unknown as Page['evaluate'],
+      async reload() {
+        await page.reload();
+      },
       async close() {
         await open.close();
         rmSync(profile, { recursive: true, force: true });
