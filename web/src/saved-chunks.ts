@@ -12,6 +12,7 @@
  * and data at its offset.
  */
 import { messageOf } from './errors.js';
+import { SavedIndex } from './saved-index.js';
 import type { WasmPeer } from './wasm.js';
 
 /** Why saving stopped and the page holds chunks in memory only. */
@@ -51,7 +52,7 @@ export interface SavedLocation {
 }
 
 /** A batch file's bytes. */
-export function encodeBatch(entries: readonly SavedEntry[]): Uint8Array {
+export function encodeBatch(entries: readonly SavedEntry[]): Uint8Array<ArrayBuffer> {
   let size = HEADER_BYTES + ENTRY_BYTES * entries.length;
   for (const e of entries) size += e.proof.length + e.data.length;
   const out = new Uint8Array(size);
@@ -106,21 +107,6 @@ export function parseBatchIndex(table: Uint8Array, fileSize: number): SavedLocat
   return out;
 }
 
-/** Consecutive runs of `chunks` (sorted, distinct), as `[first, end)` pairs. */
-export function runsOf(chunks: readonly number[]): [number, number][] {
-  const out: [number, number][] = [];
-  for (const c of chunks) {
-    const last = out[out.length - 1];
-    if (last && last[1] === c) last[1] = c + 1;
-    else out.push([c, c + 1]);
-  }
-  return out;
-}
-
-interface Located extends SavedLocation {
-  file: File;
-}
-
 /** Deletes the saved chunks of one swarm (its root, as in the URI), or of every swarm. */
 export async function clearSavedChunks(root?: string): Promise<void> {
   const top = await navigator.storage.getDirectory();
@@ -138,7 +124,7 @@ function ignoreNotFound(err: unknown): undefined {
 }
 
 export class SavedChunks {
-  private readonly index = new Map<number, Located>();
+  private readonly index: SavedIndex;
   private pending: SavedEntry[] = [];
   private pendingBytes = 0;
   /** Bytes in batches being written. */
@@ -161,7 +147,9 @@ export class SavedChunks {
     private readonly kick: () => void,
     /** Saving stopped; the page goes on in memory. */
     private readonly fallback: (f: StorageFallback) => void,
-  ) {}
+  ) {
+    this.index = new SavedIndex(Math.ceil(length / chunkSize));
+  }
 
   /**
    * Opens the swarm's directory and tells the engine which chunks are saved there. Null
@@ -186,6 +174,9 @@ export class SavedChunks {
       if (typeof FileSystemFileHandle === 'undefined' || !('createWritable' in FileSystemFileHandle.prototype)) {
         throw new Error('this browser cannot write files in the Origin Private File System');
       }
+      if (Math.ceil(content.length / content.chunkSize) > SavedIndex.MAX_CHUNKS) {
+        throw new Error(`the content has more than ${SavedIndex.MAX_CHUNKS} chunks`);
+      }
     } catch (err) {
       fallback({ reason: 'unavailable', message: `saved chunks unavailable: ${messageOf(err)}; chunks are held in memory only` });
       return null;
@@ -195,28 +186,29 @@ export class SavedChunks {
     return saved;
   }
 
-  /** Reads every batch's index; unreadable batches are deleted. */
+  /** Reads every batch's entry table (all at once); unreadable batches are deleted. */
   private async load(): Promise<void> {
-    const broken: string[] = [];
+    const names: [string, FileSystemFileHandle][] = [];
     for await (const [name, handle] of this.dir.entries()) {
-      if (handle.kind !== 'file' || !BATCH_NAME.test(name)) continue;
-      try {
-        const file = await (handle as FileSystemFileHandle).getFile();
-        const head = new Uint8Array(await file.slice(0, HEADER_BYTES).arrayBuffer());
-        const count = batchCount(head);
-        const table = new Uint8Array(await file.slice(0, HEADER_BYTES + ENTRY_BYTES * count).arrayBuffer());
-        for (const loc of parseBatchIndex(table, file.size)) {
-          if (this.fits(loc)) this.index.set(loc.chunk, { ...loc, file });
+      if (handle.kind === 'file' && BATCH_NAME.test(name)) names.push([name, handle as FileSystemFileHandle]);
+    }
+    const read = await Promise.all(
+      names.map(async ([name, handle]) => {
+        try {
+          const file = await handle.getFile();
+          const head = new Uint8Array(await file.slice(0, HEADER_BYTES).arrayBuffer());
+          const table = new Uint8Array(await file.slice(0, HEADER_BYTES + ENTRY_BYTES * batchCount(head)).arrayBuffer());
+          return { name, file, locs: parseBatchIndex(table, file.size) };
+        } catch {
+          return { name, file: null, locs: [] };
         }
-        this.usedBytes += file.size;
-      } catch {
-        broken.push(name);
-      }
+      }),
+    );
+    for (const { name, file, locs } of read) {
+      if (!file) await this.dir.removeEntry(name).catch(() => {});
+      else if (this.index.addBatch(file, locs, (loc) => this.fits(loc))) this.usedBytes += file.size;
     }
-    for (const name of broken) await this.dir.removeEntry(name).catch(() => {});
-    for (const [first, end] of runsOf([...this.index.keys()].sort((a, b) => a - b))) {
-      this.engine.addSaved(first, end);
-    }
+    for (const [first, end] of this.index.runs()) this.engine.addSaved(first, end);
   }
 
   /** Whether a location can hold a chunk of this content (else it is not offered). */
@@ -263,8 +255,12 @@ export class SavedChunks {
     });
   }
 
-  private async write(bytes: Uint8Array): Promise<void> {
+  private async write(bytes: Uint8Array<ArrayBuffer>): Promise<void> {
     if (this.stopped) return;
+    if (this.index.full) {
+      this.stop('quota', 'saved chunks reached the most batch files one video may have');
+      return;
+    }
     if (this.usedBytes + bytes.length > this.quotaBytes) {
       this.stop('quota', `saved chunks would pass the storage quota of ${this.quotaBytes} bytes`);
       return;
@@ -274,7 +270,7 @@ export class SavedChunks {
       const handle = await this.dir.getFileHandle(name, { create: true });
       const writable = await handle.createWritable();
       try {
-        await writable.write(bytes as Uint8Array<ArrayBuffer>);
+        await writable.write(bytes);
         await writable.close();
       } catch (err) {
         await writable.abort().catch(() => {});
@@ -282,7 +278,7 @@ export class SavedChunks {
       }
       const file = await handle.getFile();
       this.usedBytes += file.size;
-      for (const loc of parseBatchIndex(bytes, bytes.length)) this.index.set(loc.chunk, { ...loc, file });
+      this.index.addBatch(file, parseBatchIndex(bytes, bytes.length), () => true);
     } catch (err) {
       await this.dir.removeEntry(name).catch(() => {});
       const quota = err instanceof DOMException && err.name === 'QuotaExceededError';

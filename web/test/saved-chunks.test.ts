@@ -8,7 +8,8 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { resolvePeerOptions, type PlayerOptions } from '../src/options.js';
 import { engineOptions } from '../src/peer.js';
 import { Player, type PlayerEvents } from '../src/player.js';
-import { batchCount, encodeBatch, parseBatchIndex, runsOf } from '../src/saved-chunks.js';
+import { batchCount, encodeBatch, parseBatchIndex } from '../src/saved-chunks.js';
+import { SavedIndex } from '../src/saved-index.js';
 import { WasmPeer, treeFile } from '../src/wasm.js';
 import { differsAt } from './fakes/bytes.js';
 import { loadEngine } from './fakes/engine.js';
@@ -59,11 +60,27 @@ describe('the batch format', () => {
     expect(() => parseBatchIndex(bytes, bytes.length - 1)).toThrow(/outside the file/);
   });
 
-  it('runsOf groups consecutive chunks', () => {
-    expect(runsOf([0, 1, 2, 5, 7, 8])).toEqual([
-      [0, 3],
-      [5, 6],
-      [7, 9],
+  it('the index finds each chunk in its batch, skips what is unusable, and gives runs of saved chunks', () => {
+    const index = new SavedIndex(10);
+    const file = new File([encodeBatch(entries)], 'k-a-0');
+    const at = (chunk: number, i: number) => ({ chunk, offset: 100 + i, proofLength: 1, dataLength: 2 });
+    expect(index.addBatch(file, [at(0, 0), at(1, 1), at(2, 2), at(12, 3)], (l) => l.chunk !== 1)).toBe(true);
+    expect(index.addBatch(file, [at(5, 0), at(6, 1), at(2, 2)], () => true)).toBe(true);
+    expect(index.size).toBe(4);
+    expect(index.runs()).toEqual([
+      [0, 1],
+      [2, 3],
+      [5, 7],
+    ]);
+    expect(index.get(6)).toEqual({ chunk: 6, offset: 101, proofLength: 1, dataLength: 2, file });
+    expect(index.get(1)).toBeUndefined();
+    index.delete(5);
+    index.delete(5);
+    expect(index.size).toBe(3);
+    expect(index.runs()).toEqual([
+      [0, 1],
+      [2, 3],
+      [6, 7],
     ]);
   });
 });
