@@ -97,7 +97,7 @@ export interface PlayerOptions extends PeerOptions {
    * says so with a `storage-fallback` event. `clearSavedChunks()` deletes what was saved.
    */
   storage?: 'memory' | 'opfs';
-  /** Bytes of saved chunks `storage: 'opfs'` writes at most for one page (default 1 GiB; at least 1 MiB). */
+  /** Bytes of saved chunks `storage: 'opfs'` keeps at most for one video, across visits (default 1 GiB; at least 1 MiB). */
   storageQuotaBytes?: number;
 }
 

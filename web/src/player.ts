@@ -388,6 +388,8 @@ export class Player extends Emitter<PlayerEvents> {
       keepBehindSeconds: this.options.keepBehindSeconds,
       // What lies beyond the read-ahead is left from before a seek back.
       keepAheadSeconds: MAX_AHEAD_SECONDS * 2,
+      // A seek back after the end: the ended source reopens on the next append.
+      sourceOpen: () => this.mediaSource.readyState === 'open',
       onError: (err) => {
         this.stalls.appendRefused();
         this.fail(new PpsppError('media-error', `MediaSource append failed: ${err.message}`, { cause: err }));

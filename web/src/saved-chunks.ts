@@ -123,9 +123,22 @@ function ignoreNotFound(err: unknown): undefined {
   throw err;
 }
 
+/** Consecutive runs of `chunks` (in any order), as `[first, end)` pairs. */
+function runsOf(chunks: number[]): [number, number][] {
+  const out: [number, number][] = [];
+  for (const c of [...chunks].sort((a, b) => a - b)) {
+    const last = out[out.length - 1];
+    if (last && last[1] === c) last[1] = c + 1;
+    else if (!last || last[1] < c) out.push([c, c + 1]);
+  }
+  return out;
+}
+
 export class SavedChunks {
   private readonly index: SavedIndex;
   private pending: SavedEntry[] = [];
+  /** The chunks of `pending` and of batches being written. */
+  private readonly unwritten = new Set<number>();
   private pendingBytes = 0;
   /** Bytes in batches being written. */
   private writingBytes = 0;
@@ -147,6 +160,8 @@ export class SavedChunks {
     private readonly kick: () => void,
     /** Saving stopped; the page goes on in memory. */
     private readonly fallback: (f: StorageFallback) => void,
+    /** False once the engine is freed (the swarm closed): it is not called any more. */
+    private readonly engineAlive: () => boolean,
   ) {
     this.index = new SavedIndex(Math.ceil(length / chunkSize));
   }
@@ -162,6 +177,7 @@ export class SavedChunks {
     quotaBytes: number,
     kick: () => void,
     fallback: (f: StorageFallback) => void,
+    engineAlive: () => boolean,
   ): Promise<SavedChunks | null> {
     let dir: FileSystemDirectoryHandle;
     try {
@@ -181,8 +197,13 @@ export class SavedChunks {
       fallback({ reason: 'unavailable', message: `saved chunks unavailable: ${messageOf(err)}; chunks are held in memory only` });
       return null;
     }
-    const saved = new SavedChunks(dir, engine, content.chunkSize, content.length, quotaBytes, 0, kick, fallback);
-    await saved.load();
+    const saved = new SavedChunks(dir, engine, content.chunkSize, content.length, quotaBytes, 0, kick, fallback, engineAlive);
+    try {
+      await saved.load();
+    } catch (err) {
+      fallback({ reason: 'error', message: `saved chunks could not be read: ${messageOf(err)}; chunks are held in memory only` });
+      return null;
+    }
     return saved;
   }
 
@@ -196,6 +217,8 @@ export class SavedChunks {
       names.map(async ([name, handle]) => {
         try {
           const file = await handle.getFile();
+          // Another tab's batch being written is empty until it is whole.
+          if (file.size === 0) return { name, file, locs: [] };
           const head = new Uint8Array(await file.slice(0, HEADER_BYTES).arrayBuffer());
           const table = new Uint8Array(await file.slice(0, HEADER_BYTES + ENTRY_BYTES * batchCount(head)).arrayBuffer());
           return { name, file, locs: parseBatchIndex(table, file.size) };
@@ -204,10 +227,17 @@ export class SavedChunks {
         }
       }),
     );
+    // Oldest first: where a chunk was saved twice, the newer copy is the one used.
+    read.sort((a, b) => (a.file?.lastModified ?? 0) - (b.file?.lastModified ?? 0));
     for (const { name, file, locs } of read) {
-      if (!file) await this.dir.removeEntry(name).catch(() => {});
-      else if (this.index.addBatch(file, locs, (loc) => this.fits(loc))) this.usedBytes += file.size;
+      if (!file) {
+        await this.dir.removeEntry(name).catch(() => {});
+        continue;
+      }
+      this.usedBytes += file.size;
+      this.index.addBatch(file, locs, (loc) => this.fits(loc));
     }
+    if (!this.engineAlive()) return;
     for (const [first, end] of this.index.runs()) this.engine.addSaved(first, end);
   }
 
@@ -219,7 +249,7 @@ export class SavedChunks {
 
   /** Chunks saved (or being saved). */
   get count(): number {
-    return this.index.size + this.pending.length;
+    return this.index.size + this.unwritten.size;
   }
 
   /** Bytes in saved batches. */
@@ -229,13 +259,14 @@ export class SavedChunks {
 
   /** A chunk was verified (from a peer or the HTTP origin): saved with its next batch. */
   save(chunk: number): void {
-    if (this.stopped || this.closed || this.index.has(chunk)) return;
+    if (this.stopped || this.closed || this.index.has(chunk) || this.unwritten.has(chunk)) return;
     if (this.pendingBytes + this.writingBytes >= MAX_PENDING_BYTES) return;
     const proof = this.engine.chunkProof(chunk);
     if (!proof) return;
     const start = chunk * this.chunkSize;
     const data = this.engine.read(start, Math.min(start + this.chunkSize, this.length));
     this.pending.push({ chunk, proof, data });
+    this.unwritten.add(chunk);
     this.pendingBytes += proof.length + data.length + ENTRY_BYTES;
     if (this.pendingBytes >= BATCH_BYTES) this.flush();
     else this.flushTimer ??= setTimeout(() => this.flush(), BATCH_DELAY_MS);
@@ -246,16 +277,18 @@ export class SavedChunks {
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     this.flushTimer = null;
     if (this.pending.length === 0 || this.stopped) return;
+    const chunks = this.pending.map((e) => e.chunk);
     const bytes = encodeBatch(this.pending);
     this.pending = [];
     this.pendingBytes = 0;
     this.writingBytes += bytes.length;
-    this.writing = this.writing.then(() => this.write(bytes)).finally(() => {
+    this.writing = this.writing.then(() => this.write(bytes, chunks)).finally(() => {
       this.writingBytes -= bytes.length;
+      for (const c of chunks) this.unwritten.delete(c);
     });
   }
 
-  private async write(bytes: Uint8Array<ArrayBuffer>): Promise<void> {
+  private async write(bytes: Uint8Array<ArrayBuffer>, chunks: number[]): Promise<void> {
     if (this.stopped) return;
     if (this.index.full) {
       this.stop('quota', 'saved chunks reached the most batch files one video may have');
@@ -279,6 +312,8 @@ export class SavedChunks {
       const file = await handle.getFile();
       this.usedBytes += file.size;
       this.index.addBatch(file, parseBatchIndex(bytes, bytes.length), () => true);
+      // The engine reads them back if it lets go of them (the memory bound) and wants them again.
+      if (this.engineAlive()) for (const [first, end] of runsOf(chunks)) this.engine.addSaved(first, end);
     } catch (err) {
       await this.dir.removeEntry(name).catch(() => {});
       const quota = err instanceof DOMException && err.name === 'QuotaExceededError';
@@ -289,6 +324,7 @@ export class SavedChunks {
   private stop(reason: StorageFallbackReason, message: string): void {
     if (this.stopped) return;
     this.stopped = true;
+    for (const e of this.pending) this.unwritten.delete(e.chunk);
     this.pending = [];
     this.pendingBytes = 0;
     if (!this.closed) this.fallback({ reason, message: `${message}; new chunks are held in memory only` });

@@ -206,6 +206,7 @@ export class Swarm extends Emitter<SwarmEvents> {
         this.storageQuota,
         () => this.driver.kick(),
         (f) => this.emit('storage-fallback', f),
+        () => !this.closed,
       );
       if (this.closed) {
         this.saved?.close();

@@ -194,6 +194,50 @@ describe('Player with storage: opfs (fake OPFS, HTTP-only)', () => {
     expect(contentServed(http) - media.file.length, 'one chunk fetched again').toBe(CHUNK);
   });
 
+  it('within maxMemoryBytes, chunks let go of are read back from OPFS after a seek back past the end, not fetched again', async () => {
+    const fs = new FakeOpfs();
+    undo.push(installOpfs(fs));
+    // 2.4 MB of video against a bound of 1 MiB.
+    const media = syntheticWebm(40, 60_000);
+    const [uri, http] = publish(media.file);
+    undo.push(installMedia());
+    const video = new FakeVideoElement();
+    const player = await Player.attach(video as unknown as HTMLVideoElement, uri, {
+      statsIntervalMs: 0,
+      httpOrigin,
+      storage: 'opfs',
+      maxMemoryBytes: 1 << 20,
+      // So that the seek back is outside MediaSource's buffer.
+      keepBehindSeconds: 2,
+    });
+    players.push(player);
+    const errors: string[] = [];
+    player.on('error', (e) => errors.push(`${e.code}: ${e.message}`));
+    const ms = FakeMediaSource.made.at(-1)!;
+    await until(() => ms.sourceBuffers.length > 0, 'a SourceBuffer');
+    const sb = ms.sourceBuffers[0]!;
+    const appended = (): number => sb.appends.reduce((n, a) => n + a.length, 0);
+    // Playback: a second of media every 20 ms, as far as what was appended.
+    // To the end: the stream ends, and a seek back reopens it.
+    for (let i = 0; i < 2000 && ms.endOfStreamCalls === 0; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      video.currentTime = Math.min(video.currentTime + 1, Math.max(0, (appended() / media.file.length) * 40 - 2));
+      video.dispatchEvent(new Event('timeupdate'));
+    }
+    expect(player.stats().chunksEvicted).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 700));
+    const served = contentServed(http);
+    expect(served, 'each chunk fetched once').toBe(media.file.length);
+
+    const before = sb.appends.length;
+    video.seekTo(1);
+    await until(() => sb.appends.length > before, 'appends after the seek back', 15_000);
+    expect(errors).toEqual([]);
+    const stats = player.stats();
+    expect(stats.chunksRestored, 'read back').toBeGreaterThan(0);
+    expect(contentServed(http), 'nothing fetched again').toBe(served);
+  }, 60_000);
+
   it('past the quota: a storage-fallback event, and playback goes on from memory', async () => {
     const fs = new FakeOpfs();
     undo.push(installOpfs(fs));

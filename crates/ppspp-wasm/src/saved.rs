@@ -1,5 +1,5 @@
 //! Saved copies' bindings: the page saves verified chunks with their proofs (OPFS, in
-//! web/src/opfs-storage.ts); the engine decides which to read back and verifies each
+//! web/src/saved-chunks.ts); the engine decides which to read back and verifies each
 //! against the root before it is kept, played or served.
 
 use crate::WasmPeer;

@@ -258,8 +258,31 @@ fn a_proof_is_only_given_for_held_chunks() {
     let node = leecher(&tree, 3, None);
     assert_eq!(node.chunk_proof(0), None);
     let seeder = seeder(&tree, &data);
-    // Ten chunks: four levels of uncles for chunks 0–7, one (the peak 0–7) for 8 and 9.
+    // Ten chunks: four uncles for chunk 0 (1, 2–3, 4–7, 8–15 cut to 8–9); two for chunk 9
+    // (chunk 8, and the peak 0–7).
     assert_eq!(seeder.chunk_proof(0).unwrap().len(), 4 * 32);
     assert_eq!(seeder.chunk_proof(9).unwrap().len(), 2 * 32);
     assert_eq!(seeder.chunk_proof(10), None);
+}
+
+#[test]
+fn chunks_being_read_back_are_not_asked_of_peers_when_the_window_comes_back() {
+    let data = content(400 * CS);
+    let tree = tree_of(&data);
+    let bound = 40 * CS as u64;
+    let mut nodes = vec![seeder(&tree, &data), leecher(&tree, 3, Some(bound))];
+    nodes[1].add_saved(0..10);
+    let reading = nodes[1].poll_saved_read().unwrap();
+    assert_eq!(reading, 0..10);
+    // The window goes away and comes back while the read is in flight (never answered).
+    nodes[1].set_playhead(200);
+    nodes[1].set_playhead(0);
+    nodes[1].connect(0, Time::ZERO);
+    let mut net = Net::new(Duration::from_millis(5), 0, 1);
+    net.run(&mut nodes, Time::from_millis(10_000), |_| false);
+    assert!((10..30).all(|c| nodes[1].store().holds(c)), "the rest came");
+    assert!(
+        reading.clone().all(|c| !nodes[1].store().holds(c)),
+        "chunks being read were asked of the seeder"
+    );
 }

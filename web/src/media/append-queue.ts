@@ -37,6 +37,12 @@ export interface AppendQueueOptions {
   quotaKeepBehindSeconds: number;
   /** Poll interval while waiting for the playhead to free room. Default 250 ms. */
   retryDelayMs: number;
+  /**
+   * Whether the MediaSource is open. `abort()` throws on an ended one (after
+   * `endOfStream()`, whose appends were whole segments: there is no parser state to
+   * reset), so a reset then skips it. Default: always open.
+   */
+  sourceOpen: () => boolean;
   /** Called once when the queue stops on an append or SourceBuffer error. */
   onError?: (err: Error) => void;
 }
@@ -44,6 +50,7 @@ export interface AppendQueueOptions {
 const DEFAULTS = {
   keepBehindSeconds: 30,
   keepAheadSeconds: Infinity,
+  sourceOpen: () => true,
   maxAppendBytes: 1 << 20,
   quotaKeepBehindSeconds: 5,
   retryDelayMs: 250,
@@ -239,6 +246,7 @@ export class AppendQueue {
   /** Resets the SourceBuffer parser. False if that failed the queue. */
   private abort(): boolean {
     this.abortAfterRemove = false;
+    if (!this.opts.sourceOpen()) return true;
     try {
       this.sb.abort();
       return true;

@@ -311,6 +311,21 @@ describe('AppendQueue quota', () => {
 });
 
 describe('AppendQueue reset (seek)', () => {
+  it('on an ended MediaSource, does not abort (it would throw) and appends again', async () => {
+    let open = false;
+    const { sb, q, errors } = setup(0, { sourceOpen: () => open });
+    q.push(bytes(1));
+    await q.idle();
+    q.reset();
+    q.push(bytes(2));
+    await q.idle();
+    expect(sb.ops()).toEqual(['append 1', 'append 1']);
+    open = true;
+    q.reset();
+    expect(sb.ops()).toEqual(['append 1', 'append 1', 'abort']);
+    expect(errors).toEqual([]);
+  });
+
   it('drops the queue, aborts the append in flight and resumes with the next push', async () => {
     const { sb, q, errors } = setup();
     sb.manual = true;

@@ -142,12 +142,18 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             || self.saved.is_reading(chunk)
     }
 
-    /// Chunks of `range` to read back rather than fetch: taken out of the pickers' choice.
+    /// Chunks of `range` to read back, or being read, rather than fetched: taken out of
+    /// the pickers' choice.
     pub(super) fn exclude_saved(&mut self, range: Range<u64>) {
         let mut at = range.start;
         while let Some(b) = self.saved.to_read.find_filled(at..range.end) {
             self.exclude.set(b);
             at = b.base_offset() + b.base_length();
+        }
+        for r in &self.saved.reading {
+            for b in bins(r.start.max(range.start)..r.end.min(range.end)) {
+                self.exclude.set(b);
+            }
         }
     }
 
@@ -173,7 +179,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// wanted window, nearest the playhead first. Drain it after every call, as
     /// [`poll_transmit`](Self::poll_transmit).
     pub fn poll_saved_read(&mut self) -> Option<Range<u64>> {
-        if self.saved.reading.len() >= MAX_READS || self.saved.to_read.is_clear() {
+        if self.storing_paused
+            || self.saved.reading.len() >= MAX_READS
+            || self.saved.to_read.is_clear()
+        {
             return None;
         }
         let wanted = self.wanted();
@@ -227,7 +236,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         self.cancel_at_peers(chunk);
         if !self.store_chunk(chunk, data) {
-            self.forget_saved(chunk);
+            // The copy is good: read again once storing resumes.
+            self.saved.to_read.set(leaf);
             return Ok(());
         }
         self.stats.chunks_restored += 1;
@@ -244,11 +254,16 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
     }
 
+    /// The saved copy of `chunk` is no more: the chunk is wanted from peers or the origin,
+    /// unless one of them is already asked for it.
     fn forget_saved(&mut self, chunk: u64) {
         if let Some(b) = Bin::chunk(chunk) {
             self.saved.saved.reset(b);
             self.saved.to_read.reset(b);
-            self.release_request(chunk);
+            let asked = self.channels.values().any(|c| c.requests.contains_key(&chunk));
+            if !asked && !self.origin_fetching(chunk) {
+                self.release_request(chunk);
+            }
         }
     }
 }
