@@ -146,7 +146,11 @@ export class Swarm extends Emitter<SwarmEvents> {
         this.drainEvents();
         if (this.closed) return;
         this.saved?.pump();
-        this.origin?.pump();
+        if (this.origin) {
+          // Connections still being set up: not alone (see `Engine::set_peers_coming`).
+          this.engine.setPeersComing(this.connections.size > this.connections.openCount);
+          this.origin.pump();
+        }
       },
     });
     this.origin = origin && new HttpOrigin(engine, origin, () => this.driver.kick(), signalUrl === null);

@@ -86,6 +86,13 @@ impl WasmPeer {
         Ok(())
     }
 
+    /// Whether connections to peers are being set up: while they are, the page does not
+    /// count as alone, and the origin serves only what playback needs next.
+    #[wasm_bindgen(js_name = setPeersComing)]
+    pub fn set_peers_coming(&mut self, coming: bool) {
+        self.engine.inner.set_peers_coming(coming);
+    }
+
     /// True while the HTTP origin is in use (not given up after a permanent failure).
     #[wasm_bindgen(js_name = hasHttpOrigin)]
     pub fn has_http_origin(&self) -> bool {

@@ -636,6 +636,37 @@ fn while_peers_may_come_a_video_gets_the_head_and_what_is_due_then_alone_the_win
 }
 
 #[test]
+fn while_connections_are_being_set_up_the_page_is_not_alone() {
+    let data = content(2000 * CS);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
+    let mut server = Server::new(&data, tree_file(&tree, 6));
+    let mut nodes = vec![leecher(&tree, PickerKind::Vod { window: 256 }, 2)];
+    let config = HttpOriginConfig {
+        head_bytes: 4 * CS as u64,
+        ..HttpOriginConfig::default()
+    };
+    let alone_after = config.alone_after;
+    nodes[0].enable_http_origin(config, Time::ZERO);
+    nodes[0].set_peers_coming(true);
+    let mut net = Net::new(Duration::from_millis(5), 0, 1);
+    let have = |n: &Node| n.have().count_filled();
+    run_alone(
+        &mut nodes,
+        &mut net,
+        &mut server,
+        Time::ZERO + alone_after * 3,
+    );
+    assert_eq!(have(&nodes[0]), 8, "the head and the due span only");
+    // The attempts failed: alone from now on, and after `alone_after` the whole window.
+    nodes[0].set_peers_coming(false);
+    let now = net.now;
+    run_alone(&mut nodes, &mut net, &mut server, now + alone_after / 2);
+    assert_eq!(have(&nodes[0]), 8);
+    run_alone(&mut nodes, &mut net, &mut server, now + alone_after * 2);
+    assert_eq!(have(&nodes[0]), 256, "alone: the whole window");
+}
+
+#[test]
 fn where_playback_waits_the_origin_serves_as_many_chunks_as_are_due() {
     let data = content(1000 * CS);
     let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();

@@ -10,7 +10,9 @@
 //!   waits, [`Engine::set_waiting_for`]) that no connected peer holds, or that a peer was
 //!   asked for and has not delivered within the deadline;
 //! - once no peer has been connected for `alone_after` (an HTTP-only page: from the start),
-//!   the picker's whole urgent span instead of the due span;
+//!   the picker's whole urgent span instead of the due span. Connections the adapter is
+//!   still setting up ([`Engine::set_peers_coming`]) count as peers here: a slow ICE
+//!   exchange is no reason to fetch the read-ahead from the origin;
 //! - with a picker that has no playhead (whole files), whatever no connected peer holds,
 //!   once a peer is connected or none has been for a while.
 //!
@@ -43,8 +45,8 @@ pub struct HttpOriginConfig {
     pub head_bytes: u64,
     /// A due chunk asked of a peer and not delivered for this long is asked of the origin.
     pub peer_deadline: Duration,
-    /// With no peer connected for this long, the origin serves the whole urgent span (zero:
-    /// from the start, as an HTTP-only page wants).
+    /// With no peer connected (or coming) for this long, the origin serves the whole urgent
+    /// span (zero: from the start, as an HTTP-only page wants).
     pub alone_after: Duration,
     /// The first retry's delay after a failed request; it doubles per failure in a row.
     pub retry_base: Duration,
@@ -187,8 +189,10 @@ pub(super) struct HttpOrigin {
     retry_at: Option<Time>,
     /// The origin is no longer used (a permanent failure, or too many in a row).
     disabled: bool,
-    /// Since when no peer has been connected.
+    /// Since when no peer has been connected (or coming).
     alone_since: Option<Time>,
+    /// The adapter is setting up connections to peers (`set_peers_coming`).
+    peers_coming: bool,
     /// Where the search for chunks no peer holds goes on (pickers without a playhead).
     scan_from: u64,
     /// Since when each missing chunk of the due span has been due: past the deadline the
@@ -232,6 +236,7 @@ impl HttpOrigin {
             retry_at: None,
             disabled: false,
             alone_since: Some(now),
+            peers_coming: false,
             scan_from: 0,
             due_since: BTreeMap::new(),
             polled_at: now,
@@ -305,6 +310,15 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
     }
 
+    /// Whether the adapter is setting up connections to peers (WebRTC's ICE exchange, say):
+    /// while it is, the page does not count as alone, and the origin serves only what
+    /// playback needs next rather than the whole read-ahead.
+    pub fn set_peers_coming(&mut self, coming: bool) {
+        if let Some(o) = self.origin.as_deref_mut() {
+            o.peers_coming = coming;
+        }
+    }
+
     /// True while an HTTP origin is in use (enabled, and not given up after a permanent
     /// failure).
     pub fn has_http_origin(&self) -> bool {
@@ -334,7 +348,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         );
         let origin = self.origin.as_deref_mut()?;
         origin.polled_at = now;
-        origin.alone_since = if connected {
+        origin.alone_since = if connected || origin.peers_coming {
             None
         } else {
             Some(origin.alone_since.unwrap_or(now))

@@ -260,7 +260,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if let Some(b) = Bin::chunk(chunk) {
             self.saved.saved.reset(b);
             self.saved.to_read.reset(b);
-            let asked = self.channels.values().any(|c| c.requests.contains_key(&chunk));
+            let asked = self
+                .channels
+                .values()
+                .any(|c| c.requests.contains_key(&chunk));
             if !asked && !self.origin_fetching(chunk) {
                 self.release_request(chunk);
             }
