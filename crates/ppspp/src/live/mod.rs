@@ -1,0 +1,11 @@
+//! Live streams (RFC 7574 §6.1; digest §2.4): the source's key, whose DNSKEY form is the
+//! swarm ID, signed munros, and the Unified Merkle Tree, which make every chunk's origin
+//! checkable as the stream grows.
+
+pub mod key;
+pub mod munro;
+pub mod umt;
+
+pub use key::{KeyError, LiveAlgorithm, LivePublicKey, LiveSigningKey};
+pub use munro::{SignedMunro, SpecFormat, signed_bytes};
+pub use umt::{LiveError, LiveSource, LiveVerifier};

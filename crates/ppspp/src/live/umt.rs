@@ -1,0 +1,613 @@
+//! The Unified Merkle Tree (RFC 7574 §6.1.2; digest §2.4), both sides of it.
+//!
+//! - The source ([`LiveSource`]) hashes chunks as they come; every `chunks_per_signature`
+//!   chunks (a power of two) form a subtree whose root, the munro, it signs. When the
+//!   stream ends, the chunks left over are signed as smaller subtrees, largest first.
+//! - A viewer ([`LiveVerifier`]) accepts a munro only with a valid signature by the key
+//!   the swarm ID names, and a chunk only under an accepted munro, through the uncle
+//!   hashes up to it. What it verified it can prove to others (relaying).
+//! - Both keep only a window of the stream: what falls behind it is forgotten.
+
+use super::key::{LivePublicKey, LiveSigningKey};
+use super::munro::{SignedMunro, SpecFormat};
+use crate::Bin;
+use crate::codec::EncodeError;
+use crate::merkle::{Hash, HashAlgorithm};
+use core::fmt;
+use std::collections::{BTreeMap, VecDeque};
+
+/// Why a live munro or chunk was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LiveError {
+    /// `chunks_per_signature` is not a power of two, or the window is empty.
+    BadParameters(&'static str),
+    /// The munro's signature is not the source's.
+    BadSignature(Bin),
+    /// A munro larger than a signing group, or one overlapping another munro.
+    NotAMunro(Bin),
+    /// A munro signed earlier than the oldest time still accepted.
+    Stale {
+        /// The munro.
+        bin: Bin,
+        /// Its timestamp.
+        timestamp: u64,
+    },
+    /// No accepted munro covers the chunk.
+    NoMunro(u64),
+    /// A hash needed on the way to the munro was not given.
+    MissingHash(Bin),
+    /// A hash was given for a bin that is not on the chunk's way to its munro.
+    HashNotOnPath(Bin),
+    /// The chunk does not hash up to its munro.
+    Mismatch(Bin),
+    /// The chunk is empty or longer than a chunk.
+    WrongLength(usize),
+    /// The munro's chunk specification cannot be written in the swarm's addressing.
+    Encode(EncodeError),
+}
+
+impl fmt::Display for LiveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LiveError::BadParameters(why) => write!(f, "bad live parameters: {why}"),
+            LiveError::BadSignature(b) => {
+                write!(f, "the signature of munro {} is not the source's", b.raw())
+            }
+            LiveError::NotAMunro(b) => write!(f, "bin {} is not a munro of this stream", b.raw()),
+            LiveError::Stale { bin, timestamp } => {
+                write!(
+                    f,
+                    "munro {} was signed too long ago (NTP {timestamp:#x})",
+                    bin.raw()
+                )
+            }
+            LiveError::NoMunro(c) => write!(f, "no signed munro covers chunk {c}"),
+            LiveError::MissingHash(b) => write!(f, "missing hash for bin {}", b.raw()),
+            LiveError::HashNotOnPath(b) => {
+                write!(f, "hash for bin {} is not on the chunk's path", b.raw())
+            }
+            LiveError::Mismatch(b) => write!(f, "the chunk does not hash up to munro {}", b.raw()),
+            LiveError::WrongLength(n) => write!(f, "a live chunk of {n} bytes"),
+            LiveError::Encode(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl core::error::Error for LiveError {}
+
+/// The layer of munros for `chunks_per_signature` chunks, if it is a power of two.
+fn munro_layer(chunks_per_signature: u64) -> Result<u32, LiveError> {
+    if chunks_per_signature == 0 || !chunks_per_signature.is_power_of_two() {
+        return Err(LiveError::BadParameters(
+            "chunks per signature must be a power of two",
+        ));
+    }
+    Ok(chunks_per_signature.trailing_zeros())
+}
+
+/// The hashes of a subtree, by layer: `layers[0]` the leaves, the last the root.
+fn subtree(alg: HashAlgorithm, leaves: Vec<Hash>) -> Vec<Vec<Hash>> {
+    let mut layers = vec![leaves];
+    while layers.last().is_some_and(|l| l.len() > 1) {
+        let below = layers.last().map(Vec::as_slice).unwrap_or_default();
+        let up = below
+            .chunks(2)
+            .map(|p| alg.parent(&p[0], p.get(1).unwrap_or(&p[0])))
+            .collect();
+        layers.push(up);
+    }
+    layers
+}
+
+/// A signed subtree the source still holds.
+#[derive(Debug)]
+struct Signed {
+    munro: SignedMunro,
+    layers: Vec<Vec<Hash>>,
+}
+
+/// The source side: chunks in, signed munros out.
+#[derive(Debug)]
+pub struct LiveSource {
+    key: LiveSigningKey,
+    alg: HashAlgorithm,
+    format: SpecFormat,
+    layer: u32,
+    window: u64,
+    next_chunk: u64,
+    /// Leaf hashes of the group being filled.
+    leaves: Vec<Hash>,
+    signed: VecDeque<Signed>,
+}
+
+impl LiveSource {
+    /// A source signing with `key` every `chunks_per_signature` chunks (a power of two),
+    /// keeping the last `window` chunks' hashes for serving.
+    pub fn new(
+        key: LiveSigningKey,
+        alg: HashAlgorithm,
+        format: SpecFormat,
+        chunks_per_signature: u64,
+        window: u64,
+    ) -> Result<LiveSource, LiveError> {
+        if window == 0 {
+            return Err(LiveError::BadParameters(
+                "the window must hold at least one chunk",
+            ));
+        }
+        Ok(LiveSource {
+            key,
+            alg,
+            format,
+            layer: munro_layer(chunks_per_signature)?,
+            window,
+            next_chunk: 0,
+            leaves: Vec::new(),
+            signed: VecDeque::new(),
+        })
+    }
+
+    /// The public key (the swarm ID).
+    pub fn public_key(&self) -> &LivePublicKey {
+        self.key.public_key()
+    }
+
+    /// The index the next chunk gets.
+    pub fn next_chunk(&self) -> u64 {
+        self.next_chunk
+    }
+
+    /// Adds the next chunk; when it completes a group, returns the group's signed munro
+    /// (signed at `timestamp`, NTP). Before that the chunk may not be announced.
+    pub fn push_chunk(
+        &mut self,
+        data: &[u8],
+        timestamp: u64,
+    ) -> Result<Option<SignedMunro>, LiveError> {
+        if data.is_empty() || data.len() > self.format.chunk_size as usize {
+            return Err(LiveError::WrongLength(data.len()));
+        }
+        self.leaves.push(self.alg.digest(data));
+        self.next_chunk += 1;
+        if self.leaves.len() < 1 << self.layer {
+            return Ok(None);
+        }
+        let leaves = std::mem::take(&mut self.leaves);
+        let first = self.next_chunk - leaves.len() as u64;
+        self.sign_group(first, leaves, timestamp).map(Some)
+    }
+
+    /// The stream ended: the chunks not signed yet are signed as subtrees of decreasing
+    /// size (aligned, as the RFC's peaks), which complete the tree.
+    pub fn finish(&mut self, timestamp: u64) -> Result<Vec<SignedMunro>, LiveError> {
+        let mut leaves = std::mem::take(&mut self.leaves);
+        let mut first = self.next_chunk - leaves.len() as u64;
+        let mut out = Vec::new();
+        while !leaves.is_empty() {
+            let take = 1usize << leaves.len().ilog2();
+            let rest = leaves.split_off(take);
+            out.push(self.sign_group(first, leaves, timestamp)?);
+            first += take as u64;
+            leaves = rest;
+        }
+        Ok(out)
+    }
+
+    fn sign_group(
+        &mut self,
+        first: u64,
+        leaves: Vec<Hash>,
+        timestamp: u64,
+    ) -> Result<SignedMunro, LiveError> {
+        let layer = leaves.len().trailing_zeros();
+        let bin = Bin::new(layer, first >> layer).ok_or(LiveError::NotAMunro(Bin::NONE))?;
+        let layers = subtree(self.alg, leaves);
+        let hash = layers
+            .last()
+            .and_then(|l| l.first())
+            .copied()
+            .unwrap_or_else(|| Hash::zero(self.alg));
+        let munro = SignedMunro::sign(&self.key, bin, timestamp, hash, self.format)
+            .map_err(LiveError::Encode)?;
+        self.signed.push_back(Signed {
+            munro: munro.clone(),
+            layers,
+        });
+        let keep_from = self.next_chunk.saturating_sub(self.window);
+        while self
+            .signed
+            .front()
+            .is_some_and(|s| s.munro.bin.base_offset() + s.munro.bin.base_length() <= keep_from)
+        {
+            self.signed.pop_front();
+        }
+        Ok(munro)
+    }
+
+    fn signed_for(&self, chunk: u64) -> Option<&Signed> {
+        self.signed.iter().find(|s| {
+            let b = s.munro.bin;
+            (b.base_offset()..b.base_offset() + b.base_length()).contains(&chunk)
+        })
+    }
+
+    /// The signed munro covering `chunk`, while it is in the window.
+    pub fn munro_of(&self, chunk: u64) -> Option<&SignedMunro> {
+        self.signed_for(chunk).map(|s| &s.munro)
+    }
+
+    /// The uncle hashes from `chunk` up to its munro (wire order: from the munro down).
+    pub fn uncles(&self, chunk: u64) -> Option<Vec<(Bin, Hash)>> {
+        let s = self.signed_for(chunk)?;
+        let base = s.munro.bin.base_offset();
+        let mut out = Vec::new();
+        let mut node = Bin::chunk(chunk)?;
+        while node != s.munro.bin {
+            let sib = node.sibling();
+            let layer = sib.layer() as usize;
+            let at = (sib.base_offset() - base) >> layer;
+            out.push((sib, *s.layers.get(layer)?.get(at as usize)?));
+            node = node.parent();
+        }
+        out.reverse();
+        Some(out)
+    }
+}
+
+/// A viewer's side: signed munros and the chunks under them.
+#[derive(Debug)]
+pub struct LiveVerifier {
+    key: LivePublicKey,
+    alg: HashAlgorithm,
+    format: SpecFormat,
+    layer: u32,
+    /// Accepted munros, by their first chunk.
+    munros: BTreeMap<u64, SignedMunro>,
+    /// Verified hashes below the munros.
+    nodes: BTreeMap<Bin, Hash>,
+}
+
+impl LiveVerifier {
+    /// A verifier of the stream signed by `key`, with munros of at most
+    /// `chunks_per_signature` chunks.
+    pub fn new(
+        key: LivePublicKey,
+        alg: HashAlgorithm,
+        format: SpecFormat,
+        chunks_per_signature: u64,
+    ) -> Result<LiveVerifier, LiveError> {
+        Ok(LiveVerifier {
+            key,
+            alg,
+            format,
+            layer: munro_layer(chunks_per_signature)?,
+            munros: BTreeMap::new(),
+            nodes: BTreeMap::new(),
+        })
+    }
+
+    /// Accepts a signed munro: true if new, false if already known. Refused: a bad
+    /// signature, a bin larger than a signing group or overlapping another munro, or a
+    /// timestamp before `not_before`. Nothing changes on an error.
+    pub fn add_munro(&mut self, munro: &SignedMunro, not_before: u64) -> Result<bool, LiveError> {
+        let bin = munro.bin;
+        if bin.is_none() || bin.layer() > self.layer {
+            return Err(LiveError::NotAMunro(bin));
+        }
+        let first = bin.base_offset();
+        if let Some(known) = self.munros.get(&first)
+            && known.bin == bin
+            && known.hash == munro.hash
+        {
+            return Ok(false);
+        }
+        let overlaps = self
+            .munros
+            .range(..first + bin.base_length())
+            .next_back()
+            .is_some_and(|(_, m)| m.bin.contains(bin) || bin.contains(m.bin));
+        if overlaps {
+            return Err(LiveError::NotAMunro(bin));
+        }
+        if munro.timestamp < not_before {
+            return Err(LiveError::Stale {
+                bin,
+                timestamp: munro.timestamp,
+            });
+        }
+        if !munro.verify(&self.key, self.format) {
+            return Err(LiveError::BadSignature(bin));
+        }
+        self.munros.insert(first, munro.clone());
+        Ok(true)
+    }
+
+    /// The accepted munro covering `chunk`.
+    pub fn munro_of(&self, chunk: u64) -> Option<&SignedMunro> {
+        self.munros
+            .range(..=chunk)
+            .next_back()
+            .map(|(_, m)| m)
+            .filter(|m| chunk < m.bin.base_offset() + m.bin.base_length())
+    }
+
+    /// The newest accepted munro (the rightmost), for a secure tune-in.
+    pub fn newest_munro(&self) -> Option<&SignedMunro> {
+        self.munros.values().next_back()
+    }
+
+    /// Verifies `chunk` against its munro with the `uncles` sent with it (those already
+    /// verified may be left out). On success the path is kept for relaying; on an error
+    /// nothing changes.
+    pub fn verify_chunk(
+        &mut self,
+        chunk: u64,
+        data: &[u8],
+        uncles: &[(Bin, Hash)],
+    ) -> Result<(), LiveError> {
+        if data.is_empty() || data.len() > self.format.chunk_size as usize {
+            return Err(LiveError::WrongLength(data.len()));
+        }
+        let munro = self.munro_of(chunk).ok_or(LiveError::NoMunro(chunk))?;
+        let (top, expected) = (munro.bin, munro.hash);
+        let mut node = Bin::chunk(chunk).ok_or(LiveError::NoMunro(chunk))?;
+        for (b, _) in uncles {
+            if !top.contains(*b) || b.contains(node) {
+                return Err(LiveError::HashNotOnPath(*b));
+            }
+        }
+        let mut hash = self.alg.digest(data);
+        let mut path = vec![(node, hash)];
+        while node != top {
+            let sib = node.sibling();
+            let sib_hash = match self.nodes.get(&sib) {
+                Some(h) => *h,
+                None => uncles
+                    .iter()
+                    .find(|(b, _)| *b == sib)
+                    .map(|(_, h)| *h)
+                    .ok_or(LiveError::MissingHash(sib))?,
+            };
+            hash = if node.is_left() {
+                self.alg.parent(&hash, &sib_hash)
+            } else {
+                self.alg.parent(&sib_hash, &hash)
+            };
+            path.push((sib, sib_hash));
+            node = node.parent();
+            path.push((node, hash));
+        }
+        if hash != expected {
+            return Err(LiveError::Mismatch(top));
+        }
+        self.nodes.extend(path);
+        Ok(())
+    }
+
+    /// The uncle hashes from verified `chunk` up to its munro (wire order: from the munro
+    /// down), for relaying it; `None` if it was not verified here.
+    pub fn uncles(&self, chunk: u64) -> Option<Vec<(Bin, Hash)>> {
+        let top = self.munro_of(chunk)?.bin;
+        let mut node = Bin::chunk(chunk)?;
+        self.nodes.get(&node)?;
+        let mut out = Vec::new();
+        while node != top {
+            let sib = node.sibling();
+            out.push((sib, *self.nodes.get(&sib)?));
+            node = node.parent();
+        }
+        out.reverse();
+        Some(out)
+    }
+
+    /// Forgets munros and hashes wholly before chunk `first` (the discard window).
+    pub fn discard_before(&mut self, first: u64) {
+        self.munros
+            .retain(|&start, m| start + m.bin.base_length() > first);
+        self.nodes
+            .retain(|b, _| b.base_offset() + b.base_length() > first);
+    }
+
+    /// Hashes held (for memory figures).
+    pub fn stored_hashes(&self) -> usize {
+        self.nodes.len() + self.munros.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::ChunkAddressing;
+    use crate::live::LiveAlgorithm;
+
+    const CS: u32 = 64;
+    const FORMAT: SpecFormat = SpecFormat {
+        addressing: ChunkAddressing::Chunk32,
+        chunk_size: CS,
+    };
+
+    fn chunk(i: u64) -> Vec<u8> {
+        (0..CS as u64).map(|j| (i * 31 + j) as u8).collect()
+    }
+
+    fn source(per_sig: u64, window: u64) -> LiveSource {
+        let key = LiveSigningKey::from_secret(LiveAlgorithm::Ed25519, &[3; 32]).unwrap();
+        LiveSource::new(key, HashAlgorithm::Sha256, FORMAT, per_sig, window).unwrap()
+    }
+
+    fn verifier(src: &LiveSource, per_sig: u64) -> LiveVerifier {
+        LiveVerifier::new(
+            src.public_key().clone(),
+            HashAlgorithm::Sha256,
+            FORMAT,
+            per_sig,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn chunks_verify_under_their_signed_munro_and_can_be_relayed() {
+        let mut src = source(8, 1000);
+        let mut munros = Vec::new();
+        for i in 0..21 {
+            if let Some(m) = src.push_chunk(&chunk(i), 100 + i).unwrap() {
+                munros.push(m);
+            }
+        }
+        assert_eq!(
+            munros.iter().map(|m| m.bin).collect::<Vec<_>>(),
+            [Bin::new(3, 0).unwrap(), Bin::new(3, 1).unwrap()]
+        );
+        // Chunks 16..21 are not signed yet; finishing signs 4 + 1.
+        munros.extend(src.finish(200).unwrap());
+        assert_eq!(
+            munros[2..].iter().map(|m| m.bin).collect::<Vec<_>>(),
+            [Bin::new(2, 4).unwrap(), Bin::chunk(20).unwrap()]
+        );
+
+        let mut viewer = verifier(&src, 8);
+        let mut relay = verifier(&src, 8);
+        for m in &munros {
+            assert_eq!(viewer.add_munro(m, 0), Ok(true));
+            assert_eq!(viewer.add_munro(m, 0), Ok(false));
+            relay.add_munro(m, 0).unwrap();
+        }
+        for i in 0..21 {
+            let uncles = src.uncles(i).unwrap();
+            viewer.verify_chunk(i, &chunk(i), &uncles).unwrap();
+            // The viewer proves it to the next one with the same hashes.
+            assert_eq!(viewer.uncles(i).unwrap(), uncles, "chunk {i}");
+            relay
+                .verify_chunk(i, &chunk(i), &viewer.uncles(i).unwrap())
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn forged_chunks_munros_and_hashes_are_refused() {
+        let mut src = source(4, 1000);
+        let mut munros = Vec::new();
+        for i in 0..8 {
+            munros.extend(src.push_chunk(&chunk(i), 10).unwrap());
+        }
+        let mut viewer = verifier(&src, 4);
+        assert_eq!(
+            viewer.verify_chunk(1, &chunk(1), &src.uncles(1).unwrap()),
+            Err(LiveError::NoMunro(1))
+        );
+        // A munro signed by another key, or changed after signing.
+        let forger = LiveSigningKey::from_secret(LiveAlgorithm::Ed25519, &[4; 32]).unwrap();
+        let forged = SignedMunro::sign(&forger, munros[0].bin, 10, munros[0].hash, FORMAT).unwrap();
+        assert_eq!(
+            viewer.add_munro(&forged, 0),
+            Err(LiveError::BadSignature(munros[0].bin))
+        );
+        let mut changed = munros[0].clone();
+        changed.hash = HashAlgorithm::Sha256.digest(b"evil");
+        assert_eq!(
+            viewer.add_munro(&changed, 0),
+            Err(LiveError::BadSignature(munros[0].bin))
+        );
+        // Too old, or larger than a signing group.
+        assert!(matches!(
+            viewer.add_munro(&munros[0], 11),
+            Err(LiveError::Stale { .. })
+        ));
+        let big = SignedMunro::sign(
+            &src.key,
+            Bin::new(3, 0).unwrap(),
+            10,
+            munros[0].hash,
+            FORMAT,
+        )
+        .unwrap();
+        assert_eq!(
+            viewer.add_munro(&big, 0),
+            Err(LiveError::NotAMunro(big.bin))
+        );
+        viewer.add_munro(&munros[0], 0).unwrap();
+        // A munro overlapping an accepted one, even signed by the source.
+        let inner = SignedMunro::sign(
+            &src.key,
+            Bin::new(1, 0).unwrap(),
+            10,
+            munros[0].hash,
+            FORMAT,
+        )
+        .unwrap();
+        assert_eq!(
+            viewer.add_munro(&inner, 0),
+            Err(LiveError::NotAMunro(inner.bin))
+        );
+
+        let uncles = src.uncles(2).unwrap();
+        let mut bad = chunk(2);
+        bad[0] ^= 1;
+        assert_eq!(
+            viewer.verify_chunk(2, &bad, &uncles),
+            Err(LiveError::Mismatch(munros[0].bin))
+        );
+        let mut wrong = uncles.clone();
+        wrong[0].1 = HashAlgorithm::Sha256.digest(b"x");
+        assert_eq!(
+            viewer.verify_chunk(2, &chunk(2), &wrong),
+            Err(LiveError::Mismatch(munros[0].bin))
+        );
+        assert!(matches!(
+            viewer.verify_chunk(2, &chunk(2), &uncles[1..]),
+            Err(LiveError::MissingHash(_))
+        ));
+        let mut off_path = uncles.clone();
+        off_path.push((Bin::chunk(9).unwrap(), uncles[0].1));
+        assert!(matches!(
+            viewer.verify_chunk(2, &chunk(2), &off_path),
+            Err(LiveError::HashNotOnPath(_))
+        ));
+        assert_eq!(
+            viewer.verify_chunk(2, &[], &uncles),
+            Err(LiveError::WrongLength(0))
+        );
+        // Nothing of the failures was kept: the true chunk still needs all its uncles.
+        assert!(viewer.uncles(2).is_none());
+        viewer.verify_chunk(2, &chunk(2), &uncles).unwrap();
+        // Its sibling now needs no hashes at all.
+        viewer.verify_chunk(3, &chunk(3), &[]).unwrap();
+    }
+
+    #[test]
+    fn the_window_forgets_what_falls_behind() {
+        let mut src = source(4, 8);
+        let mut munros = Vec::new();
+        for i in 0..32 {
+            munros.extend(src.push_chunk(&chunk(i), 10).unwrap());
+        }
+        assert!(src.munro_of(23).is_none(), "behind the source's window");
+        assert!(src.munro_of(24).is_some());
+        let mut viewer = verifier(&src, 4);
+        for m in &munros {
+            viewer.add_munro(m, 0).unwrap();
+        }
+        viewer
+            .verify_chunk(25, &chunk(25), &src.uncles(25).unwrap())
+            .unwrap();
+        viewer.discard_before(28);
+        assert!(viewer.munro_of(25).is_none());
+        assert!(viewer.uncles(25).is_none());
+        assert_eq!(
+            viewer.newest_munro().map(|m| m.bin),
+            Some(Bin::new(2, 7).unwrap())
+        );
+    }
+
+    #[test]
+    fn bad_parameters_are_refused() {
+        let key = || LiveSigningKey::from_secret(LiveAlgorithm::Ed25519, &[3; 32]).unwrap();
+        assert!(LiveSource::new(key(), HashAlgorithm::Sha256, FORMAT, 6, 10).is_err());
+        assert!(LiveSource::new(key(), HashAlgorithm::Sha256, FORMAT, 8, 0).is_err());
+        let mut src = source(8, 10);
+        assert_eq!(
+            src.push_chunk(&[0; CS as usize + 1], 1),
+            Err(LiveError::WrongLength(CS as usize + 1))
+        );
+    }
+}
