@@ -8,7 +8,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { resolvePeerOptions, type PlayerOptions } from '../src/options.js';
 import { engineOptions } from '../src/peer.js';
 import { Player, type PlayerEvents } from '../src/player.js';
-import { batchCount, encodeBatch, parseBatchIndex } from '../src/saved-chunks.js';
+import { batchCount, clearSavedChunks, encodeBatch, parseBatchIndex } from '../src/saved-chunks.js';
 import { SavedIndex } from '../src/saved-index.js';
 import { WasmPeer, treeFile } from '../src/wasm.js';
 import { differsAt } from './fakes/bytes.js';
@@ -237,6 +237,24 @@ describe('Player with storage: opfs (fake OPFS, HTTP-only)', () => {
     expect(stats.chunksRestored, 'read back').toBeGreaterThan(0);
     expect(contentServed(http), 'nothing fetched again').toBe(served);
   }, 60_000);
+
+  it("clearSavedChunks deletes one video's saved chunks, or all of them", async () => {
+    const fs = new FakeOpfs();
+    undo.push(installOpfs(fs));
+    const media = syntheticWebm(4, 10_000);
+    const [uri] = publish(media.file);
+    await leave(await visit(uri), Math.ceil(media.file.length / CHUNK));
+    const root = /^ppspp:\/\/([0-9a-f]+)/.exec(uri)![1]!;
+    const other = await (await fs.root.getDirectoryHandle('ppspp-web')).getDirectoryHandle('f00d', { create: true });
+    await other.getFileHandle('k-x-0', { create: true });
+    expect([...fs.root.files().keys()].some((p) => p.startsWith(`ppspp-web/${root}/`))).toBe(true);
+    await clearSavedChunks(root);
+    expect([...fs.root.files().keys()]).toEqual(['ppspp-web/f00d/k-x-0']);
+    await clearSavedChunks(root);
+    await clearSavedChunks();
+    expect(fs.root.children.size).toBe(0);
+    await clearSavedChunks();
+  });
 
   it('past the quota: a storage-fallback event, and playback goes on from memory', async () => {
     const fs = new FakeOpfs();

@@ -67,8 +67,13 @@ export class FakeDirectoryHandle {
     this.children.set(name, file);
     return file;
   }
-  async removeEntry(name: string): Promise<void> {
-    if (!this.children.delete(name)) throw new DOMException(`no entry ${name}`, 'NotFoundError');
+  async removeEntry(name: string, options?: { recursive?: boolean }): Promise<void> {
+    const child = this.children.get(name);
+    if (!child) throw new DOMException(`no entry ${name}`, 'NotFoundError');
+    if (child instanceof FakeDirectoryHandle && child.children.size > 0 && !options?.recursive) {
+      throw new DOMException(`${name} is not empty`, 'InvalidModificationError');
+    }
+    this.children.delete(name);
   }
   async *entries(): AsyncIterableIterator<[string, FakeDirectoryHandle | FakeFileHandle]> {
     for (const entry of [...this.children]) yield entry;
