@@ -9,11 +9,11 @@ import type { PpsppError } from '../src/errors.js';
 import { type PeerOptions, type PlayerOptions, resolvePeerOptions } from '../src/options.js';
 import { Peer, engineOptions } from '../src/peer.js';
 import { Player, type PlayerEvents } from '../src/player.js';
-import { WasmPeer, treeFile } from '../src/wasm.js';
+import { WasmPeer } from '../src/wasm.js';
 import { differsAt } from './fakes/bytes.js';
 import { loadEngine } from './fakes/engine.js';
 import { FakeMediaSource, type FakeSourceBuffer, FakeVideoElement, installMedia, liveObjectUrls } from './fakes/media.js';
-import { installFetch } from './fakes/http.js';
+import { FAKE_ORIGIN, publishOnFakeOrigin } from './fakes/origin.js';
 import { FakeSignalServer, installWebSocket } from './fakes/signaling.js';
 import { nextEvent, until } from './fakes/tasks.js';
 import { syntheticMp4 } from './fakes/mp4.js';
@@ -182,20 +182,12 @@ describe('Player.attach rejects', () => {
 describe('Player with an HTTP origin (fake fetch) and no signaling server', () => {
   /** `file` on a fake web server with its tree file; the URI names neither signaling nor the origin. */
   function publish(file: Uint8Array, misbehave?: (url: string) => 'not-found' | undefined): string {
-    const engine = WasmPeer.seeder(file, CHUNK, 'sha256', undefined, 'video.webm', engineOptions(resolvePeerOptions()), 0);
-    const uri = engine.uri();
-    engine.free();
-    const [http, restore] = installFetch(
-      new Map([
-        ['http://cdn.test/v.webm', file],
-        ['http://cdn.test/v.tree', treeFile(file, CHUNK, 'sha256')],
-      ]),
-    );
+    const { uri, http, restore } = publishOnFakeOrigin(file, CHUNK);
     if (misbehave) http.misbehave = misbehave;
     undo.push(restore);
     return uri;
   }
-  const httpOrigin = { url: 'http://cdn.test/v.webm', tree: 'http://cdn.test/v.tree' };
+  const httpOrigin = FAKE_ORIGIN;
 
   it('plays from HTTP alone: every chunk from the origin, appended in order to the end', async () => {
     const media = syntheticWebm(10, 30_000);

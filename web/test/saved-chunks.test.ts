@@ -5,17 +5,16 @@
  * or missing OPFS falls back to memory with an event.
  */
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { resolvePeerOptions, type PlayerOptions } from '../src/options.js';
-import { engineOptions } from '../src/peer.js';
+import type { PlayerOptions } from '../src/options.js';
 import { Player, type PlayerEvents } from '../src/player.js';
 import { batchCount, clearSavedChunks, encodeBatch, parseBatchIndex } from '../src/saved-chunks.js';
 import { SavedIndex } from '../src/saved-index.js';
-import { WasmPeer, treeFile } from '../src/wasm.js';
 import { differsAt } from './fakes/bytes.js';
 import { loadEngine } from './fakes/engine.js';
-import { type FakeHttp, installFetch } from './fakes/http.js';
+import type { FakeHttp } from './fakes/http.js';
 import { FakeMediaSource, FakeVideoElement, installMedia } from './fakes/media.js';
 import { FakeOpfs, installOpfs } from './fakes/opfs.js';
+import { FAKE_ORIGIN, publishOnFakeOrigin } from './fakes/origin.js';
 import { until } from './fakes/tasks.js';
 import { syntheticWebm } from './fakes/webm.js';
 
@@ -86,21 +85,14 @@ describe('the batch format', () => {
 });
 
 describe('Player with storage: opfs (fake OPFS, HTTP-only)', () => {
-  const httpOrigin = { url: 'http://cdn.test/v.webm', tree: 'http://cdn.test/v.tree' };
+  const httpOrigin = FAKE_ORIGIN;
 
   function publish(file: Uint8Array): [string, FakeHttp] {
-    const engine = WasmPeer.seeder(file, CHUNK, 'sha256', undefined, 'video.webm', engineOptions(resolvePeerOptions()), 0);
-    const uri = engine.uri();
-    engine.free();
-    const [http, restore] = installFetch(
-      new Map([
-        ['http://cdn.test/v.webm', file],
-        ['http://cdn.test/v.tree', treeFile(file, CHUNK, 'sha256')],
-      ]),
-    );
+    const { uri, http, restore } = publishOnFakeOrigin(file, CHUNK);
     undo.push(restore);
     return [uri, http];
   }
+
 
   interface Visit {
     player: Player;

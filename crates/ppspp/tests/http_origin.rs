@@ -602,20 +602,25 @@ fn a_file_fetch_waits_for_peers_before_taking_more_than_the_head_from_the_origin
     assert!(end >= Time::ZERO + alone_after);
 }
 
-#[test]
-fn while_peers_may_come_a_video_gets_the_head_and_what_is_due_then_alone_the_window() {
+/// A video leecher (a window of 256 chunks, 8 of them due) with an origin whose head is
+/// 4 chunks, alone on the network; and the origin's settings.
+fn video_with_origin() -> (Vec<Node>, Server, Net, HttpOriginConfig) {
     let data = content(2000 * CS);
     let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
-    let mut server = Server::new(&data, tree_file(&tree, 6));
-    // A window of 256 chunks: 8 of them due.
+    let server = Server::new(&data, tree_file(&tree, 6));
     let mut nodes = vec![leecher(&tree, PickerKind::Vod { window: 256 }, 2)];
     let config = HttpOriginConfig {
         head_bytes: 4 * CS as u64,
         ..HttpOriginConfig::default()
     };
+    nodes[0].enable_http_origin(config.clone(), Time::ZERO);
+    (nodes, server, Net::new(Duration::from_millis(5), 0, 1), config)
+}
+
+#[test]
+fn while_peers_may_come_a_video_gets_the_head_and_what_is_due_then_alone_the_window() {
+    let (mut nodes, mut server, mut net, config) = video_with_origin();
     let (deadline, alone_after) = (config.peer_deadline, config.alone_after);
-    nodes[0].enable_http_origin(config, Time::ZERO);
-    let mut net = Net::new(Duration::from_millis(5), 0, 1);
     let have = |n: &Node| n.have().count_filled();
     run_alone(&mut nodes, &mut net, &mut server, Time::ZERO + deadline / 2);
     assert_eq!(have(&nodes[0]), 8, "the head and the due span at once");
@@ -637,18 +642,9 @@ fn while_peers_may_come_a_video_gets_the_head_and_what_is_due_then_alone_the_win
 
 #[test]
 fn while_connections_are_being_set_up_the_page_is_not_alone() {
-    let data = content(2000 * CS);
-    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
-    let mut server = Server::new(&data, tree_file(&tree, 6));
-    let mut nodes = vec![leecher(&tree, PickerKind::Vod { window: 256 }, 2)];
-    let config = HttpOriginConfig {
-        head_bytes: 4 * CS as u64,
-        ..HttpOriginConfig::default()
-    };
+    let (mut nodes, mut server, mut net, config) = video_with_origin();
     let alone_after = config.alone_after;
-    nodes[0].enable_http_origin(config, Time::ZERO);
     nodes[0].set_peers_coming(true);
-    let mut net = Net::new(Duration::from_millis(5), 0, 1);
     let have = |n: &Node| n.have().count_filled();
     run_alone(
         &mut nodes,

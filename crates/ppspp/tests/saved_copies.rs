@@ -4,11 +4,11 @@
 
 mod common;
 
-use common::engines::info;
+use common::engines::{sparse_leecher, sparse_seeder};
 use common::virtual_net::VirtualNet as Net;
-use ppspp::engine::{Engine, EngineConfig, Event, PickerKind};
+use ppspp::engine::{Engine, Event};
 use ppspp::merkle::{HashAlgorithm, MerkleTree, VerifyError};
-use ppspp::store::{ChunkStore, SparseStore};
+use ppspp::store::SparseStore;
 use ppspp::time::Time;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -28,26 +28,11 @@ fn tree_of(data: &[u8]) -> MerkleTree {
 }
 
 fn seeder(tree: &MerkleTree, data: &[u8]) -> Node {
-    let mut store = SparseStore::new(data.len() as u64, CS);
-    for (i, chunk) in data.chunks(CS).enumerate() {
-        store.write_chunk(i as u64, chunk).unwrap();
-    }
-    let config = EngineConfig {
-        seed: 1,
-        ..EngineConfig::default()
-    };
-    Engine::new_seeder(config, tree, store, Time::ZERO).unwrap()
+    sparse_seeder(tree, data)
 }
 
 fn leecher(tree: &MerkleTree, seed: u64, bound: Option<u64>) -> Node {
-    let config = EngineConfig {
-        seed,
-        picker: PickerKind::Vod { window: 16 },
-        max_held_bytes: bound,
-        ..EngineConfig::default()
-    };
-    let store = SparseStore::new(tree.content_len(), CS);
-    Engine::new(config, info(tree), store, Time::ZERO).unwrap()
+    sparse_leecher(tree, seed, bound)
 }
 
 /// Every chunk `node` holds, with its proof, as an adapter saves them.

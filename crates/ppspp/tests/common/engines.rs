@@ -1,8 +1,8 @@
 //! Engines over in-memory stores, built from a content's Merkle tree.
 
-use ppspp::engine::{ContentInfo, Engine, EngineConfig};
+use ppspp::engine::{ContentInfo, Engine, EngineConfig, PickerKind};
 use ppspp::merkle::MerkleTree;
-use ppspp::store::MemoryStore;
+use ppspp::store::{ChunkStore, MemoryStore, SparseStore};
 use ppspp::time::Time;
 
 /// The metadata a leecher of `tree`'s content is given.
@@ -24,4 +24,35 @@ pub fn leecher_with(tree: &MerkleTree, config: EngineConfig) -> Engine<u32, Memo
         Time::ZERO,
     )
     .unwrap()
+}
+
+/// A seeder of `data` (the content of `tree`) over a chunk-by-chunk store.
+pub fn sparse_seeder(tree: &MerkleTree, data: &[u8]) -> Engine<u32, SparseStore> {
+    let cs = tree.chunk_size();
+    let mut store = SparseStore::new(data.len() as u64, cs);
+    for (i, chunk) in data.chunks(cs).enumerate() {
+        store.write_chunk(i as u64, chunk).unwrap();
+    }
+    let config = EngineConfig {
+        seed: 1,
+        ..EngineConfig::default()
+    };
+    Engine::new_seeder(config, tree, store, Time::ZERO).unwrap()
+}
+
+/// A video leecher of `tree`'s content (a VoD window of 16 chunks) over a chunk-by-chunk
+/// store, holding at most `bound` bytes if given.
+pub fn sparse_leecher(
+    tree: &MerkleTree,
+    seed: u64,
+    bound: Option<u64>,
+) -> Engine<u32, SparseStore> {
+    let config = EngineConfig {
+        seed,
+        picker: PickerKind::Vod { window: 16 },
+        max_held_bytes: bound,
+        ..EngineConfig::default()
+    };
+    let store = SparseStore::new(tree.content_len(), tree.chunk_size());
+    Engine::new(config, info(tree), store, Time::ZERO).unwrap()
 }
