@@ -614,7 +614,12 @@ fn video_with_origin() -> (Vec<Node>, Server, Net, HttpOriginConfig) {
         ..HttpOriginConfig::default()
     };
     nodes[0].enable_http_origin(config.clone(), Time::ZERO);
-    (nodes, server, Net::new(Duration::from_millis(5), 0, 1), config)
+    (
+        nodes,
+        server,
+        Net::new(Duration::from_millis(5), 0, 1),
+        config,
+    )
 }
 
 #[test]
