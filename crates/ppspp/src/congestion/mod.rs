@@ -9,6 +9,13 @@
 //! - priority N > 0: MulTCP, a loss-based AIMD that behaves like N TCP flows (increase N
 //!   datagrams per round trip, decrease by 1/(2N) of the window on loss).
 //!
+//! LEDBAT halves on loss (RFC 6817 §2.4.1), so random loss (a wireless hop, noise) costs it
+//! more than congestion does. A loss while the delay signal shows almost no queue cannot
+//! come from a full buffer: like TCP Veno (Fu and Liew, IEEE JSAC 21(2), 2003), which tells
+//! random from congestive loss by the backlog Vegas estimates, it then shrinks the window
+//! by `random_loss_decrease` only. With a queue (another flow filling the buffer) it halves
+//! as before, so yielding to TCP is unchanged.
+//!
 //! The window counts datagrams, as in libswift: every datagram carries at most one chunk
 //! plus its hashes, so datagrams and bytes are proportional.
 
@@ -45,6 +52,11 @@ pub struct CongestionConfig {
     pub base_interval: Duration,
     /// 0 = LEDBAT; N > 0 = MulTCP emulating N TCP flows.
     pub priority: u32,
+    /// LEDBAT takes a loss for random when the queuing delay is below this (`None`: every
+    /// loss is congestion, as in RFC 6817).
+    pub random_loss_delay: Option<Duration>,
+    /// The share of the window a random loss takes (a congestive one takes half).
+    pub random_loss_decrease: f64,
 }
 
 impl Default for CongestionConfig {
@@ -61,6 +73,8 @@ impl Default for CongestionConfig {
             base_history: 10,
             base_interval: Duration::from_secs(60),
             priority: 0,
+            random_loss_delay: Some(Duration::from_millis(5)),
+            random_loss_decrease: 0.1,
         }
     }
 }
@@ -107,6 +121,12 @@ impl CongestionConfig {
         }
         if self.priority > MAX_PRIORITY {
             return Err(ConfigError("priority must be at most 16"));
+        }
+        if self.random_loss_delay.is_some_and(|d| d >= self.target) {
+            return Err(ConfigError("random_loss_delay must be below target"));
+        }
+        if !(self.random_loss_decrease >= 0.0 && self.random_loss_decrease <= 0.5) {
+            return Err(ConfigError("random_loss_decrease must be in [0, 0.5]"));
         }
         Ok(())
     }
@@ -289,7 +309,14 @@ impl Controller {
             return;
         }
         self.last_decrease = Some(now);
+        // Random only if no sample of the last round trip showed a queue: a competing flow
+        // that fills the buffer shows in some of them even while the MIN filter is low.
+        let random = self.config.random_loss_delay.is_some_and(|d| {
+            let most = self.current.max().zip(self.base.get()).map(|(c, b)| c - b);
+            most.is_some_and(|q| q < d.as_micros() as i64)
+        });
         let factor = match self.config.priority {
+            0 if random => 1.0 - self.config.random_loss_decrease,
             0 => 0.5,
             n => 1.0 - 1.0 / (2.0 * f64::from(n)),
         };
@@ -519,7 +546,9 @@ mod tests {
         let mut c = controller(0);
         let mut now = Time::ZERO;
         ack_with_queue(&mut c, &mut now, 1, 0);
-        ack_with_queue(&mut c, &mut now, 40, 1);
+        // A queue below target, but one a full buffer could have dropped from (the
+        // current-delay filter keeps a round trip of samples).
+        ack_with_queue(&mut c, &mut now, 60, 10);
         let w = c.cwnd();
         c.on_loss(now, RTT);
         assert_eq!(c.cwnd(), w / 2.0);
@@ -530,6 +559,49 @@ mod tests {
         c.on_timeout(now + Duration::from_secs(2));
         assert_eq!(c.cwnd(), 1.0);
         assert_eq!(c.phase(), Phase::SlowStart);
+    }
+
+    #[test]
+    fn a_loss_with_almost_no_queue_is_random_and_costs_a_tenth() {
+        let mut c = controller(0);
+        let mut now = Time::ZERO;
+        ack_with_queue(&mut c, &mut now, 1, 0);
+        ack_with_queue(&mut c, &mut now, 40, 1);
+        let w = c.cwnd();
+        c.on_loss(now, RTT);
+        assert!((c.cwnd() - w * 0.9).abs() < 1e-9, "{} from {w}", c.cwnd());
+        c.on_loss(now + Duration::from_millis(10), RTT);
+        assert!((c.cwnd() - w * 0.9).abs() < 1e-9, "once per round trip");
+        // The queue builds (another flow fills the buffer): a loss is congestion again.
+        ack_with_queue(&mut c, &mut now, 60, 30);
+        let w = c.cwnd();
+        c.on_loss(now + Duration::from_millis(100), RTT);
+        assert_eq!(c.cwnd(), w / 2.0);
+        // Turned off, every loss halves (RFC 6817).
+        let mut rfc = Controller::new(CongestionConfig {
+            random_loss_delay: None,
+            ..CongestionConfig::default()
+        })
+        .unwrap();
+        let mut now = Time::ZERO;
+        ack_with_queue(&mut rfc, &mut now, 1, 0);
+        ack_with_queue(&mut rfc, &mut now, 40, 1);
+        let w = rfc.cwnd();
+        rfc.on_loss(now, RTT);
+        assert_eq!(rfc.cwnd(), w / 2.0);
+        // Bad settings are refused.
+        for bad in [
+            CongestionConfig {
+                random_loss_delay: Some(Duration::from_millis(25)),
+                ..CongestionConfig::default()
+            },
+            CongestionConfig {
+                random_loss_decrease: 0.6,
+                ..CongestionConfig::default()
+            },
+        ] {
+            assert!(bad.validate().is_err());
+        }
     }
 
     #[test]
