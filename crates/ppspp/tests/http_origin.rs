@@ -571,6 +571,14 @@ fn a_short_body_is_a_failure_and_nothing_of_it_is_kept() {
 
 #[test]
 fn a_file_fetch_waits_for_peers_before_taking_more_than_the_head_from_the_origin() {
+    for coming in [false, true] {
+        a_file_fetch_waits(coming);
+    }
+}
+
+/// A whole-file fetch takes only the head while peers may come (`coming`: connections
+/// are being set up, for at most three `alone_after`s), then the rest.
+fn a_file_fetch_waits(coming: bool) {
     let data = content(600 * CS);
     let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
     let mut server = Server::new(&data, tree_file(&tree, 6));
@@ -581,13 +589,15 @@ fn a_file_fetch_waits_for_peers_before_taking_more_than_the_head_from_the_origin
     };
     let alone_after = config.alone_after;
     nodes[0].enable_http_origin(config, Time::ZERO);
+    nodes[0].set_peers_coming(coming);
     let mut net = Net::new(Duration::from_millis(5), 0, 1);
-    let waited = Time::ZERO + alone_after - Duration::from_millis(100);
+    let waits = if coming { alone_after * 4 } else { alone_after };
+    let waited = Time::ZERO + waits - Duration::from_millis(100);
     run_alone(&mut nodes, &mut net, &mut server, waited);
     assert_eq!(
         nodes[0].stats().chunks_have,
         16,
-        "the head only, while peers may come"
+        "the head only, while peers may come (coming: {coming})"
     );
     // No peer came: the origin serves the rest.
     let end = run(
@@ -599,7 +609,7 @@ fn a_file_fetch_waits_for_peers_before_taking_more_than_the_head_from_the_origin
         |n| n[0].is_complete(),
     );
     assert!(nodes[0].is_complete(), "incomplete at {end:?}");
-    assert!(end >= Time::ZERO + alone_after);
+    assert!(end >= Time::ZERO + waits);
 }
 
 /// A video leecher (a window of 256 chunks, 8 of them due) with an origin whose head is

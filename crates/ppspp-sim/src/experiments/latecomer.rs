@@ -19,9 +19,15 @@ pub fn run(out: &Path, seed: u64) -> Res {
     let mut summary = json!({});
     let mut rows = Vec::new();
     for (i, (label, beta, slow_start)) in variants.iter().enumerate() {
+        // Without the fixes is the RFC's plain controller: every loss halves, too.
         let cc = CongestionConfig {
             beta: *beta,
             slow_start: *slow_start,
+            random_loss_delay: if *slow_start {
+                CongestionConfig::default().random_loss_delay
+            } else {
+                None
+            },
             ..CongestionConfig::default()
         };
         let flow = |start: f64| Flow::Ppspp {

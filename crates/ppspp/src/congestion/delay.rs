@@ -85,11 +85,6 @@ impl CurrentDelay {
     pub fn get(&self) -> Option<i64> {
         self.samples.iter().map(|(_, d)| *d).min()
     }
-
-    /// The largest of the kept samples (the last round trip's), `None` before the first.
-    pub fn max(&self) -> Option<i64> {
-        self.samples.iter().map(|(_, d)| *d).max()
-    }
 }
 
 #[cfg(test)]

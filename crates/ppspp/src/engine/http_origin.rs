@@ -191,8 +191,11 @@ pub(super) struct HttpOrigin {
     disabled: bool,
     /// Since when no peer has been connected (or coming).
     alone_since: Option<Time>,
-    /// The adapter is setting up connections to peers (`set_peers_coming`).
+    /// The adapter is setting up connections to peers (`set_peers_coming`), and since when.
     peers_coming: bool,
+    coming_since: Option<Time>,
+    /// A peer was connected at the last poll.
+    connected: bool,
     /// Where the search for chunks no peer holds goes on (pickers without a playhead).
     scan_from: u64,
     /// Since when each missing chunk of the due span has been due: past the deadline the
@@ -216,6 +219,10 @@ enum Take {
     Unheld,
 }
 
+/// Connections being set up keep a page from counting as alone for at most this many
+/// `alone_after`s.
+const COMING_FOR: u32 = 3;
+
 /// Chunks looked at per search for chunks no peer holds, so a poll stays cheap.
 const SCAN_LIMIT: u64 = 4096;
 
@@ -237,6 +244,8 @@ impl HttpOrigin {
             disabled: false,
             alone_since: Some(now),
             peers_coming: false,
+            coming_since: None,
+            connected: false,
             scan_from: 0,
             due_since: BTreeMap::new(),
             polled_at: now,
@@ -311,8 +320,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     }
 
     /// Whether the adapter is setting up connections to peers (WebRTC's ICE exchange, say):
-    /// while it is, the page does not count as alone, and the origin serves only what
-    /// playback needs next rather than the whole read-ahead.
+    /// while it is (for at most three `alone_after`s), the page does not count as alone,
+    /// and the origin serves only what playback needs next rather than the whole
+    /// read-ahead. Call it after [`enable_http_origin`](Self::enable_http_origin).
     pub fn set_peers_coming(&mut self, coming: bool) {
         if let Some(o) = self.origin.as_deref_mut() {
             o.peers_coming = coming;
@@ -348,7 +358,16 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         );
         let origin = self.origin.as_deref_mut()?;
         origin.polled_at = now;
-        origin.alone_since = if connected || origin.peers_coming {
+        origin.connected = connected;
+        // Connections that take longer than a few `alone_after`s to open may never open
+        // (ICE failing behind a firewall): then the page is alone after all.
+        origin.coming_since = origin
+            .peers_coming
+            .then(|| origin.coming_since.unwrap_or(now));
+        let coming = origin
+            .coming_since
+            .is_some_and(|t| now.saturating_since(t) < origin.config.alone_after * COMING_FOR);
+        origin.alone_since = if connected || coming {
             None
         } else {
             Some(origin.alone_since.unwrap_or(now))
@@ -434,7 +453,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let max_run = (origin.config.max_request_bytes / cs).max(1);
         let head = origin.config.head_bytes.div_ceil(cs).min(self.chunk_count);
         // No peer yet, but they may still come: nothing beyond what playback needs.
-        let connecting = !alone && origin.alone_since.is_some();
+        let connecting = !alone && !origin.connected;
         let span = if alone {
             self.picker.urgent_chunks()
         } else {

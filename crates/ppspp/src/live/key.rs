@@ -4,11 +4,12 @@
 //!
 //! Algorithms, by DNSSEC number: ECDSAP256SHA256 (13, the RFC's default; RFC 6605: the key
 //! is the point's X ‖ Y, 64 bytes; a signature is r ‖ s, 64 bytes) and Ed25519 (15;
-//! RFC 8080: a 32-byte key, a 64-byte signature).
+//! RFC 8080: a 32-byte key, a 64-byte signature), which RFC 7574's list does not name. The
+//! RFC's other mandatory algorithms, RSASHA1 (5), RSASHA256 (8) and ECDSAP384SHA384 (14),
+//! are not implemented: a swarm ID naming them is refused as an unknown algorithm.
 
 use core::fmt;
-use ed25519_dalek::Verifier as _;
-use p256::ecdsa::signature::Signer as _;
+use p256::ecdsa::signature::{Signer as _, Verifier as _};
 
 /// A live signature algorithm, by its DNSSEC number (handshake option 5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -183,9 +184,10 @@ impl LivePublicKey {
         match &self.key {
             Verifying::Ecdsa(vk) => p256::ecdsa::Signature::from_slice(signature)
                 .is_ok_and(|sig| vk.verify(message, &sig).is_ok()),
+            // Strict: refuses weak (small-order) keys, under which anyone could sign.
             Verifying::Ed25519(vk) => <[u8; 64]>::try_from(signature).is_ok_and(|bytes| {
                 let sig = ed25519_dalek::Signature::from_bytes(&bytes);
-                vk.verify(message, &sig).is_ok()
+                vk.verify_strict(message, &sig).is_ok()
             }),
         }
     }

@@ -42,6 +42,10 @@ pub enum LiveError {
     Mismatch(Bin),
     /// The chunk is empty or longer than a chunk.
     WrongLength(usize),
+    /// The munro or chunk lies behind the discard window.
+    BehindWindow(u64),
+    /// The source's stream has ended (`LiveSource::finish`).
+    Finished,
     /// The munro's chunk specification cannot be written in the swarm's addressing.
     Encode(EncodeError),
 }
@@ -68,6 +72,8 @@ impl fmt::Display for LiveError {
             }
             LiveError::Mismatch(b) => write!(f, "the chunk does not hash up to munro {}", b.raw()),
             LiveError::WrongLength(n) => write!(f, "a live chunk of {n} bytes"),
+            LiveError::BehindWindow(c) => write!(f, "chunk {c} is behind the discard window"),
+            LiveError::Finished => f.write_str("the live stream has ended"),
             LiveError::Encode(e) => write!(f, "{e}"),
         }
     }
@@ -75,11 +81,17 @@ impl fmt::Display for LiveError {
 
 impl core::error::Error for LiveError {}
 
-/// The layer of munros for `chunks_per_signature` chunks, if it is a power of two.
+/// Chunks per signature at most.
+pub const MAX_CHUNKS_PER_SIGNATURE: u64 = 1 << 16;
+
+/// The layer of munros for `chunks_per_signature` chunks: a power of two from 2 (the
+/// RFC's least) to [`MAX_CHUNKS_PER_SIGNATURE`].
 fn munro_layer(chunks_per_signature: u64) -> Result<u32, LiveError> {
-    if chunks_per_signature == 0 || !chunks_per_signature.is_power_of_two() {
+    if !(2..=MAX_CHUNKS_PER_SIGNATURE).contains(&chunks_per_signature)
+        || !chunks_per_signature.is_power_of_two()
+    {
         return Err(LiveError::BadParameters(
-            "chunks per signature must be a power of two",
+            "chunks per signature must be a power of two from 2 to 65536",
         ));
     }
     Ok(chunks_per_signature.trailing_zeros())
@@ -118,6 +130,7 @@ pub struct LiveSource {
     /// Leaf hashes of the group being filled.
     leaves: Vec<Hash>,
     signed: VecDeque<Signed>,
+    finished: bool,
 }
 
 impl LiveSource {
@@ -144,6 +157,7 @@ impl LiveSource {
             next_chunk: 0,
             leaves: Vec::new(),
             signed: VecDeque::new(),
+            finished: false,
         })
     }
 
@@ -164,6 +178,9 @@ impl LiveSource {
         data: &[u8],
         timestamp: u64,
     ) -> Result<Option<SignedMunro>, LiveError> {
+        if self.finished {
+            return Err(LiveError::Finished);
+        }
         if data.is_empty() || data.len() > self.format.chunk_size as usize {
             return Err(LiveError::WrongLength(data.len()));
         }
@@ -180,6 +197,10 @@ impl LiveSource {
     /// The stream ended: the chunks not signed yet are signed as subtrees of decreasing
     /// size (aligned, as the RFC's peaks), which complete the tree.
     pub fn finish(&mut self, timestamp: u64) -> Result<Vec<SignedMunro>, LiveError> {
+        if self.finished {
+            return Err(LiveError::Finished);
+        }
+        self.finished = true;
         let mut leaves = std::mem::take(&mut self.leaves);
         let mut first = self.next_chunk - leaves.len() as u64;
         let mut out = Vec::new();
@@ -200,6 +221,10 @@ impl LiveSource {
         timestamp: u64,
     ) -> Result<SignedMunro, LiveError> {
         let layer = leaves.len().trailing_zeros();
+        // Groups are aligned by construction (full groups, then decreasing powers of two).
+        if !first.is_multiple_of(leaves.len() as u64) {
+            return Err(LiveError::NotAMunro(Bin::NONE));
+        }
         let bin = Bin::new(layer, first >> layer).ok_or(LiveError::NotAMunro(Bin::NONE))?;
         let layers = subtree(self.alg, leaves);
         let hash = layers
@@ -265,6 +290,8 @@ pub struct LiveVerifier {
     munros: BTreeMap<u64, SignedMunro>,
     /// Verified hashes below the munros.
     nodes: BTreeMap<Bin, Hash>,
+    /// Chunks before this were discarded: nothing behind it is accepted again.
+    floor: u64,
 }
 
 impl LiveVerifier {
@@ -283,18 +310,23 @@ impl LiveVerifier {
             layer: munro_layer(chunks_per_signature)?,
             munros: BTreeMap::new(),
             nodes: BTreeMap::new(),
+            floor: 0,
         })
     }
 
     /// Accepts a signed munro: true if new, false if already known. Refused: a bad
-    /// signature, a bin larger than a signing group or overlapping another munro, or a
-    /// timestamp before `not_before`. Nothing changes on an error.
+    /// signature, a bin larger than a signing group or overlapping another munro, one
+    /// behind the discard window, or a timestamp before `not_before`. Nothing changes on an
+    /// error.
     pub fn add_munro(&mut self, munro: &SignedMunro, not_before: u64) -> Result<bool, LiveError> {
         let bin = munro.bin;
         if bin.is_none() || bin.layer() > self.layer {
             return Err(LiveError::NotAMunro(bin));
         }
         let first = bin.base_offset();
+        if first + bin.base_length() <= self.floor {
+            return Err(LiveError::BehindWindow(first));
+        }
         if let Some(known) = self.munros.get(&first)
             && known.bin == bin
             && known.hash == munro.hash
@@ -348,12 +380,18 @@ impl LiveVerifier {
         if data.is_empty() || data.len() > self.format.chunk_size as usize {
             return Err(LiveError::WrongLength(data.len()));
         }
+        if chunk < self.floor {
+            return Err(LiveError::BehindWindow(chunk));
+        }
         let munro = self.munro_of(chunk).ok_or(LiveError::NoMunro(chunk))?;
         let (top, expected) = (munro.bin, munro.hash);
         let mut node = Bin::chunk(chunk).ok_or(LiveError::NoMunro(chunk))?;
-        for (b, _) in uncles {
-            if !top.contains(*b) || b.contains(node) {
-                return Err(LiveError::HashNotOnPath(*b));
+        for &(b, h) in uncles {
+            // The munro's own hash may come along (INTEGRITY before SIGNED_INTEGRITY).
+            let is_munro = b == top && h == expected;
+            let sibling = top.contains(b) && b != top && b.sibling().contains(node);
+            if !is_munro && !sibling {
+                return Err(LiveError::HashNotOnPath(b));
             }
         }
         let mut hash = self.alg.digest(data);
@@ -400,8 +438,10 @@ impl LiveVerifier {
         Some(out)
     }
 
-    /// Forgets munros and hashes wholly before chunk `first` (the discard window).
+    /// Forgets munros and hashes wholly before chunk `first` (the discard window), and
+    /// accepts nothing behind it again.
     pub fn discard_before(&mut self, first: u64) {
+        self.floor = self.floor.max(first);
         self.munros
             .retain(|&start, m| start + m.bin.base_length() > first);
         self.nodes
@@ -557,19 +597,24 @@ mod tests {
             viewer.verify_chunk(2, &chunk(2), &uncles[1..]),
             Err(LiveError::MissingHash(_))
         ));
-        let mut off_path = uncles.clone();
-        off_path.push((Bin::chunk(9).unwrap(), uncles[0].1));
-        assert!(matches!(
-            viewer.verify_chunk(2, &chunk(2), &off_path),
-            Err(LiveError::HashNotOnPath(_))
-        ));
+        for stray in [9, 0, 2].map(|c| Bin::chunk(c).unwrap()) {
+            let mut off_path = uncles.clone();
+            off_path.push((stray, uncles[0].1));
+            assert_eq!(
+                viewer.verify_chunk(2, &chunk(2), &off_path),
+                Err(LiveError::HashNotOnPath(stray))
+            );
+        }
         assert_eq!(
             viewer.verify_chunk(2, &[], &uncles),
             Err(LiveError::WrongLength(0))
         );
         // Nothing of the failures was kept: the true chunk still needs all its uncles.
         assert!(viewer.uncles(2).is_none());
-        viewer.verify_chunk(2, &chunk(2), &uncles).unwrap();
+        // The munro's own hash along with the uncles is fine.
+        let mut with_munro = uncles.clone();
+        with_munro.push((munros[0].bin, munros[0].hash));
+        viewer.verify_chunk(2, &chunk(2), &with_munro).unwrap();
         // Its sibling now needs no hashes at all.
         viewer.verify_chunk(3, &chunk(3), &[]).unwrap();
     }
@@ -593,6 +638,15 @@ mod tests {
         viewer.discard_before(28);
         assert!(viewer.munro_of(25).is_none());
         assert!(viewer.uncles(25).is_none());
+        // Replayed, an old munro or chunk is refused: memory stays within the window.
+        assert_eq!(
+            viewer.add_munro(&munros[6], 0),
+            Err(LiveError::BehindWindow(24))
+        );
+        assert_eq!(
+            viewer.verify_chunk(25, &chunk(25), &src.uncles(24).unwrap_or_default()),
+            Err(LiveError::BehindWindow(25))
+        );
         assert_eq!(
             viewer.newest_munro().map(|m| m.bin),
             Some(Bin::new(2, 7).unwrap())
@@ -602,12 +656,20 @@ mod tests {
     #[test]
     fn bad_parameters_are_refused() {
         let key = || LiveSigningKey::from_secret(LiveAlgorithm::Ed25519, &[3; 32]).unwrap();
-        assert!(LiveSource::new(key(), HashAlgorithm::Sha256, FORMAT, 6, 10).is_err());
+        for per_sig in [0, 1, 6, 1 << 17, 1 << 40] {
+            let made = LiveSource::new(key(), HashAlgorithm::Sha256, FORMAT, per_sig, 10);
+            assert!(made.is_err(), "{per_sig}");
+        }
         assert!(LiveSource::new(key(), HashAlgorithm::Sha256, FORMAT, 8, 0).is_err());
         let mut src = source(8, 10);
         assert_eq!(
             src.push_chunk(&[0; CS as usize + 1], 1),
             Err(LiveError::WrongLength(CS as usize + 1))
         );
+        // After the end, nothing more is signed.
+        src.push_chunk(&chunk(0), 1).unwrap();
+        assert_eq!(src.finish(2).unwrap().len(), 1);
+        assert_eq!(src.push_chunk(&chunk(1), 3), Err(LiveError::Finished));
+        assert_eq!(src.finish(4), Err(LiveError::Finished));
     }
 }
