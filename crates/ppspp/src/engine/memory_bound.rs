@@ -32,7 +32,8 @@ fn minus(a: &Range<u64>, b: &Range<u64>) -> [Range<u64>; 2] {
     [left, right]
 }
 
-fn bins(r: &Range<u64>) -> impl Iterator<Item = Bin> {
+/// The bins covering chunks `r` (none for an empty range).
+pub(super) fn bins(r: &Range<u64>) -> impl Iterator<Item = Bin> {
     let (start, end) = (r.start, r.end);
     (start < end)
         .then(|| Bin::from_chunk_range(start, end - 1))

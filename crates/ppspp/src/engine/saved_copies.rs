@@ -14,6 +14,7 @@
 //! - A chunk read back is the engine's like any other: announced and served to peers.
 
 use super::event::Event;
+use super::memory_bound::bins;
 use super::{Engine, PeerAddr};
 use crate::Bin;
 use crate::binmap::Binmap;
@@ -54,13 +55,6 @@ impl SavedCopies {
             }
         }
     }
-}
-
-fn bins(r: Range<u64>) -> impl Iterator<Item = Bin> {
-    (r.start < r.end)
-        .then(|| Bin::from_chunk_range(r.start, r.end - 1))
-        .into_iter()
-        .flatten()
 }
 
 impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
@@ -120,7 +114,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// ([`poll_saved_read`](Self::poll_saved_read)) when wanted, rather than fetched.
     pub fn add_saved(&mut self, chunks: Range<u64>) {
         let chunks = chunks.start..chunks.end.min(self.chunk_count);
-        for b in bins(chunks.clone()) {
+        for b in bins(&chunks) {
             self.saved.saved.set(b);
             self.saved.to_read.set(b);
         }
@@ -151,7 +145,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             at = b.base_offset() + b.base_length();
         }
         for r in &self.saved.reading {
-            for b in bins(r.start.max(range.start)..r.end.min(range.end)) {
+            for b in bins(&(r.start.max(range.start)..r.end.min(range.end))) {
                 self.exclude.set(b);
             }
         }
@@ -200,7 +194,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         {
             end += 1;
         }
-        for b in bins(first..end) {
+        for b in bins(&(first..end)) {
             self.saved.to_read.reset(b);
         }
         self.saved.reading.push(first..end);
