@@ -172,6 +172,14 @@ pub fn event_object(event: &Event<u32>) -> JsValue {
             ("total", num(*total)),
         ]),
         Event::Complete => object(&[("type", "complete".into())]),
+        Event::LiveEdge {
+            end,
+            signed_at_unix_micros,
+        } => object(&[
+            ("type", "live-edge".into()),
+            ("end", num(*end)),
+            ("signedAtMs", num(*signed_at_unix_micros / 1000)),
+        ]),
         Event::StoreFailed { chunk, error } => object(&[
             ("type", "store-failed".into()),
             ("chunk", num(*chunk)),

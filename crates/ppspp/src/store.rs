@@ -208,6 +208,8 @@ pub struct SparseStore {
     len: u64,
     chunk_size: usize,
     held_bytes: u64,
+    /// A live stream's store: any chunk may be short (the stream's length is not known).
+    live: bool,
 }
 
 impl SparseStore {
@@ -218,6 +220,21 @@ impl SparseStore {
             len,
             chunk_size: chunk_size.max(1),
             held_bytes: 0,
+            live: false,
+        }
+    }
+
+    /// An empty store for a live stream
+    /// ([`Engine::new_live`](crate::engine::Engine::new_live)): chunks anywhere in its
+    /// address space, of 1 to `chunk_size` bytes.
+    pub fn live(chunk_size: usize) -> SparseStore {
+        let chunk_size = chunk_size.max(1);
+        SparseStore {
+            live: true,
+            ..SparseStore::new(
+                crate::engine::LIVE_CHUNKS.saturating_mul(chunk_size as u64),
+                chunk_size,
+            )
         }
     }
 
@@ -258,7 +275,12 @@ impl SparseStore {
 
 impl ChunkStore for SparseStore {
     fn write_chunk(&mut self, chunk: u64, data: &[u8]) -> Result<(), StoreError> {
-        checked_span(self.len, self.chunk_size, chunk, data.len())?;
+        if self.live && !data.is_empty() && data.len() <= self.chunk_size {
+            // Checked for the address only: a live chunk may be short.
+            checked_span(self.len, self.chunk_size, chunk, self.chunk_size)?;
+        } else {
+            checked_span(self.len, self.chunk_size, chunk, data.len())?;
+        }
         if let Some(old) = self.chunks.insert(chunk, data.into()) {
             self.held_bytes -= old.len() as u64;
         }

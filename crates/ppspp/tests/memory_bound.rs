@@ -119,3 +119,54 @@ fn without_a_bound_everything_is_held_as_before() {
     assert_eq!(nodes[1].store().held_bytes(), data.len() as u64);
     assert_eq!(nodes[1].stats().chunks_evicted, 0);
 }
+
+/// A bounded page announces what it gets after its bound is reached: letting a chunk go
+/// and keeping a new one leaves its chunk count where it was, and that must not read as
+/// "nothing new".
+#[test]
+fn a_bounded_leecher_keeps_announcing_after_letting_go() {
+    use ppspp::codec::{CodecConfig, Message, decode_datagram};
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    let data = content(400 * CS);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
+    let bound = 32 * CS as u64;
+    let mut nodes = vec![
+        seeder(&tree, &data),
+        leecher(&tree, 2, Some(bound)),
+        leecher(&tree, 3, Some(bound)),
+    ];
+    let mut net = Net::new(Duration::from_millis(5), 0, 9);
+    let newest_announced = Rc::new(Cell::new(0u64));
+    let seen = newest_announced.clone();
+    let codec = CodecConfig {
+        hash_size: 32,
+        chunk_size: CS as u32,
+        ..CodecConfig::default()
+    };
+    net.observer = Some(Box::new(move |from, to, bytes| {
+        let Ok(dg) = decode_datagram(bytes, &codec) else {
+            return;
+        };
+        if from != 1 || to != 2 {
+            return;
+        }
+        for msg in dg.messages().flatten() {
+            if let Message::Have(spec) = msg
+                && let Some((_, last)) = spec.chunk_range(CS as u32)
+            {
+                seen.set(seen.get().max(last));
+            }
+        }
+    }));
+    nodes[1].connect(0, Time::ZERO);
+    nodes[2].connect(1, Time::ZERO);
+    play_through(&mut nodes, &mut net, 1, bound, Time::from_millis(60_000));
+    assert!(nodes[1].stats().chunks_evicted > 300);
+    assert!(
+        newest_announced.get() >= 390,
+        "node 1 announced up to chunk {} of 400",
+        newest_announced.get()
+    );
+}

@@ -62,11 +62,15 @@ pub(crate) struct Channel<A> {
     pub peer_complete: bool,
     /// What we announced to the peer.
     pub have_out: Binmap,
-    /// `have_out` covers all we held when we held this many chunks (`have` only grows):
-    /// nothing new to announce until the count changes.
+    /// `have_out` covers all we held when this many chunks had entered `have`
+    /// (`Engine::have_gained`): nothing new to announce until it changes.
     pub haves_done_at: Option<u64>,
     /// Hashes received ahead of the DATA they protect.
     pub pending_hashes: Vec<(Bin, Hash)>,
+    /// Live: the edge when the newest munro was last sent here on its own (tune-in).
+    pub munro_told: u64,
+    /// Live: the peer's discard window (handshake option 7), applied to what it announces.
+    pub peer_window: Option<u64>,
 
     // Receiving from this peer.
     /// Requested chunks not yet received, with the time of the request.
@@ -208,6 +212,8 @@ impl<A> Channel<A> {
             have_out: Binmap::new(),
             haves_done_at: None,
             pending_hashes: Vec::new(),
+            munro_told: 0,
+            peer_window: None,
             requests: BTreeMap::new(),
             request_order: VecDeque::new(),
             pending_requests: Vec::new(),

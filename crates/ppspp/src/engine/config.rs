@@ -99,6 +99,10 @@ pub struct EngineConfig {
     /// window are let go of ([`ChunkStore::evict_chunk`](crate::store::ChunkStore::evict_chunk))
     /// when more would be held. For a page playing a long video.
     pub max_held_bytes: Option<u64>,
+    /// Live: how long ago a munro may have been signed and still be accepted (RFC 7574
+    /// §6.1.2 drops too old timestamps). It covers the discard window's span, the time a
+    /// munro takes through the swarm and clock differences between hosts.
+    pub live_max_age: core::time::Duration,
 }
 
 impl Default for EngineConfig {
@@ -123,6 +127,7 @@ impl Default for EngineConfig {
             seed: 0,
             wall_clock_offset: core::time::Duration::ZERO,
             max_held_bytes: None,
+            live_max_age: core::time::Duration::from_secs(120),
         }
     }
 }

@@ -250,7 +250,8 @@ impl<A: PeerAddr> Discovery<A> {
         if self.found.is_some() {
             return;
         }
-        let params = self.params();
+        let root = self.root;
+        let params = params_for(&root, self.hash);
         let peers: Vec<A> = self.peers.keys().cloned().collect();
         for peer in peers {
             let Some(probe) = self.peers.get_mut(&peer) else {
@@ -318,7 +319,7 @@ impl<A: PeerAddr> Discovery<A> {
         };
         let root = self.root;
         let (addressing, hash) = (self.addressing, self.hash);
-        let params = self.params();
+        let params = params_for(&root, hash);
         let Some(probe) = self.peers.get_mut(&from) else {
             return;
         };
@@ -423,15 +424,15 @@ impl<A: PeerAddr> Discovery<A> {
             }
         }
     }
+}
 
-    /// What a channel of each candidate chunk size must agree on.
-    fn params(&self) -> impl Fn(u32) -> SwarmParams + use<A> {
-        let (root, hash) = (self.root, self.hash);
-        move |chunk_size| SwarmParams {
-            root,
-            hash,
-            chunk_size,
-        }
+/// What a channel of each candidate chunk size must agree on.
+fn params_for<'a>(root: &'a Hash, hash: HashAlgorithm) -> impl Fn(u32) -> SwarmParams<'a> + 'a {
+    move |chunk_size| SwarmParams {
+        swarm_id: root.as_bytes(),
+        hash,
+        chunk_size,
+        live: None,
     }
 }
 

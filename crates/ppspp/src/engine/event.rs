@@ -123,6 +123,14 @@ pub enum Event<A> {
     },
     /// Every chunk is verified and stored.
     Complete,
+    /// A live stream's edge moved on: a munro signed by the source (or, at the source,
+    /// signed here) covers chunks up to `end`.
+    LiveEdge {
+        /// One past the newest chunk under a signed munro.
+        end: u64,
+        /// When the source signed it, in microseconds since the Unix epoch (its clock).
+        signed_at_unix_micros: u64,
+    },
     /// A verified chunk could not be stored (disk full, quota exceeded…). The chunk stays
     /// wanted, but the engine asks for nothing more until
     /// [`Engine::resume_storing`](super::Engine::resume_storing): the adapter decides
@@ -142,7 +150,7 @@ pub enum Event<A> {
 pub struct Stats {
     /// Chunks verified and stored.
     pub chunks_have: u64,
-    /// Chunks in the content.
+    /// Chunks in the content (a live stream: up to its edge).
     pub chunk_count: u64,
     /// Payload bytes of verified chunks received (duplicates excluded).
     pub bytes_downloaded: u64,
@@ -179,6 +187,10 @@ pub struct Stats {
     pub bytes_restored: u64,
     /// Saved copies that failed verification.
     pub chunks_saved_corrupt: u64,
+    /// Live: munros accepted with the source's signature.
+    pub munros_accepted: u64,
+    /// Live: munros refused (bad signature, stale, not a munro).
+    pub munros_rejected: u64,
     /// Open channels.
     pub peers: usize,
     /// Handshakes answered whose initiator has not come back yet (they hold no channel).

@@ -30,6 +30,8 @@ pub(crate) struct HalfOpen<A> {
     pub announced: Binmap,
     /// When the entry was made or last refreshed by a repeated handshake.
     pub since: Time,
+    /// A live peer's discard window (handshake option 7).
+    pub peer_window: Option<u64>,
     /// Our answer must (again) go out.
     answer_due: bool,
 }
@@ -44,6 +46,7 @@ impl<A> HalfOpen<A> {
             answer_resent: false,
             announced: Binmap::new(),
             since: now,
+            peer_window: None,
             answer_due: false,
         }
     }

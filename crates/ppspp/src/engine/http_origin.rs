@@ -22,6 +22,7 @@
 //! that does not match the root, or a server that cannot serve ranges, ends the origin's use.
 
 use super::event::Event;
+use super::live_stream::Integrity;
 use super::{Engine, PeerAddr};
 use crate::Bin;
 use crate::binmap::Binmap;
@@ -303,7 +304,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// Uses an HTTP origin from now on: the adapter makes the requests
     /// [`poll_origin_request`](Self::poll_origin_request) returns (see the module docs of
     /// `engine::http_origin` for which chunks go there). Calling it again starts over.
+    /// A live stream has no file on an origin: there the call does nothing.
     pub fn enable_http_origin(&mut self, config: HttpOriginConfig, now: Time) {
+        if self.is_live() {
+            return;
+        }
         let mut config = config;
         config.max_requests = config.max_requests.max(1);
         self.origin = Some(Box::new(HttpOrigin::new(config, now)));
@@ -646,14 +651,19 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
 
     /// The header (and perhaps group 0's record) arrived.
     fn take_header(&mut self, now: Time, bytes: &[u8]) {
+        let content = self.content;
+        // An origin is enabled for static content only.
+        let Some(tree) = self.tree_mut() else {
+            return;
+        };
         let header = TreeFileHeader::decode(
             bytes,
-            self.content.hash,
-            &self.content.root,
-            self.content.chunk_size,
-            self.content.content_len,
+            content.hash,
+            &content.root,
+            content.chunk_size,
+            content.content_len,
         )
-        .and_then(|h| h.add_peaks_to(&mut self.tree).map(|()| h));
+        .and_then(|h| h.add_peaks_to(tree).map(|()| h));
         let header = match header {
             Ok(h) => h,
             Err(e) => {
@@ -692,7 +702,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             let Some(record) = bytes.get(i * len..(i + 1) * len) else {
                 break;
             };
-            match h.add_record(&mut self.tree, g, record) {
+            let Integrity::Static(tree) = &mut self.integrity else {
+                return;
+            };
+            match h.add_record(tree, g, record) {
                 Ok(()) => set(&mut origin.records, g),
                 Err(e) => {
                     for c in h.group_chunks(g) {
@@ -755,7 +768,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             .header
             .as_ref()
             .is_some_and(|h| is(&origin.records, h.group_of(chunk)));
-        match self.tree.verify_chunk(chunk, data, &[]) {
+        let Some(tree) = self.tree_mut() else {
+            return;
+        };
+        match tree.verify_chunk(chunk, data, &[]) {
             Ok(()) => {
                 self.cancel_at_peers(chunk);
                 if self.store_chunk(chunk, data) {

@@ -44,6 +44,10 @@ pub(super) fn bins(r: &Range<u64>) -> impl Iterator<Item = Bin> {
 impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// The chunks wanted now: the window from the playhead, or every chunk without a bound.
     pub(super) fn wanted(&self) -> Range<u64> {
+        if let Some(floor) = self.live_floor() {
+            // A live stream's discard window is its bound.
+            return floor..self.chunk_count;
+        }
         match self.config.max_held_bytes {
             None => 0..self.chunk_count,
             Some(bound) => {
@@ -124,7 +128,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if ch.peer_have.is_empty(bin) {
             return;
         }
-        let track = ch.established && !self.is_complete();
+        let track = ch.established && self.tracks_availability();
         if ch.peer_complete {
             ch.peer_complete = false;
             ch.peer_have.reset(bin);

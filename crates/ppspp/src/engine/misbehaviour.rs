@@ -1,7 +1,8 @@
 //! What a peer can do wrong: why its channel was closed or it was banned, and why its
 //! handshake cannot work with our swarm.
 
-use crate::codec::{ContentIntegrity, DecodeError};
+use crate::codec::{ChunkAddressing, ContentIntegrity, DecodeError};
+use crate::live::LiveError;
 use crate::merkle::{HashAlgorithm, VerifyError};
 use core::fmt;
 
@@ -30,6 +31,16 @@ pub enum HandshakeMismatch {
         /// The swarm's chunk size, in bytes.
         ours: u32,
     },
+    /// Its live signature algorithm (DNSSEC number) is not the source's.
+    SignatureAlgorithm {
+        /// The peer's algorithm number (`None`: it named none).
+        offered: Option<u8>,
+        /// The source's.
+        ours: u8,
+    },
+    /// On a live swarm, chunk addressing other than the source's: the munros' signatures
+    /// cover chunk specifications as the source writes them.
+    LiveAddressing(ChunkAddressing),
 }
 
 impl fmt::Display for HandshakeMismatch {
@@ -47,6 +58,16 @@ impl fmt::Display for HandshakeMismatch {
             ),
             HandshakeMismatch::ChunkSize { offered, ours } => {
                 write!(f, "chunk size {offered} differs from the swarm's ({ours})")
+            }
+            HandshakeMismatch::SignatureAlgorithm { offered, ours } => match offered {
+                Some(n) => write!(
+                    f,
+                    "live signature algorithm {n} differs from the source's ({ours})"
+                ),
+                None => write!(f, "no live signature algorithm (the source's is {ours})"),
+            },
+            HandshakeMismatch::LiveAddressing(a) => {
+                write!(f, "chunk addressing {a:?} differs from the live source's")
             }
         }
     }
@@ -81,6 +102,10 @@ pub enum Misbehaviour {
         /// Why verification failed.
         reason: VerifyError,
     },
+    /// A live chunk or munro broke the stream's rules: a signature not the source's, a
+    /// stale timestamp, a munro of the wrong size, a chunk that does not hash up to its
+    /// munro.
+    Live(LiveError),
     /// It announced chunks and delivered none of them, through several request rounds.
     NeverDelivered,
     /// It delivered before, then none of what it announced for a long time.
@@ -101,6 +126,7 @@ impl fmt::Display for Misbehaviour {
             Misbehaviour::BadChunk { chunk, reason } => {
                 write!(f, "chunk {chunk} failed verification: {reason}")
             }
+            Misbehaviour::Live(e) => write!(f, "live stream: {e}"),
             Misbehaviour::NeverDelivered => f.write_str("announced chunks it never delivered"),
             Misbehaviour::StoppedDelivering => {
                 f.write_str("stopped delivering the chunks it announced")

@@ -21,6 +21,7 @@ mod event;
 mod half_open;
 mod handshake;
 mod http_origin;
+mod live_stream;
 mod memory_bound;
 mod misbehaviour;
 mod recv;
@@ -37,6 +38,9 @@ pub use discover::{CANDIDATE_CHUNK_SIZES, Discovery};
 pub use discovery_outcome::{DiscoveryConfigError, DiscoveryError, DiscoveryEvent, ProbeFailure};
 pub use event::{ChannelStats, CloseReason, Event, SendState, Stats};
 pub use http_origin::{HttpOriginConfig, OriginError, OriginFile, OriginRequest};
+pub use live_stream::{
+    LIVE_CHUNKS, LiveInfo, LiveParams, LivePushError, ntp_from_unix_micros, unix_micros_from_ntp,
+};
 pub use misbehaviour::{HandshakeMismatch, Misbehaviour};
 pub use sans_io::{Connect, SansIo};
 
@@ -62,11 +66,15 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     content: ContentInfo,
     chunk_count: u64,
     root_bin: Bin,
-    tree: VerifyingTree,
+    /// The Merkle tree of static content, or a live stream's signed munros.
+    integrity: live_stream::Integrity,
     store: S,
     /// Chunks verified and stored, and how many.
     have: Binmap,
     have_count: u64,
+    /// Chunks that entered `have`, ever: unlike `have_count`, it never goes back, so it
+    /// tells whether anything is new to announce after chunks were let go of.
+    have_gained: u64,
     /// Chunks we have, have requested, or that lie past the end: what pickers avoid.
     exclude: Binmap,
     avail: Availability,
@@ -163,6 +171,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             engine.exclude.set(b);
         }
         engine.have_count = engine.chunk_count;
+        engine.have_gained = engine.chunk_count;
         engine.complete_reported = true;
         engine.progress_reported = engine.chunk_count;
         engine.stats.chunks_have = engine.chunk_count;
@@ -176,13 +185,34 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         store: S,
         now: Time,
     ) -> Result<Self, EngineError> {
-        config.validate()?;
         let chunk_count = tree
             .chunk_count()
             .ok_or(EngineError::Content(ContentError::SizeUnknown))?;
         let root_bin =
             Bin::covering(chunk_count).ok_or(EngineError::Content(ContentError::NoChunks))?;
         content.check_datagram_fits(root_bin, config.mtu)?;
+        Engine::with_integrity(
+            config,
+            content,
+            live_stream::Integrity::Static(tree),
+            chunk_count,
+            store,
+            now,
+        )
+    }
+
+    /// The engine for `chunk_count` chunks (a live stream: its address space).
+    fn with_integrity(
+        config: EngineConfig,
+        content: ContentInfo,
+        integrity: live_stream::Integrity,
+        chunk_count: u64,
+        store: S,
+        now: Time,
+    ) -> Result<Self, EngineError> {
+        config.validate()?;
+        let root_bin =
+            Bin::covering(chunk_count).ok_or(EngineError::Content(ContentError::NoChunks))?;
         let mut exclude = Binmap::new();
         // Chunks past the end are never wanted.
         for b in Bin::from_chunk_range(chunk_count, root_bin.last_chunk()) {
@@ -208,10 +238,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             content,
             chunk_count,
             root_bin,
-            tree,
+            integrity,
             store,
             have: Binmap::new(),
             have_count: 0,
+            have_gained: 0,
             exclude,
             avail: Availability::new(),
             channels: BTreeMap::new(),
@@ -276,6 +307,28 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// True once every chunk is verified and stored.
     pub fn is_complete(&self) -> bool {
         self.have_count >= self.chunk_count
+    }
+
+    /// Whether availability (how many peers hold each chunk) is kept: while chunks are
+    /// still picked from static content. Live peers' maps slide, and the live picker needs
+    /// no counts.
+    fn tracks_availability(&self) -> bool {
+        !self.is_complete() && !self.is_live()
+    }
+
+    /// The Merkle tree of static content (`None` for a live stream).
+    fn tree(&self) -> Option<&VerifyingTree> {
+        match &self.integrity {
+            live_stream::Integrity::Static(t) => Some(t),
+            live_stream::Integrity::Live(_) => None,
+        }
+    }
+
+    fn tree_mut(&mut self) -> Option<&mut VerifyingTree> {
+        match &mut self.integrity {
+            live_stream::Integrity::Static(t) => Some(t),
+            live_stream::Integrity::Live(_) => None,
+        }
     }
 
     /// The chunk store.
@@ -400,7 +453,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
 
     /// The next event, if any.
     pub fn poll_event(&mut self) -> Option<Event<A>> {
-        if self.events.is_empty() && self.progress_reported != self.have_count {
+        if self.events.is_empty() && self.progress_reported != self.have_count && !self.is_live() {
             self.push_progress();
         }
         self.events.pop_front()
@@ -418,6 +471,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     pub fn stats(&self) -> Stats {
         Stats {
             chunks_have: self.have_count,
+            chunk_count: self.live_edge().unwrap_or(self.chunk_count),
             peers: self.channels.len(),
             half_open: self.half_open.len(),
             ..self.stats.clone()
@@ -503,7 +557,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         for &chunk in ch.requests.keys() {
             self.release_request(chunk);
         }
-        if ch.established && !self.is_complete() {
+        if ch.established && self.tracks_availability() {
             if ch.peer_complete {
                 self.avail.remove_seeder();
             } else {

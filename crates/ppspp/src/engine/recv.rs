@@ -9,6 +9,7 @@ use super::{Engine, PeerAddr, is_private};
 use crate::Bin;
 use crate::binmap::Binmap;
 use crate::codec::{ChunkSpec, CodecConfig, Handshake, Message, decode_datagram};
+use crate::live::LiveError;
 use crate::merkle::{Hash, VerifyError};
 use crate::store::ChunkStore;
 use crate::time::Time;
@@ -71,6 +72,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             chunk_addressing: self.config.chunk_addressing,
             hash_size: self.content.hash.size(),
             chunk_size: self.content.chunk_size,
+            signature_size: self
+                .live_signature_size()
+                .unwrap_or(CodecConfig::default().signature_size),
             ..CodecConfig::default()
         }
     }
@@ -98,8 +102,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             self.stats.datagrams_dropped += 1;
             return;
         };
-        if hs.is_close() || check_peer_options(&(&self.content).into(), &hs.options, true).is_err()
-        {
+        if hs.is_close() || check_peer_options(&self.swarm_params(), &hs.options, true).is_err() {
             self.stats.datagrams_dropped += 1;
             return;
         }
@@ -146,8 +149,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let mut codec = base;
         codec.apply_handshake(&hs.options);
         let id = self.fresh_channel_id();
-        self.half_open
-            .insert(id, HalfOpen::new(from, hs.source_channel, codec, now));
+        let mut entry = HalfOpen::new(from, hs.source_channel, codec, now);
+        entry.peer_window = hs.options.live_discard_window;
+        self.half_open.insert(id, entry);
     }
 
     /// The initiator's next datagram reached the channel ID our answer gave it: the
@@ -171,6 +175,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         ch.handshake_sent = entry.answered_at;
         ch.handshake_resent = entry.answer_resent;
         ch.have_out = entry.announced;
+        ch.peer_window = entry.peer_window;
         ch.last_recv = now;
         Some(ch)
     }
@@ -238,13 +243,14 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if !first || ch.handshake.is_none() {
             return None; // a repeat; harmless
         }
-        if let Err(why) = check_peer_options(&(&self.content).into(), &hs.options, false) {
+        if let Err(why) = check_peer_options(&self.swarm_params(), &hs.options, false) {
             return Some(Verdict::Close(CloseReason::Misbehaving(
                 Misbehaviour::Handshake(why),
             )));
         }
         ch.remote_id = hs.source_channel;
         ch.codec.apply_handshake(&hs.options);
+        ch.peer_window = hs.options.live_discard_window;
         ch.handshake = None;
         self.establish(now, ch);
         None
@@ -259,7 +265,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if let Some(sent) = ch.handshake_sent.filter(|_| !ch.handshake_resent) {
             ch.rtt.on_sample(now.saturating_since(sent));
         }
-        if !self.is_complete() {
+        if self.tracks_availability() {
             if ch.peer_complete {
                 self.avail.add_seeder();
             } else {
@@ -320,20 +326,35 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 ch.request_order.clear();
             }
             Message::Unchoke => ch.choked_by_peer = false,
-            // Live-stream signatures and certificate PEX belong to features we do not
-            // negotiate; a peer sending them anyway is ignored, not dropped.
-            Message::SignedIntegrity { .. } | Message::PexResCert(_) | Message::Handshake(_) => {}
+            Message::SignedIntegrity {
+                chunks,
+                timestamp,
+                signature,
+            } => {
+                // One munro per message; anything else is no munro.
+                let mut bins = chunks.bins(self.content.chunk_size);
+                if let (Some(bin), None) = (bins.next(), bins.next())
+                    && let Err(e) = self.on_signed_integrity(now, bin, timestamp, signature, hashes)
+                {
+                    return Verdict::Ban(Misbehaviour::Live(e));
+                }
+            }
+            // Certificate PEX belongs to a feature we do not negotiate; a peer sending it
+            // anyway is ignored, not dropped.
+            Message::PexResCert(_) | Message::Handshake(_) => {}
         }
         Verdict::Keep
     }
 
-    /// The chunks of `spec` that exist in this content, or `None`.
+    /// The chunks of `spec` that exist for us, or `None`: the content's, or a live
+    /// stream's from the discard window to the edge (the sliding filter over HAVEs).
     fn clip(&self, spec: &ChunkSpec) -> Option<(u64, u64)> {
         let (first, last) = spec.chunk_range(self.content.chunk_size)?;
-        if first >= self.chunk_count {
+        let exists = self.addressable();
+        if first >= exists.end || last < exists.start {
             return None;
         }
-        Some((first, last.min(self.chunk_count - 1)))
+        Some((first.max(exists.start), last.min(exists.end - 1)))
     }
 
     /// The peer now holds chunks `first..=last`. Availability is kept only while we still
@@ -344,7 +365,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return;
         }
         let mut offered = false;
-        let track = ch.established && !self.is_complete();
+        let track = ch.established && self.tracks_availability();
         for b in Bin::from_chunk_range(first, last) {
             if ch.peer_have.is_filled(b) {
                 continue;
@@ -358,6 +379,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if offered {
             ch.last_exchange = now;
             ch.exchanged = true;
+        }
+        if self.is_live() {
+            Self::apply_peer_window(ch);
+            return;
         }
         if ch.peer_have.find_empty(0..self.chunk_count).is_none() {
             ch.peer_complete = true;
@@ -489,7 +514,16 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         payload: &[u8],
         hashes: &mut Vec<(Bin, Hash)>,
     ) -> Verdict {
-        let Some((first, last)) = self.clip(spec) else {
+        let live = self.is_live();
+        // A live stream's DATA is not clipped to the window: what lies outside it is
+        // dropped chunk by chunk below (`on_chunk`).
+        let range = if live {
+            spec.chunk_range(self.content.chunk_size)
+                .filter(|&(_, last)| last < self.chunk_count)
+        } else {
+            self.clip(spec)
+        };
+        let Some((first, last)) = range else {
             return Verdict::Ban(Misbehaviour::DataOutsideContent);
         };
         ch.inter_arrival.on_data(now);
@@ -501,7 +535,13 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let cs = self.content.chunk_size as usize;
         let mut offset = 0usize;
         for chunk in first..=last {
-            let len = self.chunk_len(chunk);
+            // A live stream's last chunk may be short: the last chunk of a DATA takes the
+            // rest (its length is checked in verification).
+            let len = if live && chunk == last {
+                payload.len().saturating_sub(offset)
+            } else {
+                self.chunk_len(chunk)
+            };
             let Some(data) = payload.get(offset..offset + len) else {
                 return Verdict::Ban(Misbehaviour::DataTruncated { chunk });
             };
@@ -511,7 +551,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 Ok(false) => {}
                 Err(verdict) => return verdict,
             }
-            debug_assert!(len <= cs);
+            debug_assert!(live || len <= cs);
         }
         if offset != payload.len() {
             return Verdict::Ban(Misbehaviour::DataTooLong);
@@ -541,6 +581,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             self.stats.bytes_duplicate += data.len() as u64;
             return Ok(true);
         }
+        if self.is_live() {
+            return self.on_live_chunk(now, ch, chunk, data, hashes);
+        }
         if let Err(reason) = self.check_peaks(hashes) {
             self.unrequest(ch, chunk);
             return Err(self.reject(ch, chunk, reason));
@@ -553,7 +596,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 .iter()
                 .filter(|(b, _)| !b.contains(leaf) && b.parent().contains(leaf)),
         );
-        let verified = self.tree.verify_chunk(chunk, data, &uncles);
+        let verified = match self.tree_mut() {
+            Some(tree) => tree.verify_chunk(chunk, data, &uncles),
+            None => Err(VerifyError::SizeUnknown),
+        };
         self.hash_scratch = uncles;
         if let Err(reason) = verified {
             if matches!(reason, VerifyError::MissingHash(_)) {
@@ -568,6 +614,19 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             self.unrequest(ch, chunk);
             return Err(self.reject(ch, chunk, reason));
         }
+        self.keep_delivered(now, ch, chunk, data, requested_at)
+    }
+
+    /// A chunk from `ch` passed verification: it is stored and kept, and the peer counts
+    /// as delivering.
+    fn keep_delivered(
+        &mut self,
+        now: Time,
+        ch: &mut Channel<A>,
+        chunk: u64,
+        data: &[u8],
+        requested_at: Option<Time>,
+    ) -> Result<bool, Verdict> {
         if !self.store_chunk(chunk, data) {
             // Storage trouble is ours, not the peer's: the chunk stays wanted.
             self.unrequest(ch, chunk);
@@ -609,6 +668,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         };
         self.have.set(leaf);
         self.have_count += 1;
+        self.have_gained += 1;
         self.exclude.set(leaf);
         self.saved_chunk_held(chunk);
         // A chunk read back from a saved copy was not downloaded (counted apart).
@@ -629,19 +689,73 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.keep_within_bound();
     }
 
+    /// A live chunk: verified under its signed munro (which came in this datagram or
+    /// before). Without one, or without a hash, it is dropped unacknowledged, as a static
+    /// chunk missing a hash: its datagram's companion may be lost.
+    fn on_live_chunk(
+        &mut self,
+        now: Time,
+        ch: &mut Channel<A>,
+        chunk: u64,
+        data: &[u8],
+        hashes: &[(Bin, Hash)],
+    ) -> Result<bool, Verdict> {
+        let requested_at = ch.requests.get(&chunk).copied();
+        let Some(leaf) = Bin::chunk(chunk) else {
+            return Err(Verdict::Ban(Misbehaviour::ChunkOutOfRange));
+        };
+        // The uncles below its munro; other hashes in the datagram (another munro sent for
+        // tune-in, say) are not for this chunk.
+        let top = self.live_munro_bin(chunk).unwrap_or(leaf);
+        let uncles: Vec<(Bin, Hash)> = hashes
+            .iter()
+            .filter(|(b, _)| top.contains(*b) && !b.contains(leaf) && b.parent().contains(leaf))
+            .copied()
+            .collect();
+        match self.verify_live_chunk(chunk, data, &uncles) {
+            Ok(()) => self.keep_delivered(now, ch, chunk, data, requested_at),
+            Err(LiveError::NoMunro(_) | LiveError::MissingHash(_) | LiveError::BehindWindow(_)) => {
+                self.stats.chunks_unverifiable += 1;
+                Ok(false)
+            }
+            Err(e) => {
+                self.unrequest(ch, chunk);
+                self.stats.chunks_rejected += 1;
+                let reason = match e {
+                    LiveError::Mismatch(bin) => VerifyError::Mismatch { bin },
+                    LiveError::HashNotOnPath(b) => VerifyError::HashNotOnPath(b),
+                    _ => VerifyError::WrongLength {
+                        expected: self.content.chunk_size as usize,
+                        got: data.len(),
+                    },
+                };
+                self.push_event(Event::ChunkRejected {
+                    chunk,
+                    from: ch.addr.clone(),
+                    reason,
+                });
+                Err(Verdict::Ban(Misbehaviour::Live(e)))
+            }
+        }
+    }
+
     /// Peak hashes (sent before the first chunk, digest §2.3) are checked against the root
     /// as a set; a wrong set is as bad as a wrong chunk.
     fn check_peaks(&mut self, hashes: &[(Bin, Hash)]) -> Result<(), VerifyError> {
+        let chunk_count = self.chunk_count;
+        let Some(tree) = self.tree_mut() else {
+            return Ok(());
+        };
         // Checked without allocating: past the first chunk every peak is verified.
-        let peaks = || Bin::peaks(self.chunk_count);
-        if peaks().nth(1).is_none() || peaks().all(|p| self.tree.is_verified(p)) {
+        let peaks = || Bin::peaks(chunk_count);
+        if peaks().nth(1).is_none() || peaks().all(|p| tree.is_verified(p)) {
             return Ok(());
         }
         let given: Vec<(Bin, Hash)> = peaks()
             .filter_map(|p| hashes.iter().find(|(b, _)| *b == p).copied())
             .collect();
         if given.len() == peaks().count() {
-            self.tree.add_peaks(&given)?;
+            tree.add_peaks(&given)?;
         }
         Ok(())
     }

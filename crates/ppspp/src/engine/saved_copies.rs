@@ -66,7 +66,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if !self.have.is_filled(leaf) {
             return None;
         }
-        let uncles = self.tree.uncles(chunk, |_| false);
+        let uncles = self.tree()?.uncles(chunk, |_| false);
         if uncles.is_empty() && self.chunk_count > 1 {
             return None;
         }
@@ -113,6 +113,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// The adapter holds saved copies of `chunks`: they are read back
     /// ([`poll_saved_read`](Self::poll_saved_read)) when wanted, rather than fetched.
     pub fn add_saved(&mut self, chunks: Range<u64>) {
+        if self.is_live() {
+            // Saved copies are of static content (a live chunk's proof is its munro's
+            // signature, gone with the window).
+            return;
+        }
         let chunks = chunks.start..chunks.end.min(self.chunk_count);
         for b in bins(&chunks) {
             self.saved.saved.set(b);
@@ -222,7 +227,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         let verified = self
             .proof_uncles(chunk, proof)
-            .and_then(|uncles| self.tree.verify_chunk(chunk, data, &uncles));
+            .and_then(|uncles| match self.tree_mut() {
+                Some(tree) => tree.verify_chunk(chunk, data, &uncles),
+                None => Err(VerifyError::SizeUnknown),
+            });
         if let Err(reason) = verified {
             self.stats.chunks_saved_corrupt += 1;
             self.forget_saved(chunk);

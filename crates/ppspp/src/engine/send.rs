@@ -7,6 +7,7 @@ use super::{Engine, PeerAddr};
 use crate::Bin;
 use crate::binmap::Binmap;
 use crate::codec::{ChunkSpec, CodecConfig, DatagramBuilder, EncodeError, Handshake, Message};
+use crate::live::SignedMunro;
 use crate::merkle::Hash;
 use crate::store::ChunkStore;
 use crate::time::Time;
@@ -47,6 +48,33 @@ fn fits(w: &mut DatagramBuilder, msg: &Message<'_>) -> bool {
 /// `bin` as a chunk spec in the datagram's addressing (`None`: it cannot be written there).
 fn spec(w: &DatagramBuilder, bin: Bin) -> Option<ChunkSpec> {
     ChunkSpec::from_bin(bin, w.config().chunk_addressing, w.config().chunk_size).ok()
+}
+
+/// Adds a signed munro: its hash, then its signature (RFC 7574 §6.1.2). False when the
+/// datagram has no room for both (nothing is added then).
+fn push_munro(w: &mut DatagramBuilder, munro: &SignedMunro) -> bool {
+    let Some(s) = spec(w, munro.bin) else {
+        return false;
+    };
+    let before = w.len();
+    let done = fits(
+        w,
+        &Message::Integrity {
+            chunks: s,
+            hash: munro.hash.as_bytes(),
+        },
+    ) && fits(
+        w,
+        &Message::SignedIntegrity {
+            chunks: s,
+            timestamp: munro.timestamp,
+            signature: &munro.signature,
+        },
+    );
+    if !done {
+        w.truncate(before);
+    }
+    done
 }
 
 /// Adds HAVEs for what `have` holds beyond `announced`, each the largest complete interval
@@ -153,7 +181,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             ch.send_handshake = false;
             ch.handshake_resent |= ch.handshake_sent.is_some();
             ch.handshake_sent = Some(now);
-            let options = our_options(&(&self.content).into(), None, ch.codec.chunk_addressing);
+            let options = our_options(&self.swarm_params(), None, ch.codec.chunk_addressing);
             fits(
                 &mut w,
                 &Message::Handshake(Handshake {
@@ -161,6 +189,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     options,
                 }),
             );
+        }
+        if let Some(munro) = self.munro_to_tell(ch)
+            && push_munro(&mut w, munro)
+        {
+            ch.munro_told = self.live_edge().unwrap_or(0);
         }
         self.push_haves(ch, &mut w);
         if !ch.established {
@@ -206,12 +239,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             retry.next = now + Duration::from_secs(1 << retry.tries.min(HANDSHAKE_TRIES));
             retry.tries += 1;
         }
-        let root = self.content.root;
-        let options = our_options(
-            &(&self.content).into(),
-            Some(root.as_bytes()),
-            ch.codec.chunk_addressing,
-        );
+        let params = self.swarm_params();
+        let options = our_options(&params, Some(params.swarm_id), ch.codec.chunk_addressing);
         let mut w = begin(buf, 0, &ch.codec, self.config.mtu);
         fits(
             &mut w,
@@ -228,9 +257,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// Answers a handshake from the half-open table: our handshake and HAVEs of what we
     /// hold, as libswift answers.
     fn answer_half_open(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<A> {
+        let params = self.integrity.swarm_params(&self.content);
         let (id, entry) = self.half_open.next_due()?;
         let mut w = begin(buf, entry.remote_id, &entry.codec, self.config.mtu);
-        let options = our_options(&(&self.content).into(), None, entry.codec.chunk_addressing);
+        let options = our_options(&params, None, entry.codec.chunk_addressing);
         fits(
             &mut w,
             &Message::Handshake(Handshake {
@@ -238,6 +268,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 options,
             }),
         );
+        // A live stream's newest munro first: the HAVEs are taken only up to it.
+        if let Some(munro) = self.integrity.newest_munro() {
+            push_munro(&mut w, munro);
+        }
         if self.have_count > 0 {
             push_news(&mut entry.announced, &self.have, self.root_bin, &mut w);
         }
@@ -252,11 +286,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     fn push_haves(&mut self, ch: &mut Channel<A>, w: &mut DatagramBuilder) {
         // The search walks both maps: skip it while nothing was verified since the last one
         // found everything announced (it ran on every datagram built).
-        if ch.peer_complete || self.have_count == 0 || ch.haves_done_at == Some(self.have_count) {
+        if ch.peer_complete || self.have_count == 0 || ch.haves_done_at == Some(self.have_gained) {
             return;
         }
         if push_news(&mut ch.have_out, &self.have, self.root_bin, w) {
-            ch.haves_done_at = Some(self.have_count);
+            ch.haves_done_at = Some(self.have_gained);
         }
     }
 
@@ -358,19 +392,22 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         w.set_max_len(ch.codec.max_datagram_len);
         let lean = !retransmission && ch.path_is_clean(now);
         let mut hashes = std::mem::take(&mut self.hash_scratch);
-        self.integrity_for(ch, chunk, lean, &mut hashes);
+        let munro = self.integrity_for(ch, chunk, lean, &mut hashes);
         let before = w.len();
-        let mut pushed = hashes.iter().all(|(bin, hash)| {
-            spec(w, *bin).is_none_or(|s| {
-                fits(
-                    w,
-                    &Message::Integrity {
-                        chunks: s,
-                        hash: hash.as_bytes(),
-                    },
-                )
-            })
-        });
+        // A live chunk's munro goes first, with its signature (digest §2.4).
+        let mut pushed = munro.as_ref().is_none_or(|m| push_munro(w, m));
+        pushed = pushed
+            && hashes.iter().all(|(bin, hash)| {
+                spec(w, *bin).is_none_or(|s| {
+                    fits(
+                        w,
+                        &Message::Integrity {
+                            chunks: s,
+                            hash: hash.as_bytes(),
+                        },
+                    )
+                })
+            });
         pushed = pushed
             && fits(
                 w,
@@ -454,7 +491,16 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// leaning costs a whole window of them after a slow-start overshoot on a long path;
     /// docs/EXPERIMENTS.md has the figures). Retransmissions carry every hash past what
     /// was acknowledged. The list replaces what `out` held.
-    fn integrity_for(&self, ch: &Channel<A>, chunk: u64, lean: bool, out: &mut Vec<(Bin, Hash)>) {
+    ///
+    /// A live chunk's tree ends at its munro: the uncles go up to it, and the signed munro
+    /// is returned, to go first, when the peer holds nothing under it.
+    fn integrity_for(
+        &self,
+        ch: &Channel<A>,
+        chunk: u64,
+        lean: bool,
+        out: &mut Vec<(Bin, Hash)>,
+    ) -> Option<SignedMunro> {
         out.clear();
         // The walk stops below the lowest ancestor of `chunk` that holds a chunk the peer
         // knows: that ancestor's other child is known, and so is everything above. Found
@@ -479,12 +525,16 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     .unwrap_or(known),
             );
         }
+        let Some(tree) = self.tree() else {
+            let proof = self.live_proof(chunk, known)?;
+            out.extend(proof.uncles);
+            return proof.munro;
+        };
         if known > root_layer {
-            self.tree.peaks_into(out);
+            tree.peaks_into(out);
         }
         let peak_count = out.len();
-        self.tree
-            .uncles_into(chunk, |b| b.layer() + 1 >= known, out);
+        tree.uncles_into(chunk, |b| b.layer() + 1 >= known, out);
         // A peak is also an uncle when the peer holds nothing: send it once.
         if peak_count > 0 {
             let mut i = peak_count;
@@ -496,5 +546,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 }
             }
         }
+        None
     }
 }

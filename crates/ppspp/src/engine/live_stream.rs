@@ -1,0 +1,615 @@
+//! Live streams in the engine (RFC 7574 §6.1; digest §2.4).
+//!
+//! - The swarm ID is the source's public key; channels agree on the Unified Merkle Tree
+//!   (option 3), the signature algorithm (option 5) and say their discard window (7).
+//! - The source signs a munro every `chunks_per_signature` chunks and only then holds and
+//!   announces them. A viewer accepts a munro only with the source's signature and a
+//!   recent timestamp, and a chunk only under an accepted munro: nothing unsigned is
+//!   stored, relayed or handed on. A bad signature, a stale munro or a chunk that does not
+//!   hash up to its munro gets the peer banned.
+//! - Serving a chunk, the munro and its signature go first unless the peer holds a chunk
+//!   under it, then the uncles up to the munro, then DATA. Each new munro is also sent on
+//!   every channel on its own (secure tune-in): it is how a peer learns the live edge, and
+//!   HAVEs beyond the edge a peer proved are not taken.
+//! - The discard window slides behind the edge: chunks, hashes, requests and what peers
+//!   announced behind it are forgotten, so memory follows the window.
+
+use super::channel::Channel;
+use super::config::{ContentError, ContentInfo, EngineConfig, EngineError, PickerKind};
+use super::event::Event;
+use super::handshake::{LiveHandshake, SwarmParams};
+use super::{Engine, PeerAddr};
+use crate::Bin;
+use crate::codec::{CodecConfig, signature_size};
+use crate::live::{
+    LiveError, LivePublicKey, LiveSigningKey, LiveSource, LiveVerifier, SignedMunro, SpecFormat,
+};
+use crate::merkle::{Hash, HashAlgorithm, VerifyingTree};
+use crate::store::ChunkStore;
+use crate::time::Time;
+
+/// Chunks a live stream can address (chunk32 addressing): the engine's address space.
+pub const LIVE_CHUNKS: u64 = u32::MAX as u64;
+
+/// Seconds from the NTP era (1900) to the Unix epoch.
+const NTP_UNIX_OFFSET: u64 = 2_208_988_800;
+
+/// A 64-bit NTP timestamp for `micros` since the Unix epoch.
+pub fn ntp_from_unix_micros(micros: u64) -> u64 {
+    let secs = micros / 1_000_000 + NTP_UNIX_OFFSET;
+    let frac = ((micros % 1_000_000) << 32) / 1_000_000;
+    (secs << 32) | frac
+}
+
+/// Microseconds since the Unix epoch for a 64-bit NTP timestamp (0 before the epoch).
+pub fn unix_micros_from_ntp(ntp: u64) -> u64 {
+    let secs = (ntp >> 32).saturating_sub(NTP_UNIX_OFFSET);
+    let frac = ((ntp & 0xFFFF_FFFF) * 1_000_000) >> 32;
+    secs * 1_000_000 + frac
+}
+
+/// How a live stream is cut and signed: what the source chooses and every viewer must
+/// know (the live URI carries it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LiveParams {
+    /// The Merkle hash function.
+    pub hash: HashAlgorithm,
+    /// Chunk size in bytes (the last chunk of a stream may be shorter).
+    pub chunk_size: u32,
+    /// Chunks under one signed munro: a power of two from 2 to 65536.
+    pub chunks_per_signature: u64,
+    /// Chunks kept behind the live edge (handshake option 7).
+    pub discard_window: u64,
+}
+
+/// What identifies a live stream: the source's key and how the stream is cut.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LiveInfo {
+    /// The source's public key, which is the swarm ID.
+    pub key: LivePublicKey,
+    /// Chunking and signing.
+    pub params: LiveParams,
+}
+
+/// The source signs; a viewer verifies.
+#[derive(Debug)]
+// One per engine, inside the boxed `LiveStream`: the sizes do not matter.
+#[allow(clippy::large_enum_variant)]
+enum Side {
+    Source(LiveSource),
+    Viewer(LiveVerifier),
+}
+
+/// A live engine's stream.
+#[derive(Debug)]
+pub(super) struct LiveStream {
+    info: LiveInfo,
+    format: SpecFormat,
+    side: Side,
+    /// One past the newest chunk under a signed munro: the live edge.
+    edge: u64,
+    /// Chunks before this were discarded.
+    floor: u64,
+    /// The newest signed munro, sent on every channel (secure tune-in).
+    newest: Option<SignedMunro>,
+}
+
+/// How chunks are verified: against a known root, or under signed munros.
+#[derive(Debug)]
+pub(super) enum Integrity {
+    Static(VerifyingTree),
+    Live(Box<LiveStream>),
+}
+
+impl Integrity {
+    /// What a channel's handshake must agree on: the swarm ID is the root hash, or a live
+    /// source's public key.
+    pub(super) fn swarm_params<'a>(&'a self, content: &'a ContentInfo) -> SwarmParams<'a> {
+        match self {
+            Integrity::Static(_) => SwarmParams::of_content(content),
+            Integrity::Live(l) => SwarmParams {
+                swarm_id: l.info.key.swarm_id(),
+                hash: content.hash,
+                chunk_size: content.chunk_size,
+                live: Some(LiveHandshake {
+                    algorithm: l.info.key.algorithm().dnssec_number(),
+                    discard_window: l.info.params.discard_window,
+                    addressing: l.format.addressing,
+                }),
+            },
+        }
+    }
+
+    /// A live stream's newest signed munro.
+    pub(super) fn newest_munro(&self) -> Option<&SignedMunro> {
+        match self {
+            Integrity::Live(l) => l.newest.as_ref(),
+            Integrity::Static(_) => None,
+        }
+    }
+}
+
+/// A live chunk's proof as sent with it: the munro and its signature (when the peer may
+/// not have it), and the uncles up to the munro.
+pub(super) struct LiveProof {
+    pub munro: Option<SignedMunro>,
+    pub uncles: Vec<(Bin, Hash)>,
+}
+
+impl LiveParams {
+    fn check(&self) -> Result<(), EngineError> {
+        if self.discard_window == 0 {
+            return Err(EngineError::Config(
+                "the live discard window must be at least 1 chunk",
+            ));
+        }
+        if self.chunk_size == 0 {
+            return Err(EngineError::Config(
+                "the chunk size must be at least 1 byte",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The content description the engine's shared code uses: no root, a length covering
+    /// the whole address space (every chunk may be full).
+    fn content(&self) -> ContentInfo {
+        ContentInfo {
+            root: Hash::zero(self.hash),
+            hash: self.hash,
+            chunk_size: self.chunk_size,
+            content_len: LIVE_CHUNKS * u64::from(self.chunk_size),
+        }
+    }
+
+    /// A live DATA datagram: the chunk, the munro, its signature and one uncle per layer
+    /// below it, and up to an MTU of control messages.
+    fn check_datagram_fits(&self, sig_len: usize, mtu: usize) -> Result<(), EngineError> {
+        let per_hash = 1 + 16 + self.hash.size();
+        let layers = self.chunks_per_signature.trailing_zeros() as usize + 1;
+        let signed = 1 + 16 + 8 + sig_len;
+        let data = 1 + 16 + 8 + self.chunk_size as usize;
+        let max = CodecConfig::default().max_datagram_len;
+        if mtu + layers * per_hash + signed + data > max {
+            return Err(EngineError::Content(
+                ContentError::ChunkTooLargeForDatagram {
+                    chunk_size: self.chunk_size,
+                    max,
+                },
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn live_error(e: LiveError) -> EngineError {
+    match e {
+        LiveError::BadParameters(why) => EngineError::Config(why),
+        _ => EngineError::Config("invalid live parameters"),
+    }
+}
+
+impl LiveStream {
+    fn munro_of(&self, chunk: u64) -> Option<&SignedMunro> {
+        match &self.side {
+            Side::Source(s) => s.munro_of(chunk),
+            Side::Viewer(v) => v.munro_of(chunk),
+        }
+    }
+
+    fn uncles(&self, chunk: u64) -> Option<Vec<(Bin, Hash)>> {
+        match &self.side {
+            Side::Source(s) => s.uncles(chunk),
+            Side::Viewer(v) => v.uncles(chunk),
+        }
+    }
+}
+
+impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
+    /// A viewer of a live stream: it verifies every chunk under munros signed by
+    /// `info.key`. The picker is the live one (from the edge, within the discard window),
+    /// whatever `config.picker` says; the discard window bounds what is held, so
+    /// `max_held_bytes` is not needed. `store` must take chunks anywhere in
+    /// [`LIVE_CHUNKS`], the last one possibly short
+    /// ([`SparseStore::live`](crate::store::SparseStore::live)).
+    pub fn new_live(
+        mut config: EngineConfig,
+        info: LiveInfo,
+        store: S,
+        now: Time,
+    ) -> Result<Self, EngineError> {
+        info.params.check()?;
+        let format = SpecFormat {
+            addressing: config.chunk_addressing,
+            chunk_size: info.params.chunk_size,
+        };
+        let verifier = LiveVerifier::new(
+            info.key.clone(),
+            info.params.hash,
+            format,
+            info.params.chunks_per_signature,
+        )
+        .map_err(live_error)?;
+        config.picker = PickerKind::Live {
+            discard_window: info.params.discard_window,
+        };
+        Engine::with_live(config, info, format, Side::Viewer(verifier), store, now)
+    }
+
+    /// The source of a live stream, signing with `key`: chunks go in through
+    /// [`push_live_chunk`](Self::push_live_chunk).
+    pub fn new_live_source(
+        mut config: EngineConfig,
+        key: LiveSigningKey,
+        params: LiveParams,
+        store: S,
+        now: Time,
+    ) -> Result<Self, EngineError> {
+        params.check()?;
+        let format = SpecFormat {
+            addressing: config.chunk_addressing,
+            chunk_size: params.chunk_size,
+        };
+        let info = LiveInfo {
+            key: key.public_key().clone(),
+            params,
+        };
+        let source = LiveSource::new(
+            key,
+            params.hash,
+            format,
+            params.chunks_per_signature,
+            params.discard_window,
+        )
+        .map_err(live_error)?;
+        config.picker = PickerKind::Live {
+            discard_window: params.discard_window,
+        };
+        Engine::with_live(config, info, format, Side::Source(source), store, now)
+    }
+
+    fn with_live(
+        config: EngineConfig,
+        info: LiveInfo,
+        format: SpecFormat,
+        side: Side,
+        store: S,
+        now: Time,
+    ) -> Result<Self, EngineError> {
+        let params = info.params;
+        params.check_datagram_fits(info.key.algorithm().signature_len(), config.mtu)?;
+        let live = LiveStream {
+            info,
+            format,
+            side,
+            edge: 0,
+            floor: 0,
+            newest: None,
+        };
+        Engine::with_integrity(
+            config,
+            params.content(),
+            Integrity::Live(Box::new(live)),
+            LIVE_CHUNKS,
+            store,
+            now,
+        )
+    }
+
+    /// The live stream, if this engine plays or sources one.
+    pub(super) fn live(&self) -> Option<&LiveStream> {
+        match &self.integrity {
+            Integrity::Live(l) => Some(l),
+            Integrity::Static(_) => None,
+        }
+    }
+
+    fn live_mut(&mut self) -> Option<&mut LiveStream> {
+        match &mut self.integrity {
+            Integrity::Live(l) => Some(l),
+            Integrity::Static(_) => None,
+        }
+    }
+
+    /// Whether this engine takes part in a live stream.
+    pub fn is_live(&self) -> bool {
+        self.live().is_some()
+    }
+
+    /// The live stream's description (`None` for static content).
+    pub fn live_info(&self) -> Option<&LiveInfo> {
+        self.live().map(|l| &l.info)
+    }
+
+    /// One past the newest chunk under a signed munro (`None` for static content, 0 before
+    /// the first munro).
+    pub fn live_edge(&self) -> Option<u64> {
+        self.live().map(|l| l.edge)
+    }
+
+    /// The first chunk still in the discard window (`None` for static content).
+    pub fn live_floor(&self) -> Option<u64> {
+        self.live().map(|l| l.floor)
+    }
+
+    /// The chunks that exist for this engine now: all of static content; for a live
+    /// stream, from the discard window's start to the edge.
+    pub(super) fn addressable(&self) -> core::ops::Range<u64> {
+        match self.live() {
+            Some(l) => l.floor..l.edge,
+            None => 0..self.chunk_count,
+        }
+    }
+
+    /// What a channel's handshake must agree on.
+    pub(super) fn swarm_params(&self) -> SwarmParams<'_> {
+        self.integrity.swarm_params(&self.content)
+    }
+
+    /// The signature length on this swarm's channels (the codec's default otherwise).
+    pub(super) fn live_signature_size(&self) -> Option<usize> {
+        self.live()
+            .and_then(|l| signature_size(l.info.key.algorithm().dnssec_number()))
+    }
+
+    /// Adds the next chunk of the stream (a source only) and returns its index. It is held
+    /// and announced once its munro is signed, every `chunks_per_signature` chunks (or at
+    /// [`finish_live`](Self::finish_live)). The chunk is stored first: a store error
+    /// leaves the stream as it was.
+    pub fn push_live_chunk(&mut self, data: &[u8], now: Time) -> Result<u64, LivePushError> {
+        let timestamp = ntp_from_unix_micros(self.wall_clock(now).as_micros());
+        let chunk_size = self.content.chunk_size as usize;
+        let Some(Side::Source(source)) = self.live_mut().map(|l| &mut l.side) else {
+            return Err(LivePushError::NotASource);
+        };
+        let chunk = source.next_chunk();
+        if data.is_empty() || data.len() > chunk_size {
+            return Err(LivePushError::Live(LiveError::WrongLength(data.len())));
+        }
+        if chunk >= LIVE_CHUNKS {
+            return Err(LivePushError::Full);
+        }
+        self.store
+            .write_chunk(chunk, data)
+            .map_err(LivePushError::Store)?;
+        let Some(Side::Source(source)) = self.live_mut().map(|l| &mut l.side) else {
+            return Err(LivePushError::NotASource);
+        };
+        match source.push_chunk(data, timestamp) {
+            Ok(Some(munro)) => self.signed(munro),
+            Ok(None) => {}
+            Err(e) => {
+                self.store.evict_chunk(chunk);
+                return Err(LivePushError::Live(e));
+            }
+        }
+        Ok(chunk)
+    }
+
+    /// The stream ended (a source only): the chunks not signed yet are signed and
+    /// announced. Nothing more can be pushed.
+    pub fn finish_live(&mut self, now: Time) -> Result<(), LivePushError> {
+        let timestamp = ntp_from_unix_micros(self.wall_clock(now).as_micros());
+        let Some(Side::Source(source)) = self.live_mut().map(|l| &mut l.side) else {
+            return Err(LivePushError::NotASource);
+        };
+        let munros = source.finish(timestamp).map_err(LivePushError::Live)?;
+        for m in munros {
+            self.signed(m);
+        }
+        Ok(())
+    }
+
+    /// The source signed `munro`: its chunks are held and announced.
+    fn signed(&mut self, munro: SignedMunro) {
+        let bin = munro.bin;
+        self.munro_accepted(munro);
+        if let Some((first, last)) = bin.chunk_range() {
+            for c in first..=last {
+                if let Some(b) = Bin::chunk(c) {
+                    self.have.set(b);
+                    self.exclude.set(b);
+                    self.have_count += 1;
+                    self.have_gained += 1;
+                }
+            }
+        }
+        self.discard_behind_window();
+    }
+
+    /// A munro was signed or accepted: the edge moves on, and it is told on every channel.
+    fn munro_accepted(&mut self, munro: SignedMunro) {
+        let Some(live) = self.live_mut() else {
+            return;
+        };
+        let end = munro.bin.base_offset() + munro.bin.base_length();
+        if end <= live.edge {
+            return;
+        }
+        live.edge = end;
+        let signed_at = unix_micros_from_ntp(munro.timestamp);
+        live.newest = Some(munro);
+        self.push_event(Event::LiveEdge {
+            end,
+            signed_at_unix_micros: signed_at,
+        });
+    }
+
+    /// A SIGNED_INTEGRITY from a peer, with the INTEGRITY messages before it: a munro is
+    /// accepted if its signature is the source's and it is recent. `Err` bans the peer.
+    pub(super) fn on_signed_integrity(
+        &mut self,
+        now: Time,
+        bin: Bin,
+        timestamp: u64,
+        signature: &[u8],
+        hashes: &[(Bin, Hash)],
+    ) -> Result<(), LiveError> {
+        let max_age = self.config.live_max_age;
+        let wall = self.wall_clock(now).as_micros();
+        let Some(live) = self.live_mut() else {
+            return Ok(());
+        };
+        let Side::Viewer(verifier) = &mut live.side else {
+            // Only the source signs: what others claim is of no use to it.
+            return Ok(());
+        };
+        let Some(&(_, hash)) = hashes.iter().find(|(b, _)| *b == bin) else {
+            // Its hash was not sent first (RFC 7574 §6.1.2): it cannot be checked, and
+            // proves nothing against the peer.
+            return Ok(());
+        };
+        let munro = SignedMunro {
+            bin,
+            timestamp,
+            hash,
+            signature: signature.to_vec(),
+        };
+        let not_before = ntp_from_unix_micros(wall.saturating_sub(max_age.as_micros() as u64));
+        match verifier.add_munro(&munro, not_before) {
+            Ok(true) => {
+                self.stats.munros_accepted += 1;
+                self.munro_accepted(munro);
+                self.discard_behind_window();
+                Ok(())
+            }
+            // Known, or behind the window (a race with our window moving): harmless.
+            Ok(false) | Err(LiveError::BehindWindow(_)) => Ok(()),
+            Err(e) => {
+                self.stats.munros_rejected += 1;
+                Err(e)
+            }
+        }
+    }
+
+    /// The accepted (or signed) munro covering `chunk`.
+    pub(super) fn live_munro_bin(&self, chunk: u64) -> Option<Bin> {
+        self.live()?.munro_of(chunk).map(|m| m.bin)
+    }
+
+    /// Verifies a live chunk under its munro.
+    pub(super) fn verify_live_chunk(
+        &mut self,
+        chunk: u64,
+        data: &[u8],
+        uncles: &[(Bin, Hash)],
+    ) -> Result<(), LiveError> {
+        match self.live_mut().map(|l| &mut l.side) {
+            Some(Side::Viewer(v)) => v.verify_chunk(chunk, data, uncles),
+            // A source holds every chunk it signed; nothing else exists.
+            _ => Err(LiveError::NoMunro(chunk)),
+        }
+    }
+
+    /// The proof to send with `chunk`: the munro and its signature when the peer may not
+    /// hold it (`known` is the lowest layer whose ancestor of the chunk the peer holds a
+    /// chunk under, as for static content), and the uncles below that layer.
+    pub(super) fn live_proof(&self, chunk: u64, known: u32) -> Option<LiveProof> {
+        let live = self.live()?;
+        let munro = live.munro_of(chunk)?;
+        let uncles = live
+            .uncles(chunk)?
+            .into_iter()
+            .filter(|(b, _)| b.layer() + 1 < known)
+            .collect();
+        Some(LiveProof {
+            munro: (known > munro.bin.layer()).then(|| munro.clone()),
+            uncles,
+        })
+    }
+
+    /// The newest munro, if the peer on `ch` has not been sent it yet (secure tune-in).
+    pub(super) fn munro_to_tell(&self, ch: &Channel<A>) -> Option<&SignedMunro> {
+        let live = self.live()?;
+        (ch.munro_told < live.edge)
+            .then_some(live.newest.as_ref())
+            .flatten()
+    }
+
+    /// Slides the discard window behind the edge: what falls out of it is let go of, here
+    /// and in what we know of peers.
+    fn discard_behind_window(&mut self) {
+        let old = self.wanted();
+        let Some(live) = self.live_mut() else {
+            return;
+        };
+        let floor = live.edge.saturating_sub(live.info.params.discard_window);
+        if floor <= live.floor {
+            return;
+        }
+        live.floor = floor;
+        match &mut live.side {
+            Side::Viewer(v) => v.discard_before(floor),
+            // The source keeps its own window of hashes (the same length).
+            Side::Source(_) => {}
+        }
+        // `find_filled` gives whole bins inside the range: each is let go of at once.
+        while let Some(b) = self.have.find_filled(0..floor) {
+            for c in b.base_offset()..b.base_offset() + b.base_length() {
+                self.store.evict_chunk(c);
+            }
+            self.have_count = self.have_count.saturating_sub(b.base_length());
+            self.have.reset(b);
+        }
+        for ch in self.channels.values_mut() {
+            let behind: Vec<u64> = ch.requests.range(..floor).map(|(c, _)| *c).collect();
+            for c in behind {
+                ch.requests.remove(&c);
+                if let Some(b) = Bin::chunk(c) {
+                    ch.pending_cancels.push(b);
+                }
+            }
+            ch.request_order.retain(|&(_, c)| c >= floor);
+            for b in Bin::from_chunk_range(0, floor - 1) {
+                ch.peer_have.reset(b);
+                ch.have_out.reset(b);
+                ch.sent.reset(b);
+                ch.queued.reset(b);
+            }
+        }
+        self.move_window(old);
+    }
+
+    /// A peer's discard window (option 7), applied to what it announced: chunks it must
+    /// have let go of are forgotten.
+    pub(super) fn apply_peer_window(ch: &mut Channel<A>) {
+        let Some(window) = ch.peer_window else {
+            return;
+        };
+        let Some(newest) = ch.peer_have.filled_ranges().last().map(|r| r.end) else {
+            return;
+        };
+        let floor = newest.saturating_sub(window);
+        if floor > 0 {
+            for b in Bin::from_chunk_range(0, floor - 1) {
+                ch.peer_have.reset(b);
+            }
+        }
+    }
+}
+
+/// Why a live chunk could not be added at the source.
+#[derive(Debug)]
+pub enum LivePushError {
+    /// This engine is not a live source.
+    NotASource,
+    /// The chunk is empty or too long, or the stream has ended.
+    Live(LiveError),
+    /// The store refused the chunk.
+    Store(crate::store::StoreError),
+    /// The stream used up its chunk addresses.
+    Full,
+}
+
+impl core::fmt::Display for LivePushError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            LivePushError::NotASource => f.write_str("this engine is not a live source"),
+            LivePushError::Live(e) => e.fmt(f),
+            LivePushError::Store(e) => write!(f, "storing a live chunk failed: {e}"),
+            LivePushError::Full => f.write_str("the live stream used up its chunk addresses"),
+        }
+    }
+}
+
+impl std::error::Error for LivePushError {}

@@ -1,0 +1,371 @@
+//! Live streams through real engines (RFC 7574 §6.1): a source signing munros, viewers
+//! tuning in at the edge and relaying, the discard window, and peers that forge. Time is
+//! simulated, so every test is deterministic and bounded.
+
+mod common;
+
+use common::virtual_net::{Rewrite, VirtualNet};
+use ppspp::codec::{ChunkAddressing, CodecConfig, DatagramBuilder, Message, decode_datagram};
+use ppspp::engine::{CloseReason, Engine, EngineConfig, Event, LiveInfo, LiveParams, Misbehaviour};
+use ppspp::live::{LiveAlgorithm, LiveError, LiveSigningKey};
+use ppspp::merkle::HashAlgorithm;
+use ppspp::store::{ChunkStore, SparseStore};
+use ppspp::time::Time;
+use std::time::Duration;
+
+type Node = Engine<u32, SparseStore>;
+
+const CS: usize = 1024;
+const PER_SIG: u64 = 8;
+const WINDOW: u64 = 256;
+/// Chunks the source makes per 100 ms step (about 0.66 Mbit/s).
+const PER_STEP: u64 = 8;
+
+fn params() -> LiveParams {
+    LiveParams {
+        hash: HashAlgorithm::Sha256,
+        chunk_size: CS as u32,
+        chunks_per_signature: PER_SIG,
+        discard_window: WINDOW,
+    }
+}
+
+fn key(alg: LiveAlgorithm) -> LiveSigningKey {
+    LiveSigningKey::from_secret(alg, &[7; 32]).unwrap()
+}
+
+/// The stream's bytes of chunk `i`.
+fn chunk(i: u64) -> Vec<u8> {
+    (0..CS as u64).map(|j| (i * 131 + j * 7) as u8).collect()
+}
+
+fn source(alg: LiveAlgorithm) -> Node {
+    Engine::new_live_source(
+        EngineConfig::default(),
+        key(alg),
+        params(),
+        SparseStore::live(CS),
+        Time::ZERO,
+    )
+    .unwrap()
+}
+
+fn viewer(alg: LiveAlgorithm, config: EngineConfig) -> Node {
+    let info = LiveInfo {
+        key: key(alg).public_key().clone(),
+        params: params(),
+    };
+    Engine::new_live(config, info, SparseStore::live(CS), Time::ZERO).unwrap()
+}
+
+fn events(node: &mut Node) -> Vec<Event<u32>> {
+    std::iter::from_fn(|| node.poll_event()).collect()
+}
+
+/// Feeds the source (node 0) `PER_STEP` chunks every 100 ms until `until`, running the
+/// network between; returns the next chunk index.
+fn stream(net: &mut VirtualNet, nodes: &mut [Node], mut next: u64, until: Time) -> u64 {
+    while net.now < until {
+        let now = net.now;
+        for _ in 0..PER_STEP {
+            let c = nodes[0].push_live_chunk(&chunk(next), now).unwrap();
+            assert_eq!(c, next);
+            next += 1;
+        }
+        net.drain(now, 0, &mut nodes[0]);
+        net.run(nodes, now + Duration::from_millis(100), |_| false);
+    }
+    next
+}
+
+/// Every chunk `node` holds is the source's.
+fn holds_only_the_stream(node: &mut Node) -> u64 {
+    let held: Vec<u64> = node
+        .have()
+        .filled_ranges()
+        .flat_map(|r| r.start..r.end)
+        .collect();
+    for &c in &held {
+        let mut out = Vec::new();
+        assert!(node.store_mut().read_chunk(c, &mut out).unwrap(), "{c}");
+        assert_eq!(out, chunk(c), "chunk {c}");
+    }
+    held.len() as u64
+}
+
+#[test]
+fn viewers_tune_in_at_the_edge_relay_and_keep_only_the_window() {
+    for alg in [LiveAlgorithm::EcdsaP256Sha256, LiveAlgorithm::Ed25519] {
+        let mut net = VirtualNet::new(Duration::from_millis(10), 0, 1);
+        // Viewer 2 meets only viewer 1: what it gets, it gets relayed.
+        let no_pex = EngineConfig {
+            pex: false,
+            ..EngineConfig::default()
+        };
+        let mut nodes = vec![
+            source(alg),
+            viewer(alg, no_pex.clone()),
+            viewer(alg, no_pex),
+        ];
+        // The stream runs 3 s before anyone joins.
+        let next = stream(&mut net, &mut nodes, 0, Time::from_millis(3_000));
+        assert_eq!(nodes[0].live_edge(), Some(next));
+        nodes[1].connect(0, net.now);
+        nodes[2].connect(1, net.now);
+        let joined_at = next;
+        let next = stream(&mut net, &mut nodes, next, Time::from_millis(20_000));
+
+        for (i, n) in nodes.iter_mut().enumerate().skip(1) {
+            let evs = events(n);
+            let first = evs
+                .iter()
+                .find_map(|e| match e {
+                    Event::ChunkVerified { chunk, .. } => Some(*chunk),
+                    _ => None,
+                })
+                .unwrap_or_else(|| panic!("viewer {i} got nothing ({alg:?})"));
+            assert!(
+                first + 2 * PER_SIG >= joined_at,
+                "viewer {i} tuned in at the edge: first chunk {first}, edge {joined_at}"
+            );
+            assert!(evs.iter().any(|e| matches!(e, Event::LiveEdge { .. })));
+            // It keeps up: near the edge, and the window behind it.
+            let edge = n.live_edge().unwrap();
+            assert!(
+                edge + 2 * PER_SIG >= next,
+                "viewer {i}: edge {edge} of {next}"
+            );
+            let held = holds_only_the_stream(n);
+            assert!(held <= WINDOW, "viewer {i} holds {held} chunks");
+            assert!(held >= WINDOW / 2, "viewer {i} holds {held} chunks");
+            assert_eq!(n.live_floor(), Some(edge - WINDOW));
+            let stats = n.stats();
+            assert_eq!(stats.chunks_rejected, 0);
+            assert!(stats.munros_accepted > 0);
+        }
+        let from_relay = nodes[2].channel_stats();
+        assert_eq!(from_relay.len(), 1, "viewer 2 meets viewer 1 only");
+        assert!(from_relay[0].bytes_downloaded > 100 * CS as u64);
+        assert!(nodes[0].stats().chunks_have <= WINDOW);
+        assert!(holds_only_the_stream(&mut nodes[0]) <= WINDOW);
+    }
+}
+
+#[test]
+fn the_end_of_a_stream_is_signed_and_reaches_viewers() {
+    let alg = LiveAlgorithm::Ed25519;
+    let mut net = VirtualNet::new(Duration::from_millis(5), 0, 2);
+    let mut nodes = vec![source(alg), viewer(alg, EngineConfig::default())];
+    nodes[1].connect(0, Time::ZERO);
+    // From the start, not from the edge (a viewer hooks in at the newest chunk).
+    nodes[1].set_playhead(0);
+    net.run(&mut nodes, Time::from_millis(100), |_| false);
+    // 13 chunks, the last one short: 8 are signed as they come, 4 + 1 at the end.
+    for i in 0..13u64 {
+        let mut data = chunk(i);
+        if i == 12 {
+            data.truncate(100);
+        }
+        nodes[0].push_live_chunk(&data, net.now).unwrap();
+    }
+    assert_eq!(nodes[0].live_edge(), Some(8));
+    nodes[0].finish_live(net.now).unwrap();
+    assert_eq!(nodes[0].live_edge(), Some(13));
+    assert!(nodes[0].push_live_chunk(&chunk(13), net.now).is_err());
+    net.drain(net.now, 0, &mut nodes[0]);
+    let limit = net.now + Duration::from_secs(5);
+    net.run(&mut nodes, limit, |n| n[1].stats().chunks_have == 13);
+    assert_eq!(nodes[1].stats().chunks_have, 13);
+    let mut out = Vec::new();
+    assert!(nodes[1].store_mut().read_chunk(12, &mut out).unwrap());
+    assert_eq!(out, chunk(12)[..100]);
+}
+
+fn codec() -> CodecConfig {
+    CodecConfig {
+        chunk_addressing: ChunkAddressing::Chunk32,
+        hash_size: 32,
+        chunk_size: CS as u32,
+        signature_size: 64,
+        ..CodecConfig::default()
+    }
+}
+
+/// Rewrites every datagram of a node, message by message.
+fn rewriting(
+    mut f: impl FnMut(&Message<'_>, &mut DatagramBuilder) -> bool + 'static,
+) -> Rewrite {
+    Box::new(move |bytes| {
+        let Ok(dg) = decode_datagram(bytes, &codec()) else {
+            return bytes.to_vec();
+        };
+        let mut b = DatagramBuilder::new(dg.channel, &codec());
+        for msg in dg.messages() {
+            let Ok(msg) = msg else {
+                return bytes.to_vec();
+            };
+            if !f(&msg, &mut b) {
+                b.push(&msg).unwrap();
+            }
+        }
+        b.finish()
+    })
+}
+
+/// Viewer 2 meets the stream only through node 1, whose datagrams `rewrite` changes; it
+/// must ban node 1 for `why` and keep nothing it sent.
+fn forger_is_banned(
+    rewrite: Rewrite,
+    viewer_config: EngineConfig,
+    why: impl Fn(&Misbehaviour) -> bool,
+) {
+    let alg = LiveAlgorithm::EcdsaP256Sha256;
+    let mut net = VirtualNet::new(Duration::from_millis(10), 0, 3);
+    let no_pex = EngineConfig {
+        pex: false,
+        ..EngineConfig::default()
+    };
+    let mut nodes = vec![
+        source(alg),
+        viewer(alg, no_pex),
+        viewer(
+            alg,
+            EngineConfig {
+                pex: false,
+                ..viewer_config
+            },
+        ),
+    ];
+    nodes[1].connect(0, Time::ZERO);
+    let next = stream(&mut net, &mut nodes, 0, Time::from_millis(2_000));
+    net.rewrite.insert(1, rewrite);
+    nodes[2].connect(1, net.now);
+    stream(&mut net, &mut nodes, next, Time::from_millis(6_000));
+    let evs = events(&mut nodes[2]);
+    let banned = evs.iter().any(|e| {
+        matches!(e, Event::PeerClosed { peer: 1, reason: CloseReason::Misbehaving(m) } if why(m))
+    });
+    assert!(banned, "{evs:?}");
+    assert_eq!(nodes[2].stats().chunks_have, 0, "nothing forged is kept");
+    assert!(
+        !evs.iter().any(|e| matches!(e, Event::ChunkVerified { .. })),
+        "nothing forged is handed on"
+    );
+    // Banned: it is not connected again.
+    assert!(nodes[2].peers().next().is_none());
+}
+
+#[test]
+fn a_forged_signature_gets_the_peer_banned() {
+    let rewrite = rewriting(|msg, b| match msg {
+        Message::SignedIntegrity {
+            chunks,
+            timestamp,
+            signature,
+        } => {
+            let mut forged = signature.to_vec();
+            forged[10] ^= 1;
+            b.push(&Message::SignedIntegrity {
+                chunks: *chunks,
+                timestamp: *timestamp,
+                signature: &forged,
+            })
+            .unwrap();
+            true
+        }
+        _ => false,
+    });
+    forger_is_banned(rewrite, EngineConfig::default(), |m| {
+        matches!(m, Misbehaviour::Live(LiveError::BadSignature(_)))
+    });
+}
+
+#[test]
+fn a_forged_chunk_gets_the_peer_banned() {
+    let rewrite = rewriting(|msg, b| match msg {
+        Message::Data {
+            chunks,
+            timestamp,
+            payload,
+        } => {
+            let mut forged = payload.to_vec();
+            forged[0] ^= 1;
+            b.push(&Message::Data {
+                chunks: *chunks,
+                timestamp: *timestamp,
+                payload: &forged,
+            })
+            .unwrap();
+            true
+        }
+        _ => false,
+    });
+    forger_is_banned(rewrite, EngineConfig::default(), |m| {
+        matches!(m, Misbehaviour::Live(LiveError::Mismatch(_)))
+    });
+}
+
+#[test]
+fn a_replayed_old_munro_gets_the_peer_banned() {
+    // The viewer's clock is 10 minutes ahead: every munro looks 10 minutes old.
+    let ahead = EngineConfig {
+        wall_clock_offset: Duration::from_secs(600),
+        ..EngineConfig::default()
+    };
+    forger_is_banned(Box::new(|b: &[u8]| b.to_vec()), ahead, |m| {
+        matches!(m, Misbehaviour::Live(LiveError::Stale { .. }))
+    });
+}
+
+#[test]
+fn unsigned_chunks_and_announcements_past_the_edge_are_not_taken() {
+    let alg = LiveAlgorithm::Ed25519;
+    let mut net = VirtualNet::new(Duration::from_millis(10), 0, 4);
+    let mut nodes = vec![source(alg), viewer(alg, EngineConfig::default())];
+    nodes[1].connect(0, Time::ZERO);
+    // The source's munros and signatures never arrive: without them the chunks, their
+    // HAVEs and the DATA that comes anyway are worth nothing.
+    net.rewrite.insert(
+        0,
+        rewriting(|msg, _| matches!(msg, Message::SignedIntegrity { .. })),
+    );
+    stream(&mut net, &mut nodes, 0, Time::from_millis(3_000));
+    let v = &mut nodes[1];
+    assert_eq!(v.live_edge(), Some(0));
+    assert_eq!(v.stats().chunks_have, 0);
+    assert!(
+        !events(v)
+            .iter()
+            .any(|e| matches!(e, Event::ChunkVerified { .. }))
+    );
+}
+
+#[test]
+fn live_and_static_peers_and_other_sources_do_not_meet() {
+    let mut net = VirtualNet::new(Duration::from_millis(10), 0, 5);
+    let other = LiveInfo {
+        key: LiveSigningKey::from_secret(LiveAlgorithm::Ed25519, &[8; 32])
+            .unwrap()
+            .public_key()
+            .clone(),
+        params: params(),
+    };
+    let mut nodes = vec![
+        source(LiveAlgorithm::Ed25519),
+        Engine::new_live(
+            EngineConfig::default(),
+            other,
+            SparseStore::live(CS),
+            Time::ZERO,
+        )
+        .unwrap(),
+    ];
+    nodes[1].connect(0, Time::ZERO);
+    stream(&mut net, &mut nodes, 0, Time::from_millis(2_000));
+    assert_eq!(nodes[1].stats().chunks_have, 0);
+    assert_eq!(
+        nodes[0].stats().peers,
+        0,
+        "another swarm's handshake is dropped"
+    );
+}
