@@ -65,6 +65,11 @@ pub enum UriError {
     Root(String),
     /// `len` is missing.
     MissingLength,
+    /// It names a live stream (`ppspp://live/…`), not a file: see
+    /// [`LiveUri`](crate::live::LiveUri).
+    LiveStream,
+    /// The live source's key is not hex of a supported DNSKEY.
+    Key(String),
     /// A parameter has a value that cannot be used.
     BadParameter {
         /// The parameter's name.
@@ -80,6 +85,8 @@ impl fmt::Display for UriError {
             UriError::Scheme => f.write_str("a swarm URI starts with ppspp://"),
             UriError::Root(why) => write!(f, "bad root hash: {why}"),
             UriError::MissingLength => f.write_str("the URI lacks len=<content length in bytes>"),
+            UriError::LiveStream => f.write_str("this URI names a live stream, not a file"),
+            UriError::Key(why) => write!(f, "bad live source key: {why}"),
             UriError::BadParameter { name, reason } => write!(f, "bad `{name}`: {reason}"),
         }
     }
@@ -87,7 +94,44 @@ impl fmt::Display for UriError {
 
 impl std::error::Error for UriError {}
 
-fn bad(name: &str, reason: impl Into<String>) -> UriError {
+/// `cs`: a chunk size from 1 byte to [`MAX_CHUNK_SIZE`].
+pub(crate) fn parse_chunk_size(value: &str) -> Result<u32, UriError> {
+    let n: u32 = value
+        .parse()
+        .map_err(|_| bad("cs", "not a whole number of bytes"))?;
+    if n == 0 || n > MAX_CHUNK_SIZE {
+        return Err(bad("cs", format!("must be 1 to {MAX_CHUNK_SIZE}")));
+    }
+    Ok(n)
+}
+
+/// `hash`: a Merkle hash function's name.
+pub(crate) fn parse_hash(value: &str) -> Result<HashAlgorithm, UriError> {
+    value
+        .parse()
+        .map_err(|_| bad("hash", format!("unknown hash function {value:?}")))
+}
+
+/// `signal`: a ws:// or wss:// URL.
+pub(crate) fn parse_signal(value: String) -> Result<String, UriError> {
+    if !(value.starts_with("ws://") || value.starts_with("wss://")) {
+        return Err(bad("signal", "must be a ws:// or wss:// URL"));
+    }
+    Ok(value)
+}
+
+/// `udp`: host:port.
+pub(crate) fn parse_udp(value: String) -> Result<String, UriError> {
+    if value
+        .rsplit_once(':')
+        .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
+    {
+        return Err(bad("udp", format!("{value:?} is not host:port")));
+    }
+    Ok(value)
+}
+
+pub(crate) fn bad(name: &str, reason: impl Into<String>) -> UriError {
     UriError::BadParameter {
         name: name.into(),
         reason: reason.into(),
@@ -125,6 +169,9 @@ impl FromStr for SwarmUri {
 
     fn from_str(s: &str) -> Result<SwarmUri, UriError> {
         let rest = s.trim().strip_prefix("ppspp://").ok_or(UriError::Scheme)?;
+        if rest.starts_with("live/") {
+            return Err(UriError::LiveStream);
+        }
         let (root_hex, query) = rest.split_once('?').unwrap_or((rest, ""));
         let root_hex = root_hex.trim_end_matches('/');
         let mut uri = SwarmUri {
@@ -152,35 +199,10 @@ impl FromStr for SwarmUri {
                     }
                     len = Some(n);
                 }
-                "cs" => {
-                    let n: u32 = value
-                        .parse()
-                        .map_err(|_| bad("cs", "not a whole number of bytes"))?;
-                    if n == 0 || n > MAX_CHUNK_SIZE {
-                        return Err(bad("cs", format!("must be 1 to {MAX_CHUNK_SIZE}")));
-                    }
-                    uri.chunk_size = n;
-                }
-                "hash" => {
-                    uri.hash = value
-                        .parse()
-                        .map_err(|_| bad("hash", format!("unknown hash function {value:?}")))?;
-                }
-                "signal" => {
-                    if !(value.starts_with("ws://") || value.starts_with("wss://")) {
-                        return Err(bad("signal", "must be a ws:// or wss:// URL"));
-                    }
-                    uri.signal = Some(value);
-                }
-                "udp" => {
-                    if value
-                        .rsplit_once(':')
-                        .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
-                    {
-                        return Err(bad("udp", format!("{value:?} is not host:port")));
-                    }
-                    uri.udp.push(value);
-                }
+                "cs" => uri.chunk_size = parse_chunk_size(&value)?,
+                "hash" => uri.hash = parse_hash(&value)?,
+                "signal" => uri.signal = Some(parse_signal(value)?),
+                "udp" => uri.udp.push(parse_udp(value)?),
                 "name" => uri.name = Some(value),
                 "http" | "tree" => {
                     if value.is_empty() || value.chars().any(char::is_whitespace) {
@@ -247,7 +269,7 @@ impl fmt::Display for SwarmUri {
 }
 
 /// Percent-encodes everything but unreserved characters and a few safe in a query value.
-fn percent_encode(s: &str) -> String {
+pub(crate) fn percent_encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || b"-._~:/@!$'()*,;".contains(&b) {
@@ -261,7 +283,7 @@ fn percent_encode(s: &str) -> String {
 
 /// Decodes `%XX` escapes (and `+` as a space, as forms do); `None` for a broken escape or
 /// invalid UTF-8.
-fn percent_decode(s: &str) -> Option<String> {
+pub(crate) fn percent_decode(s: &str) -> Option<String> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -192,9 +192,7 @@ fn codec() -> CodecConfig {
 }
 
 /// Rewrites every datagram of a node, message by message.
-fn rewriting(
-    mut f: impl FnMut(&Message<'_>, &mut DatagramBuilder) -> bool + 'static,
-) -> Rewrite {
+fn rewriting(mut f: impl FnMut(&Message<'_>, &mut DatagramBuilder) -> bool + 'static) -> Rewrite {
     Box::new(move |bytes| {
         let Ok(dg) = decode_datagram(bytes, &codec()) else {
             return bytes.to_vec();

@@ -5,7 +5,9 @@
 pub mod key;
 pub mod munro;
 pub mod umt;
+pub mod uri;
 
 pub use key::{KeyError, LiveAlgorithm, LivePublicKey, LiveSigningKey};
 pub use munro::{SignedMunro, SpecFormat, signed_bytes};
 pub use umt::{LiveError, LiveSource, LiveVerifier};
+pub use uri::LiveUri;
