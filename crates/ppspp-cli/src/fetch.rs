@@ -53,8 +53,13 @@ pub struct FetchArgs {
     /// Print one JSON line of figures per second on stdout.
     #[arg(long = "stats-json")]
     stats_json: bool,
+    /// Record a live stream (a ppspp://live/… URI) from its edge until it ends (no new
+    /// chunk for --give-up-after seconds) or Ctrl-C. A live URI implies it.
+    #[arg(long)]
+    live: bool,
     /// Give up when no chunk has been verified for this many seconds (before the first:
-    /// since the start), however many peers are connected.
+    /// since the start), however many peers are connected. Live: the stream counts as
+    /// ended then.
     #[arg(long = "give-up-after", default_value_t = 30)]
     give_up_after: u64,
     #[command(flatten)]
@@ -62,7 +67,7 @@ pub struct FetchArgs {
 }
 
 /// At most this many WebRTC peers of the room's `welcome` sample get an offer.
-const MAX_RTC_OFFERS: usize = 20;
+pub const MAX_RTC_OFFERS: usize = 20;
 
 /// How the fetch ended.
 enum Outcome {
@@ -76,7 +81,7 @@ enum Outcome {
 
 /// Resolves once `progress` (the time of the last progress; `None`: never give up) is
 /// `secs` old, or on Ctrl-C/SIGTERM.
-async fn give_up(secs: u64, progress: &std::cell::Cell<Option<Instant>>) {
+pub async fn give_up(secs: u64, progress: &std::cell::Cell<Option<Instant>>) {
     let limit = std::time::Duration::from_secs(secs);
     let stalled = async {
         loop {
@@ -105,7 +110,63 @@ enum Plan {
     Discover(Box<Discovery<Peer>>),
 }
 
+/// Resolves `host:port` peers.
+pub fn resolve_peers<'a>(
+    names: impl Iterator<Item = &'a String>,
+) -> Result<Vec<SocketAddr>, String> {
+    names
+        .map(|p| {
+            p.to_socket_addrs()
+                .map_err(|e| format!("cannot resolve peer {p}: {e}"))?
+                .next()
+                .ok_or_else(|| format!("peer {p} has no address"))
+        })
+        .collect()
+}
+
+/// Joins `room` on the signaling server at `url` and readies a WebRTC transport on the IP
+/// of `bind` (default loopback).
+pub async fn join_rtc(
+    url: &str,
+    room: &str,
+    bind: Option<SocketAddr>,
+    ice: &crate::ice_args::IceArgs,
+) -> Result<RtcTransport, String> {
+    let client = SignalClient::join(url, room).await?;
+    let servers = ice.servers(client.ice_servers())?;
+    let ip = match bind {
+        Some(b) if !b.ip().is_unspecified() => b.ip(),
+        _ => [127, 0, 0, 1].into(),
+    };
+    let mut t = RtcTransport::bind(SocketAddr::new(ip, 0), client)?;
+    t.relay_only = ice.relay_only;
+    t.stack = ice.webrtc_stack;
+    t.gather_and_report(&servers).await;
+    Ok(t)
+}
+
+/// A local UDP address for talking to `peers`: loopback if they all are.
+pub fn default_bind(peers: &[SocketAddr]) -> SocketAddr {
+    if peers.iter().all(|p| p.ip().is_loopback()) {
+        SocketAddr::from(([127, 0, 0, 1], 0))
+    } else {
+        SocketAddr::from(([0, 0, 0, 0], 0))
+    }
+}
+
 pub fn run(args: &FetchArgs) -> Result<(), String> {
+    if args.live || args.uri.trim().starts_with("ppspp://live/") {
+        return crate::live::record::run(&crate::live::record::LiveFetch {
+            uri: &args.uri,
+            output: &args.output,
+            udp: &args.udp,
+            signal: args.signal.as_deref(),
+            bind: args.bind,
+            stats_json: args.stats_json,
+            give_up_after: args.give_up_after,
+            ice: &args.ice,
+        });
+    }
     let target = parse_target(&args.uri)?;
     let (root, uri_udp, uri_signal, origin_urls) = match &target {
         Target::Uri(uri) => {
@@ -124,15 +185,7 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
         Target::Root(root) => (*root, Vec::new(), None, None),
     };
     let signal = args.signal.clone().or(uri_signal);
-    let mut peers: Vec<SocketAddr> = Vec::new();
-    for p in uri_udp.iter().chain(&args.udp) {
-        let addr = p
-            .to_socket_addrs()
-            .map_err(|e| format!("cannot resolve peer {p}: {e}"))?
-            .next()
-            .ok_or_else(|| format!("peer {p} has no address"))?;
-        peers.push(addr);
-    }
+    let peers = resolve_peers(uri_udp.iter().chain(&args.udp))?;
     if peers.is_empty() && signal.is_none() && origin_urls.is_none() {
         return Err(match target {
             Target::Uri(_) => "no peer to fetch from: the URI names no udp= peer and no signal= server; add --udp HOST:PORT or --signal ws://HOST:PORT",
@@ -157,19 +210,7 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     // Join the swarm's room before creating any file, so an unreachable server leaves none.
     let mut rtc = match &signal {
-        Some(url) => Some(runtime.block_on(async {
-            let client = SignalClient::join(url, &root.to_hex()).await?;
-            let servers = args.ice.servers(client.ice_servers())?;
-            let ip = match args.bind {
-                Some(b) if !b.ip().is_unspecified() => b.ip(),
-                _ => [127, 0, 0, 1].into(),
-            };
-            let mut t = RtcTransport::bind(SocketAddr::new(ip, 0), client)?;
-            t.relay_only = args.ice.relay_only;
-            t.stack = args.ice.webrtc_stack;
-            t.gather_and_report(&servers).await;
-            Ok::<_, String>(t)
-        })?),
+        Some(url) => Some(runtime.block_on(join_rtc(url, &root.to_hex(), args.bind, &args.ice))?),
         None => None,
     };
     let rtc_peers: Vec<String> = rtc
@@ -182,13 +223,7 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
             signal.as_deref().unwrap_or("?")
         ));
     }
-    let bind = args.bind.unwrap_or_else(|| {
-        if peers.iter().all(|p| p.ip().is_loopback()) {
-            SocketAddr::from(([127, 0, 0, 1], 0))
-        } else {
-            SocketAddr::from(([0, 0, 0, 0], 0))
-        }
-    });
+    let bind = args.bind.unwrap_or_else(|| default_bind(&peers));
     let started = Instant::now();
     let (outcome, engine) = runtime.block_on(async {
         // In the runtime: its client spawns there.
@@ -298,6 +333,7 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
                 udp: socket.as_ref(),
                 rtc: rtc.as_mut(),
                 origin: origin.as_mut(),
+                live: None,
             },
             &clock,
             stats,

@@ -6,6 +6,7 @@ mod file_store;
 mod gather;
 mod http_origin;
 mod ice_args;
+mod live;
 mod net;
 mod progress;
 mod root;
@@ -37,6 +38,9 @@ enum Command {
     Seed(seed::SeedArgs),
     /// Download and verify content from a swarm URI or root hash.
     Fetch(fetch::FetchArgs),
+    /// Stream live from stdin (WebM or fragmented MP4), signing every chunk; prints the
+    /// live URI first.
+    Live(live::LiveArgs),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +52,7 @@ fn main() -> ExitCode {
         Command::Root(args) => root::run(&args),
         Command::Seed(args) => seed::run(&args),
         Command::Fetch(args) => fetch::run(&args),
+        Command::Live(args) => live::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

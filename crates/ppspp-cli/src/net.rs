@@ -74,18 +74,32 @@ trait Role<P: SansIo<Addr = Peer>> {
     fn on_event(&mut self, p: &mut P, event: P::Event) -> Flow;
     /// Starts what the peer wants of its HTTP origin, after each turn.
     fn pump(&mut self, _p: &mut P, _now: Time) {}
-    /// The HTTP origin's next answer (never, for a role without one).
-    fn answer(&mut self) -> impl std::future::Future<Output = Answer> {
+    /// The next input from outside the transports: the HTTP origin's answers, a live
+    /// stream's chunks (never, for a role without them).
+    fn outside(&mut self) -> impl std::future::Future<Output = Outside> {
         std::future::pending()
     }
-    /// Hands an answer of the HTTP origin to the peer.
-    fn take(&mut self, _p: &mut P, _answer: Answer, _now: Time) {}
+    /// Hands an outside input to the peer.
+    fn take(&mut self, _p: &mut P, _input: Outside, _now: Time) -> Flow {
+        Flow::Continue
+    }
     /// Once a second, if [`Self::ticks`].
     fn on_tick(&mut self, _p: &P, _now: Time) {}
     fn ticks(&self) -> bool {
         false
     }
 }
+
+/// Input to the peer from outside its transports.
+pub enum Outside {
+    /// An answer of the HTTP origin.
+    Origin(Answer),
+    /// The next piece of a live stream, or its end (`None`).
+    Live(Option<Vec<u8>>),
+}
+
+/// A live stream's chunks, as the source reads them.
+pub type LiveFeed = tokio::sync::mpsc::Receiver<Option<Vec<u8>>>;
 
 /// How [`drive`] ended.
 enum End {
@@ -152,7 +166,7 @@ async fn drive<P: SansIo<Addr = Peer>>(
                 Input::Timer => Wake::Timer,
             },
             _ = tick.tick(), if role.ticks() => Wake::Tick,
-            answer = role.answer() => Wake::Answer(answer),
+            input = role.outside() => Wake::Outside(input),
             _ = &mut stop => Wake::Stop,
         };
         match wake {
@@ -188,7 +202,11 @@ async fn drive<P: SansIo<Addr = Peer>>(
                 }
                 role.on_tick(p, clock.now());
             }
-            Wake::Answer(answer) => role.take(p, answer, clock.now()),
+            Wake::Outside(input) => {
+                if let Flow::Stop = role.take(p, input, clock.now()) {
+                    return End::Done;
+                }
+            }
             Wake::Stop => return End::Signalled,
         }
     }
@@ -199,6 +217,7 @@ async fn drive<P: SansIo<Addr = Peer>>(
 struct Serving<'a, S: ChunkStore, F> {
     stats: Option<&'a mut StatsPrinter>,
     origin: Option<&'a mut HttpOrigin>,
+    live: Option<&'a mut LiveFeed>,
     on_event: F,
     _store: std::marker::PhantomData<S>,
 }
@@ -220,18 +239,49 @@ where
         }
     }
 
-    async fn answer(&mut self) -> Answer {
-        match self.origin.as_deref_mut() {
-            Some(o) => o.next().await,
-            None => std::future::pending().await,
+    async fn outside(&mut self) -> Outside {
+        let origin = async {
+            match self.origin.as_deref_mut() {
+                Some(o) => o.next().await,
+                None => std::future::pending().await,
+            }
+        };
+        let live = async {
+            match self.live.as_deref_mut() {
+                // A closed feed (after its end) has nothing more.
+                Some(feed) => match feed.recv().await {
+                    Some(piece) => piece,
+                    None => std::future::pending().await,
+                },
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            answer = origin => Outside::Origin(answer),
+            piece = live => Outside::Live(piece),
         }
     }
 
-    fn take(&mut self, p: &mut Engine<Peer, S>, answer: Answer, now: Time) {
-        match answer.result {
-            Ok(bytes) => p.handle_origin_response(now, answer.id, &bytes),
-            Err(error) => p.handle_origin_failure(now, answer.id, error),
+    fn take(&mut self, p: &mut Engine<Peer, S>, input: Outside, now: Time) -> Flow {
+        match input {
+            Outside::Origin(answer) => match answer.result {
+                Ok(bytes) => p.handle_origin_response(now, answer.id, &bytes),
+                Err(error) => p.handle_origin_failure(now, answer.id, error),
+            },
+            Outside::Live(Some(chunk)) => {
+                if let Err(e) = p.push_live_chunk(&chunk, now) {
+                    eprintln!("ppspp: live chunk refused: {e}");
+                    return Flow::Stop;
+                }
+            }
+            Outside::Live(None) => {
+                if let Err(e) = p.finish_live(now) {
+                    eprintln!("ppspp: ending the live stream: {e}");
+                    return Flow::Stop;
+                }
+            }
         }
+        Flow::Continue
     }
 
     fn on_tick(&mut self, p: &Engine<Peer, S>, now: Time) {
@@ -250,6 +300,8 @@ pub struct Links<'a> {
     pub udp: Option<&'a UdpSocket>,
     pub rtc: Option<&'a mut RtcTransport>,
     pub origin: Option<&'a mut HttpOrigin>,
+    /// A live source's chunks.
+    pub live: Option<&'a mut LiveFeed>,
 }
 
 /// Runs `engine` until `on_event` says stop or `stop` resolves (then every channel is
@@ -266,10 +318,12 @@ pub async fn run<S: ChunkStore>(
         udp,
         mut rtc,
         origin,
+        live,
     } = links;
     let mut role = Serving {
         stats: stats.as_mut(),
         origin,
+        live,
         on_event,
         _store: std::marker::PhantomData,
     };
@@ -433,7 +487,7 @@ enum Wake {
     Rtc,
     Timer,
     Tick,
-    Answer(Answer),
+    Outside(Outside),
     Stop,
 }
 

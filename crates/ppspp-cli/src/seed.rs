@@ -127,6 +127,7 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
                 udp: socket.as_ref(),
                 rtc: rtc.as_mut(),
                 origin: None,
+                live: None,
             },
             &clock,
             stats,

@@ -27,6 +27,7 @@ pub mod binmap;
 pub mod codec;
 pub mod congestion;
 pub mod engine;
+pub mod hex;
 pub mod live;
 pub mod merkle;
 pub mod picker;

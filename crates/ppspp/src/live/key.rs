@@ -179,6 +179,15 @@ impl LivePublicKey {
         &self.swarm_id
     }
 
+    /// The room a live swarm's peers meet in on a signaling server: the SHA-256 of the
+    /// swarm ID in hex, as long as a file's SHA-256 root (a DNSKEY is longer than rooms
+    /// may be).
+    pub fn signaling_room(&self) -> String {
+        crate::merkle::HashAlgorithm::Sha256
+            .digest(&self.swarm_id)
+            .to_hex()
+    }
+
     /// Whether `signature` is this key's over `message`.
     pub fn verify(&self, message: &[u8], signature: &[u8]) -> bool {
         match &self.key {

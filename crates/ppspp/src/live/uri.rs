@@ -4,6 +4,7 @@
 //! ```text
 //! ppspp://live/<key-hex>[?cs=<chunk size>][&hash=<sha1|…|sha512>][&sig=<chunks per signature>]
 //!                       [&window=<chunks>][&signal=<ws or wss URL>][&udp=<host:port>]…
+//!                       [&init=<hex>]
 //! ```
 //!
 //! The key is the swarm ID in hex: the source's public key in DNSKEY form (its DNSSEC
@@ -12,7 +13,10 @@
 //! number of chunks under one signed munro (a power of two from 2 to 65536, default 32,
 //! libswift's); `window` is the discard window the source keeps, in chunks (default
 //! 4096), which viewers take as theirs unless told otherwise. `signal` and `udp` are as
-//! for files. Unknown parameters are ignored.
+//! for files. `init` is the media's initialisation segment (WebM header and Tracks, or
+//! MP4 `ftyp` and `moov`), which a viewer joining at any point needs before the stream's
+//! media segments: it travels in the URI, which viewers trust as they trust its key, so it
+//! needs no swarm of its own and no signature. Unknown parameters are ignored.
 
 use super::key::LivePublicKey;
 use crate::engine::{LiveInfo, LiveParams};
@@ -38,6 +42,9 @@ pub struct LiveUri {
     pub signal: Option<String>,
     /// Native UDP peers as `host:port` (`udp`, repeatable).
     pub udp: Vec<String>,
+    /// The media's initialisation segment (`init`, hex): what a viewer joining at any
+    /// point appends before the stream's media segments.
+    pub init: Option<Vec<u8>>,
 }
 
 impl LiveUri {
@@ -47,22 +54,9 @@ impl LiveUri {
             info,
             signal: None,
             udp: Vec::new(),
+            init: None,
         }
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 impl FromStr for LiveUri {
@@ -74,7 +68,7 @@ impl FromStr for LiveUri {
             .strip_prefix("live/")
             .ok_or_else(|| UriError::Key("a live URI is ppspp://live/<key>".into()))?;
         let (key_hex, query) = rest.split_once('?').unwrap_or((rest, ""));
-        let key_bytes = unhex(key_hex.trim_end_matches('/'))
+        let key_bytes = crate::hex::decode(key_hex.trim_end_matches('/'))
             .ok_or_else(|| UriError::Key("not hexadecimal".into()))?;
         let key =
             LivePublicKey::from_swarm_id(&key_bytes).map_err(|e| UriError::Key(e.to_string()))?;
@@ -84,7 +78,7 @@ impl FromStr for LiveUri {
             chunks_per_signature: DEFAULT_CHUNKS_PER_SIGNATURE,
             discard_window: DEFAULT_DISCARD_WINDOW,
         };
-        let (mut signal, mut udp) = (None, Vec::new());
+        let (mut signal, mut udp, mut init) = (None, Vec::new(), None);
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (name, raw) = pair.split_once('=').unwrap_or((pair, ""));
             let value = percent_decode(raw).ok_or_else(|| bad(name, "bad percent-encoding"))?;
@@ -113,6 +107,12 @@ impl FromStr for LiveUri {
                 }
                 "signal" => signal = Some(parse_signal(value)?),
                 "udp" => udp.push(parse_udp(value)?),
+                "init" => {
+                    let bytes = crate::hex::decode(&value)
+                        .filter(|b| !b.is_empty())
+                        .ok_or_else(|| bad("init", "not hexadecimal"))?;
+                    init = Some(bytes);
+                }
                 _ => {}
             }
         }
@@ -120,6 +120,7 @@ impl FromStr for LiveUri {
             info: LiveInfo { key, params },
             signal,
             udp,
+            init,
         })
     }
 }
@@ -127,7 +128,11 @@ impl FromStr for LiveUri {
 impl fmt::Display for LiveUri {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let p = &self.info.params;
-        write!(f, "ppspp://live/{}", hex(self.info.key.swarm_id()))?;
+        write!(
+            f,
+            "ppspp://live/{}",
+            crate::hex::encode(self.info.key.swarm_id())
+        )?;
         let mut sep = '?';
         let mut param = |f: &mut fmt::Formatter<'_>, name: &str, value: String| {
             let r = write!(f, "{sep}{name}={value}");
@@ -152,6 +157,9 @@ impl fmt::Display for LiveUri {
         for u in &self.udp {
             param(f, "udp", percent_encode(u))?;
         }
+        if let Some(init) = &self.init {
+            param(f, "init", crate::hex::encode(init))?;
+        }
         Ok(())
     }
 }
@@ -173,7 +181,7 @@ mod tests {
     fn minimal_and_full_round_trip() {
         for alg in [LiveAlgorithm::EcdsaP256Sha256, LiveAlgorithm::Ed25519] {
             let k = key(alg);
-            let text = format!("ppspp://live/{}", hex(k.swarm_id()));
+            let text = format!("ppspp://live/{}", crate::hex::encode(k.swarm_id()));
             let u: LiveUri = text.parse().unwrap();
             assert_eq!(u.info.key, k);
             assert_eq!(u.info.params.chunks_per_signature, 32);
@@ -191,6 +199,7 @@ mod tests {
                 },
                 signal: Some("ws://127.0.0.1:8787/ws?x=1".into()),
                 udp: vec!["127.0.0.1:7000".into()],
+                init: Some(vec![0x1a, 0x45, 0xdf, 0xa3, 0]),
             };
             assert_eq!(full.to_string().parse::<LiveUri>().unwrap(), full);
         }
@@ -198,7 +207,7 @@ mod tests {
 
     #[test]
     fn bad_live_uris_say_why() {
-        let k = hex(key(LiveAlgorithm::Ed25519).swarm_id());
+        let k = crate::hex::encode(key(LiveAlgorithm::Ed25519).swarm_id());
         for (text, why) in [
             ("ppspp://live/zz".to_string(), "hexadecimal"),
             ("ppspp://live/0f00".to_string(), "32"),
@@ -208,6 +217,7 @@ mod tests {
             (format!("ppspp://live/{k}?window=0"), "at least one"),
             (format!("ppspp://live/{k}?cs=0"), "1 to"),
             (format!("ppspp://live/{k}?signal=http://x"), "ws://"),
+            (format!("ppspp://live/{k}?init=1"), "hexadecimal"),
         ] {
             let e = text.parse::<LiveUri>().unwrap_err().to_string();
             assert!(e.contains(why), "{text}: {e}");

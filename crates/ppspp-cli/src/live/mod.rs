@@ -1,0 +1,290 @@
+//! `ppspp live`: reads a live WebM or fragmented MP4 stream from stdin, cuts it into
+//! chunks at media segment boundaries, signs them as they come (RFC 7574 §6.1, Unified
+//! Merkle Tree) and serves them; prints the live URI first, with the initialisation
+//! segment in it.
+
+pub mod key_file;
+pub mod record;
+pub mod segmenter;
+
+use crate::net::{self, Flow, Links};
+use crate::root::parse_chunk_size;
+use crate::rtc::RtcTransport;
+use crate::signal::SignalClient;
+use crate::stats::StatsPrinter;
+use crate::udp::{self, Clock};
+use clap::Args;
+use ppspp::engine::{Engine, EngineConfig, Event, LiveInfo, LiveParams};
+use ppspp::live::LiveUri;
+use ppspp::live::uri::DEFAULT_DISCARD_WINDOW;
+use ppspp::live::{LiveAlgorithm, LiveSigningKey};
+use ppspp::merkle::HashAlgorithm;
+use ppspp::store::SparseStore;
+use segmenter::{Chunker, Segmenter};
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+#[derive(Args, Debug)]
+pub struct LiveArgs {
+    /// Serve plain RFC 7574 over UDP on this address (e.g. 127.0.0.1:7000; port 0 picks one).
+    #[arg(long)]
+    udp: Option<SocketAddr>,
+    /// Signaling server for WebRTC peers (ws://HOST:PORT/ws).
+    #[arg(long)]
+    signal: Option<String>,
+    /// Local address of the WebRTC socket (default 127.0.0.1:0, this machine only).
+    #[arg(long)]
+    bind: Option<SocketAddr>,
+    /// The signing key: read if the file exists, else made and saved there (owner-only).
+    /// Keep it to keep the same swarm ID, and so the same live URI, across restarts.
+    #[arg(long, default_value = "ppspp-live.key")]
+    key: PathBuf,
+    /// Algorithm of a new key: ecdsa-p256 (the RFC's default) or ed25519.
+    #[arg(long, default_value = "ecdsa-p256", value_parser = key_file::parse_algorithm)]
+    algorithm: LiveAlgorithm,
+    /// Chunk size in bytes (1 to 1 MiB). Chunks are also cut where a media segment
+    /// starts or ends, so some are shorter.
+    #[arg(long = "chunk-size", default_value_t = 1024, value_parser = parse_chunk_size)]
+    chunk_size: usize,
+    /// Chunks under one signature (a power of two, 2 to 65536): fewer signatures, or
+    /// chunks announced sooner.
+    #[arg(long = "chunks-per-signature", default_value_t = 16)]
+    chunks_per_signature: u64,
+    /// Chunks kept behind the live edge (the discard window).
+    #[arg(long, default_value_t = DEFAULT_DISCARD_WINDOW)]
+    window: u64,
+    /// Merkle hash function: sha1, sha224, sha256, sha384 or sha512.
+    #[arg(long = "hash", default_value = "sha256")]
+    hash: HashAlgorithm,
+    /// Seconds to keep serving after the input ends, so viewers get the stream's tail.
+    #[arg(long, default_value_t = 10)]
+    linger: u64,
+    /// Upload limit in bytes per second.
+    #[arg(long = "upload-limit")]
+    upload_limit: Option<u64>,
+    /// Most peers connected at once.
+    #[arg(long = "max-peers", default_value_t = 256)]
+    max_peers: usize,
+    /// Print one JSON line of figures per second on stdout (after the URI line).
+    #[arg(long = "stats-json")]
+    stats_json: bool,
+    #[command(flatten)]
+    ice: crate::ice_args::IceArgs,
+}
+
+/// The key in `path`, or a new one saved there.
+fn load_or_make_key(path: &Path, alg: LiveAlgorithm) -> Result<LiveSigningKey, String> {
+    if path.exists() {
+        let key = key_file::read(path)?;
+        eprintln!("live: signing with the key in {}", path.display());
+        Ok(key)
+    } else {
+        let key = key_file::create(path, alg)?;
+        eprintln!(
+            "live: made a new {} key and saved it to {} (owner-only). Keep it: restarted with it, the stream keeps its swarm ID and URI.",
+            alg.name(),
+            path.display()
+        );
+        Ok(key)
+    }
+}
+
+/// What the reader thread found wrong with the input.
+type ReadError = Arc<Mutex<Option<String>>>;
+
+/// Reads stdin on a thread of its own: the initialisation segment goes to `init`, then
+/// every chunk to `chunks`, then `None` at the end of the input, and then `ended` fires.
+fn read_stdin(
+    chunk_size: usize,
+    init: oneshot::Sender<Vec<u8>>,
+    chunks: mpsc::Sender<Option<Vec<u8>>>,
+    ended: oneshot::Sender<()>,
+    error: ReadError,
+) {
+    std::thread::spawn(move || {
+        let mut init = Some(init);
+        let mut segmenter = Segmenter::new();
+        let mut chunker = Chunker::new(chunk_size);
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut stdin = std::io::stdin().lock();
+        loop {
+            let n = match stdin.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    *error.lock().unwrap_or_else(|p| p.into_inner()) =
+                        Some(format!("reading stdin: {e}"));
+                    break;
+                }
+            };
+            if let Err(e) = segmenter.push(&buf[..n]) {
+                *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                break;
+            }
+            if let Some(bytes) = segmenter.init()
+                && let Some(tx) = init.take()
+            {
+                let _ = tx.send(bytes.to_vec());
+            }
+            while let Some(piece) = segmenter.pop() {
+                chunker.add(&piece, &mut out);
+            }
+            for chunk in out.drain(..) {
+                if chunks.blocking_send(Some(chunk)).is_err() {
+                    return;
+                }
+            }
+        }
+        chunker.flush(&mut out);
+        for chunk in out.drain(..) {
+            let _ = chunks.blocking_send(Some(chunk));
+        }
+        let _ = chunks.blocking_send(None);
+        let _ = ended.send(());
+    });
+}
+
+pub fn run(args: &LiveArgs) -> Result<(), String> {
+    if args.udp.is_none() && args.signal.is_none() {
+        return Err(
+            "say where to serve: --udp ADDR (e.g. --udp 127.0.0.1:7000) and/or --signal ws://HOST:PORT/ws"
+                .into(),
+        );
+    }
+    let params = LiveParams {
+        hash: args.hash,
+        chunk_size: args.chunk_size as u32,
+        chunks_per_signature: args.chunks_per_signature,
+        discard_window: args.window,
+    };
+    let key = load_or_make_key(&args.key, args.algorithm)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async {
+        let (init_tx, init_rx) = oneshot::channel();
+        let (chunk_tx, mut feed) = mpsc::channel(1024);
+        let read_error = ReadError::default();
+        let (ended_tx, ended_rx) = oneshot::channel::<()>();
+        read_stdin(
+            args.chunk_size,
+            init_tx,
+            chunk_tx,
+            ended_tx,
+            read_error.clone(),
+        );
+        eprintln!("live: reading the stream from stdin (WebM, or fragmented MP4)");
+        let init = init_rx.await.map_err(|_| {
+            read_error
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+                .unwrap_or_else(|| "the input ended before its first media segment".into())
+        })?;
+        let socket = match args.udp {
+            Some(a) => Some(udp::bind(a).map_err(|e| format!("cannot bind UDP {a}: {e}"))?),
+            None => None,
+        };
+        let clock = Clock::new();
+        let config = EngineConfig {
+            upload_limit: args.upload_limit,
+            max_peers: args.max_peers.max(1),
+            seed: crate::random_seed(),
+            wall_clock_offset: clock.wall_clock_offset(),
+            ..EngineConfig::default()
+        };
+        let info = LiveInfo {
+            key: key.public_key().clone(),
+            params,
+        };
+        let mut engine = Engine::new_live_source(
+            config,
+            key,
+            params,
+            SparseStore::live(args.chunk_size),
+            clock.now(),
+        )
+        .map_err(|e| format!("cannot start: {e}"))?;
+        let mut uri = LiveUri::new(info.clone());
+        uri.init = Some(init);
+        let mut serving = Vec::new();
+        if let Some(s) = &socket {
+            let local = s
+                .local_addr()
+                .map_err(|e| format!("cannot read the bound address: {e}"))?;
+            uri.udp.push(local.to_string());
+            serving.push(format!("udp {local}"));
+        }
+        let mut rtc = match &args.signal {
+            Some(url) => {
+                let client = SignalClient::join(url, &info.key.signaling_room()).await?;
+                let servers = args.ice.servers(client.ice_servers())?;
+                let bind = args
+                    .bind
+                    .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
+                let mut t = RtcTransport::bind(bind, client)?;
+                t.seeder = true;
+                t.relay_only = args.ice.relay_only;
+                t.stack = args.ice.webrtc_stack;
+                t.gather_and_report(&servers).await;
+                uri.signal = Some(url.clone());
+                serving.push(format!("webrtc {} via {url}", t.local_addr()));
+                Some(t)
+            }
+            None => None,
+        };
+        println!("{uri}");
+        let _ = std::io::stdout().flush();
+        eprintln!("live: streaming on {}; Ctrl-C stops", serving.join(" and "));
+        let linger = Duration::from_secs(args.linger);
+        let stop = async move {
+            tokio::select! {
+                _ = crate::shutdown_signal() => {}
+                _ = async {
+                    if ended_rx.await.is_ok() {
+                        eprintln!(
+                            "live: the input ended; serving the stream's tail for {} s",
+                            linger.as_secs()
+                        );
+                        tokio::time::sleep(linger).await;
+                    } else {
+                        std::future::pending::<()>().await;
+                    }
+                } => {}
+            }
+        };
+        let stats = args.stats_json.then(StatsPrinter::new);
+        net::run(
+            &mut engine,
+            Links {
+                udp: socket.as_ref(),
+                rtc: rtc.as_mut(),
+                origin: None,
+                live: Some(&mut feed),
+            },
+            &clock,
+            stats,
+            |_, event| {
+                match event {
+                    Event::PeerConnected { peer } => eprintln!("peer {peer} connected"),
+                    Event::PeerClosed { peer, reason } => eprintln!("peer {peer} left: {reason}"),
+                    _ => {}
+                }
+                Flow::Continue
+            },
+            stop,
+        )
+        .await;
+        match read_error.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    })
+}

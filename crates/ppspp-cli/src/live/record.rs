@@ -1,0 +1,216 @@
+//! `ppspp fetch --live URI -o FILE`: joins a live stream at its edge and records it: the
+//! initialisation segment from the URI, then every chunk in order from the first that
+//! begins a media segment. A gap (chunks that left the window before they came) skips to
+//! the next segment, so the file stays playable.
+
+use super::segmenter::{Container, container_of, starts_segment};
+use crate::fetch::{MAX_RTC_OFFERS, default_bind, give_up, join_rtc, resolve_peers};
+use crate::net::{self, Flow, Links, Peer};
+use crate::stats::StatsPrinter;
+use crate::udp::{self, Clock};
+use ppspp::engine::{Engine, EngineConfig, Event};
+use ppspp::live::LiveUri;
+use ppspp::store::{ChunkStore, SparseStore};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Instant;
+
+/// What `fetch` passes on for a live stream.
+pub struct LiveFetch<'a> {
+    pub uri: &'a str,
+    pub output: &'a Path,
+    pub udp: &'a [String],
+    pub signal: Option<&'a str>,
+    pub bind: Option<SocketAddr>,
+    pub stats_json: bool,
+    pub give_up_after: u64,
+    pub ice: &'a crate::ice_args::IceArgs,
+}
+
+/// Writes the stream's chunks in order.
+struct Recorder {
+    container: Container,
+    file: std::io::BufWriter<std::fs::File>,
+    /// The next chunk to write (`None`: waiting for a segment to start at).
+    next: Option<u64>,
+    written: u64,
+    chunks: u64,
+    gaps: u64,
+}
+
+impl Recorder {
+    /// Writes what can be written now.
+    fn catch_up(&mut self, engine: &mut Engine<Peer, SparseStore>) -> std::io::Result<()> {
+        let floor = engine.live_floor().unwrap_or(0);
+        if self.next.is_some_and(|n| n < floor) {
+            // The window moved past chunks that never came.
+            self.next = None;
+            self.gaps += 1;
+        }
+        let mut data = Vec::new();
+        if self.next.is_none() {
+            let held: Vec<u64> = engine
+                .have()
+                .filled_ranges()
+                .flat_map(|r| r.start..r.end)
+                .filter(|&c| c >= floor)
+                .collect();
+            for c in held {
+                data.clear();
+                if engine.store_mut().read_chunk(c, &mut data).unwrap_or(false)
+                    && starts_segment(self.container, &data)
+                {
+                    self.next = Some(c);
+                    break;
+                }
+            }
+        }
+        while let Some(n) = self.next {
+            data.clear();
+            if !engine.store_mut().read_chunk(n, &mut data).unwrap_or(false) {
+                break;
+            }
+            self.file.write_all(&data)?;
+            self.written += data.len() as u64;
+            self.chunks += 1;
+            self.next = Some(n + 1);
+        }
+        self.file.flush()
+    }
+}
+
+pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
+    let uri: LiveUri = req
+        .uri
+        .trim()
+        .parse()
+        .map_err(|e| format!("not a usable live URI ({e}): {}", req.uri))?;
+    let init = uri.init.clone().ok_or(
+        "the live URI has no init= (the stream's initialisation segment, which `ppspp live` puts there)",
+    )?;
+    let container = container_of(&init).ok_or("the live URI's init= is neither WebM nor MP4")?;
+    let signal = req.signal.map(str::to_owned).or(uri.signal.clone());
+    let peers = resolve_peers(uri.udp.iter().chain(req.udp))?;
+    if peers.is_empty() && signal.is_none() {
+        return Err("no peer to record from: the URI names no udp= peer and no signal= server; add --udp HOST:PORT or --signal ws://HOST:PORT".into());
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let room = uri.info.key.signaling_room();
+    let mut rtc = match &signal {
+        Some(url) => Some(runtime.block_on(join_rtc(url, &room, req.bind, req.ice))?),
+        None => None,
+    };
+    let rtc_peers: Vec<String> = rtc
+        .as_ref()
+        .map(|r| r.welcome_peers().into_iter().take(MAX_RTC_OFFERS).collect())
+        .unwrap_or_default();
+    if peers.is_empty() && rtc_peers.is_empty() {
+        return Err(format!(
+            "no peer to record from: nobody else is in the stream's room at {}",
+            signal.as_deref().unwrap_or("?")
+        ));
+    }
+    let file = std::fs::File::create(req.output)
+        .map_err(|e| format!("cannot write {}: {e}", req.output.display()))?;
+    let mut recorder = Recorder {
+        container,
+        file: std::io::BufWriter::new(file),
+        next: None,
+        written: 0,
+        chunks: 0,
+        gaps: 0,
+    };
+    recorder
+        .file
+        .write_all(&init)
+        .map_err(|e| format!("cannot write {}: {e}", req.output.display()))?;
+    let bind = req.bind.unwrap_or_else(|| default_bind(&peers));
+    let stats = runtime.block_on(async {
+        let socket = match peers.is_empty() {
+            true => None,
+            false => Some(udp::bind(bind).map_err(|e| format!("cannot bind UDP {bind}: {e}"))?),
+        };
+        let clock = Clock::new();
+        let config = EngineConfig {
+            seed: crate::random_seed(),
+            wall_clock_offset: clock.wall_clock_offset(),
+            ..EngineConfig::default()
+        };
+        let chunk_size = uri.info.params.chunk_size as usize;
+        let mut engine = Engine::new_live(
+            config,
+            uri.info.clone(),
+            SparseStore::live(chunk_size),
+            clock.now(),
+        )
+        .map_err(|e| format!("cannot start: {e}"))?;
+        for p in &peers {
+            engine.connect(Peer::Udp(*p), clock.now());
+        }
+        if let Some(r) = rtc.as_mut() {
+            for p in &rtc_peers {
+                r.offer(p)?;
+            }
+        }
+        eprintln!("live: recording to {} (Ctrl-C stops)", req.output.display());
+        let progressed = std::cell::Cell::new(Some(Instant::now()));
+        let mut failed = None;
+        net::run(
+            &mut engine,
+            Links {
+                udp: socket.as_ref(),
+                rtc: rtc.as_mut(),
+                origin: None,
+                live: None,
+            },
+            &clock,
+            req.stats_json.then(StatsPrinter::new),
+            |engine, event| {
+                match event {
+                    Event::ChunkVerified { .. } => {
+                        progressed.set(Some(Instant::now()));
+                        if let Err(e) = recorder.catch_up(engine) {
+                            failed = Some(format!("cannot write {}: {e}", req.output.display()));
+                            return Flow::Stop;
+                        }
+                    }
+                    Event::ChunkRejected {
+                        chunk,
+                        from,
+                        reason,
+                    } => eprintln!("rejected chunk {chunk} from {from}: {reason}"),
+                    Event::PeerClosed { peer, reason } => eprintln!("peer {peer} left: {reason}"),
+                    _ => {}
+                }
+                Flow::Continue
+            },
+            give_up(req.give_up_after, &progressed),
+        )
+        .await;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        Ok(engine.stats())
+    })?;
+    if recorder.chunks == 0 {
+        return Err(format!(
+            "nothing recorded: no media segment arrived ({} chunks verified, {} rejected)",
+            stats.chunks_verified, stats.chunks_rejected
+        ));
+    }
+    eprintln!(
+        "recorded {}: {} bytes of media in {} chunks after the {}-byte header; {} gap(s); {} chunks verified, {} rejected",
+        req.output.display(),
+        recorder.written,
+        recorder.chunks,
+        init.len(),
+        recorder.gaps,
+        stats.chunks_verified,
+        stats.chunks_rejected
+    );
+    Ok(())
+}

@@ -1,0 +1,160 @@
+//! `ppspp live` and `ppspp fetch --live` as a user runs them: ffmpeg's test source at real
+//! time into the live source, a recording from its edge that ffprobe reads, the key kept
+//! across restarts, and input that is not a stream refused. Every wait is bounded.
+
+mod common;
+
+use common::{Running, finish, ppspp, run, spawn_command, stderr, temp_dir};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// ffmpeg's test pattern, `secs` long, as WebM on stdout (`realtime`: paced as live).
+fn ffmpeg(secs: u32, realtime: bool) -> Child {
+    let mut cmd = Command::new("ffmpeg");
+    cmd.args(["-loglevel", "error"]);
+    if realtime {
+        cmd.arg("-re");
+    }
+    cmd.args(["-f", "lavfi", "-i", "testsrc=size=320x240:rate=25", "-t"])
+        .arg(secs.to_string())
+        .args([
+            "-c:v",
+            "libvpx",
+            "-deadline",
+            "realtime",
+            "-b:v",
+            "400k",
+            "-g",
+            "25",
+            "-f",
+            "webm",
+            "-",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ffmpeg (scripts/setup.sh installs it)")
+}
+
+/// `ppspp live` reading `input`'s stdout.
+fn live(input: &mut Child, key: &std::path::Path) -> Running {
+    let mut cmd = ppspp();
+    cmd.args(["live", "--udp", "127.0.0.1:0", "--linger", "2", "--key"])
+        .arg(key)
+        .stdin(Stdio::from(input.stdout.take().expect("ffmpeg's stdout")));
+    spawn_command(cmd)
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_live_stream_is_recorded_from_its_edge_and_plays() {
+    let dir = temp_dir("live-record");
+    let key = dir.join("source.key");
+    let mut source = Killed(ffmpeg(9, true));
+    let mut streaming = live(&mut source.0, &key);
+    let uri = streaming.next_line(Duration::from_secs(20));
+    assert!(
+        uri.starts_with("ppspp://live/") && uri.contains("init="),
+        "{uri}"
+    );
+    // Join a little after the start, as a late viewer.
+    std::thread::sleep(Duration::from_secs(2));
+    let out = dir.join("recording.webm");
+    let o = run(
+        &[
+            "fetch",
+            "--live",
+            &uri,
+            "-o",
+            out.to_str().unwrap(),
+            "--give-up-after",
+            "4",
+        ],
+        Duration::from_secs(40),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("0 rejected"), "{}", stderr(&o));
+    let probe = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-count_frames",
+            "-select_streams",
+            "v",
+            "-show_entries",
+            "stream=codec_name,nb_read_frames",
+            "-of",
+            "csv=p=0",
+        ])
+        .arg(&out)
+        .output()
+        .expect("ffprobe");
+    let text = String::from_utf8_lossy(&probe.stdout).trim().to_string();
+    let frames: u64 = text
+        .strip_prefix("vp8,")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "ffprobe: {text:?} {}",
+                String::from_utf8_lossy(&probe.stderr)
+            )
+        });
+    // Joined about 2 s in, of 9 s at 25 frames a second.
+    assert!(frames >= 100, "{frames} frames recorded");
+    // The source stops by itself once the input ends and its tail was served.
+    let status = finish(
+        std::mem::replace(&mut streaming.child, dummy()),
+        Duration::from_secs(20),
+        "ppspp live",
+    );
+    assert!(status.status.success());
+
+    // Restarted with its key, the stream keeps its swarm ID.
+    let mut again = Killed(ffmpeg(1, false));
+    let restarted = live(&mut again.0, &key);
+    let uri2 = restarted.next_line(Duration::from_secs(20));
+    let id = |u: &str| u.split('?').next().unwrap_or_default().to_string();
+    assert_eq!(id(&uri), id(&uri2));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A child that has already exited, to take the place of one handed to `finish`.
+fn dummy() -> Child {
+    let mut c = Command::new("true").spawn().expect("true");
+    let _ = c.wait();
+    c
+}
+
+#[test]
+fn input_that_is_not_a_stream_is_refused_clearly() {
+    let dir = temp_dir("live-bad-input");
+    let mut echo = Killed(
+        Command::new("sh")
+            .args(["-c", "echo '#EXTM3U not a stream'"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut cmd = ppspp();
+    cmd.args(["live", "--udp", "127.0.0.1:0", "--key"])
+        .arg(dir.join("k"))
+        .stdin(Stdio::from(echo.0.stdout.take().unwrap()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let o = finish(cmd.spawn().unwrap(), Duration::from_secs(20), "ppspp live");
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("neither WebM nor MP4"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
