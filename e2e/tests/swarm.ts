@@ -114,8 +114,9 @@ export interface Proc {
   stop(): Promise<void>;
 }
 
-export function run(cmd: string, args: string[]): Proc {
-  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts `cmd`; with `stdin: 'pipe'` its stdin can be written (or piped into). */
+export function run(cmd: string, args: string[], stdin: 'ignore' | 'pipe' = 'ignore'): Proc {
+  const child = spawn(cmd, args, { stdio: [stdin, 'pipe', 'pipe'] });
   const lines: string[] = [];
   const waiters: { match: (l: string) => boolean; resolve: (l: string) => void }[] = [];
   const rl = createInterface({ input: child.stdout! });

@@ -99,6 +99,16 @@ export interface PlayerOptions extends PeerOptions {
   storage?: 'memory' | 'opfs';
   /** Bytes of saved chunks `storage: 'opfs'` keeps at most for one video, across visits (default 1 GiB; at least 1 MiB). */
   storageQuotaBytes?: number;
+  /**
+   * Live streams: seconds of media playback stays behind the newest appended (default 3;
+   * at least 0.5). A little further behind, playback runs faster until back (`behind`,
+   * then `caught-up` events).
+   */
+  liveLatencySeconds?: number;
+  /** Live streams: seconds beyond the latency target at which playback jumps forward rather than plays faster (default 4; at least 1). */
+  liveJumpSeconds?: number;
+  /** Live streams: milliseconds without a new signed chunk after which the stream counts as ended (`live-ended`; default 10000; at least 1000). */
+  liveEndAfterMs?: number;
 }
 
 export interface ResolvedPeerOptions {
@@ -125,6 +135,9 @@ export interface ResolvedPlayerOptions extends ResolvedPeerOptions {
   maxMemoryBytes: number;
   storage: 'memory' | 'opfs';
   storageQuotaBytes: number;
+  liveLatencySeconds: number;
+  liveJumpSeconds: number;
+  liveEndAfterMs: number;
 }
 
 function bad(message: string): PpsppError {
@@ -177,7 +190,7 @@ const KNOWN_PEER = [
 ];
 const KNOWN_PLAYER = [
   ...KNOWN_PEER, 'mimeType', 'keepBehindSeconds', 'readAheadBytes', 'urgentPriority', 'stuckTimeoutMs', 'httpOrigin',
-  'maxMemoryBytes', 'storage', 'storageQuotaBytes',
+  'maxMemoryBytes', 'storage', 'storageQuotaBytes', 'liveLatencySeconds', 'liveJumpSeconds', 'liveEndAfterMs',
 ];
 const KNOWN_ORIGIN = ['url', 'tree', 'maxRequests', 'timeoutMs', 'headBytes'];
 
@@ -295,5 +308,8 @@ export function resolvePlayerOptions(options: PlayerOptions = {}): ResolvedPlaye
     maxMemoryBytes: memoryBound(options),
     storage: storage(options),
     storageQuotaBytes: number(options, 'storageQuotaBytes', 1 << 30, { min: 1 << 20, integer: true }),
+    liveLatencySeconds: number(options, 'liveLatencySeconds', 3, { min: 0.5 }),
+    liveJumpSeconds: number(options, 'liveJumpSeconds', 4, { min: 1 }),
+    liveEndAfterMs: number(options, 'liveEndAfterMs', 10_000, { min: 1000 }),
   };
 }

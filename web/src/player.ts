@@ -3,12 +3,25 @@
  * bytes are appended in order; the engine's VoD picker fetches just ahead of what is
  * appended; a seek outside the buffer moves both to the media segment (WebM cluster, MP4
  * fragment) that holds the new position.
+ *
+ * A live URI (`ppspp://live/…`) plays from the stream's edge instead: the initialisation
+ * segment comes from the URI, the segments from the swarm (`media/live-feed.ts`), and
+ * playback is held a latency target behind them (`media/live-latency.ts`).
  */
 import { Emitter } from './emitter.js';
 import { PpsppError, fatal, messageOf } from './errors.js';
 import { AppendQueue, type SourceBufferLike } from './media/append-queue.js';
-import { type Stall, StallWatch, bufferedAhead } from './media/stall-watch.js';
-import { type InitInfo, findSegmentStart, parseInit, segmentStartTime, wholeSegmentsLength } from './media/container.js';
+import { type Stall, StallWatch, bufferedAhead, bufferedEnd } from './media/stall-watch.js';
+import {
+  type InitInfo,
+  findSegmentStart,
+  parseInit,
+  parseLiveInit,
+  segmentStartTime,
+  wholeSegmentsLength,
+} from './media/container.js';
+import { LiveFeed } from './media/live-feed.js';
+import { LiveLatency } from './media/live-latency.js';
 import { completeChildrenEnd, openClusterHead } from './media/webm.js';
 import { type PlayerOptions, type ResolvedPlayerOptions, resolveHttpOrigin, resolvePlayerOptions } from './options.js';
 import { requireWebRtc, type SelectedPair } from './connections.js';
@@ -26,6 +39,18 @@ export interface PlayerEvents extends SwarmEvents {
    * append). A decode stall past `stuckTimeoutMs` is also a `playback-stuck` error.
    */
   stall: Stall;
+  /**
+   * Live: the stream's edge moved on: chunks up to `end` are signed by the source, at
+   * `signedAtMs` (Unix ms, its clock). `latencySeconds`: how far playback is behind the
+   * source, estimated (null before playback starts).
+   */
+  'live-edge': { end: number; signedAtMs: number; latencySeconds: number | null };
+  /** Live: playback fell behind its latency target; it catches up by playing faster, or by a jump. */
+  behind: { latencySeconds: number; catchUp: 'rate' | 'jump' };
+  /** Live: playback is back at its latency target. */
+  'caught-up': { latencySeconds: number };
+  /** Live: no new signed chunk came for `liveEndAfterMs`: what was here is played, and the stream is ended. */
+  'live-ended': Record<string, never>;
 }
 
 /** The Player's figures: the swarm's, plus rebuffering. */
@@ -79,6 +104,14 @@ export class Player extends Emitter<PlayerEvents> {
   private seek: Seek | null = null;
   private feedQueued = false;
   private ended = false;
+  /** A live stream's feed and latency control (null: a file). */
+  private readonly live: LiveFeed | null = null;
+  private readonly latency: LiveLatency | null = null;
+  /** Live: playback was placed at the latency target once media came. */
+  private liveStarted = false;
+  /** Live: when the edge last moved, and the signing time of the newest appended media. */
+  private lastEdgeAtMs = performance.now();
+  private appendedSignedAtMs: number | null = null;
   private destroyed = false;
   private failed = false;
   private readonly cleanup: (() => void)[] = [];
@@ -99,6 +132,13 @@ export class Player extends Emitter<PlayerEvents> {
     super();
     this.content = swarm.content;
     this.uri = swarm.uri;
+    if (this.content.live) {
+      const init = this.content.live.init;
+      const info = init ? parseLiveInit(init) : null;
+      if (!info) throw new PpsppError('bad-uri', 'the live URI has no usable init= (the stream\'s initialisation segment)');
+      this.live = new LiveFeed(swarm, info, options.liveLatencySeconds);
+      this.latency = new LiveLatency(options.liveLatencySeconds, options.liveJumpSeconds);
+    }
     this.mediaSource = new MediaSource();
     this.objectUrl = URL.createObjectURL(this.mediaSource);
     // Comes while the swarm starts (OPFS unavailable): held until attach() resolves.
@@ -147,6 +187,8 @@ export class Player extends Emitter<PlayerEvents> {
     // HTTP-only playback needs no WebRTC.
     if (signal !== null) requireWebRtc();
     const window = Math.max(16, Math.ceil(resolved.readAheadBytes / content.chunkSize));
+    // A live stream's discard window bounds what is held, and nothing of it is saved.
+    const live = content.live !== undefined;
     let engine: WasmPeer;
     try {
       engine = WasmPeer.fetcher(
@@ -164,9 +206,15 @@ export class Player extends Emitter<PlayerEvents> {
       resolved,
       false,
       origin,
-      resolved.storage === 'opfs' ? resolved.storageQuotaBytes : null,
+      resolved.storage === 'opfs' && !live ? resolved.storageQuotaBytes : null,
     );
-    const player = new Player(video, swarm, resolved, attachedAt);
+    let player: Player;
+    try {
+      player = new Player(video, swarm, resolved, attachedAt);
+    } catch (err) {
+      swarm.close();
+      throw err;
+    }
     try {
       await swarm.start();
       await player.open();
@@ -191,6 +239,12 @@ export class Player extends Emitter<PlayerEvents> {
   }
 
   private async open(): Promise<void> {
+    this.swarm.on('live-edge', (e) => {
+      this.lastEdgeAtMs = performance.now();
+      this.live?.onEdge(e.end, e.signedAtMs, performance.now());
+      this.emit('live-edge', { ...e, latencySeconds: this.liveLatencySeconds() });
+      this.scheduleFeed();
+    });
     const forward: (keyof SwarmEvents)[] = [
       'peer-joined', 'peer-left', 'chunk-rejected', 'origin-corrupt', 'progress', 'complete', 'stats', 'error',
     ];
@@ -203,7 +257,14 @@ export class Player extends Emitter<PlayerEvents> {
     for (const type of ['waiting', 'stalled', 'playing', 'pause', 'ended']) {
       this.listen(this.video, type, () => this.stalls.tick(performance.now()));
     }
-    const watch = setInterval(() => this.stalls.tick(performance.now()), STALL_CHECK_MS);
+    const watch = setInterval(() => {
+      this.stalls.tick(performance.now());
+      if (this.live) {
+        // Playback waiting for media fires no `timeupdate`: it is placed from here.
+        this.holdLatency();
+        this.checkLiveEnd();
+      }
+    }, STALL_CHECK_MS);
     this.cleanup.push(() => clearInterval(watch));
     this.listen(this.video, 'timeupdate', () => {
       this.followPlayback();
@@ -252,6 +313,10 @@ export class Player extends Emitter<PlayerEvents> {
 
   private feed(): void {
     if (this.destroyed || this.failed || this.mediaSource.readyState === 'closed') return;
+    if (this.live) {
+      this.feedLive(this.live);
+      return;
+    }
     if (!this.info && !this.startMedia()) return;
     if (this.seek && !this.continueSeek()) return;
     const queue = this.queue;
@@ -353,6 +418,10 @@ export class Player extends Emitter<PlayerEvents> {
    * span, say).
    */
   private followPlayback(): void {
+    if (this.live) {
+      this.holdLatency();
+      return;
+    }
     const info = this.info;
     if (!info || this.seek) return;
     const playing = this.byteAt(this.video.currentTime);
@@ -370,15 +439,82 @@ export class Player extends Emitter<PlayerEvents> {
     return info.initLength + Math.floor((t / duration) * (this.content.length - info.initLength));
   }
 
-  /** Parses the initialization segment once it is here and creates the SourceBuffer. */
-  private startMedia(): boolean {
-    const avail = this.swarm.verifiedEnd(0);
-    if (avail === 0) return false;
-    const info = parseInit(this.swarm.read(0, avail));
-    if (!info) {
-      if (avail >= this.content.length) throw new PpsppError('media-error', 'the content has no complete initialization segment');
-      return false;
+  /** Appends what the live stream has ready: the init segment first, then whole segments. */
+  private feedLive(live: LiveFeed): void {
+    if (this.ended) return;
+    if (!this.info) {
+      const init = this.content.live?.init;
+      if (!init || !this.startMedia(parseLiveInit(init))) return;
+      this.queue?.push(init);
     }
+    const queue = this.queue;
+    if (!queue || queue.pendingBytes >= MAX_PENDING) return;
+    const bytes = live.take(performance.now());
+    if (!bytes) return;
+    queue.push(bytes);
+    this.appendedSignedAtMs = live.newestSignedAtMs();
+    this.scheduleFeed();
+  }
+
+  /** How far playback is behind the source, in seconds (null before it starts). */
+  private liveLatencySeconds(): number | null {
+    const end = bufferedEnd(this.video);
+    if (!this.liveStarted || end === null || this.appendedSignedAtMs === null) return null;
+    return end + (Date.now() - this.appendedSignedAtMs) / 1000 - this.video.currentTime;
+  }
+
+  /** Live: places playback at the latency target once media came, then holds it there. */
+  private holdLatency(): void {
+    const latency = this.latency;
+    const end = bufferedEnd(this.video);
+    if (!latency || end === null || this.ended) return;
+    if (!this.liveStarted) {
+      this.liveStarted = true;
+      const start = this.video.buffered.start(0);
+      this.video.currentTime = Math.max(start, end - this.options.liveLatencySeconds);
+      return;
+    }
+    const step = latency.step(this.video.currentTime, end);
+    if (step.seekTo !== null) this.video.currentTime = step.seekTo;
+    if (this.video.playbackRate !== step.rate) this.video.playbackRate = step.rate;
+    const seconds = this.liveLatencySeconds() ?? end - this.video.currentTime;
+    if (step.event?.type === 'behind') this.emit('behind', { latencySeconds: seconds, catchUp: step.event.catchUp });
+    else if (step.event?.type === 'caught-up') this.emit('caught-up', { latencySeconds: seconds });
+  }
+
+  /** Live: with no new signed chunk for `liveEndAfterMs`, what is here plays out and the stream ends. */
+  private checkLiveEnd(): void {
+    if (this.ended || performance.now() - this.lastEdgeAtMs < this.options.liveEndAfterMs) return;
+    const queue = this.queue;
+    this.ended = true;
+    this.video.playbackRate = 1;
+    void (queue ? queue.idle() : Promise.resolve()).then(() => {
+      if (this.destroyed) return;
+      if (this.mediaSource.readyState === 'open') {
+        try {
+          this.mediaSource.endOfStream();
+        } catch {
+          // A SourceBuffer still updating: the stream has ended all the same.
+        }
+      }
+      this.emit('live-ended', {});
+    });
+  }
+
+  /** Parses the initialization segment once it is here and creates the SourceBuffer. */
+  private startMedia(parsed?: InitInfo | null): boolean {
+    let info: InitInfo | null;
+    if (parsed !== undefined) {
+      info = parsed;
+    } else {
+      const avail = this.swarm.verifiedEnd(0);
+      if (avail === 0) return false;
+      info = parseInit(this.swarm.read(0, avail));
+      if (!info && avail >= this.content.length) {
+        throw new PpsppError('media-error', 'the content has no complete initialization segment');
+      }
+    }
+    if (!info) return false;
     const mime = this.options.mimeType ?? info.mimeType;
     if (!MediaSource.isTypeSupported(mime)) {
       throw new PpsppError('mse-unsupported', `this browser cannot play ${mime} through MediaSource`);
@@ -395,7 +531,8 @@ export class Player extends Emitter<PlayerEvents> {
         this.fail(new PpsppError('media-error', `MediaSource append failed: ${err.message}`, { cause: err }));
       },
     });
-    if (info.durationSeconds !== null && Number.isFinite(info.durationSeconds)) {
+    // A live stream has no duration (the header's, if any, is of nothing yet).
+    if (!this.live && info.durationSeconds !== null && Number.isFinite(info.durationSeconds)) {
       this.mediaSource.duration = info.durationSeconds;
     }
     this.info = info;
@@ -409,7 +546,8 @@ export class Player extends Emitter<PlayerEvents> {
 
   private onSeeking(): void {
     const info = this.info;
-    if (!info || this.destroyed) return;
+    // A live stream has nothing to fetch for a seek: what is buffered is what there is.
+    if (!info || this.destroyed || this.live) return;
     const t = this.video.currentTime;
     const b = this.video.buffered;
     for (let i = 0; i < b.length; i++) if (b.start(i) <= t && t < b.end(i) - 0.1) return;

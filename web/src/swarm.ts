@@ -72,6 +72,8 @@ export interface SwarmEvents {
   'chunk-rejected': { chunk: number; peer: number; reason: string };
   progress: { have: number; total: number };
   complete: Record<string, never>;
+  /** A live stream's edge moved on: chunks up to `end` are signed by the source, at `signedAtMs` (Unix ms, its clock). */
+  'live-edge': { end: number; signedAtMs: number };
   stats: SwarmStats;
   /**
    * Trouble while the swarm runs: `signaling-error`, `no-peers` and `verification-failed`
@@ -349,6 +351,9 @@ export class Swarm extends Emitter<SwarmEvents> {
         this.completeValue = true;
         this.emit('complete', {});
         break;
+      case 'live-edge':
+        this.emit('live-edge', { end: event.end, signedAtMs: event.signedAtMs });
+        break;
       case 'store-failed':
         // The engine asks for nothing more; the page's memory store cannot free space.
         this.emit(
@@ -438,6 +443,21 @@ export class Swarm extends Emitter<SwarmEvents> {
     const out: [number, number][] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i] ?? 0, flat[i + 1] ?? 0]);
     return out;
+  }
+
+  /** A live stream's edge (one past its newest signed chunk) and the first chunk still in
+   * its window; -1 for a file. */
+  liveEdge(): number {
+    return this.engine.liveEdge();
+  }
+
+  liveFloor(): number {
+    return this.engine.liveFloor();
+  }
+
+  /** Verified chunk `chunk`, or undefined if not held. */
+  readChunk(chunk: number): Uint8Array | undefined {
+    return this.engine.readChunk(chunk);
   }
 
   setPlayhead(chunk: number): void {

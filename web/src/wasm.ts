@@ -93,6 +93,19 @@ export interface ContentInfo {
   http?: string;
   /** The HTTP origin's tree file URL (`tree=`). */
   tree?: string;
+  /** A live stream (`ppspp://live/…`): then `root` is its signaling room. */
+  live?: LiveInfo;
+}
+
+/** What a live URI says beyond the content fields (convert.rs `live_content_object`). */
+export interface LiveInfo {
+  /** The source's public key in DNSKEY form, hex: the swarm ID. */
+  swarmId: string;
+  chunksPerSignature: number;
+  /** The discard window, in chunks. */
+  window: number;
+  /** The media's initialisation segment (`init=`). */
+  init?: Uint8Array;
 }
 
 /** convert.rs `content_object`: `signal` and `name` are always set, to undefined when absent. */
@@ -106,7 +119,16 @@ export const CONTENT_INFO_FIELDS = {
   name: ['string', 'undefined'],
   http: ['string', 'undefined'],
   tree: ['string', 'undefined'],
+  live: ['object', 'undefined'],
 } as const satisfies Fields<ContentInfo>;
+
+/** convert.rs `live_content_object`'s `live`. */
+export const LIVE_INFO_FIELDS = {
+  swarmId: 'string',
+  chunksPerSignature: 'number',
+  window: 'number',
+  init: ['object', 'undefined'],
+} as const satisfies Fields<LiveInfo>;
 
 /** Throws `PpsppError('bad-uri')`; the module must be loaded. */
 export function parseUriLoaded(uri: string): ContentInfo {
@@ -262,6 +284,8 @@ export type EngineEvent =
     }
   | { type: 'progress'; have: number; total: number }
   | { type: 'complete' }
+  /** A live stream's edge moved on: chunks up to `end` are signed, at `signedAtMs` (Unix ms, the source's clock). */
+  | { type: 'live-edge'; end: number; signedAtMs: number }
   | { type: 'store-failed'; chunk: number; message: string }
   | { type: 'stats'; stats: EngineStats };
 
@@ -291,6 +315,7 @@ export const ENGINE_EVENT_FIELDS = {
   },
   progress: { type: 'string', have: 'number', total: 'number' },
   complete: { type: 'string' },
+  'live-edge': { type: 'string', end: 'number', signedAtMs: 'number' },
   'store-failed': { type: 'string', chunk: 'number', message: 'string' },
   stats: { type: 'string', stats: 'object' },
 } as const satisfies { readonly [T in EngineEvent['type']]: Fields<EngineEventOf<T>> };

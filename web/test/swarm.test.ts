@@ -71,6 +71,7 @@ function record(swarm: Swarm): Log {
     'storage-fallback': [],
     progress: [],
     complete: [],
+    'live-edge': [],
     stats: [],
     error: [],
   } as Log;

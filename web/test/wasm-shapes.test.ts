@@ -10,6 +10,7 @@ import {
   CHANNEL_STATES,
   CHANNEL_STATS_FIELDS,
   CONTENT_INFO_FIELDS,
+  LIVE_INFO_FIELDS,
   ENGINE_EVENT_FIELDS,
   ENGINE_STATS_FIELDS,
   type EngineEvent,
@@ -115,6 +116,23 @@ describe('Wasm objects match src/wasm.ts', () => {
     const seeder = WasmPeer.seeder(content(3000), CHUNK, 'sha256', 'ws://x/ws', 'a.bin', options(), 0);
     expectShape(seeder.content(), CONTENT_INFO_FIELDS, 'WasmPeer.content()');
     seeder.free();
+  });
+
+  it('parseUri and WasmPeer.content() of a live stream: ContentInfo with its live part', () => {
+    // An Ed25519 key (DNSSEC 15, the base point), and a WebM header as the init segment.
+    const key = `0f58${'66'.repeat(31)}`;
+    const uri = `ppspp://live/${key}?cs=2048&hash=sha256&sig=16&window=600&signal=ws%3A%2F%2Fx%2Fws&init=1a45dfa380`;
+    const live = parseUriLoaded(uri);
+    expectShape(live, CONTENT_INFO_FIELDS, 'parseUri (live)');
+    expectShape(live.live, LIVE_INFO_FIELDS, 'parseUri (live).live');
+    expect(live.live?.swarmId).toBe(key);
+    expect(live.live?.init).toEqual(new Uint8Array([0x1a, 0x45, 0xdf, 0xa3, 0x80]));
+    expect(live.root).toMatch(/^[0-9a-f]{64}$/);
+    expectShape(parseUriLoaded(`ppspp://live/${key}`).live, LIVE_INFO_FIELDS, 'parseUri (bare live).live');
+    const viewer = WasmPeer.fetcher(uri, options(), 0);
+    expectShape(viewer.content(), CONTENT_INFO_FIELDS, 'WasmPeer.content() (live)');
+    expect([viewer.liveEdge(), viewer.liveFloor(), viewer.readChunk(0)]).toEqual([0, 0, undefined]);
+    viewer.free();
   });
 
   it('a transfer: events, engine stats (and the stats event), channel stats', () => {

@@ -6,6 +6,7 @@ use ppspp::congestion::Phase;
 use ppspp::engine::{
     ChannelStats, CloseReason, Event, OriginError, OriginFile, OriginRequest, SendState, Stats,
 };
+use ppspp::live::LiveUri;
 use ppspp::uri::SwarmUri;
 use wasm_bindgen::JsValue;
 
@@ -24,6 +25,48 @@ fn num(v: u64) -> JsValue {
 
 fn ms(d: core::time::Duration) -> JsValue {
     JsValue::from_f64(d.as_secs_f64() * 1000.0)
+}
+
+/// A live stream as the page's content: `root` is the signaling room (as a file's root
+/// is), `length` the whole address space, and `live` what is particular to it.
+pub fn live_content_object(uri: &LiveUri) -> JsValue {
+    let udp: Array = uri.udp.iter().map(|u| JsValue::from_str(u)).collect();
+    let p = &uri.info.params;
+    let init = uri
+        .init
+        .as_deref()
+        .map_or(JsValue::UNDEFINED, |b| js_sys::Uint8Array::from(b).into());
+    object(&[
+        ("root", uri.info.key.signaling_room().into()),
+        ("hash", p.hash.name().into()),
+        ("chunkSize", num(u64::from(p.chunk_size))),
+        (
+            "length",
+            num(ppspp::engine::LIVE_CHUNKS * u64::from(p.chunk_size)),
+        ),
+        (
+            "signal",
+            uri.signal
+                .as_deref()
+                .map_or(JsValue::UNDEFINED, JsValue::from_str),
+        ),
+        ("udp", udp.into()),
+        ("name", JsValue::UNDEFINED),
+        ("http", JsValue::UNDEFINED),
+        ("tree", JsValue::UNDEFINED),
+        (
+            "live",
+            object(&[
+                (
+                    "swarmId",
+                    ppspp::hex::encode(uri.info.key.swarm_id()).into(),
+                ),
+                ("chunksPerSignature", num(p.chunks_per_signature)),
+                ("window", num(p.discard_window)),
+                ("init", init),
+            ]),
+        ),
+    ])
 }
 
 pub fn content_object(uri: &SwarmUri) -> JsValue {
@@ -58,6 +101,7 @@ pub fn content_object(uri: &SwarmUri) -> JsValue {
                 .as_ref()
                 .map_or(JsValue::UNDEFINED, |o| JsValue::from_str(&o.tree)),
         ),
+        ("live", JsValue::UNDEFINED),
     ])
 }
 

@@ -17,11 +17,14 @@ mod origin;
 mod saved;
 mod store;
 
-use convert::{channel_stats_object, content_object, event_object, stats_object};
+use convert::{
+    channel_stats_object, content_object, event_object, live_content_object, stats_object,
+};
 pub use discovery::WasmDiscovery;
 use driven::{Driven, to_time};
 pub use origin::{OriginOptions, tree_file};
 use ppspp::engine::{Engine, EngineConfig, PickerKind};
+use ppspp::live::LiveUri;
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
 use ppspp::uri::SwarmUri;
 use store::ServeStore;
@@ -135,33 +138,76 @@ impl PeerOptions {
     }
 }
 
+/// What a peer's URI names: a file, or a live stream.
+enum PeerUri {
+    Static(SwarmUri),
+    Live(LiveUri),
+}
+
+impl PeerUri {
+    fn parse(uri: &str) -> Result<PeerUri, JsError> {
+        let live = uri.trim().starts_with("ppspp://live/");
+        let parsed = if live {
+            uri.parse::<LiveUri>().map(PeerUri::Live)
+        } else {
+            uri.parse::<SwarmUri>().map(PeerUri::Static)
+        };
+        parsed.map_err(|e| JsError::new(&e.to_string()))
+    }
+
+    fn object(&self) -> JsValue {
+        match self {
+            PeerUri::Static(u) => content_object(u),
+            PeerUri::Live(u) => live_content_object(u),
+        }
+    }
+}
+
+impl core::fmt::Display for PeerUri {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            PeerUri::Static(u) => u.fmt(f),
+            PeerUri::Live(u) => u.fmt(f),
+        }
+    }
+}
+
 /// Parses a swarm URI (`ppspp://<root>?len=…`) into
-/// `{root, hash, chunkSize, length, signal?, udp, name?, http?, tree?}`; throws with the
-/// reason.
+/// `{root, hash, chunkSize, length, signal?, udp, name?, http?, tree?}`, or a live one
+/// (`ppspp://live/<key>…`) into `{root, hash, chunkSize, length, signal?, udp, live:
+/// {swarmId, chunksPerSignature, window, init?}}` (`root`: its signaling room); throws
+/// with the reason.
 #[wasm_bindgen(js_name = parseUri)]
 pub fn parse_uri(uri: &str) -> Result<JsValue, JsError> {
-    let parsed = uri
-        .parse::<SwarmUri>()
-        .map_err(|e| JsError::new(&e.to_string()))?;
-    Ok(content_object(&parsed))
+    Ok(PeerUri::parse(uri)?.object())
 }
 
 /// One peer in one swarm: the engine, its content in memory, and what is on its way out.
 #[wasm_bindgen]
 pub struct WasmPeer {
     engine: Driven<Engine<u32, ServeStore>>,
-    uri: SwarmUri,
+    uri: PeerUri,
 }
 
 #[wasm_bindgen]
 impl WasmPeer {
-    /// A peer that fetches the content a swarm URI names.
+    /// A peer that fetches the content a swarm URI names, or views the live stream a
+    /// live URI names (from its edge, within its discard window).
     pub fn fetcher(uri: &str, options: &PeerOptions, now_ms: f64) -> Result<WasmPeer, JsError> {
-        let uri = uri
-            .parse::<SwarmUri>()
-            .map_err(|e| JsError::new(&e.to_string()))?;
-        let content = uri.content();
         let config = options.engine_config()?;
+        let uri = match PeerUri::parse(uri)? {
+            PeerUri::Live(live) => {
+                let store = ServeStore::live(live.info.params.chunk_size as usize);
+                let engine = Engine::new_live(config, live.info.clone(), store, to_time(now_ms))
+                    .map_err(|e| JsError::new(&e.to_string()))?;
+                return Ok(WasmPeer {
+                    engine: Driven::new(engine),
+                    uri: PeerUri::Live(live),
+                });
+            }
+            PeerUri::Static(uri) => uri,
+        };
+        let content = uri.content();
         // Without a bound the page holds all of it.
         if config.max_held_bytes.is_none() && content.content_len > MAX_CONTENT as u64 {
             return Err(JsError::new(&format!(
@@ -174,7 +220,7 @@ impl WasmPeer {
             .map_err(|e| JsError::new(&e.to_string()))?;
         Ok(WasmPeer {
             engine: Driven::new(engine),
-            uri,
+            uri: PeerUri::Static(uri),
         })
     }
 
@@ -206,7 +252,7 @@ impl WasmPeer {
         uri.name = name;
         Ok(WasmPeer {
             engine: Driven::new(engine),
-            uri,
+            uri: PeerUri::Static(uri),
         })
     }
 
@@ -215,9 +261,32 @@ impl WasmPeer {
         self.uri.to_string()
     }
 
-    /// `{root, hash, chunkSize, length, signal?, udp, name?}`.
+    /// `{root, hash, chunkSize, length, signal?, udp, name?}` (see `parseUri`).
     pub fn content(&self) -> JsValue {
-        content_object(&self.uri)
+        self.uri.object()
+    }
+
+    /// One past the newest chunk under a signed munro (-1: not a live stream).
+    #[wasm_bindgen(js_name = liveEdge)]
+    pub fn live_edge(&self) -> f64 {
+        self.engine.inner.live_edge().map_or(-1.0, |e| e as f64)
+    }
+
+    /// The first chunk still in the live discard window (-1: not a live stream).
+    #[wasm_bindgen(js_name = liveFloor)]
+    pub fn live_floor(&self) -> f64 {
+        self.engine.inner.live_floor().map_or(-1.0, |e| e as f64)
+    }
+
+    /// Verified chunk `chunk` (a live chunk may be short), or `undefined` if not held.
+    #[wasm_bindgen(js_name = readChunk)]
+    pub fn read_chunk(&mut self, chunk: f64) -> Option<Vec<u8>> {
+        let chunk = chunk.max(0.0) as u64;
+        let leaf = ppspp::Bin::chunk(chunk)?;
+        if !self.engine.inner.have().is_filled(leaf) {
+            return None;
+        }
+        self.engine.inner.store_mut().kept_chunk(chunk)
     }
 
     /// Opens a channel to `peer` (its data channel just opened and we initiated).

@@ -17,6 +17,11 @@ impl ServeStore {
         ServeStore::Fetching(SparseStore::new(len, chunk_size))
     }
 
+    /// A live stream's chunks, held as they come and let go of behind the window.
+    pub fn live(chunk_size: usize) -> ServeStore {
+        ServeStore::Fetching(SparseStore::live(chunk_size))
+    }
+
     pub fn with_content(content: Vec<u8>, chunk_size: usize) -> ServeStore {
         ServeStore::Seeding(MemoryStore::with_content(content, chunk_size))
     }
@@ -33,6 +38,12 @@ impl ServeStore {
                 s.read_range(range, &mut out).then_some(out)
             }
         }
+    }
+
+    /// Held chunk `chunk` as kept (never poisoned: this is what the page itself plays).
+    pub fn kept_chunk(&mut self, chunk: u64) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        matches!(self.inner().read_chunk(chunk, &mut out), Ok(true)).then_some(out)
     }
 
     fn inner(&mut self) -> &mut dyn ChunkStore {

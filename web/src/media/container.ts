@@ -56,6 +56,27 @@ export function parseInit(head: Uint8Array): InitInfo | null {
 }
 
 /**
+ * A live stream's initialisation segment, alone (it comes in the live URI): read as
+ * {@link parseInit} reads a file's, as if a media segment followed. null if it is not a
+ * whole initialisation segment.
+ */
+export function parseLiveInit(init: Uint8Array): InitInfo | null {
+  const kind = detectContainer(init);
+  if (kind === null) return null;
+  // An empty Cluster, or a bare moof box header: where the first media segment would start.
+  const next = kind === 'webm' ? [0x1f, 0x43, 0xb6, 0x75, 0x80] : [0, 0, 0, 8, 0x6d, 0x6f, 0x6f, 0x66];
+  const head = new Uint8Array(init.length + next.length);
+  head.set(init);
+  head.set(next, init.length);
+  try {
+    const info = parseInit(head);
+    return info && info.initLength === init.length ? info : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * Index in `bytes` (a window of the file at any offset) of the first media
  * segment start at or after `from`, or null. Lets a peer that joins mid-file
  * or seeks start appending at a segment boundary. Candidates are validated

@@ -55,6 +55,12 @@ export function bufferedAhead(video: VideoLike, t = video.currentTime): number {
   return 0;
 }
 
+/** Where the last buffered range ends, or null with nothing buffered. */
+export function bufferedEnd(video: VideoLike): number | null {
+  const b = video.buffered;
+  return b.length > 0 ? b.end(b.length - 1) : null;
+}
+
 export class StallWatch {
   private readonly opts: StallWatchOptions;
   /** When the playhead was last seen moving (or playback last was not expected). */

@@ -100,6 +100,7 @@ type ReadError = Arc<Mutex<Option<String>>>;
 /// every chunk to `chunks`, then `None` at the end of the input, and then `ended` fires.
 fn read_stdin(
     chunk_size: usize,
+    group: u64,
     init: oneshot::Sender<Vec<u8>>,
     chunks: mpsc::Sender<Option<Vec<u8>>>,
     ended: oneshot::Sender<()>,
@@ -108,7 +109,7 @@ fn read_stdin(
     std::thread::spawn(move || {
         let mut init = Some(init);
         let mut segmenter = Segmenter::new();
-        let mut chunker = Chunker::new(chunk_size);
+        let mut chunker = Chunker::new(chunk_size, group);
         let mut out = Vec::new();
         let mut buf = vec![0u8; 64 * 1024];
         let mut stdin = std::io::stdin().lock();
@@ -175,6 +176,7 @@ pub fn run(args: &LiveArgs) -> Result<(), String> {
         let (ended_tx, ended_rx) = oneshot::channel::<()>();
         read_stdin(
             args.chunk_size,
+            args.chunks_per_signature,
             init_tx,
             chunk_tx,
             ended_tx,

@@ -326,22 +326,38 @@ pub fn starts_segment(container: Container, chunk: &[u8]) -> bool {
 }
 
 /// Cuts pieces into chunks of at most `chunk_size` bytes, and early where a media segment
-/// starts or ends.
+/// starts or ends. A segment's last bytes are cut into as many chunks as complete the
+/// signing group (`group` chunks under one signature): the source then signs the segment's
+/// end at once, rather than when the next segment fills the group.
 #[derive(Debug)]
 pub struct Chunker {
     chunk_size: usize,
+    group: u64,
+    /// The chunk being filled.
     current: Vec<u8>,
+    /// The last full chunk, held back until the segment goes on (or ends).
+    held: Option<Vec<u8>>,
+    /// Chunks handed out.
+    emitted: u64,
 }
 
 impl Chunker {
-    pub fn new(chunk_size: usize) -> Chunker {
+    pub fn new(chunk_size: usize, group: u64) -> Chunker {
         Chunker {
             chunk_size: chunk_size.max(1),
+            group: group.max(1),
             current: Vec::new(),
+            held: None,
+            emitted: 0,
         }
     }
 
-    /// Adds a piece; whole chunks go to `out`.
+    fn emit(&mut self, chunk: Vec<u8>, out: &mut Vec<Vec<u8>>) {
+        self.emitted += 1;
+        out.push(chunk);
+    }
+
+    /// Adds a piece; chunks ready go to `out`.
     pub fn add(&mut self, piece: &Piece, out: &mut Vec<Vec<u8>>) {
         if piece.starts_segment {
             self.flush(out);
@@ -353,7 +369,10 @@ impl Chunker {
             self.current.extend_from_slice(now);
             rest = later;
             if self.current.len() == self.chunk_size {
-                self.flush(out);
+                let full = std::mem::take(&mut self.current);
+                if let Some(previous) = self.held.replace(full) {
+                    self.emit(previous, out);
+                }
             }
         }
         if piece.ends_segment {
@@ -361,10 +380,29 @@ impl Chunker {
         }
     }
 
-    /// The partial chunk, if any (the stream ended).
+    /// Ends the segment (or the stream): its tail goes out cut to complete the group.
     pub fn flush(&mut self, out: &mut Vec<Vec<u8>>) {
-        if !self.current.is_empty() {
-            out.push(std::mem::take(&mut self.current));
+        let mut tail = self.held.take().unwrap_or_default();
+        tail.append(&mut self.current);
+        if tail.is_empty() {
+            return;
+        }
+        let least = tail.len().div_ceil(self.chunk_size) as u64;
+        let aligned = (least..least + self.group)
+            .find(|p| (self.emitted + p).is_multiple_of(self.group))
+            .unwrap_or(least);
+        // Each piece needs a byte at least: a tail too short stays as few chunks as it can.
+        let pieces = if aligned as usize <= tail.len() {
+            aligned
+        } else {
+            least
+        } as usize;
+        let (base, extra) = (tail.len() / pieces, tail.len() % pieces);
+        let mut at = 0;
+        for i in 0..pieces {
+            let len = base + usize::from(i < extra);
+            self.emit(tail[at..at + len].to_vec(), out);
+            at += len;
         }
     }
 }
@@ -403,7 +441,7 @@ mod tests {
     /// Feeds `stream` in pieces of `step` bytes; returns the init and the chunks.
     fn run(stream: &[u8], step: usize, cs: usize) -> (Vec<u8>, Vec<Vec<u8>>) {
         let mut seg = Segmenter::new();
-        let mut chunker = Chunker::new(cs);
+        let mut chunker = Chunker::new(cs, 4);
         let mut chunks = Vec::new();
         for part in stream.chunks(step) {
             seg.push(part).unwrap();
@@ -428,7 +466,16 @@ mod tests {
                     .map(|c| starts_segment(Container::WebM, c))
                     .collect();
                 assert_eq!(starts.iter().filter(|s| **s).count(), 3, "{starts:?}");
-                assert!(chunks.iter().all(|c| c.len() <= 64));
+                assert!(chunks.iter().all(|c| !c.is_empty() && c.len() <= 64));
+                // Every segment ends a signing group of 4.
+                let mut count = 0;
+                for c in &chunks {
+                    if starts_segment(Container::WebM, c) {
+                        assert_eq!(count % 4, 0, "{unknown} {step}");
+                    }
+                    count += 1;
+                }
+                assert_eq!(count % 4, 0);
             }
         }
     }
@@ -453,10 +500,10 @@ mod tests {
             let (init, chunks) = run(&stream, step, 64);
             assert_eq!(init, stream[..init_len]);
             assert_eq!(chunks.concat(), stream[init_len..]);
-            // Each fragment: 28 + 98 bytes, cut at 64 and at its end.
+            // Each fragment, 28 + 98 bytes, in 4 chunks (a signing group) of at most 64.
             let lens: Vec<usize> = chunks.iter().map(Vec::len).collect();
-            assert_eq!(lens, [64, 62, 64, 62, 64, 62]);
-            assert!(starts_segment(Container::Mp4, &chunks[2]));
+            assert_eq!(lens, [32, 32, 31, 31].repeat(3));
+            assert!(starts_segment(Container::Mp4, &chunks[4]));
             assert!(!starts_segment(Container::Mp4, &chunks[1]));
         }
     }

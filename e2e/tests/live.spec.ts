@@ -1,0 +1,131 @@
+/**
+ * Live streams: ffmpeg's test source at real time through `ppspp live`, the signaling
+ * server, and headless Chromium pages playing the live URI through `Player.attach`.
+ */
+import { type Page, expect, test } from '@playwright/test';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BIN, type Proc, openPages, run, startSignal, startWeb } from './swarm.js';
+
+let web: { url: string; stop(): Promise<void> };
+
+test.beforeAll(async () => {
+  web = await startWeb();
+});
+test.afterAll(async () => {
+  await web.stop();
+});
+
+interface LiveSource {
+  live: Proc;
+  /** When ffmpeg started reading its source (Unix ms): media time 0. */
+  startedAt: number;
+  /** Every byte of the stream, as `ppspp live` read it. */
+  stream(): Buffer;
+  stop(): Promise<void>;
+}
+
+/** ffmpeg's test pattern for `seconds` at real time into `ppspp live --signal`. */
+function startLive(signal: string, seconds: number, dir: string): LiveSource {
+  const startedAt = Date.now();
+  const ffmpeg = spawn('ffmpeg', [
+    '-loglevel', 'error', '-re', '-f', 'lavfi', '-i', 'testsrc=size=320x240:rate=25', '-t', String(seconds),
+    '-c:v', 'libvpx', '-deadline', 'realtime', '-cpu-used', '8', '-b:v', '400k', '-g', '25', '-f', 'webm', '-',
+  ], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const live = run(join(BIN, 'ppspp'), [
+    'live', '--signal', signal, '--bind', '127.0.0.1:0', '--key', join(dir, 'live.key'), '--linger', '2',
+  ], 'pipe');
+  const parts: Buffer[] = [];
+  ffmpeg.stdout.on('data', (d: Buffer) => {
+    parts.push(d);
+    live.child.stdin!.write(d);
+  });
+  ffmpeg.stdout.on('end', () => live.child.stdin!.end());
+  return {
+    live,
+    startedAt,
+    stream: () => Buffer.concat(parts),
+    async stop() {
+      ffmpeg.kill('SIGKILL');
+      await live.stop();
+    },
+  };
+}
+
+interface LiveT {
+  error: string | null;
+  errors: string[];
+  firstFrameMs: number | null;
+  rejected: unknown[];
+  left: string[];
+  liveEnded: boolean;
+  appended: Uint8Array[];
+  appendTimes: [number, number][];
+}
+
+const state = (page: Page): Promise<LiveT> =>
+  page.evaluate(() => {
+    const t = (window as unknown as { __t: LiveT }).__t;
+    return { ...t, appended: [], player: null } as LiveT;
+  });
+
+/** The bytes the page appended to MediaSource, after the initialisation segment. */
+const appended = (page: Page): Promise<number[][]> =>
+  page.evaluate(() => (window as unknown as { __t: LiveT }).__t.appended.slice(1).map((a) => Array.from(a)));
+
+test('six pages play a live stream near its edge, a late one joins at the edge, a forger is banned, and all end with it', async ({ browser }) => {
+  test.setTimeout(120_000);
+  const dir = mkdtempSync(join(tmpdir(), 'ppspp-live-'));
+  const signal = await startSignal();
+  // Ends 3 s after the late page joins.
+  const source = startLive(signal.url, 33, dir);
+  try {
+    const uri = await source.live.waitLine((l) => l.startsWith('ppspp://live/'));
+    const query = '&appends=1&liveEnd=3000';
+    // The forger: a test-only build that corrupts every chunk it serves.
+    const [forger] = await openPages(browser, web.url, uri, 1, `${query}&wasm=/wasm-poison/ppspp_wasm_bg.wasm`);
+    const honest = await openPages(browser, web.url, uri, 4, query);
+    for (const page of honest) {
+      await expect.poll(async () => (await state(page)).firstFrameMs ?? (await state(page)).error, { timeout: 15_000 }).toBeLessThan(6000);
+    }
+    // A page 30 s into the stream starts at its edge, not at the start of the window.
+    await new Promise((r) => setTimeout(r, Math.max(0, source.startedAt + 30_000 - Date.now())));
+    const [late] = await openPages(browser, web.url, uri, 1, query);
+    await expect.poll(async () => (await state(late!)).firstFrameMs ?? (await state(late!)).error, { timeout: 15_000 }).toBeLessThan(6000);
+    const lateStart = await late!.evaluate(() => document.querySelector('video')!.buffered.start(0));
+    expect(lateStart, 'media time where the late page starts').toBeGreaterThan(22);
+    const viewers = [...honest, late!];
+    for (const page of [...viewers, forger!]) {
+      await expect.poll(async () => (await state(page)).liveEnded, { timeout: 30_000, message: 'live-ended' }).toBe(true);
+    }
+
+    // Latency from ffmpeg reading a frame to a page appending it.
+    const latencies: number[] = [];
+    for (const page of viewers) {
+      const t = await state(page);
+      // Only the forger's chunks are refused.
+      expect(t.errors.filter((e) => !e.startsWith('verification-failed'))).toEqual([]);
+      for (const [at, mediaEnd] of t.appendTimes) latencies.push(at - (source.startedAt + mediaEnd * 1000));
+    }
+    latencies.sort((a, b) => a - b);
+    const median = latencies[Math.floor(latencies.length / 2)] ?? Infinity;
+    console.log(`live: append latency median ${Math.round(median)} ms, max ${Math.round(latencies[latencies.length - 1] ?? 0)} ms over ${latencies.length} appends`);
+    expect(median).toBeLessThanOrEqual(5000);
+
+    // The forger was caught, and nothing it forged reached MediaSource.
+    const rejected = (await Promise.all(viewers.map(state))).reduce((n, t) => n + t.rejected.length, 0);
+    expect(rejected, 'forged chunks rejected by honest pages').toBeGreaterThan(0);
+    const stream = source.stream();
+    for (const page of viewers) {
+      for (const bytes of await appended(page)) {
+        expect(stream.indexOf(Buffer.from(bytes)), 'every appended segment is the source\'s').toBeGreaterThanOrEqual(0);
+      }
+    }
+  } finally {
+    await source.stop();
+    await signal.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest';
+import { LiveFeed, type LiveChunks } from '../../src/media/live-feed.js';
+import { CATCH_UP_RATE, LiveLatency } from '../../src/media/live-latency.js';
+import { cluster, concat, info, webm } from './helpers.js';
+
+/** A live stream's chunks as `ppspp live` cuts them: at most `cs` bytes, cut where each
+ * Cluster starts and ends. */
+function cut(clusters: Uint8Array[], cs: number): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (const c of clusters) {
+    for (let at = 0; at < c.length; at += cs) out.push(c.subarray(at, Math.min(c.length, at + cs)));
+  }
+  return out;
+}
+
+class FakeStream implements LiveChunks {
+  held = new Map<number, Uint8Array>();
+  edge = 0;
+  floor = 0;
+  playhead = -1;
+  constructor(readonly chunks: Uint8Array[]) {}
+  liveEdge(): number {
+    return this.edge;
+  }
+  liveFloor(): number {
+    return this.floor;
+  }
+  readChunk(c: number): Uint8Array | undefined {
+    return this.held.get(c);
+  }
+  setPlayhead(c: number): void {
+    this.playhead = c;
+  }
+  /** The peer delivers chunks `from..to`. */
+  deliver(from: number, to: number): void {
+    for (let c = from; c < to; c++) {
+      const data = this.chunks[c];
+      if (data) this.held.set(c, data);
+    }
+  }
+}
+
+const init = info(webm().file);
+const clusters = Array.from({ length: 12 }, (_, i) => cluster(i * 1000, new Array<number>(90).fill(i)));
+
+describe('LiveFeed', () => {
+  it('waits for the rate, joins behind the edge at a Cluster start, and appends whole Clusters', () => {
+    const s = new FakeStream(cut(clusters, 40));
+    const feed = new LiveFeed(s, init, 3);
+    s.edge = s.chunks.length;
+    // One munro's time says nothing of the rate yet.
+    feed.onEdge(s.edge - 9, 10_000, 0);
+    expect(feed.take(100)).toBeNull();
+    expect(s.playhead).toBe(-1);
+    // Munros a moment apart say nothing of the rate either (sources write in bursts).
+    feed.onEdge(s.edge - 6, 10_500, 25);
+    expect(feed.take(100)).toBeNull();
+    expect(s.playhead).toBe(-1);
+    // Three chunks a second (one Cluster a second here): 5 s back is 15 chunks.
+    feed.onEdge(s.edge, 13_000, 50);
+    expect(feed.take(100)).toBeNull();
+    expect(s.playhead).toBe(s.edge - 15);
+    // Chunks arrive, the first of them mid-Cluster: it starts at the next Cluster.
+    s.deliver(s.edge - 15, s.edge - 4);
+    const first = feed.take(200);
+    const starts = s.chunks.map((_, i) => i).filter((i) => i % 3 === 0);
+    const joinAt = starts.find((i) => i >= s.edge - 15) ?? -1;
+    expect(feed.joined).toBe(true);
+    // Whole Clusters only: the last one held in part waits.
+    const wholeChunks = Math.floor((s.edge - 4 - joinAt) / 3) * 3;
+    expect(first).toEqual(concat(...s.chunks.slice(joinAt, joinAt + wholeChunks)));
+    expect(feed.take(200)).toBeNull();
+    s.deliver(s.edge - 4, s.edge);
+    const rest = feed.take(300);
+    expect(rest).toEqual(concat(...s.chunks.slice(joinAt + wholeChunks)));
+  });
+
+  it('joins again when what comes next leaves the window first', () => {
+    const s = new FakeStream(cut(clusters, 40));
+    const feed = new LiveFeed(s, init, 1);
+    s.edge = 9;
+    feed.onEdge(6, 0, 0);
+    feed.onEdge(9, 1000, 0);
+    s.deliver(0, 9);
+    expect(feed.take(0)).not.toBeNull();
+    s.edge = s.chunks.length;
+    s.floor = 27;
+    s.deliver(27, s.chunks.length);
+    expect(feed.take(0)).toEqual(concat(...s.chunks.slice(27)));
+    expect(feed.gaps).toBe(1);
+  });
+
+  it('guesses how far back to join when the rate does not come', () => {
+    const s = new FakeStream(cut(clusters, 40));
+    const feed = new LiveFeed(s, init, 3);
+    s.edge = s.chunks.length;
+    feed.onEdge(s.edge, 5000, 0);
+    expect(feed.take(2000)).toBeNull();
+    expect(s.playhead).toBe(-1);
+    feed.take(3000);
+    expect(s.playhead).toBe(0);
+  });
+});
+
+describe('LiveLatency', () => {
+  it('plays faster a little behind, jumps far behind, and says when it caught up', () => {
+    const l = new LiveLatency(3, 4);
+    expect(l.step(10, 13)).toEqual({ rate: 1, seekTo: null, event: null });
+    expect(l.step(10, 14)).toEqual({ rate: CATCH_UP_RATE, seekTo: null, event: { type: 'behind', catchUp: 'rate' } });
+    expect(l.step(10.5, 14)).toEqual({ rate: CATCH_UP_RATE, seekTo: null, event: null });
+    expect(l.step(10.95, 14)).toEqual({ rate: 1, seekTo: null, event: { type: 'caught-up' } });
+    expect(l.step(10, 20)).toEqual({ rate: 1, seekTo: 17, event: { type: 'behind', catchUp: 'jump' } });
+    expect(l.step(17, 20).event).toEqual({ type: 'caught-up' });
+  });
+});
