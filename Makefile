@@ -21,6 +21,7 @@ help:
 	@echo "             the signaling server's JSON messages) for FUZZ_SECONDS (default $(FUZZ_SECONDS)) seconds"
 	@echo "make demo    build everything, start signaling + seeder + web server, print the page URL"
 	@echo "             (HEADLESS=1: 1 seeder + 4 headless pages play it; prints a summary)"
+	@echo "             (LIVE=1: ffmpeg's test source streamed live through ppspp live instead)"
 	@echo "make web     build the npm package (web/: Wasm + TypeScript)"
 
 setup:

@@ -5,8 +5,10 @@
 # choose the ports; SEEDER_ARGS (default `--upload-limit 1000000`, an origin with little
 # upload, so that the pages' exchange shows) go to `ppspp seed`. ORIGIN=1 runs no seeder:
 # the web server serves the video and its hash tree (`ppspp root --tree`) as the swarm's
-# HTTP origin. HEADLESS=1 instead opens 4 headless Chromium pages (PAGES=n), waits until
-# all play, prints a summary and exits 0 only if every page played.
+# HTTP origin. LIVE=1 streams ffmpeg's test source live instead, through `ppspp live`
+# (LIVE_SECONDS=n ends it after n seconds; default: until Ctrl-C, or 40 s with HEADLESS=1).
+# HEADLESS=1 instead opens 4 headless Chromium pages (PAGES=n), waits until all play,
+# prints a summary and exits 0 only if every page played.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$root/target/demo"
@@ -17,8 +19,11 @@ if [ "${HEADLESS:-0}" = 1 ] && [ -z "${PPSPP_IN_NETNS:-}" ]; then
     PPSPP_IN_NETNS=1 exec "$root/scripts/netns.sh" "$0" "$@"
 fi
 
+live="${LIVE:-0}"
 video="${VIDEO:-$out/sample.webm}"
-if [ -z "${VIDEO:-}" ] && [ ! -s "$video" ]; then
+if [ "$live" = 1 ]; then
+    video=-
+elif [ -z "${VIDEO:-}" ] && [ ! -s "$video" ]; then
     echo "demo: making a 60 s sample video (VP9 + Opus WebM, a keyframe every second) with ffmpeg"
     ffmpeg -y -loglevel error -f lavfi -i testsrc2=size=640x360:rate=30 \
         -f lavfi -i sine=frequency=440:sample_rate=48000 -t 60 \
@@ -26,7 +31,7 @@ if [ -z "${VIDEO:-}" ] && [ ! -s "$video" ]; then
         -c:a libopus -b:a 64k -f webm "$video.tmp"
     mv "$video.tmp" "$video"
 fi
-[ -s "$video" ] || { echo "demo: no video at $video" >&2; exit 1; }
+[ "$live" = 1 ] || [ -s "$video" ] || { echo "demo: no video at $video" >&2; exit 1; }
 
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
@@ -53,10 +58,30 @@ start() { # name pattern command...
 start signal 'listening on ws://' "$root/target/release/ppspp-signal" --bind "127.0.0.1:${SIGNAL_PORT:-8787}"
 signal_url=${line##* }
 name=$(basename "$video")
-start web '^serving ' node "$root/web/scripts/serve.mjs" --port "${PORT:-8080}" \
-    --mount "/media/=$(dirname "$video")" --mount "/demo-files/=$out"
+mounts=(--mount "/demo-files/=$out")
+[ "$live" = 1 ] || mounts+=(--mount "/media/=$(dirname "$video")")
+start web '^serving ' node "$root/web/scripts/serve.mjs" --port "${PORT:-8080}" "${mounts[@]}"
 web_url=${line#serving }
-if [ "${ORIGIN:-0}" = 1 ]; then
+if [ "$live" = 1 ]; then
+    # ffmpeg's test pattern and a tone at real time, a keyframe (a Cluster) every second,
+    # into `ppspp live` through a FIFO (so that both are this shell's children).
+    seconds=${LIVE_SECONDS:-}
+    [ -n "$seconds" ] || [ "${HEADLESS:-0}" != 1 ] || seconds=40
+    fifo="$out/live.fifo"
+    rm -f "$fifo"
+    mkfifo "$fifo"
+    ffmpeg -loglevel error -re -f lavfi -i testsrc2=size=640x360:rate=30 \
+        -f lavfi -i sine=frequency=440:sample_rate=48000 ${seconds:+-t "$seconds"} \
+        -c:v libvpx -deadline realtime -cpu-used 8 -b:v 800k -g 30 -keyint_min 30 \
+        -c:a libopus -b:a 64k -f webm -y "$fifo" 2>"$out/ffmpeg.err" &
+    pids+=($!)
+    start seeder '^ppspp://live/' sh -c 'exec "$0" live --signal "$1" --bind 127.0.0.1:0 --key "$2" --stats-json ${3:+--upload-limit "$3"} < "$4"' \
+        "$root/target/release/ppspp" "$signal_url" "$out/live.key" "${LIVE_UPLOAD_LIMIT-1000000}" "$fifo"
+    uri=$line
+    source="ffmpeg's test source, live through ppspp live"
+    stats="$out/seeder.out"
+    video="live"
+elif [ "${ORIGIN:-0}" = 1 ]; then
     # The web server is the origin: the video beside its hash tree, every byte verified.
     tree="$out/${name%.*}.tree"
     uri=$("$root/target/release/ppspp" root "$video" --hash sha256 --chunk-size 8192 --tree "$tree" \

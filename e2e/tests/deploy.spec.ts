@@ -12,7 +12,7 @@ import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import type { Page } from '@playwright/test';
 import { BIN, ROOT, VIDEO, VIDEO_SECONDS, makeVideo } from './swarm.js';
-import { PUBLIC_IP } from './wan.js';
+import { PUBLIC_IP, waitStunAnswers } from './wan.js';
 import { expect, test } from './wan-fixture.js';
 
 const DOCS = join(ROOT, 'docs', 'deploy');
@@ -72,6 +72,7 @@ test.describe('docs/DEPLOY.md', () => {
     const coturn = run.keep('coturn', wan.exec('pub', 'turnserver', ['-c', join(dir, 'turnserver.conf'), '--log-file=stdout', '--simple-log',
       `--pidfile=${join(dir, 'turnserver.pid')}`, `--db=${join(dir, 'turnserver.sqlite')}`]));
     await coturn.waitLine((l) => l.includes('Total General servers'), 15_000);
+    await waitStunAnswers(wan);
 
     // 4. The signaling server: its unit's command with signal.env and the secret file.
     const signalUnit = readFileSync(join(DOCS, 'ppspp-signal.service'), 'utf8');

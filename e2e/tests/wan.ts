@@ -57,6 +57,21 @@ export function wanUp(tag: string, link: string[] = []): Wan | string {
   };
 }
 
+/**
+ * Waits until coturn in the public segment answers a STUN binding request from home 1
+ * (through its NAT): its log line comes before its UDP listener is sure to be up, and a
+ * page that finds no STUN server answering says so with an error.
+ */
+export async function waitStunAnswers(wan: Wan): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const probe = spawnSync('ip', ['netns', 'exec', `${wan.name}-home1`, 'timeout', '2', 'turnutils_stunclient', '-p', '3478', PUBLIC_IP]);
+    if (probe.status === 0) return;
+    if (Date.now() > deadline) throw new Error(`coturn at ${PUBLIC_IP}:3478 answered no STUN request within 15 s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 /** STUN on coturn in the public segment (port 3478). */
 export async function startStun(wan: Wan): Promise<Proc> {
   const dir = join(ROOT, 'target', 'e2e', 'wan');
@@ -67,6 +82,7 @@ export async function startStun(wan: Wan): Promise<Proc> {
     `--pidfile=${join(dir, `turn-${wan.name}.pid`)}`, `--db=${join(dir, `turn-${wan.name}.sqlite`)}`,
   ]);
   await p.waitLine((l) => l.includes('Total General servers'), 15_000);
+  await waitStunAnswers(wan);
   return p;
 }
 
@@ -88,6 +104,7 @@ export async function startTurn(wan: Wan): Promise<Proc> {
     `--pidfile=${join(dir, `turn-${wan.name}.pid`)}`, `--db=${join(dir, `turn-${wan.name}.sqlite`)}`,
   ]);
   await p.waitLine((l) => l.includes('Total General servers'), 15_000);
+  await waitStunAnswers(wan);
   return p;
 }
 
