@@ -69,6 +69,11 @@ pub struct LiveArgs {
     /// Most peers connected at once.
     #[arg(long = "max-peers", default_value_t = 256)]
     max_peers: usize,
+    /// Peers served at once; the others get the stream from them (they are choked here).
+    /// About the upload rate divided by the stream's: a source serving every viewer
+    /// itself becomes the bottleneck, and every viewer falls behind.
+    #[arg(long = "max-unchoked", default_value_t = 8)]
+    max_unchoked: usize,
     /// Print one JSON line of figures per second on stdout (after the URI line).
     #[arg(long = "stats-json")]
     stats_json: bool,
@@ -198,6 +203,7 @@ pub fn run(args: &LiveArgs) -> Result<(), String> {
         let config = EngineConfig {
             upload_limit: args.upload_limit,
             max_peers: args.max_peers.max(1),
+            max_unchoked: args.max_unchoked.max(1),
             seed: crate::random_seed(),
             wall_clock_offset: clock.wall_clock_offset(),
             ..EngineConfig::default()

@@ -27,6 +27,7 @@ use crate::live::{
 use crate::merkle::{Hash, HashAlgorithm, VerifyingTree};
 use crate::store::ChunkStore;
 use crate::time::Time;
+use std::collections::BTreeMap;
 
 /// Chunks a live stream can address (chunk32 addressing): the engine's address space.
 pub const LIVE_CHUNKS: u64 = u32::MAX as u64;
@@ -92,6 +93,8 @@ pub(super) struct LiveStream {
     floor: u64,
     /// The newest signed munro, sent on every channel (secure tune-in).
     newest: Option<SignedMunro>,
+    /// How many times each chunk in the window was sent (see `least_sent_queued`).
+    copies_sent: BTreeMap<u64, u32>,
 }
 
 /// How chunks are verified: against a known root, or under signed munros.
@@ -102,6 +105,10 @@ pub(super) enum Integrity {
 }
 
 impl Integrity {
+    pub(super) fn is_live(&self) -> bool {
+        matches!(self, Integrity::Live(_))
+    }
+
     /// What a channel's handshake must agree on: the swarm ID is the root hash, or a live
     /// source's public key.
     pub(super) fn swarm_params<'a>(&'a self, content: &'a ContentInfo) -> SwarmParams<'a> {
@@ -285,6 +292,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             edge: 0,
             floor: 0,
             newest: None,
+            copies_sent: BTreeMap::new(),
         };
         Engine::with_integrity(
             config,
@@ -538,6 +546,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return;
         }
         live.floor = floor;
+        live.copies_sent = live.copies_sent.split_off(&floor);
         match &mut live.side {
             Side::Viewer(v) => v.discard_before(floor),
             // The source keeps its own window of hashes (the same length).
@@ -584,6 +593,38 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             for b in Bin::from_chunk_range(0, floor - 1) {
                 ch.peer_have.reset(b);
             }
+        }
+    }
+}
+
+/// Requests looked at when choosing the least-sent chunk to serve next.
+const SERVE_SCAN: usize = 32;
+
+impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
+    /// Live: where in `ch`'s serve queue (among its first requests) the chunk sent fewest
+    /// times so far is, the earliest asked on a tie. Everyone asks the source first for
+    /// every new chunk; served in order, each chunk would go to every peer before the next
+    /// went to anyone, and an overloaded source's queue would only grow. Fewest copies
+    /// first spreads distinct chunks over the peers, who pass them on, and who take over
+    /// requests that wait here too long (`schedule.rs`). `None`: not live, or nothing
+    /// queued that the peer lacks.
+    pub(super) fn least_sent_queued(&self, ch: &Channel<A>) -> Option<usize> {
+        let live = self.live()?;
+        ch.serve
+            .iter()
+            .take(SERVE_SCAN)
+            .enumerate()
+            .filter(|(_, (c, _))| {
+                Bin::chunk(*c).is_some_and(|b| ch.queued.is_filled(b)) && self.peer_lacks(ch, *c)
+            })
+            .min_by_key(|(i, (c, _))| (live.copies_sent.get(c).copied().unwrap_or(0), *i))
+            .map(|(i, _)| i)
+    }
+
+    /// Live: `chunk` went out once more.
+    pub(super) fn count_copy_sent(&mut self, chunk: u64) {
+        if let Some(live) = self.live_mut() {
+            *live.copies_sent.entry(chunk).or_insert(0) += 1;
         }
     }
 }

@@ -39,9 +39,17 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             have,
             have_count,
             endgame,
+            integrity,
             ..
         } = self;
-        let missing = chunk_count.saturating_sub(*have_count);
+        // A live stream is always at its end: requests that wait at an overloaded peer (the
+        // source, first to hold every chunk) are taken over by peers that got the chunk
+        // since, but every chunk is not asked of everyone (no endgame).
+        let missing = if integrity.is_live() {
+            STEAL_CHUNKS
+        } else {
+            chunk_count.saturating_sub(*have_count)
+        };
         // Built once per call, and only when a channel reaches the endgame below.
         let mut waiting: Option<Vec<(Time, u64)>> = None;
         // One channel (a datagram arrived) needs no list of them all.

@@ -441,6 +441,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         ch.next_data = ch.next_data.max(now - slack) + ch.send_interval();
         ch.bytes_up += len;
         self.stats.bytes_uploaded += len;
+        self.count_copy_sent(chunk);
         if retransmission {
             self.stats.retransmissions += 1;
         }
@@ -466,6 +467,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 return Some((c, true));
             }
         }
+        if let Some(i) = self.least_sent_queued(ch)
+            && let Some((c, _)) = ch.serve.remove(i)
+        {
+            ch.unqueue(c);
+            return Some((c, false));
+        }
         while let Some((c, _)) = ch.serve.pop_front() {
             if ch.unqueue(c) && self.peer_lacks(ch, c) {
                 return Some((c, false));
@@ -474,7 +481,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         None
     }
 
-    fn peer_lacks(&self, ch: &Channel<A>, chunk: u64) -> bool {
+    pub(super) fn peer_lacks(&self, ch: &Channel<A>, chunk: u64) -> bool {
         Bin::chunk(chunk).is_some_and(|b| self.have.is_filled(b) && !ch.peer_have.is_filled(b))
     }
 
