@@ -75,7 +75,8 @@ if [ "$live" = 1 ]; then
         -c:v libvpx -deadline realtime -cpu-used 8 -b:v 800k -g 30 -keyint_min 30 \
         -c:a libopus -b:a 64k -f webm -y "$fifo" 2>"$out/ffmpeg.err" &
     pids+=($!)
-    start seeder '^ppspp://live/' sh -c 'exec "$0" live --signal "$1" --bind 127.0.0.1:0 --key "$2" --stats-json ${3:+--upload-limit "$3"} < "$4"' \
+    # It serves two pages at once: the others take the stream from pages (the offload).
+    start seeder '^ppspp://live/' sh -c 'exec "$0" live --signal "$1" --bind 127.0.0.1:0 --key "$2" --max-unchoked 2 --stats-json ${3:+--upload-limit "$3"} < "$4"' \
         "$root/target/release/ppspp" "$signal_url" "$out/live.key" "${LIVE_UPLOAD_LIMIT-1000000}" "$fifo"
     uri=$line
     source="ffmpeg's test source, live through ppspp live"
@@ -99,7 +100,7 @@ fi
 page="${web_url}demo/?uri=$(node -e 'process.stdout.write(encodeURIComponent(process.argv[1]))' "$uri")"
 
 echo "demo: signaling $signal_url"
-echo "demo: $video from $source, as"
+if [ "$live" = 1 ]; then echo "demo: $source, as"; else echo "demo: $video from $source, as"; fi
 echo "  $uri"
 if [ "${HEADLESS:-0}" = 1 ]; then
     node "$root/scripts/demo-headless.mjs" "$page" "$stats" "$video"
