@@ -3,11 +3,15 @@
 //     blast paced on bufferedAmount, and PPSPP with verification, per chunk size;
 //  2. Merkle verification in Wasm and crypto.subtle digests;
 //  3. a swarm: 8 headless pages playing a 20 MB video, from 1 native seeder, and (each run
-//     right after) from the same file on the static web server as an HTTP origin.
+//     right after) from the same file on the static web server as an HTTP origin;
+//  4. live: 8 headless pages playing ffmpeg's test source streamed at real time through
+//     `ppspp live`: latency from ffmpeg reading a frame to a page appending it, stalls, and
+//     the source's upload ÷ the stream's bytes.
 // Writes target/bench/browser.json. Run inside scripts/netns.sh (loopback only).
-//   node scripts/bench-browser.mjs [--smoke] [--out FILE] [--only goodput,verify,swarm]
+//   node scripts/bench-browser.mjs [--smoke] [--out FILE] [--only goodput,verify,swarm,live]
 // Diagnostics: BENCH_DEBUG=1 (sender/receiver state), BENCH_PROFILE=1 (CPU profile of both
-// pages in the first PPSPP goodput run), BENCH_CHUNK_SIZES, BENCH_SEED_OPTIONS.
+// pages in the first PPSPP goodput run), BENCH_CHUNK_SIZES, BENCH_SEED_OPTIONS, BENCH_RUNS,
+// BENCH_LIVE_PAGES, BENCH_LIVE_UNCHOKED.
 import { chromium } from '@playwright/test';
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -20,13 +24,18 @@ const smoke = process.argv.includes('--smoke');
 const outIdx = process.argv.indexOf('--out');
 const out = outIdx > 0 ? process.argv[outIdx + 1] : join(root, 'target', 'bench', smoke ? 'browser-smoke.json' : 'browser.json');
 const onlyIdx = process.argv.indexOf('--only');
-const only = onlyIdx > 0 ? process.argv[onlyIdx + 1].split(',') : ['goodput', 'verify', 'swarm'];
-const RUNS = smoke ? 1 : 3;
+const only = onlyIdx > 0 ? process.argv[onlyIdx + 1].split(',') : ['goodput', 'verify', 'swarm', 'live'];
+const RUNS = smoke ? 1 : Number(process.env.BENCH_RUNS ?? 3);
 const GOODPUT_BYTES = smoke ? 1 << 20 : 32 << 20;
 const CHUNK_SIZES = smoke ? [8192] : (process.env.BENCH_CHUNK_SIZES ?? "1024,4096,8192,16384").split(",").map(Number);
 const VERIFY_BYTES = smoke ? 1 << 20 : 32 << 20;
 const VERIFY_SIZES = smoke ? [4096] : [1024, 4096, 16384];
 const SWARM_PAGES = smoke ? 2 : 8;
+const LIVE_PAGES = smoke ? 2 : Number(process.env.BENCH_LIVE_PAGES ?? 8);
+/** Seconds the live stream runs; the pages join in its first seconds. */
+const LIVE_SECONDS = smoke ? 10 : 40;
+/** Peers the live source serves at once (`ppspp live --max-unchoked`): the rest relay. */
+const LIVE_UNCHOKED = Number(process.env.BENCH_LIVE_UNCHOKED ?? 2);
 const HIGH_WATER = 64 * 1024;
 // Seeder options for the PPSPP goodput runs (BENCH_SEED_OPTIONS='{"priority":1}' to compare).
 const SEED_OPTIONS = JSON.parse(process.env.BENCH_SEED_OPTIONS ?? '{}');
@@ -249,6 +258,79 @@ try {
   log(`  HTTP origin: first frame median ${result.swarm_origin.ttff_ms.median.toFixed(0)} ms over ${origin.ttff.length} pages`);
   result.swarm = { pages: SWARM_PAGES, content_bytes: size, seeder_upload_ratio: stats(ratios), ttff_ms: stats(ttff), wall_s: stats(walls) };
   log(`  first frame median ${result.swarm.ttff_ms.median.toFixed(0)} ms over ${ttff.length} pages`);
+  }
+  if (only.includes('live')) {
+  log(`live: ppspp live + ${LIVE_PAGES} pages, ${LIVE_SECONDS} s of ffmpeg's test source at real time`);
+  const live = { latency_ms: [], latency_max_ms: [], stalls: [], longest_stall_ms: [], ratios: [], ttff: [] };
+  const keyDir = join(root, 'target', 'bench');
+  mkdirSync(keyDir, { recursive: true });
+  for (let run = 0; run < RUNS; run++) {
+    const t0 = Date.now();
+    // 320×240 at 25 frames a second, about 0.5 Mbit/s, a Cluster a second: light enough to
+    // encode at real time next to 8 pages on 2 cores (at 640×360 the encoder fell behind).
+    const ffmpeg = spawn('ffmpeg', ['-loglevel', 'error', '-re', '-f', 'lavfi', '-i', 'testsrc2=size=320x240:rate=25',
+      '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000', '-t', String(LIVE_SECONDS),
+      '-c:v', 'libvpx', '-deadline', 'realtime', '-cpu-used', '8', '-b:v', '400k', '-g', '25', '-keyint_min', '25',
+      '-c:a', 'libopus', '-b:a', '64k', '-f', 'webm', '-'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const source = spawn(bin('ppspp'), ['live', '--signal', signalUrl, '--bind', '127.0.0.1:0', '--key', join(keyDir, 'live.key'),
+      '--max-unchoked', String(LIVE_UNCHOKED), '--linger', '2', '--stats-json'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let streamBytes = 0;
+    ffmpeg.stdout.on('data', (d) => {
+      streamBytes += d.length;
+      source.stdin.write(d);
+    });
+    ffmpeg.stdout.on('end', () => source.stdin.end());
+    const sourceLines = [];
+    const rl = createInterface({ input: source.stdout });
+    // Its last stats line comes as it exits, once the input ended and its tail was served.
+    const sourceDone = new Promise((r) => rl.once('close', r));
+    const uri = await new Promise((resolve, reject) => {
+      rl.on('line', (l) => {
+        sourceLines.push(l);
+        if (l.startsWith('ppspp://live/')) resolve(l);
+      });
+      source.once('exit', (code) => reject(new Error(`ppspp live exited (${code})`)));
+    });
+    const pages = [];
+    for (let i = 0; i < LIVE_PAGES; i++) {
+      pages.push(await page(`/e2e/player.html?uri=${encodeURIComponent(uri)}&appends=1&liveEnd=3000`));
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const ended = async (p) => p.evaluate(() => window.__t.liveEnded || window.__t.error !== null);
+    for (const p of pages) {
+      for (let i = 0; !(await ended(p)); i++) {
+        if (i > (LIVE_SECONDS + 30) * 10) throw new Error('a live page did not end within the stream plus 30 s');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    const latencies = [];
+    for (const p of pages) {
+      const t = await p.evaluate(() => ({
+        error: window.__t.error, appendTimes: window.__t.appendTimes, ttff: window.__t.firstFrameMs,
+        stalls: window.__t.stalls.map((s) => s.durationMs),
+      }));
+      if (t.error) throw new Error(`a live page failed: ${t.error}`);
+      for (const [at, mediaEnd] of t.appendTimes) latencies.push(at - (t0 + mediaEnd * 1000));
+      live.ttff.push(t.ttff);
+      live.stalls.push(t.stalls.filter((d) => d > 1000).length);
+      live.longest_stall_ms.push(Math.max(0, ...t.stalls));
+    }
+    latencies.sort((a, b) => a - b);
+    live.latency_ms.push(latencies[Math.floor(latencies.length / 2)]);
+    live.latency_max_ms.push(latencies[latencies.length - 1]);
+    await sourceDone;
+    const last = [...sourceLines].reverse().find((l) => l.startsWith('{'));
+    live.ratios.push(JSON.parse(last).bytes_uploaded / streamBytes);
+    for (const p of pages) await p.context().close();
+    ffmpeg.kill('SIGKILL');
+    log(`  run ${run + 1}: latency median ${live.latency_ms.at(-1).toFixed(0)} ms, max ${live.latency_max_ms.at(-1).toFixed(0)} ms; source upload ${live.ratios.at(-1).toFixed(2)}× the stream`);
+  }
+  result.live = {
+    pages: LIVE_PAGES, seconds: LIVE_SECONDS, max_unchoked: LIVE_UNCHOKED,
+    latency_ms_median: stats(live.latency_ms), latency_ms_max: stats(live.latency_max_ms),
+    stalls_over_1s_per_page: stats(live.stalls), longest_stall_ms: stats(live.longest_stall_ms),
+    seeder_upload_ratio: stats(live.ratios), ttff_ms: stats(live.ttff),
+  };
   }
 } finally {
   await browser.close();

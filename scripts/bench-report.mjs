@@ -55,6 +55,10 @@ const summary = {
   origin_swarm_ttff_ms_median: med(browser.swarm_origin?.ttff_ms),
   origin_swarm_ttff_ms_max: browser.swarm_origin?.ttff_ms?.max ?? null,
   origin_swarm_wall_s: med(browser.swarm_origin?.wall_s) ?? null,
+  live_latency_ms_median: med(browser.live?.latency_ms_median),
+  live_latency_ms_max: browser.live?.latency_ms_max?.max ?? null,
+  live_stalls_over_1s_per_page: med(browser.live?.stalls_over_1s_per_page) ?? null,
+  live_seeder_upload_ratio: med(browser.live?.seeder_upload_ratio) ?? null,
   wan_ttff_ms_median: med(wan.ttff_ms),
   wan_ttff_ms_max: wan.ttff_ms?.max ?? null,
   wan_stalls_per_page: med(wan.stalls_per_page),
@@ -98,6 +102,11 @@ lines.push(`| ${mmm(browser.swarm?.seeder_upload_ratio, 2)} | ${mmm(browser.swar
 lines.push(`The same pages, each run right after, with the file on the static web server as an HTTP origin (\`ppspp root --tree\`) and no seeder:`, '');
 lines.push('| origin bytes ÷ content | first frame after attach(), median (min–max) | all pages complete |', '|---|---|---|');
 lines.push(`| ${mmm(browser.swarm_origin?.origin_ratio, 2)} | ${mmm(browser.swarm_origin?.ttff_ms, 0)} ms (all pages of all runs) | ${mmm(browser.swarm_origin?.wall_s, 1)} s |`, '');
+const lv = browser.live;
+lines.push(`### 4b. Live: \`ppspp live\` + ${lv?.pages} headless pages, ${lv?.seconds} s of ffmpeg's test source (320×240, about 0.5 Mbit/s) at real time`, '');
+lines.push(`The source serves ${lv?.max_unchoked} pages at once (\`--max-unchoked\`); the pages open 250 ms apart. Latency: from ffmpeg reading a frame to a page appending it (each page's appends, median and maximum per run); stalls: over 1 s, per page.`, '');
+lines.push('| latency, median | latency, max | stalls over 1 s per page | longest stall | source upload ÷ stream | first frame after attach() |', '|---|---|---|---|---|---|');
+lines.push(`| ${mmm(lv?.latency_ms_median, 0)} ms | ${mmm(lv?.latency_ms_max, 0)} ms | ${mmm(lv?.stalls_over_1s_per_page, 0)} | ${mmm(lv?.longest_stall_ms, 0)} ms | ${mmm(lv?.seeder_upload_ratio, 2)} | ${mmm(lv?.ttff_ms, 0)} ms |`, '');
 lines.push(`### 5. Swarm across the emulated internet: 1 native seeder + ${wan.pages} pages in three NATed homes`, '');
 lines.push(`Every home's path: ${wan.link.one_way_delay_ms} ms each way (${2 * wan.link.one_way_delay_ms} ms round trip to the public segment, ${4 * wan.link.one_way_delay_ms} ms between homes), ${wan.link.loss_percent_each_way} % loss each way, ${wan.link.uplink_mbit} Mbit/s uplink (\`scripts/wan.sh\`, \`ppspp-linkem\`); the same video, each page playing it to the end; STUN from coturn. Measured ${wan.date.slice(0, 10)}; median (min–max) over all pages of ${wan.runs} runs, ratios per run (\`target/bench/wan.json\`).`, '');
 lines.push('| first frame after attach() | stalls per page | longest stall | offload (from peers ÷ received) | seeder upload ÷ content |', '|---|---|---|---|---|');
