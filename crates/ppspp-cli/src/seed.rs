@@ -49,6 +49,54 @@ pub struct SeedArgs {
     ice: crate::ice_args::IceArgs,
 }
 
+/// Where a source serves: its UDP address, and its WebRTC transport once it joined `room`
+/// on the signaling server (as a seeder) and gathered its candidates; and both in words.
+pub struct ServingOn {
+    pub udp: Option<String>,
+    pub rtc: Option<RtcTransport>,
+    pub described: Vec<String>,
+}
+
+/// Joins the signaling server at `signal` (if any) as a seeder of `room`, its WebRTC socket
+/// on `bind` (default 127.0.0.1:0), beside the UDP `socket` (if any).
+pub async fn serve_on(
+    socket: Option<&tokio::net::UdpSocket>,
+    signal: Option<&str>,
+    room: &str,
+    bind: Option<SocketAddr>,
+    ice: &crate::ice_args::IceArgs,
+) -> Result<ServingOn, String> {
+    let mut on = ServingOn {
+        udp: None,
+        rtc: None,
+        described: Vec::new(),
+    };
+    if let Some(s) = socket {
+        let local = s
+            .local_addr()
+            .map_err(|e| format!("cannot read the bound address: {e}"))?;
+        on.udp = Some(local.to_string());
+        on.described.push(format!("udp {local}"));
+    }
+    if let Some(url) = signal {
+        let client = SignalClient::join(url, room).await?;
+        let servers = ice.servers(client.ice_servers())?;
+        let bind = bind.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
+        let mut t = RtcTransport::bind(bind, client)?;
+        t.seeder = true;
+        t.relay_only = ice.relay_only;
+        t.stack = ice.webrtc_stack;
+        t.gather_and_report(&servers).await;
+        on.described.push(format!(
+            "webrtc {} via {url} (peer {})",
+            t.local_addr(),
+            t.peer_id().unwrap_or("?")
+        ));
+        on.rtc = Some(t);
+    }
+    Ok(on)
+}
+
 pub fn run(args: &SeedArgs) -> Result<(), String> {
     if args.udp.is_none() && args.signal.is_none() {
         return Err(
@@ -79,36 +127,17 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
         let mut engine = Engine::new_seeder(config, &tree, store, clock.now())
             .map_err(|e| format!("cannot start: {e}"))?;
         let mut uri = SwarmUri::new(engine.content());
-        let mut serving = Vec::new();
-        if let Some(s) = &socket {
-            let local = s
-                .local_addr()
-                .map_err(|e| format!("cannot read the bound address: {e}"))?;
-            uri.udp.push(local.to_string());
-            serving.push(format!("udp {local}"));
-        }
-        let mut rtc = match &args.signal {
-            Some(url) => {
-                let client = SignalClient::join(url, &uri.root.to_hex()).await?;
-                let servers = args.ice.servers(client.ice_servers())?;
-                let bind = args
-                    .bind
-                    .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
-                let mut t = RtcTransport::bind(bind, client)?;
-                t.seeder = true;
-                t.relay_only = args.ice.relay_only;
-                t.stack = args.ice.webrtc_stack;
-                t.gather_and_report(&servers).await;
-                uri.signal = Some(url.clone());
-                serving.push(format!(
-                    "webrtc {} via {url} (peer {})",
-                    t.local_addr(),
-                    t.peer_id().unwrap_or("?")
-                ));
-                Some(t)
-            }
-            None => None,
-        };
+        let on = serve_on(
+            socket.as_ref(),
+            args.signal.as_deref(),
+            &uri.root.to_hex(),
+            args.bind,
+            &args.ice,
+        )
+        .await?;
+        uri.udp.extend(on.udp);
+        uri.signal = args.signal.clone();
+        let (mut rtc, serving) = (on.rtc, on.described);
         uri.name = args
             .file
             .file_name()

@@ -9,8 +9,6 @@ pub mod segmenter;
 
 use crate::net::{self, Flow, Links};
 use crate::root::parse_chunk_size;
-use crate::rtc::RtcTransport;
-use crate::signal::SignalClient;
 use crate::stats::StatsPrinter;
 use crate::udp::{self, Clock};
 use clap::Args;
@@ -222,32 +220,17 @@ pub fn run(args: &LiveArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot start: {e}"))?;
         let mut uri = LiveUri::new(info.clone());
         uri.init = Some(init);
-        let mut serving = Vec::new();
-        if let Some(s) = &socket {
-            let local = s
-                .local_addr()
-                .map_err(|e| format!("cannot read the bound address: {e}"))?;
-            uri.udp.push(local.to_string());
-            serving.push(format!("udp {local}"));
-        }
-        let mut rtc = match &args.signal {
-            Some(url) => {
-                let client = SignalClient::join(url, &info.key.signaling_room()).await?;
-                let servers = args.ice.servers(client.ice_servers())?;
-                let bind = args
-                    .bind
-                    .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
-                let mut t = RtcTransport::bind(bind, client)?;
-                t.seeder = true;
-                t.relay_only = args.ice.relay_only;
-                t.stack = args.ice.webrtc_stack;
-                t.gather_and_report(&servers).await;
-                uri.signal = Some(url.clone());
-                serving.push(format!("webrtc {} via {url}", t.local_addr()));
-                Some(t)
-            }
-            None => None,
-        };
+        let on = crate::seed::serve_on(
+            socket.as_ref(),
+            args.signal.as_deref(),
+            &info.key.signaling_room(),
+            args.bind,
+            &args.ice,
+        )
+        .await?;
+        uri.udp.extend(on.udp);
+        uri.signal = args.signal.clone();
+        let (mut rtc, serving) = (on.rtc, on.described);
         println!("{uri}");
         let _ = std::io::stdout().flush();
         eprintln!("live: streaming on {}; Ctrl-C stops", serving.join(" and "));

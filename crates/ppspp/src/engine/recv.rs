@@ -720,7 +720,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             }
             Err(e) => {
                 self.unrequest(ch, chunk);
-                self.stats.chunks_rejected += 1;
                 let reason = match e {
                     LiveError::Mismatch(bin) => VerifyError::Mismatch { bin },
                     LiveError::HashNotOnPath(b) => VerifyError::HashNotOnPath(b),
@@ -729,11 +728,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                         got: data.len(),
                     },
                 };
-                self.push_event(Event::ChunkRejected {
-                    chunk,
-                    from: ch.addr.clone(),
-                    reason,
-                });
+                self.note_rejected(ch, chunk, reason);
                 Err(Verdict::Ban(Misbehaviour::Live(e)))
             }
         }
@@ -761,13 +756,18 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     }
 
     fn reject(&mut self, ch: &mut Channel<A>, chunk: u64, reason: VerifyError) -> Verdict {
+        self.note_rejected(ch, chunk, reason);
+        Verdict::Ban(Misbehaviour::BadChunk { chunk, reason })
+    }
+
+    /// A chunk from `ch` failed verification: counted and reported.
+    fn note_rejected(&mut self, ch: &Channel<A>, chunk: u64, reason: VerifyError) {
         self.stats.chunks_rejected += 1;
         self.push_event(Event::ChunkRejected {
             chunk,
             from: ch.addr.clone(),
             reason,
         });
-        Verdict::Ban(Misbehaviour::BadChunk { chunk, reason })
     }
 
     /// `chunk` arrived but could not be used: it is wanted again, from anyone.
