@@ -33,7 +33,7 @@ const VERIFY_SIZES = smoke ? [4096] : [1024, 4096, 16384];
 const SWARM_PAGES = smoke ? 2 : 8;
 const LIVE_PAGES = smoke ? 2 : Number(process.env.BENCH_LIVE_PAGES ?? 8);
 /** Seconds the live stream runs; the pages join in its first seconds. */
-const LIVE_SECONDS = smoke ? 10 : 40;
+const LIVE_SECONDS = smoke ? 6 : 40;
 /** Peers the live source serves at once (`ppspp live --max-unchoked`): the rest relay. */
 const LIVE_UNCHOKED = Number(process.env.BENCH_LIVE_UNCHOKED ?? 2);
 const HIGH_WATER = 64 * 1024;
