@@ -35,8 +35,9 @@ lint:
 	$(CARGO) clippy --workspace --all-targets --locked --features ppspp-cli/webrtc-rs -- -D warnings
 	$(CARGO) clippy -p ppspp-cli --all-targets --locked -- -D warnings
 
+# The workspace's tests; `make native` builds at the lowest priority while they run.
 test-rust:
-	$(CARGO) test --workspace --locked --features ppspp-cli/webrtc-rs
+	CARGO=$(CARGO) scripts/test-rust.sh
 
 # The core must build for the browser.
 test-wasm:
@@ -87,7 +88,6 @@ bench: setup web native
 
 # Every benchmark once with tiny sizes: checks that each runs and yields numbers, not speed.
 bench-smoke: web native
-	$(CARGO) build --release --locked -p ppspp-sim
 	node scripts/bench-native.mjs --smoke
 	scripts/netns.sh node scripts/bench-browser.mjs --smoke
 	cd e2e && BENCH_SMOKE=1 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 ../scripts/netns.sh npx playwright test --config playwright.bench.config.ts

@@ -192,9 +192,13 @@ async function binmap(target) {
   const quick = smoke
     ? ['--warm-up-time', '0.05', '--measurement-time', '0.1', '--sample-size', '10', '--nresamples', '1000']
     : ['--warm-up-time', '1', '--measurement-time', '2'];
-  log(`binmap: cargo bench -p ppspp --bench binmap${smoke ? ' (short)' : ''}`);
+  // Smoke: the dev profile `make test` already built criterion in, and a baseline of its own
+  // so the full run's comparisons stay against full runs.
+  const profile = smoke ? ['--profile', 'dev'] : [];
+  const baseline = smoke ? ['--save-baseline', 'smoke'] : [];
+  log(`binmap: cargo bench ${profile.join(' ')} -p ppspp --bench binmap${smoke ? ' (short)' : ''}`);
   const since = Date.now() - 1000;
-  const { stderr } = await run('cargo', ['bench', '-p', 'ppspp', '--bench', 'binmap', '--', '--noplot', ...quick], {
+  const { stderr } = await run('cargo', ['bench', ...profile, '-p', 'ppspp', '--bench', 'binmap', '--', '--noplot', ...baseline, ...quick], {
     timeoutS: 3600,
     hide: /^(Benchmarking |Warning: Unable to complete|\s*$)/, // criterion's progress
   });
@@ -259,9 +263,11 @@ async function verify() {
 // 4. Simulated LEDBAT (deterministic: one run each). Smoke: `link` only (about 2 s).
 // Rates here are Mbit/s, as in docs/EXPERIMENTS.md.
 async function sim(target) {
-  log('sim: cargo build --release -p ppspp-sim');
-  await run('cargo', ['build', '--release', '-p', 'ppspp-sim'], { timeoutS: 3600 });
-  const bin = join(target, 'release', 'ppspp-sim');
+  // Smoke: the test build's simulator (its `link` run takes seconds), not a release build.
+  const profile = smoke ? 'debug' : 'release';
+  log(`sim: cargo build${smoke ? '' : ' --release'} -p ppspp-sim`);
+  await run('cargo', ['build', ...(smoke ? [] : ['--release']), '-p', 'ppspp-sim'], { timeoutS: 3600 });
+  const bin = join(target, profile, 'ppspp-sim');
   const result = {};
   for (const exp of smoke ? ['link'] : ['link', 'delay', 'loss']) {
     const dir = join(target, 'sim', exp);
