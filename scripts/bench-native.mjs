@@ -44,6 +44,10 @@ for (let i = 0; i < args.length; i++) {
   else usage(`unknown argument ${a}`);
 }
 out ??= join(root, 'target', 'bench', smoke ? 'native-smoke.json' : 'native.json');
+
+// What `make test-rust` builds with: the same flags find its artifacts fresh, where a
+// package's own feature set would rebuild shared dependencies.
+const TEST_BUILD = ['--workspace', '--locked', '--features', 'ppspp-cli/webrtc-rs'];
 for (const p of only) if (!PARTS.includes(p)) usage(`unknown part ${p} (${PARTS.join(', ')})`);
 
 const log = (msg) => console.error(`bench-native: ${msg}`);
@@ -246,9 +250,16 @@ async function verifyOnce(soft) {
     : {};
   // The smoke run checks that figures come, not their speed: the test build `make test`
   // already made serves (no release build of its own).
-  const profile = smoke ? [] : ['--release'];
-  log(`verify${soft ? ' (software hashing)' : ''}: cargo run ${profile.join(' ')} -p ppspp-wasm --example verify${smoke ? ' -- --smoke' : ''}`);
-  const { stdout } = await run('cargo', ['run', ...profile, '-p', 'ppspp-wasm', '--example', 'verify', '--', ...(smoke ? ['--smoke'] : [])], { timeoutS: 3600, env });
+  let stdout;
+  if (smoke && !soft) {
+    log(`verify: cargo build ${TEST_BUILD.join(' ')} --example verify; verify --smoke`);
+    await run('cargo', ['build', ...TEST_BUILD, '--example', 'verify'], { timeoutS: 3600 });
+    ({ stdout } = await run(join(target, 'debug', 'examples', 'verify'), ['--smoke'], { timeoutS: 3600 }));
+  } else {
+    const profile = smoke ? [] : ['--release'];
+    log(`verify${soft ? ' (software hashing)' : ''}: cargo run ${profile.join(' ')} -p ppspp-wasm --example verify${smoke ? ' -- --smoke' : ''}`);
+    ({ stdout } = await run('cargo', ['run', ...profile, '-p', 'ppspp-wasm', '--example', 'verify', '--', ...(smoke ? ['--smoke'] : [])], { timeoutS: 3600, env }));
+  }
   const line = stdout.trim().split('\n').filter((l) => l.startsWith('{')).pop();
   if (!line) throw new Error(`verify: no JSON line in its output:\n${stdout}`);
   const v = JSON.parse(line);
@@ -264,10 +275,10 @@ async function verify() {
 // Rates here are Mbit/s, as in docs/EXPERIMENTS.md.
 async function sim(target) {
   // Smoke: the test build's simulator (its `link` run takes seconds), not a release build.
-  const profile = smoke ? 'debug' : 'release';
-  log(`sim: cargo build${smoke ? '' : ' --release'} -p ppspp-sim`);
-  await run('cargo', ['build', ...(smoke ? [] : ['--release']), '-p', 'ppspp-sim'], { timeoutS: 3600 });
-  const bin = join(target, profile, 'ppspp-sim');
+  const build = smoke ? [...TEST_BUILD, '--bin', 'ppspp-sim'] : ['--release', '-p', 'ppspp-sim'];
+  log(`sim: cargo build ${build.join(' ')}`);
+  await run('cargo', ['build', ...build], { timeoutS: 3600 });
+  const bin = join(target, smoke ? 'debug' : 'release', 'ppspp-sim');
   const result = {};
   for (const exp of smoke ? ['link'] : ['link', 'delay', 'loss']) {
     const dir = join(target, 'sim', exp);

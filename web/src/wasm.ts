@@ -101,6 +101,7 @@ export interface ContentInfo {
 export interface LiveInfo {
   /** The source's public key in DNSKEY form, hex: the swarm ID. */
   swarmId: string;
+  /** Chunks under one signed munro; 1: every chunk signed itself (Sign All). */
   chunksPerSignature: number;
   /** The discard window, in chunks. */
   window: number;

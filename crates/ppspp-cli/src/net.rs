@@ -304,6 +304,16 @@ pub struct Links<'a> {
     pub live: Option<&'a mut LiveFeed>,
 }
 
+/// What a serving command (`seed`, `live`) says of its peers: who came, who left and why.
+pub fn report_peers<S: ChunkStore>(_: &mut Engine<Peer, S>, event: Event<Peer>) -> Flow {
+    match event {
+        Event::PeerConnected { peer } => eprintln!("peer {peer} connected"),
+        Event::PeerClosed { peer, reason } => eprintln!("peer {peer} left: {reason}"),
+        _ => {}
+    }
+    Flow::Continue
+}
+
 /// Runs `engine` until `on_event` says stop or `stop` resolves (then every channel is
 /// closed first), and shuts the WebRTC transport down.
 pub async fn run<S: ChunkStore>(

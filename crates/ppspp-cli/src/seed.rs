@@ -1,14 +1,14 @@
 //! `ppspp seed FILE`: hash the file, print its swarm URI, serve it until interrupted.
 
 use crate::file_store::FileStore;
-use crate::net::{self, Flow, Links};
+use crate::net::{self, Links};
 use crate::root::{DEFAULT_CHUNK_SIZE, hash_with_progress, parse_chunk_size};
 use crate::rtc::RtcTransport;
 use crate::signal::SignalClient;
 use crate::stats::StatsPrinter;
 use crate::udp::{self, Clock};
 use clap::Args;
-use ppspp::engine::{Engine, EngineConfig, Event};
+use ppspp::engine::{Engine, EngineConfig};
 use ppspp::merkle::HashAlgorithm;
 use ppspp::uri::SwarmUri;
 use std::io::Write;
@@ -160,14 +160,7 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
             },
             &clock,
             stats,
-            |_, event| {
-                match event {
-                    Event::PeerConnected { peer } => eprintln!("peer {peer} connected"),
-                    Event::PeerClosed { peer, reason } => eprintln!("peer {peer} left: {reason}"),
-                    _ => {}
-                }
-                Flow::Continue
-            },
+            net::report_peers,
             crate::shutdown_signal(),
         )
         .await;

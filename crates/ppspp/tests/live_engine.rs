@@ -1,13 +1,13 @@
-//! Live streams through real engines (RFC 7574 §6.1): a source signing munros, viewers
-//! tuning in at the edge and relaying, the discard window, and peers that forge. Time is
-//! simulated, so every test is deterministic and bounded.
+//! Live streams through real engines (RFC 7574 §6.1): a source signing munros (or, Sign
+//! All, every chunk), viewers tuning in at the edge and relaying, the discard window, and
+//! peers that forge. Time is simulated, so every test is deterministic and bounded.
 
 mod common;
 
 use common::virtual_net::{Rewrite, VirtualNet};
 use ppspp::codec::{ChunkAddressing, CodecConfig, DatagramBuilder, Message, decode_datagram};
 use ppspp::engine::{CloseReason, Engine, EngineConfig, Event, LiveInfo, LiveParams, Misbehaviour};
-use ppspp::live::{LiveAlgorithm, LiveError, LiveSigningKey};
+use ppspp::live::{LiveAlgorithm, LiveError, LiveSigningKey, SIGN_ALL};
 use ppspp::merkle::HashAlgorithm;
 use ppspp::store::{ChunkStore, SparseStore};
 use ppspp::time::Time;
@@ -17,15 +17,17 @@ type Node = Engine<u32, SparseStore>;
 
 const CS: usize = 1024;
 const PER_SIG: u64 = 8;
+/// Each test runs with munros of `PER_SIG` chunks and with Sign All.
+const SIGNINGS: [u64; 2] = [PER_SIG, SIGN_ALL];
 const WINDOW: u64 = 256;
 /// Chunks the source makes per 100 ms step (about 0.66 Mbit/s).
 const PER_STEP: u64 = 8;
 
-fn params() -> LiveParams {
+fn params(per_sig: u64) -> LiveParams {
     LiveParams {
         hash: HashAlgorithm::Sha256,
         chunk_size: CS as u32,
-        chunks_per_signature: PER_SIG,
+        chunks_per_signature: per_sig,
         discard_window: WINDOW,
     }
 }
@@ -39,21 +41,21 @@ fn chunk(i: u64) -> Vec<u8> {
     (0..CS as u64).map(|j| (i * 131 + j * 7) as u8).collect()
 }
 
-fn source(alg: LiveAlgorithm) -> Node {
+fn source(alg: LiveAlgorithm, per_sig: u64) -> Node {
     Engine::new_live_source(
         EngineConfig::default(),
         key(alg),
-        params(),
+        params(per_sig),
         SparseStore::live(CS),
         Time::ZERO,
     )
     .unwrap()
 }
 
-fn viewer(alg: LiveAlgorithm, config: EngineConfig) -> Node {
+fn viewer(alg: LiveAlgorithm, config: EngineConfig, per_sig: u64) -> Node {
     let info = LiveInfo {
         key: key(alg).public_key().clone(),
-        params: params(),
+        params: params(per_sig),
     };
     Engine::new_live(config, info, SparseStore::live(CS), Time::ZERO).unwrap()
 }
@@ -95,7 +97,10 @@ fn holds_only_the_stream(node: &mut Node) -> u64 {
 
 #[test]
 fn viewers_tune_in_at_the_edge_relay_and_keep_only_the_window() {
-    for alg in [LiveAlgorithm::EcdsaP256Sha256, LiveAlgorithm::Ed25519] {
+    let cases = [LiveAlgorithm::EcdsaP256Sha256, LiveAlgorithm::Ed25519]
+        .into_iter()
+        .flat_map(|alg| SIGNINGS.map(|per_sig| (alg, per_sig)));
+    for (alg, per_sig) in cases {
         let mut net = VirtualNet::new(Duration::from_millis(10), 0, 1);
         // Viewer 2 meets only viewer 1: what it gets, it gets relayed.
         let no_pex = EngineConfig {
@@ -103,9 +108,9 @@ fn viewers_tune_in_at_the_edge_relay_and_keep_only_the_window() {
             ..EngineConfig::default()
         };
         let mut nodes = vec![
-            source(alg),
-            viewer(alg, no_pex.clone()),
-            viewer(alg, no_pex),
+            source(alg, per_sig),
+            viewer(alg, no_pex.clone(), per_sig),
+            viewer(alg, no_pex, per_sig),
         ];
         // The stream runs 3 s before anyone joins.
         let next = stream(&mut net, &mut nodes, 0, Time::from_millis(3_000));
@@ -123,17 +128,17 @@ fn viewers_tune_in_at_the_edge_relay_and_keep_only_the_window() {
                     Event::ChunkVerified { chunk, .. } => Some(*chunk),
                     _ => None,
                 })
-                .unwrap_or_else(|| panic!("viewer {i} got nothing ({alg:?})"));
+                .unwrap_or_else(|| panic!("viewer {i} got nothing ({alg:?}, {per_sig})"));
             assert!(
                 first + 2 * PER_SIG >= joined_at,
-                "viewer {i} tuned in at the edge: first chunk {first}, edge {joined_at}"
+                "viewer {i} tuned in at the edge: first chunk {first}, edge {joined_at} ({per_sig})"
             );
             assert!(evs.iter().any(|e| matches!(e, Event::LiveEdge { .. })));
             // It keeps up: near the edge, and the window behind it.
             let edge = n.live_edge().unwrap();
             assert!(
                 edge + 2 * PER_SIG >= next,
-                "viewer {i}: edge {edge} of {next}"
+                "viewer {i}: edge {edge} of {next} ({per_sig})"
             );
             let held = holds_only_the_stream(n);
             assert!(held <= WINDOW, "viewer {i} holds {held} chunks");
@@ -153,14 +158,24 @@ fn viewers_tune_in_at_the_edge_relay_and_keep_only_the_window() {
 
 #[test]
 fn the_end_of_a_stream_is_signed_and_reaches_viewers() {
+    for per_sig in SIGNINGS {
+        end_of_stream(per_sig);
+    }
+}
+
+fn end_of_stream(per_sig: u64) {
     let alg = LiveAlgorithm::Ed25519;
     let mut net = VirtualNet::new(Duration::from_millis(5), 0, 2);
-    let mut nodes = vec![source(alg), viewer(alg, EngineConfig::default())];
+    let mut nodes = vec![
+        source(alg, per_sig),
+        viewer(alg, EngineConfig::default(), per_sig),
+    ];
     nodes[1].connect(0, Time::ZERO);
     // From the start, not from the edge (a viewer hooks in at the newest chunk).
     nodes[1].set_playhead(0);
     net.run(&mut nodes, Time::from_millis(100), |_| false);
-    // 13 chunks, the last one short: 8 are signed as they come, 4 + 1 at the end.
+    // 13 chunks, the last one short: by munros, 8 are signed as they come, 4 + 1 at the
+    // end; under Sign All, each as it comes.
     for i in 0..13u64 {
         let mut data = chunk(i);
         if i == 12 {
@@ -168,7 +183,8 @@ fn the_end_of_a_stream_is_signed_and_reaches_viewers() {
         }
         nodes[0].push_live_chunk(&data, net.now).unwrap();
     }
-    assert_eq!(nodes[0].live_edge(), Some(8));
+    let signed = if per_sig == SIGN_ALL { 13 } else { 8 };
+    assert_eq!(nodes[0].live_edge(), Some(signed));
     nodes[0].finish_live(net.now).unwrap();
     assert_eq!(nodes[0].live_edge(), Some(13));
     assert!(nodes[0].push_live_chunk(&chunk(13), net.now).is_err());
@@ -215,6 +231,7 @@ fn rewriting(mut f: impl FnMut(&Message<'_>, &mut DatagramBuilder) -> bool + 'st
 fn forger_is_banned(
     rewrite: Rewrite,
     viewer_config: EngineConfig,
+    per_sig: u64,
     why: impl Fn(&Misbehaviour) -> bool,
 ) {
     let alg = LiveAlgorithm::EcdsaP256Sha256;
@@ -224,14 +241,15 @@ fn forger_is_banned(
         ..EngineConfig::default()
     };
     let mut nodes = vec![
-        source(alg),
-        viewer(alg, no_pex),
+        source(alg, per_sig),
+        viewer(alg, no_pex, per_sig),
         viewer(
             alg,
             EngineConfig {
                 pex: false,
                 ..viewer_config
             },
+            per_sig,
         ),
     ];
     nodes[1].connect(0, Time::ZERO);
@@ -243,7 +261,7 @@ fn forger_is_banned(
     let banned = evs.iter().any(|e| {
         matches!(e, Event::PeerClosed { peer: 1, reason: CloseReason::Misbehaving(m) } if why(m))
     });
-    assert!(banned, "{evs:?}");
+    assert!(banned, "{per_sig}: {evs:?}");
     assert_eq!(nodes[2].stats().chunks_have, 0, "nothing forged is kept");
     assert!(
         !evs.iter().any(|e| matches!(e, Event::ChunkVerified { .. })),
@@ -255,6 +273,12 @@ fn forger_is_banned(
 
 #[test]
 fn a_forged_signature_gets_the_peer_banned() {
+    for per_sig in SIGNINGS {
+        forged_signature(per_sig);
+    }
+}
+
+fn forged_signature(per_sig: u64) {
     let rewrite = rewriting(|msg, b| match msg {
         Message::SignedIntegrity {
             chunks,
@@ -273,13 +297,19 @@ fn a_forged_signature_gets_the_peer_banned() {
         }
         _ => false,
     });
-    forger_is_banned(rewrite, EngineConfig::default(), |m| {
+    forger_is_banned(rewrite, EngineConfig::default(), per_sig, |m| {
         matches!(m, Misbehaviour::Live(LiveError::BadSignature(_)))
     });
 }
 
 #[test]
 fn a_forged_chunk_gets_the_peer_banned() {
+    for per_sig in SIGNINGS {
+        forged_chunk(per_sig);
+    }
+}
+
+fn forged_chunk(per_sig: u64) {
     let rewrite = rewriting(|msg, b| match msg {
         Message::Data {
             chunks,
@@ -298,8 +328,12 @@ fn a_forged_chunk_gets_the_peer_banned() {
         }
         _ => false,
     });
-    forger_is_banned(rewrite, EngineConfig::default(), |m| {
-        matches!(m, Misbehaviour::Live(LiveError::Mismatch(_)))
+    // Under Sign All the signature covers the bytes: it is what fails.
+    forger_is_banned(rewrite, EngineConfig::default(), per_sig, |m| {
+        matches!(
+            m,
+            Misbehaviour::Live(LiveError::Mismatch(_) | LiveError::BadSignature(_))
+        )
     });
 }
 
@@ -310,16 +344,30 @@ fn a_replayed_old_munro_gets_the_peer_banned() {
         wall_clock_offset: Duration::from_secs(600),
         ..EngineConfig::default()
     };
-    forger_is_banned(Box::new(|b: &[u8]| b.to_vec()), ahead, |m| {
-        matches!(m, Misbehaviour::Live(LiveError::Stale { .. }))
-    });
+    for per_sig in SIGNINGS {
+        forger_is_banned(
+            Box::new(|b: &[u8]| b.to_vec()),
+            ahead.clone(),
+            per_sig,
+            |m| matches!(m, Misbehaviour::Live(LiveError::Stale { .. })),
+        );
+    }
 }
 
 #[test]
 fn unsigned_chunks_and_announcements_past_the_edge_are_not_taken() {
+    for per_sig in SIGNINGS {
+        unsigned_chunks(per_sig);
+    }
+}
+
+fn unsigned_chunks(per_sig: u64) {
     let alg = LiveAlgorithm::Ed25519;
     let mut net = VirtualNet::new(Duration::from_millis(10), 0, 4);
-    let mut nodes = vec![source(alg), viewer(alg, EngineConfig::default())];
+    let mut nodes = vec![
+        source(alg, per_sig),
+        viewer(alg, EngineConfig::default(), per_sig),
+    ];
     nodes[1].connect(0, Time::ZERO);
     // The source's munros and signatures never arrive: without them the chunks, their
     // HAVEs and the DATA that comes anyway are worth nothing.
@@ -340,30 +388,37 @@ fn unsigned_chunks_and_announcements_past_the_edge_are_not_taken() {
 
 #[test]
 fn live_and_static_peers_and_other_sources_do_not_meet() {
-    let mut net = VirtualNet::new(Duration::from_millis(10), 0, 5);
-    let other = LiveInfo {
+    let other_key = LiveInfo {
         key: LiveSigningKey::from_secret(LiveAlgorithm::Ed25519, &[8; 32])
             .unwrap()
             .public_key()
             .clone(),
-        params: params(),
+        params: params(PER_SIG),
     };
-    let mut nodes = vec![
-        source(LiveAlgorithm::Ed25519),
-        Engine::new_live(
-            EngineConfig::default(),
-            other,
-            SparseStore::live(CS),
-            Time::ZERO,
-        )
-        .unwrap(),
-    ];
-    nodes[1].connect(0, Time::ZERO);
-    stream(&mut net, &mut nodes, 0, Time::from_millis(2_000));
-    assert_eq!(nodes[1].stats().chunks_have, 0);
-    assert_eq!(
-        nodes[0].stats().peers,
-        0,
-        "another swarm's handshake is dropped"
-    );
+    // The source's key, but Sign All where the source signs munros.
+    let other_method = LiveInfo {
+        key: key(LiveAlgorithm::Ed25519).public_key().clone(),
+        params: params(SIGN_ALL),
+    };
+    for (seed, other) in [(5, other_key), (6, other_method)] {
+        let mut net = VirtualNet::new(Duration::from_millis(10), 0, seed);
+        let mut nodes = vec![
+            source(LiveAlgorithm::Ed25519, PER_SIG),
+            Engine::new_live(
+                EngineConfig::default(),
+                other,
+                SparseStore::live(CS),
+                Time::ZERO,
+            )
+            .unwrap(),
+        ];
+        nodes[1].connect(0, Time::ZERO);
+        stream(&mut net, &mut nodes, 0, Time::from_millis(2_000));
+        assert_eq!(nodes[1].stats().chunks_have, 0);
+        assert_eq!(
+            nodes[0].stats().peers,
+            0,
+            "another swarm's handshake is dropped ({seed})"
+        );
+    }
 }

@@ -7,12 +7,12 @@ pub mod key_file;
 pub mod record;
 pub mod segmenter;
 
-use crate::net::{self, Flow, Links};
+use crate::net::{self, Links};
 use crate::root::parse_chunk_size;
 use crate::stats::StatsPrinter;
 use crate::udp::{self, Clock};
 use clap::Args;
-use ppspp::engine::{Engine, EngineConfig, Event, LiveInfo, LiveParams};
+use ppspp::engine::{Engine, EngineConfig, LiveInfo, LiveParams};
 use ppspp::live::LiveUri;
 use ppspp::live::uri::DEFAULT_DISCARD_WINDOW;
 use ppspp::live::{LiveAlgorithm, LiveSigningKey};
@@ -49,7 +49,8 @@ pub struct LiveArgs {
     #[arg(long = "chunk-size", default_value_t = 1024, value_parser = parse_chunk_size)]
     chunk_size: usize,
     /// Chunks under one signature (a power of two, 2 to 65536): fewer signatures, or
-    /// chunks announced sooner.
+    /// chunks announced sooner. 1 signs every chunk itself (RFC 7574's Sign All): no
+    /// hashes travel, but each chunk costs a signature to make and to check.
     #[arg(long = "chunks-per-signature", default_value_t = 16)]
     chunks_per_signature: u64,
     /// Chunks kept behind the live edge (the discard window).
@@ -262,14 +263,7 @@ pub fn run(args: &LiveArgs) -> Result<(), String> {
             },
             &clock,
             stats,
-            |_, event| {
-                match event {
-                    Event::PeerConnected { peer } => eprintln!("peer {peer} connected"),
-                    Event::PeerClosed { peer, reason } => eprintln!("peer {peer} left: {reason}"),
-                    _ => {}
-                }
-                Flow::Continue
-            },
+            net::report_peers,
             stop,
         )
         .await;

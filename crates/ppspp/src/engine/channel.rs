@@ -69,6 +69,8 @@ pub(crate) struct Channel<A> {
     pub pending_hashes: Vec<(Bin, Hash)>,
     /// Live: the edge when the newest munro was last sent here on its own (tune-in).
     pub munro_told: u64,
+    /// Sign All: signatures received ahead of the chunks they sign (a bounded few).
+    pub pending_signatures: Vec<super::live_stream::ChunkSignature>,
     /// Live: the peer's discard window (handshake option 7), applied to what it announces.
     pub peer_window: Option<u64>,
 
@@ -213,6 +215,7 @@ impl<A> Channel<A> {
             haves_done_at: None,
             pending_hashes: Vec::new(),
             munro_told: 0,
+            pending_signatures: Vec::new(),
             peer_window: None,
             requests: BTreeMap::new(),
             request_order: VecDeque::new(),

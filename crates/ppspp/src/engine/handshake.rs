@@ -6,9 +6,10 @@
 //! since draft-era peers such as libswift do not know option 9; no supported-messages
 //! bitmap, since we support them all.
 //!
-//! A live swarm (digest §2.4) names the source's public key as its ID and adds the
-//! Unified Merkle Tree (option 3), the signature algorithm (5) and our discard window (7);
-//! the peer's algorithm and chunk addressing must be the source's.
+//! A live swarm (digest §2.4) names the source's public key as its ID and adds its
+//! integrity method (option 3: the Unified Merkle Tree, or Sign All), the signature
+//! algorithm (5) and our discard window (7); the peer's method, algorithm and chunk
+//! addressing must be the source's.
 
 use super::ContentInfo;
 use super::misbehaviour::HandshakeMismatch;
@@ -31,6 +32,8 @@ pub(crate) struct SwarmParams<'a> {
 /// What a live swarm's handshake adds.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct LiveHandshake {
+    /// The Unified Merkle Tree, or Sign All.
+    pub integrity: ContentIntegrity,
     /// The DNSSEC number of the source's signature algorithm.
     pub algorithm: u8,
     /// Our discard window, in chunks.
@@ -57,7 +60,7 @@ pub(crate) fn our_options<'a>(
     addressing: ChunkAddressing,
 ) -> HandshakeOptions<'a> {
     let integrity = match content.live {
-        Some(_) => ContentIntegrity::UnifiedMerkleTree,
+        Some(l) => l.integrity,
         None => ContentIntegrity::MerkleTree,
     };
     HandshakeOptions {
@@ -107,7 +110,7 @@ pub(crate) fn check_peer_options(
             let method = options
                 .content_integrity
                 .unwrap_or(ContentIntegrity::MerkleTree);
-            if method != ContentIntegrity::UnifiedMerkleTree {
+            if method != live.integrity {
                 return Err(HandshakeMismatch::ContentIntegrity(method));
             }
             if options.live_signature_algorithm != Some(live.algorithm) {

@@ -13,6 +13,14 @@
 //!   HAVEs beyond the edge a peer proved are not taken.
 //! - The discard window slides behind the edge: chunks, hashes, requests and what peers
 //!   announced behind it are forgotten, so memory follows the window.
+//! - Sign All (one chunk per signature, option 3 = 2): each chunk's signature goes just
+//!   before it, and is checked with its bytes. A signature on its own proves nothing, so
+//!   the edge moves only with verified chunks. What peers claim of newer ones (their
+//!   newest chunk's signature, sent as the tune-in, then their HAVEs) only lets us ask
+//!   for those, at most a discard window ahead of what we verified. Before the first
+//!   verified chunk nothing bounds a claim: a lying peer can send a newcomer after chunks
+//!   that do not exist. The Unified Merkle Tree has no such gap, which is one reason it is
+//!   the default.
 
 use super::channel::Channel;
 use super::config::{ContentError, ContentInfo, EngineConfig, EngineError, PickerKind};
@@ -20,7 +28,7 @@ use super::event::Event;
 use super::handshake::{LiveHandshake, SwarmParams};
 use super::{Engine, PeerAddr};
 use crate::Bin;
-use crate::codec::{CodecConfig, signature_size};
+use crate::codec::{CodecConfig, ContentIntegrity, signature_size};
 use crate::live::{
     LiveError, LivePublicKey, LiveSigningKey, LiveSource, LiveVerifier, SignedMunro, SpecFormat,
 };
@@ -57,7 +65,9 @@ pub struct LiveParams {
     pub hash: HashAlgorithm,
     /// Chunk size in bytes (the last chunk of a stream may be shorter).
     pub chunk_size: u32,
-    /// Chunks under one signed munro: a power of two from 2 to 65536.
+    /// Chunks under one signed munro: a power of two from 2 to 65536 (the Unified Merkle
+    /// Tree), or 1: every chunk signed itself, over its bytes (Sign All,
+    /// [`SIGN_ALL`](crate::live::SIGN_ALL)).
     pub chunks_per_signature: u64,
     /// Chunks kept behind the live edge (handshake option 7).
     pub discard_window: u64,
@@ -95,7 +105,22 @@ pub(super) struct LiveStream {
     newest: Option<SignedMunro>,
     /// How many times each chunk in the window was sent (see `least_sent_queued`).
     copies_sent: BTreeMap<u64, u32>,
+    /// Sign All: one past the newest chunk peers claim (unverified), bounded as the
+    /// module says; chunks up to it may be asked for.
+    claimed: u64,
 }
+
+/// Sign All: a chunk's signature received ahead of the chunk.
+#[derive(Clone, Debug)]
+pub(super) struct ChunkSignature {
+    pub chunk: u64,
+    pub timestamp: u64,
+    pub signature: Vec<u8>,
+}
+
+/// Sign All: signatures kept per channel while their chunks are on the way (they travel
+/// in the same datagram; a few cover a burst of reordering).
+const PENDING_SIGNATURES: usize = 8;
 
 /// How chunks are verified: against a known root, or under signed munros.
 #[derive(Debug)]
@@ -119,6 +144,11 @@ impl Integrity {
                 hash: content.hash,
                 chunk_size: content.chunk_size,
                 live: Some(LiveHandshake {
+                    integrity: if l.info.params.signs_every_chunk() {
+                        ContentIntegrity::SignAll
+                    } else {
+                        ContentIntegrity::UnifiedMerkleTree
+                    },
                     algorithm: l.info.key.algorithm().dnssec_number(),
                     discard_window: l.info.params.discard_window,
                     addressing: l.format.addressing,
@@ -144,6 +174,11 @@ pub(super) struct LiveProof {
 }
 
 impl LiveParams {
+    /// Whether every chunk is signed itself (Sign All) rather than under munros.
+    pub fn signs_every_chunk(&self) -> bool {
+        self.chunks_per_signature == crate::live::SIGN_ALL
+    }
+
     fn check(&self) -> Result<(), EngineError> {
         if self.discard_window == 0 {
             return Err(EngineError::Config(
@@ -173,7 +208,11 @@ impl LiveParams {
     /// below it, and up to an MTU of control messages.
     fn check_datagram_fits(&self, sig_len: usize, mtu: usize) -> Result<(), EngineError> {
         let per_hash = 1 + 16 + self.hash.size();
-        let layers = self.chunks_per_signature.trailing_zeros() as usize + 1;
+        // Sign All sends no hash; a munro comes with its own and one uncle per layer.
+        let layers = match self.signs_every_chunk() {
+            true => 0,
+            false => self.chunks_per_signature.trailing_zeros() as usize + 1,
+        };
         let signed = 1 + 16 + 8 + sig_len;
         let data = 1 + 16 + 8 + self.chunk_size as usize;
         let max = CodecConfig::default().max_datagram_len;
@@ -197,6 +236,48 @@ fn live_error(e: LiveError) -> EngineError {
 }
 
 impl LiveStream {
+    /// Sign All: a chunk's signature from a peer, kept until the chunk comes (it is
+    /// checked with its bytes). It also says the peer has the chunk, which makes it
+    /// claimable (see the module). A stale timestamp is refused at once: an honest peer
+    /// sends none.
+    fn chunk_signature<A: PeerAddr>(
+        &mut self,
+        ch: &mut Channel<A>,
+        bin: Bin,
+        timestamp: u64,
+        signature: &[u8],
+        not_before: u64,
+    ) -> Result<(), LiveError> {
+        let Some((chunk, last)) = bin.chunk_range() else {
+            return Ok(());
+        };
+        if chunk != last || chunk < self.floor {
+            // Not one chunk's signature, or one we let go of: nothing to check it with.
+            return Ok(());
+        }
+        if timestamp < not_before {
+            return Err(LiveError::Stale { bin, timestamp });
+        }
+        ch.pending_signatures.retain(|s| s.chunk != chunk);
+        if ch.pending_signatures.len() >= PENDING_SIGNATURES {
+            ch.pending_signatures.remove(0);
+        }
+        ch.pending_signatures.push(ChunkSignature {
+            chunk,
+            timestamp,
+            signature: signature.to_vec(),
+        });
+        let claim = chunk + 1;
+        let window = self.info.params.discard_window;
+        let bound = match self.edge {
+            // Tuning in: nothing verified yet to bound a claim by.
+            0 => LIVE_CHUNKS,
+            edge => edge.saturating_add(window),
+        };
+        self.claimed = self.claimed.max(claim.min(bound));
+        Ok(())
+    }
+
     fn munro_of(&self, chunk: u64) -> Option<&SignedMunro> {
         match &self.side {
             Side::Source(s) => s.munro_of(chunk),
@@ -293,6 +374,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             floor: 0,
             newest: None,
             copies_sent: BTreeMap::new(),
+            claimed: 0,
         };
         Engine::with_integrity(
             config,
@@ -344,9 +426,15 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// stream, from the discard window's start to the edge.
     pub(super) fn addressable(&self) -> core::ops::Range<u64> {
         match self.live() {
-            Some(l) => l.floor..l.edge,
+            Some(l) => l.floor..l.edge.max(l.claimed),
             None => 0..self.chunk_count,
         }
+    }
+
+    /// Whether this is a Sign All stream (its signatures travel without hashes).
+    pub(super) fn signs_every_chunk(&self) -> bool {
+        self.live()
+            .is_some_and(|l| l.info.params.signs_every_chunk())
     }
 
     /// What a channel's handshake must agree on.
@@ -435,6 +523,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return;
         }
         live.edge = end;
+        // Sign All: claims are held to a window ahead of what was verified.
+        live.claimed = live
+            .claimed
+            .min(end.saturating_add(live.info.params.discard_window));
         let signed_at = unix_micros_from_ntp(munro.timestamp);
         live.newest = Some(munro);
         self.push_event(Event::LiveEdge {
@@ -448,6 +540,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     pub(super) fn on_signed_integrity(
         &mut self,
         now: Time,
+        ch: &mut Channel<A>,
         bin: Bin,
         timestamp: u64,
         signature: &[u8],
@@ -455,6 +548,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     ) -> Result<(), LiveError> {
         let max_age = self.config.live_max_age;
         let wall = self.wall_clock(now).as_micros();
+        let not_before = ntp_from_unix_micros(wall.saturating_sub(max_age.as_micros() as u64));
         let Some(live) = self.live_mut() else {
             return Ok(());
         };
@@ -462,6 +556,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             // Only the source signs: what others claim is of no use to it.
             return Ok(());
         };
+        if verifier.signs_every_chunk() {
+            return live.chunk_signature(ch, bin, timestamp, signature, not_before);
+        }
         let Some(&(_, hash)) = hashes.iter().find(|(b, _)| *b == bin) else {
             // Its hash was not sent first (RFC 7574 §6.1.2): it cannot be checked, and
             // proves nothing against the peer.
@@ -473,7 +570,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             hash,
             signature: signature.to_vec(),
         };
-        let not_before = ntp_from_unix_micros(wall.saturating_sub(max_age.as_micros() as u64));
         match verifier.add_munro(&munro, not_before) {
             Ok(true) => {
                 self.stats.munros_accepted += 1;
@@ -507,6 +603,33 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             // A source holds every chunk it signed; nothing else exists.
             _ => Err(LiveError::NoMunro(chunk)),
         }
+    }
+
+    /// Sign All: verifies `chunk` with the signature `ch` sent before it. Verified, the
+    /// chunk moves the edge; `NoMunro` when no signature came for it.
+    pub(super) fn verify_signed_chunk(
+        &mut self,
+        now: Time,
+        ch: &mut Channel<A>,
+        chunk: u64,
+        data: &[u8],
+    ) -> Result<(), LiveError> {
+        let at = ch.pending_signatures.iter().position(|s| s.chunk == chunk);
+        let Some(sig) = at.map(|i| ch.pending_signatures.swap_remove(i)) else {
+            return Err(LiveError::NoMunro(chunk));
+        };
+        let max_age = self.config.live_max_age;
+        let wall = self.wall_clock(now).as_micros();
+        let not_before = ntp_from_unix_micros(wall.saturating_sub(max_age.as_micros() as u64));
+        let Some(Side::Viewer(v)) = self.live_mut().map(|l| &mut l.side) else {
+            return Err(LiveError::NoMunro(chunk));
+        };
+        let munro =
+            v.verify_signed_chunk(chunk, data, sig.timestamp, &sig.signature, not_before)?;
+        self.stats.munros_accepted += 1;
+        self.munro_accepted(munro);
+        self.discard_behind_window();
+        Ok(())
     }
 
     /// The proof to send with `chunk`: the munro and its signature when the peer may not
@@ -569,6 +692,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 }
             }
             ch.request_order.retain(|&(_, c)| c >= floor);
+            ch.pending_signatures.retain(|s| s.chunk >= floor);
             for b in Bin::from_chunk_range(0, floor - 1) {
                 ch.peer_have.reset(b);
                 ch.have_out.reset(b);

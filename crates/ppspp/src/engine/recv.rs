@@ -334,7 +334,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 // One munro per message; anything else is no munro.
                 let mut bins = chunks.bins(self.content.chunk_size);
                 if let (Some(bin), None) = (bins.next(), bins.next())
-                    && let Err(e) = self.on_signed_integrity(now, bin, timestamp, signature, hashes)
+                    && let Err(e) =
+                        self.on_signed_integrity(now, ch, bin, timestamp, signature, hashes)
                 {
                     return Verdict::Ban(Misbehaviour::Live(e));
                 }
@@ -704,15 +705,20 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let Some(leaf) = Bin::chunk(chunk) else {
             return Err(Verdict::Ban(Misbehaviour::ChunkOutOfRange));
         };
-        // The uncles below its munro; other hashes in the datagram (another munro sent for
-        // tune-in, say) are not for this chunk.
-        let top = self.live_munro_bin(chunk).unwrap_or(leaf);
-        let uncles: Vec<(Bin, Hash)> = hashes
-            .iter()
-            .filter(|(b, _)| top.contains(*b) && !b.contains(leaf) && b.parent().contains(leaf))
-            .copied()
-            .collect();
-        match self.verify_live_chunk(chunk, data, &uncles) {
+        let verified = if self.signs_every_chunk() {
+            self.verify_signed_chunk(now, ch, chunk, data)
+        } else {
+            // The uncles below its munro; other hashes in the datagram (another munro sent
+            // for tune-in, say) are not for this chunk.
+            let top = self.live_munro_bin(chunk).unwrap_or(leaf);
+            let uncles: Vec<(Bin, Hash)> = hashes
+                .iter()
+                .filter(|(b, _)| top.contains(*b) && !b.contains(leaf) && b.parent().contains(leaf))
+                .copied()
+                .collect();
+            self.verify_live_chunk(chunk, data, &uncles)
+        };
+        match verified {
             Ok(()) => self.keep_delivered(now, ch, chunk, data, requested_at),
             Err(LiveError::NoMunro(_) | LiveError::MissingHash(_) | LiveError::BehindWindow(_)) => {
                 self.stats.chunks_unverifiable += 1;
@@ -721,7 +727,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             Err(e) => {
                 self.unrequest(ch, chunk);
                 let reason = match e {
-                    LiveError::Mismatch(bin) => VerifyError::Mismatch { bin },
+                    LiveError::Mismatch(bin) | LiveError::BadSignature(bin) => {
+                        VerifyError::Mismatch { bin }
+                    }
                     LiveError::HashNotOnPath(b) => VerifyError::HashNotOnPath(b),
                     _ => VerifyError::WrongLength {
                         expected: self.content.chunk_size as usize,

@@ -50,27 +50,30 @@ fn spec(w: &DatagramBuilder, bin: Bin) -> Option<ChunkSpec> {
     ChunkSpec::from_bin(bin, w.config().chunk_addressing, w.config().chunk_size).ok()
 }
 
-/// Adds a signed munro: its hash, then its signature (RFC 7574 §6.1.2). False when the
-/// datagram has no room for both (nothing is added then).
-fn push_munro(w: &mut DatagramBuilder, munro: &SignedMunro) -> bool {
+/// Adds a signed munro: its hash, then its signature (RFC 7574 §6.1.2); under Sign All
+/// (`sign_all`) a chunk's signature alone, since it covers the chunk. False when the
+/// datagram has no room (nothing is added then).
+fn push_munro(w: &mut DatagramBuilder, munro: &SignedMunro, sign_all: bool) -> bool {
     let Some(s) = spec(w, munro.bin) else {
         return false;
     };
     let before = w.len();
-    let done = fits(
-        w,
-        &Message::Integrity {
-            chunks: s,
-            hash: munro.hash.as_bytes(),
-        },
-    ) && fits(
-        w,
-        &Message::SignedIntegrity {
-            chunks: s,
-            timestamp: munro.timestamp,
-            signature: &munro.signature,
-        },
-    );
+    let done = (sign_all
+        || fits(
+            w,
+            &Message::Integrity {
+                chunks: s,
+                hash: munro.hash.as_bytes(),
+            },
+        ))
+        && fits(
+            w,
+            &Message::SignedIntegrity {
+                chunks: s,
+                timestamp: munro.timestamp,
+                signature: &munro.signature,
+            },
+        );
     if !done {
         w.truncate(before);
     }
@@ -191,7 +194,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             );
         }
         if let Some(munro) = self.munro_to_tell(ch)
-            && push_munro(&mut w, munro)
+            && push_munro(&mut w, munro, self.signs_every_chunk())
         {
             ch.munro_told = self.live_edge().unwrap_or(0);
         }
@@ -258,6 +261,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// hold, as libswift answers.
     fn answer_half_open(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<A> {
         let params = self.integrity.swarm_params(&self.content);
+        let sign_all = self.signs_every_chunk();
         let (id, entry) = self.half_open.next_due()?;
         let mut w = begin(buf, entry.remote_id, &entry.codec, self.config.mtu);
         let options = our_options(&params, None, entry.codec.chunk_addressing);
@@ -270,7 +274,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         );
         // A live stream's newest munro first: the HAVEs are taken only up to it.
         if let Some(munro) = self.integrity.newest_munro() {
-            push_munro(&mut w, munro);
+            push_munro(&mut w, munro, sign_all);
         }
         if self.have_count > 0 {
             push_news(&mut entry.announced, &self.have, self.root_bin, &mut w);
@@ -395,7 +399,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let munro = self.integrity_for(ch, chunk, lean, &mut hashes);
         let before = w.len();
         // A live chunk's munro goes first, with its signature (digest §2.4).
-        let mut pushed = munro.as_ref().is_none_or(|m| push_munro(w, m));
+        let sign_all = self.signs_every_chunk();
+        let mut pushed = munro.as_ref().is_none_or(|m| push_munro(w, m, sign_all));
         pushed = pushed
             && hashes.iter().all(|(bin, hash)| {
                 spec(w, *bin).is_none_or(|s| {

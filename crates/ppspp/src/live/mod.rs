@@ -1,6 +1,7 @@
 //! Live streams (RFC 7574 §6.1; digest §2.4): the source's key, whose DNSKEY form is the
 //! swarm ID, signed munros, and the Unified Merkle Tree, which make every chunk's origin
-//! checkable as the stream grows.
+//! checkable as the stream grows; or, simpler and costlier, a signature on every chunk
+//! (Sign All).
 
 pub mod key;
 pub mod munro;
@@ -8,6 +9,6 @@ pub mod umt;
 pub mod uri;
 
 pub use key::{KeyError, LiveAlgorithm, LivePublicKey, LiveSigningKey};
-pub use munro::{SignedMunro, SpecFormat, signed_bytes};
-pub use umt::{LiveError, LiveSource, LiveVerifier};
+pub use munro::{SignedMunro, SpecFormat, signed_bytes, signed_chunk_bytes};
+pub use umt::{LiveError, LiveSource, LiveVerifier, SIGN_ALL};
 pub use uri::LiveUri;

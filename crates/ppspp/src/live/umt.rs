@@ -7,6 +7,9 @@
 //!   the swarm ID names, and a chunk only under an accepted munro, through the uncle
 //!   hashes up to it. What it verified it can prove to others (relaying).
 //! - Both keep only a window of the stream: what falls behind it is forgotten.
+//! - With one chunk per signature, every chunk is signed itself (RFC 7574's Sign All,
+//!   §6.1.1): the source signs each chunk as it comes, and a viewer checks a chunk with
+//!   the signature sent before it; no hashes travel.
 
 use super::key::{LivePublicKey, LiveSigningKey};
 use super::munro::{SignedMunro, SpecFormat};
@@ -84,14 +87,17 @@ impl core::error::Error for LiveError {}
 /// Chunks per signature at most.
 pub const MAX_CHUNKS_PER_SIGNATURE: u64 = 1 << 16;
 
-/// The layer of munros for `chunks_per_signature` chunks: a power of two from 2 (the
-/// RFC's least) to [`MAX_CHUNKS_PER_SIGNATURE`].
+/// Chunks per signature that make every chunk signed itself (Sign All).
+pub const SIGN_ALL: u64 = 1;
+
+/// The layer of munros for `chunks_per_signature` chunks: a power of two up to
+/// [`MAX_CHUNKS_PER_SIGNATURE`] (1: Sign All, each chunk its own munro).
 fn munro_layer(chunks_per_signature: u64) -> Result<u32, LiveError> {
-    if !(2..=MAX_CHUNKS_PER_SIGNATURE).contains(&chunks_per_signature)
+    if !(1..=MAX_CHUNKS_PER_SIGNATURE).contains(&chunks_per_signature)
         || !chunks_per_signature.is_power_of_two()
     {
         return Err(LiveError::BadParameters(
-            "chunks per signature must be a power of two from 2 to 65536",
+            "chunks per signature must be 1 (sign every chunk) or a power of two up to 65536",
         ));
     }
     Ok(chunks_per_signature.trailing_zeros())
@@ -184,6 +190,16 @@ impl LiveSource {
         if data.is_empty() || data.len() > self.format.chunk_size as usize {
             return Err(LiveError::WrongLength(data.len()));
         }
+        if self.layer == 0 {
+            // Sign All: the chunk itself is signed, at once.
+            let chunk = Bin::chunk(self.next_chunk).ok_or(LiveError::NotAMunro(Bin::NONE))?;
+            let munro =
+                SignedMunro::sign_chunk(&self.key, chunk, timestamp, data, self.alg, self.format)
+                    .map_err(LiveError::Encode)?;
+            self.next_chunk += 1;
+            self.keep(munro.clone(), vec![vec![munro.hash]]);
+            return Ok(Some(munro));
+        }
         self.leaves.push(self.alg.digest(data));
         self.next_chunk += 1;
         if self.leaves.len() < 1 << self.layer {
@@ -234,10 +250,13 @@ impl LiveSource {
             .unwrap_or_else(|| Hash::zero(self.alg));
         let munro = SignedMunro::sign(&self.key, bin, timestamp, hash, self.format)
             .map_err(LiveError::Encode)?;
-        self.signed.push_back(Signed {
-            munro: munro.clone(),
-            layers,
-        });
+        self.keep(munro.clone(), layers);
+        Ok(munro)
+    }
+
+    /// Keeps a signed subtree for serving, and lets go of those behind the window.
+    fn keep(&mut self, munro: SignedMunro, layers: Vec<Vec<Hash>>) {
+        self.signed.push_back(Signed { munro, layers });
         let keep_from = self.next_chunk.saturating_sub(self.window);
         while self
             .signed
@@ -246,14 +265,16 @@ impl LiveSource {
         {
             self.signed.pop_front();
         }
-        Ok(munro)
     }
 
     fn signed_for(&self, chunk: u64) -> Option<&Signed> {
-        self.signed.iter().find(|s| {
-            let b = s.munro.bin;
-            (b.base_offset()..b.base_offset() + b.base_length()).contains(&chunk)
-        })
+        // In stream order: the last one starting at or before `chunk`.
+        let after = self
+            .signed
+            .partition_point(|s| s.munro.bin.base_offset() <= chunk);
+        let s = self.signed.get(after.checked_sub(1)?)?;
+        let b = s.munro.bin;
+        (chunk < b.base_offset() + b.base_length()).then_some(s)
     }
 
     /// The signed munro covering `chunk`, while it is in the window.
@@ -314,13 +335,60 @@ impl LiveVerifier {
         })
     }
 
+    /// Whether every chunk is signed itself (Sign All): chunks are then checked with
+    /// [`verify_signed_chunk`](Self::verify_signed_chunk), and there are no munros to add.
+    pub fn signs_every_chunk(&self) -> bool {
+        self.layer == 0
+    }
+
+    /// Sign All: checks `chunk` against the `signature` and `timestamp` sent before it,
+    /// and keeps the signature for relaying the chunk. Refused: not Sign All, a wrong
+    /// length, a chunk behind the discard window, a timestamp before `not_before`, a bad
+    /// signature. Nothing changes on an error.
+    pub fn verify_signed_chunk(
+        &mut self,
+        chunk: u64,
+        data: &[u8],
+        timestamp: u64,
+        signature: &[u8],
+        not_before: u64,
+    ) -> Result<SignedMunro, LiveError> {
+        let bin = Bin::chunk(chunk).ok_or(LiveError::NoMunro(chunk))?;
+        if !self.signs_every_chunk() {
+            return Err(LiveError::NotAMunro(bin));
+        }
+        if data.is_empty() || data.len() > self.format.chunk_size as usize {
+            return Err(LiveError::WrongLength(data.len()));
+        }
+        if chunk < self.floor {
+            return Err(LiveError::BehindWindow(chunk));
+        }
+        if timestamp < not_before {
+            return Err(LiveError::Stale { bin, timestamp });
+        }
+        let munro = SignedMunro::verified_chunk(
+            &self.key,
+            bin,
+            timestamp,
+            data,
+            signature,
+            self.alg,
+            self.format,
+        )
+        .ok_or(LiveError::BadSignature(bin))?;
+        self.munros.insert(chunk, munro.clone());
+        self.nodes.insert(bin, munro.hash);
+        Ok(munro)
+    }
+
     /// Accepts a signed munro: true if new, false if already known. Refused: a bad
     /// signature, a bin larger than a signing group or overlapping another munro, one
     /// behind the discard window, or a timestamp before `not_before`. Nothing changes on an
     /// error.
     pub fn add_munro(&mut self, munro: &SignedMunro, not_before: u64) -> Result<bool, LiveError> {
         let bin = munro.bin;
-        if bin.is_none() || bin.layer() > self.layer {
+        // Under Sign All a signature covers a chunk's bytes: it is checked with them.
+        if bin.is_none() || bin.layer() > self.layer || self.signs_every_chunk() {
             return Err(LiveError::NotAMunro(bin));
         }
         let first = bin.base_offset();
@@ -654,9 +722,64 @@ mod tests {
     }
 
     #[test]
+    fn sign_all_signs_each_chunk_at_once_and_checks_it_with_its_bytes() {
+        let mut src = source(SIGN_ALL, 4);
+        let mut view = verifier(&src, SIGN_ALL);
+        assert!(view.signs_every_chunk());
+        for i in 0..6u64 {
+            let m = src
+                .push_chunk(&chunk(i), 100 + i)
+                .unwrap()
+                .expect("signed at once");
+            assert_eq!(m.bin, Bin::chunk(i).unwrap());
+            assert_eq!(src.uncles(i), Some(vec![]), "no hashes travel");
+            // Bytes, place, time and signer must all be the signed ones.
+            let other = chunk(i + 1);
+            for (data, ts, sig) in [
+                (&other[..], m.timestamp, &m.signature[..]),
+                (&chunk(i)[..], m.timestamp + 1, &m.signature[..]),
+                (&chunk(i)[..], m.timestamp, &[0u8; 64][..]),
+            ] {
+                assert_eq!(
+                    view.verify_signed_chunk(i, data, ts, sig, 0),
+                    Err(LiveError::BadSignature(m.bin))
+                );
+            }
+            assert_eq!(
+                view.verify_signed_chunk(i, &chunk(i), m.timestamp, &m.signature, m.timestamp + 1),
+                Err(LiveError::Stale {
+                    bin: m.bin,
+                    timestamp: m.timestamp
+                })
+            );
+            let kept = view
+                .verify_signed_chunk(i, &chunk(i), m.timestamp, &m.signature, 0)
+                .unwrap();
+            assert_eq!(kept, m);
+            assert_eq!(view.munro_of(i), Some(&m), "kept for relaying");
+            assert_eq!(view.uncles(i), Some(vec![]));
+            // A signature alone proves nothing under Sign All.
+            assert_eq!(view.add_munro(&m, 0), Err(LiveError::NotAMunro(m.bin)));
+        }
+        // The source keeps its window's signatures; the viewer lets go of what it is told.
+        assert!(src.munro_of(1).is_none() && src.munro_of(2).is_some());
+        view.discard_before(3);
+        assert!(view.munro_of(2).is_none() && view.munro_of(3).is_some());
+        let m = src.push_chunk(&chunk(6), 106).unwrap().unwrap();
+        assert_eq!(
+            view.verify_signed_chunk(2, &chunk(2), m.timestamp, &m.signature, 0),
+            Err(LiveError::BehindWindow(2))
+        );
+        assert!(
+            src.finish(107).unwrap().is_empty(),
+            "nothing was left unsigned"
+        );
+    }
+
+    #[test]
     fn bad_parameters_are_refused() {
         let key = || LiveSigningKey::from_secret(LiveAlgorithm::Ed25519, &[3; 32]).unwrap();
-        for per_sig in [0, 1, 6, 1 << 17, 1 << 40] {
+        for per_sig in [0, 6, 1 << 17, 1 << 40] {
             let made = LiveSource::new(key(), HashAlgorithm::Sha256, FORMAT, per_sig, 10);
             assert!(made.is_err(), "{per_sig}");
         }

@@ -11,7 +11,7 @@
 //! algorithm number, then the key: `0d` and 64 bytes for ECDSA P-256, `0f` and 32 for
 //! Ed25519). `cs` (default 1024) and `hash` (default SHA-1) are as for files; `sig` is the
 //! number of chunks under one signed munro (a power of two from 2 to 65536, default 32,
-//! libswift's); `window` is the discard window the source keeps, in chunks (default
+//! libswift's), or 1 for a signature on every chunk (Sign All); `window` is the discard window the source keeps, in chunks (default
 //! 4096), which viewers take as theirs unless told otherwise. `signal` and `udp` are as
 //! for files. `init` is the media's initialisation segment (WebM header and Tracks, or
 //! MP4 `ftyp` and `moov`), which a viewer joining at any point needs before the stream's
@@ -89,10 +89,13 @@ impl FromStr for LiveUri {
                     let n: u64 = value
                         .parse()
                         .map_err(|_| bad("sig", "not a whole number of chunks"))?;
-                    if !(2..=crate::live::umt::MAX_CHUNKS_PER_SIGNATURE).contains(&n)
+                    if !(1..=crate::live::umt::MAX_CHUNKS_PER_SIGNATURE).contains(&n)
                         || !n.is_power_of_two()
                     {
-                        return Err(bad("sig", "must be a power of two from 2 to 65536"));
+                        return Err(bad(
+                            "sig",
+                            "must be 1 (every chunk signed) or a power of two up to 65536",
+                        ));
                     }
                     params.chunks_per_signature = n;
                 }
@@ -187,6 +190,9 @@ mod tests {
             assert_eq!(u.info.params.chunks_per_signature, 32);
             assert_eq!(u.info.params.discard_window, 4096);
             assert_eq!(u.to_string(), text);
+            let sign_all: LiveUri = format!("{text}?sig=1").parse().unwrap();
+            assert!(sign_all.info.params.signs_every_chunk());
+            assert_eq!(sign_all.to_string(), format!("{text}?sig=1"));
             let full = LiveUri {
                 info: LiveInfo {
                     key: k.clone(),
@@ -213,7 +219,7 @@ mod tests {
             ("ppspp://live/0f00".to_string(), "32"),
             ("ppspp://live/0500".to_string(), "algorithm"),
             (format!("ppspp://live/{k}?sig=3"), "power of two"),
-            (format!("ppspp://live/{k}?sig=1"), "power of two"),
+            (format!("ppspp://live/{k}?sig=0"), "power of two"),
             (format!("ppspp://live/{k}?window=0"), "at least one"),
             (format!("ppspp://live/{k}?cs=0"), "1 to"),
             (format!("ppspp://live/{k}?signal=http://x"), "ws://"),
