@@ -1,6 +1,7 @@
 //! `ppspp live` and `ppspp fetch --live` as a user runs them: ffmpeg's test source at real
-//! time into the live source, a recording from its edge that ffprobe reads, the key kept
-//! across restarts, and input that is not a stream refused. Every wait is bounded.
+//! time into the live source (WebM, and fragmented MP4 signed chunk by chunk), a recording
+//! from its edge that ffprobe reads, the key kept across restarts, and input that is not a
+//! stream refused. Every wait is bounded.
 
 mod common;
 
@@ -8,16 +9,26 @@ use common::{Running, finish, ppspp, run, spawn_command, stderr, temp_dir};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-/// ffmpeg's test pattern, `secs` long, as WebM on stdout (`realtime`: paced as live).
-fn ffmpeg(secs: u32, realtime: bool) -> Child {
+/// How ffmpeg writes the live stream.
+#[derive(Clone, Copy)]
+enum Format {
+    /// VP8 in WebM, a Cluster per keyframe.
+    Webm,
+    /// H.264 in fragmented MP4, a fragment per keyframe.
+    Mp4,
+}
+
+/// ffmpeg's test pattern, `secs` long, on stdout (`realtime`: paced as live).
+fn ffmpeg(secs: u32, realtime: bool, format: Format) -> Child {
     let mut cmd = Command::new("ffmpeg");
     cmd.args(["-loglevel", "error"]);
     if realtime {
         cmd.arg("-re");
     }
     cmd.args(["-f", "lavfi", "-i", "testsrc=size=320x240:rate=25", "-t"])
-        .arg(secs.to_string())
-        .args([
+        .arg(secs.to_string());
+    match format {
+        Format::Webm => cmd.args([
             "-c:v",
             "libvpx",
             "-deadline",
@@ -29,18 +40,63 @@ fn ffmpeg(secs: u32, realtime: bool) -> Child {
             "-f",
             "webm",
             "-",
-        ])
-        .stdout(Stdio::piped())
+        ]),
+        Format::Mp4 => cmd.args([
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-tune",
+            "zerolatency",
+            "-g",
+            "25",
+            "-movflags",
+            "frag_keyframe+empty_moov+default_base_moof",
+            "-f",
+            "mp4",
+            "-",
+        ]),
+    };
+    cmd.stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("ffmpeg (scripts/setup.sh installs it)")
 }
 
-/// `ppspp live` reading `input`'s stdout.
-fn live(input: &mut Child, key: &std::path::Path) -> Running {
+/// The video frames ffprobe counts in `file`, and their codec.
+fn probe(file: &std::path::Path) -> (String, u64) {
+    let probe = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-count_frames",
+            "-select_streams",
+            "v",
+            "-show_entries",
+            "stream=codec_name,nb_read_frames",
+            "-of",
+            "csv=p=0",
+        ])
+        .arg(file)
+        .output()
+        .expect("ffprobe");
+    let text = String::from_utf8_lossy(&probe.stdout).trim().to_string();
+    text.split_once(',')
+        .and_then(|(codec, n)| Some((codec.to_string(), n.parse().ok()?)))
+        .unwrap_or_else(|| {
+            panic!(
+                "ffprobe: {text:?} {}",
+                String::from_utf8_lossy(&probe.stderr)
+            )
+        })
+}
+
+/// `ppspp live` reading `input`'s stdout, with `args`.
+fn live(input: &mut Child, key: &std::path::Path, args: &[&str]) -> Running {
     let mut cmd = ppspp();
     cmd.args(["live", "--udp", "127.0.0.1:0", "--linger", "2", "--key"])
         .arg(key)
+        .args(args)
         .stdin(Stdio::from(input.stdout.take().expect("ffmpeg's stdout")));
     spawn_command(cmd)
 }
@@ -58,8 +114,8 @@ impl Drop for Killed {
 fn a_live_stream_is_recorded_from_its_edge_and_plays() {
     let dir = temp_dir("live-record");
     let key = dir.join("source.key");
-    let mut source = Killed(ffmpeg(9, true));
-    let mut streaming = live(&mut source.0, &key);
+    let mut source = Killed(ffmpeg(9, true, Format::Webm));
+    let mut streaming = live(&mut source.0, &key, &[]);
     let uri = streaming.next_line(Duration::from_secs(20));
     assert!(
         uri.starts_with("ppspp://live/") && uri.contains("init="),
@@ -82,31 +138,8 @@ fn a_live_stream_is_recorded_from_its_edge_and_plays() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("0 rejected"), "{}", stderr(&o));
-    let probe = Command::new("ffprobe")
-        .args([
-            "-v",
-            "error",
-            "-count_frames",
-            "-select_streams",
-            "v",
-            "-show_entries",
-            "stream=codec_name,nb_read_frames",
-            "-of",
-            "csv=p=0",
-        ])
-        .arg(&out)
-        .output()
-        .expect("ffprobe");
-    let text = String::from_utf8_lossy(&probe.stdout).trim().to_string();
-    let frames: u64 = text
-        .strip_prefix("vp8,")
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| {
-            panic!(
-                "ffprobe: {text:?} {}",
-                String::from_utf8_lossy(&probe.stderr)
-            )
-        });
+    let (codec, frames) = probe(&out);
+    assert_eq!(codec, "vp8");
     // Joined about 2 s in, of 9 s at 25 frames a second.
     assert!(frames >= 100, "{frames} frames recorded");
     // The source stops by itself once the input ends and its tail was served.
@@ -118,11 +151,51 @@ fn a_live_stream_is_recorded_from_its_edge_and_plays() {
     assert!(status.status.success());
 
     // Restarted with its key, the stream keeps its swarm ID.
-    let mut again = Killed(ffmpeg(1, false));
-    let restarted = live(&mut again.0, &key);
+    let mut again = Killed(ffmpeg(1, false, Format::Webm));
+    let restarted = live(&mut again.0, &key, &[]);
     let uri2 = restarted.next_line(Duration::from_secs(20));
     let id = |u: &str| u.split('?').next().unwrap_or_default().to_string();
     assert_eq!(id(&uri), id(&uri2));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn fragmented_mp4_signed_chunk_by_chunk_is_recorded_and_plays() {
+    let dir = temp_dir("live-mp4");
+    let mut source = Killed(ffmpeg(6, true, Format::Mp4));
+    let mut streaming = live(
+        &mut source.0,
+        &dir.join("source.key"),
+        &["--chunks-per-signature", "1"],
+    );
+    let uri = streaming.next_line(Duration::from_secs(20));
+    assert!(uri.contains("sig=1") && uri.contains("init="), "{uri}");
+    std::thread::sleep(Duration::from_secs(1));
+    let out = dir.join("recording.mp4");
+    let o = run(
+        &[
+            "fetch",
+            "--live",
+            &uri,
+            "-o",
+            out.to_str().unwrap(),
+            "--give-up-after",
+            "4",
+        ],
+        Duration::from_secs(40),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("0 rejected"), "{}", stderr(&o));
+    let (codec, frames) = probe(&out);
+    assert_eq!(codec, "h264");
+    // Joined about 1 s in, of 6 s at 25 frames a second.
+    assert!(frames >= 75, "{frames} frames recorded");
+    let status = finish(
+        std::mem::replace(&mut streaming.child, dummy()),
+        Duration::from_secs(20),
+        "ppspp live",
+    );
+    assert!(status.status.success());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
