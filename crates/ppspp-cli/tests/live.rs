@@ -124,31 +124,11 @@ fn a_live_stream_is_recorded_from_its_edge_and_plays() {
     // Join a little after the start, as a late viewer.
     std::thread::sleep(Duration::from_secs(2));
     let out = dir.join("recording.webm");
-    let o = run(
-        &[
-            "fetch",
-            "--live",
-            &uri,
-            "-o",
-            out.to_str().unwrap(),
-            "--give-up-after",
-            "4",
-        ],
-        Duration::from_secs(40),
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("0 rejected"), "{}", stderr(&o));
-    let (codec, frames) = probe(&out);
+    let (codec, frames) = record(&uri, &out);
     assert_eq!(codec, "vp8");
     // Joined about 2 s in, of 9 s at 25 frames a second.
     assert!(frames >= 100, "{frames} frames recorded");
-    // The source stops by itself once the input ends and its tail was served.
-    let status = finish(
-        std::mem::replace(&mut streaming.child, dummy()),
-        Duration::from_secs(20),
-        "ppspp live",
-    );
-    assert!(status.status.success());
+    ends_by_itself(&mut streaming);
 
     // Restarted with its key, the stream keeps its swarm ID.
     let mut again = Killed(ffmpeg(1, false, Format::Webm));
@@ -172,11 +152,22 @@ fn fragmented_mp4_signed_chunk_by_chunk_is_recorded_and_plays() {
     assert!(uri.contains("sig=1") && uri.contains("init="), "{uri}");
     std::thread::sleep(Duration::from_secs(1));
     let out = dir.join("recording.mp4");
+    let (codec, frames) = record(&uri, &out);
+    assert_eq!(codec, "h264");
+    // Joined about 1 s in, of 6 s at 25 frames a second.
+    assert!(frames >= 75, "{frames} frames recorded");
+    ends_by_itself(&mut streaming);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `ppspp fetch --live` of `uri` into `out`, until 4 s bring nothing new; the codec and
+/// the frames ffprobe reads in the recording.
+fn record(uri: &str, out: &std::path::Path) -> (String, u64) {
     let o = run(
         &[
             "fetch",
             "--live",
-            &uri,
+            uri,
             "-o",
             out.to_str().unwrap(),
             "--give-up-after",
@@ -186,17 +177,17 @@ fn fragmented_mp4_signed_chunk_by_chunk_is_recorded_and_plays() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("0 rejected"), "{}", stderr(&o));
-    let (codec, frames) = probe(&out);
-    assert_eq!(codec, "h264");
-    // Joined about 1 s in, of 6 s at 25 frames a second.
-    assert!(frames >= 75, "{frames} frames recorded");
+    probe(out)
+}
+
+/// The source stops by itself once its input ended and the stream's tail was served.
+fn ends_by_itself(streaming: &mut Running) {
     let status = finish(
         std::mem::replace(&mut streaming.child, dummy()),
         Duration::from_secs(20),
         "ppspp live",
     );
     assert!(status.status.success());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A child that has already exited, to take the place of one handed to `finish`.
