@@ -2,15 +2,16 @@
 //  1. goodput page → page over loopback: a raw unordered, maxRetransmits 0 data-channel
 //     blast paced on bufferedAmount, and PPSPP with verification, per chunk size;
 //  2. Merkle verification in Wasm and crypto.subtle digests;
-//  3. a swarm: 8 headless pages playing a 20 MB video, from 1 native seeder, and (each run
-//     right after) from the same file on the static web server as an HTTP origin;
+//  3. a swarm: 8 headless pages playing a 20 MB video, from 1 native seeder (with the CPU
+//     seconds each page spends per MB it verifies, and the seeder per MB it sends), and
+//     (each run right after) from the same file on the static web server as an HTTP origin;
 //  4. live: 8 headless pages playing ffmpeg's test source streamed at real time through
 //     `ppspp live`: latency from ffmpeg reading a frame to a page appending it, stalls, and
 //     the source's upload ÷ the stream's bytes.
 // Writes target/bench/browser.json. Run inside scripts/netns.sh (loopback only).
 //   node scripts/bench-browser.mjs [--smoke] [--out FILE] [--only goodput,verify,swarm,live]
 // Diagnostics: BENCH_DEBUG=1 (sender/receiver state), BENCH_PROFILE=1 (CPU profile of both
-// pages in the first PPSPP goodput run), BENCH_CHUNK_SIZES, BENCH_SEED_OPTIONS, BENCH_RUNS,
+// pages in the first PPSPP goodput run, and of the first swarm page), BENCH_CHUNK_SIZES, BENCH_SEED_OPTIONS, BENCH_RUNS,
 // BENCH_LIVE_PAGES, BENCH_LIVE_UNCHOKED.
 import { chromium } from '@playwright/test';
 import { spawn, execFileSync } from 'node:child_process';
@@ -73,6 +74,30 @@ function start(cmd, args, re) {
 
 const stop = (p) => p && p.child.exitCode === null && p.child.kill('SIGTERM');
 
+/** User + system CPU seconds a running process has used so far (/proc/PID/stat). */
+function cpuSeconds(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+  return (Number(fields[11]) + Number(fields[12])) / ticks;
+}
+
+/**
+ * A page's main-thread CPU seconds so far (CDP Performance.getMetrics TaskDuration): the
+ * engine (Wasm), the package's JavaScript and MediaSource appends run there; WebRTC's own
+ * threads and the decoders do not, so this is the part our code decides.
+ */
+async function pageCpuSeconds(p) {
+  const cdp = metering.get(p);
+  if (!cdp) return NaN;
+  const { metrics } = await cdp.send('Performance.getMetrics');
+  return metrics.find((m) => m.name === 'TaskDuration')?.value ?? NaN;
+}
+
+/** Each page's CDP session with metrics collected from its start (`page`). */
+const metering = new WeakMap();
+
 const args = JSON.parse(readFileSync(join(root, 'e2e', 'chromium-args.json'), 'utf8'));
 const web = await start('node', [join(root, 'web', 'scripts', 'serve.mjs'), '--mount', `/e2e/=${join(root, 'e2e', 'pages')}`,
   '--mount', `/bench-media/=${join(root, 'target', 'bench')}`], /^serving /);
@@ -112,6 +137,9 @@ async function page(path) {
   const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
   const p = await context.newPage();
   p.on('pageerror', (e) => log(`page error: ${e.message}`));
+  const cdp = await context.newCDPSession(p);
+  await cdp.send('Performance.enable');
+  metering.set(p, cdp);
   await p.goto(`${base}${path}`);
   return p;
 }
@@ -204,6 +232,8 @@ try {
   const ratios = [];
   const walls = [];
   const ttff = [];
+  const pageCpu = [];
+  const seederCpu = [];
   // The HTTP origin: the same file on the page's static server (sirv answers Range), with
   // its tree file beside it.
   const origin = { ratios: [], walls: [], ttff: [] };
@@ -212,12 +242,21 @@ try {
     '--tree-url', `${base}/bench-media/${tree.split('/').pop()}`,
     '--http', `${base}/bench-media/${video.split('/').pop()}`, '--signal', signalUrl], { encoding: 'utf8' });
   const originUri = rootOut.split('\n').find((l) => l.startsWith('ppspp://'));
-  /** Opens the pages on `uri` 250 ms apart and waits until each holds everything. */
+  /**
+   * Opens the pages on `uri` 250 ms apart and waits until each holds everything
+   * (BENCH_PROFILE=1: with a CPU profile of the first page, the first time).
+   */
+  let profiled = !process.env.BENCH_PROFILE;
   const playAll = async (uri) => {
     const t0 = Date.now();
     const pages = [];
+    let profiling = null;
     for (let i = 0; i < SWARM_PAGES; i++) {
       pages.push(await page(`/e2e/player.html?uri=${encodeURIComponent(uri)}`));
+      if (!profiled) {
+        profiled = true;
+        profiling = await profileStart(pages[0]);
+      }
       await new Promise((r) => setTimeout(r, 250));
     }
     const done = async (p) => p.evaluate(() => { const s = window.__t.player?.stats(); return s ? s.chunksHave === s.chunkCount : false; });
@@ -227,6 +266,7 @@ try {
         await new Promise((r) => setTimeout(r, 100));
       }
     }
+    if (profiling) await profileStop(profiling, 'the first swarm page');
     return { pages, wall: (Date.now() - t0) / 1000 };
   };
   for (let run = 0; run < RUNS; run++) {
@@ -236,11 +276,15 @@ try {
     walls.push(wall);
     await new Promise((r) => setTimeout(r, 1200)); // one more seeder stats line
     for (const p of pages) ttff.push(await p.evaluate(() => window.__t.firstFrameMs ?? window.__t.player.timeToFirstFrameMs));
+    // Each page verified the whole video.
+    for (const p of pages) pageCpu.push((await pageCpuSeconds(p)) / (size / 1e6));
     const last = [...seeder.lines].reverse().find((l) => l.startsWith('{'));
-    ratios.push(JSON.parse(last).bytes_uploaded / size);
+    const uploaded = JSON.parse(last).bytes_uploaded;
+    ratios.push(uploaded / size);
+    seederCpu.push(cpuSeconds(seeder.child.pid) / (uploaded / 1e6));
     for (const p of pages) await p.context().close();
     stop(seeder);
-    log(`  run ${run + 1}: seeder upload ${ratios.at(-1).toFixed(2)}× content, wall ${walls.at(-1).toFixed(1)} s`);
+    log(`  run ${run + 1}: seeder upload ${ratios.at(-1).toFixed(2)}× content, wall ${walls.at(-1).toFixed(1)} s, seeder ${seederCpu.at(-1).toFixed(3)} CPU s/MB sent, pages ${stats(pageCpu.slice(-SWARM_PAGES)).median.toFixed(3)} CPU s/MB verified (median)`);
     // The same pages with the HTTP origin and no seeder: what the server sent is what the
     // pages' engines received from it.
     const http = await playAll(originUri);
@@ -256,7 +300,10 @@ try {
   }
   result.swarm_origin = { pages: SWARM_PAGES, content_bytes: size, origin_ratio: stats(origin.ratios), ttff_ms: stats(origin.ttff), wall_s: stats(origin.walls) };
   log(`  HTTP origin: first frame median ${result.swarm_origin.ttff_ms.median.toFixed(0)} ms over ${origin.ttff.length} pages`);
-  result.swarm = { pages: SWARM_PAGES, content_bytes: size, seeder_upload_ratio: stats(ratios), ttff_ms: stats(ttff), wall_s: stats(walls) };
+  result.swarm = {
+    pages: SWARM_PAGES, content_bytes: size, seeder_upload_ratio: stats(ratios), ttff_ms: stats(ttff), wall_s: stats(walls),
+    page_cpu_s_per_mb: stats(pageCpu), seeder_cpu_s_per_mb: stats(seederCpu),
+  };
   log(`  first frame median ${result.swarm.ttff_ms.median.toFixed(0)} ms over ${ttff.length} pages`);
   }
   if (only.includes('live')) {

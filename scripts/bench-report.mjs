@@ -51,6 +51,8 @@ const summary = {
   swarm_ttff_ms_median: med(browser.swarm?.ttff_ms),
   swarm_ttff_ms_max: browser.swarm?.ttff_ms?.max ?? null,
   swarm_wall_s: med(browser.swarm?.wall_s) ?? null,
+  page_cpu_s_per_mb: med(browser.swarm?.page_cpu_s_per_mb) ?? null,
+  seeder_cpu_s_per_mb: med(browser.swarm?.seeder_cpu_s_per_mb) ?? null,
   origin_swarm_bytes_ratio: med(browser.swarm_origin?.origin_ratio) ?? null,
   origin_swarm_ttff_ms_median: med(browser.swarm_origin?.ttff_ms),
   origin_swarm_ttff_ms_max: browser.swarm_origin?.ttff_ms?.max ?? null,
@@ -67,7 +69,7 @@ const summary = {
   wan_seeder_upload_ratio: med(wan.seeder_upload_ratio),
   ...stackFigures,
 };
-const missing = Object.entries(summary).filter(([k, v]) => k.match(/ratio|mbps|ms|_s$/) && !Number.isFinite(v));
+const missing = Object.entries(summary).filter(([k, v]) => k.match(/ratio|mbps|ms|_s$|_per_mb$/) && !Number.isFinite(v));
 writeFileSync(join(bench, smoke ? 'summary-smoke.json' : 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
 if (missing.length) {
   console.error(`bench-report: no figure for ${missing.map(([k]) => k).join(', ')}`);
@@ -97,8 +99,8 @@ for (const k of ['1k', '8k']) {
   lines.push(`| ${k.replace('k', ' KiB')} | ${mmm(u[`mbps_${k}`])} | ${mmm(u[`fetch_cpu_s_${k}`], 2)} | ${f(med(u[`fetch_rss_kb_${k}`]) / 1024, 1)} MiB | ${mmm(u[`seed_cpu_s_${k}`], 2)} | ${f(med(u[`seed_rss_kb_${k}`]) / 1024, 1)} MiB |`);
 }
 lines.push('', `### 4. Swarm: 1 native seeder + ${browser.swarm?.pages} headless pages, ${f((browser.swarm?.content_bytes ?? 0) / 1e6, 1)} MB video`, '');
-lines.push('| seeder upload ÷ content | first frame after attach(), median (min–max) | all pages complete |', '|---|---|---|');
-lines.push(`| ${mmm(browser.swarm?.seeder_upload_ratio, 2)} | ${mmm(browser.swarm?.ttff_ms, 0)} ms (all pages of all runs) | ${mmm(browser.swarm?.wall_s, 1)} s |`, '');
+lines.push('| seeder upload ÷ content | first frame after attach(), median (min–max) | all pages complete | page CPU s per MB verified (main thread) | seeder CPU s per MB sent |', '|---|---|---|---|---|');
+lines.push(`| ${mmm(browser.swarm?.seeder_upload_ratio, 2)} | ${mmm(browser.swarm?.ttff_ms, 0)} ms (all pages of all runs) | ${mmm(browser.swarm?.wall_s, 1)} s | ${mmm(browser.swarm?.page_cpu_s_per_mb, 3)} | ${mmm(browser.swarm?.seeder_cpu_s_per_mb, 3)} |`, '');
 lines.push(`The same pages, each run right after, with the file on the static web server as an HTTP origin (\`ppspp root --tree\`) and no seeder:`, '');
 lines.push('| origin bytes ÷ content | first frame after attach(), median (min–max) | all pages complete |', '|---|---|---|');
 lines.push(`| ${mmm(browser.swarm_origin?.origin_ratio, 2)} | ${mmm(browser.swarm_origin?.ttff_ms, 0)} ms (all pages of all runs) | ${mmm(browser.swarm_origin?.wall_s, 1)} s |`, '');
