@@ -42,6 +42,12 @@ pub trait Picker: fmt::Debug {
     /// Playback moved to `chunk` (a seek, or normal progress). Only positional pickers care.
     fn set_playhead(&mut self, _chunk: u64) {}
 
+    /// Forget where playback is until [`set_playhead`](Self::set_playhead) says: each pick
+    /// meanwhile starts from what its peer offers, and none moves the others'. For a live
+    /// stream whose edge is not proven yet (Sign All), where one peer's claim must not
+    /// send every channel after chunks that do not exist.
+    fn unanchor(&mut self) {}
+
     /// The chunks [`is_due`](Self::is_due) covers, as one range, where that is a bounded
     /// span ahead of a playhead (`None`: no such span).
     fn due_chunks(&self) -> Option<core::ops::Range<u64>> {
@@ -205,6 +211,8 @@ impl Vod {
 pub struct Live {
     position: Option<u64>,
     discard_window: u64,
+    /// False after `unanchor` until `set_playhead`: picks do not move `position`.
+    anchored: bool,
 }
 
 impl Live {
@@ -213,6 +221,7 @@ impl Live {
         Live {
             position: None,
             discard_window: discard_window.max(1),
+            anchored: true,
         }
     }
 
@@ -228,7 +237,9 @@ impl Picker for Live {
         let newest = offer.filled_ranges().last()?.end.checked_sub(1)?;
         let oldest_kept = newest.saturating_sub(self.discard_window - 1);
         let position = self.position.unwrap_or(newest).max(oldest_kept);
-        self.position = Some(position);
+        if self.anchored {
+            self.position = Some(position);
+        }
         first_wanted_in(ctx, offer, position, newest, max_chunks)
     }
 
@@ -242,6 +253,12 @@ impl Picker for Live {
 
     fn set_playhead(&mut self, chunk: u64) {
         self.position = Some(chunk);
+        self.anchored = true;
+    }
+
+    fn unanchor(&mut self) {
+        self.position = None;
+        self.anchored = false;
     }
 }
 
@@ -395,5 +412,28 @@ mod tests {
         live.set_playhead(10);
         let b = live.pick(&ctx(1000, &ex, &avail), &offer, 4).unwrap();
         assert_eq!(b.base_offset(), 450, "never behind the discard window");
+    }
+
+    #[test]
+    fn an_unanchored_live_picker_lets_no_offer_move_the_others() {
+        let avail = Availability::new();
+        let ex = exclude(1 << 20, []);
+        let mut live = Live::new(50);
+        live.unanchor();
+        // A peer claims chunks far ahead; an honest one offers the real edge.
+        let claimed = live.pick(&ctx(1 << 20, &ex, &avail), &map(900_000..900_010), 1);
+        assert_eq!(
+            claimed.and_then(|b| b.chunk_range()),
+            Some((900_009, 900_009))
+        );
+        let honest = live.pick(&ctx(1 << 20, &ex, &avail), &map(0..500), 1);
+        assert_eq!(honest.and_then(|b| b.chunk_range()), Some((499, 499)));
+        // Anchored where a chunk verified, it keeps its place again.
+        live.set_playhead(495);
+        let b = live
+            .pick(&ctx(1 << 20, &ex, &avail), &map(0..500), 1)
+            .unwrap();
+        assert_eq!(b.chunk_range(), Some((495, 495)));
+        assert!(live.is_urgent(Bin::chunk(495).unwrap()));
     }
 }

@@ -5,7 +5,9 @@
 mod common;
 
 use common::virtual_net::{Rewrite, VirtualNet};
-use ppspp::codec::{ChunkAddressing, CodecConfig, DatagramBuilder, Message, decode_datagram};
+use ppspp::codec::{
+    ChunkAddressing, ChunkSpec, CodecConfig, DatagramBuilder, Message, decode_datagram,
+};
 use ppspp::engine::{CloseReason, Engine, EngineConfig, Event, LiveInfo, LiveParams, Misbehaviour};
 use ppspp::live::{LiveAlgorithm, LiveError, LiveSigningKey, SIGN_ALL};
 use ppspp::merkle::HashAlgorithm;
@@ -421,4 +423,71 @@ fn live_and_static_peers_and_other_sources_do_not_meet() {
             "another swarm's handshake is dropped ({seed})"
         );
     }
+}
+
+/// Sign All: a peer that claims chunks far past the edge (a signature nobody can check
+/// before the chunk, and HAVEs) does not keep a newcomer from the real edge, even when its
+/// claim comes first; what it claimed beyond a window of the verified edge is dropped.
+#[test]
+fn a_false_claim_of_the_edge_does_not_hold_a_newcomer_back() {
+    const FAR: u32 = 4_000_000;
+    let alg = LiveAlgorithm::Ed25519;
+    let mut net = VirtualNet::new(Duration::from_millis(10), 0, 7);
+    let no_pex = EngineConfig {
+        pex: false,
+        ..EngineConfig::default()
+    };
+    let mut nodes = vec![
+        source(alg, SIGN_ALL),
+        viewer(alg, no_pex.clone(), SIGN_ALL),
+        viewer(alg, no_pex, SIGN_ALL),
+    ];
+    nodes[1].connect(0, Time::ZERO);
+    let next = stream(&mut net, &mut nodes, 0, Time::from_millis(2_000));
+    // Node 1 adds to every signature it sends a fresh-looking one for a chunk far ahead,
+    // and announces chunks there.
+    net.rewrite.insert(
+        1,
+        rewriting(|msg, b| {
+            if let Message::SignedIntegrity {
+                timestamp,
+                signature,
+                ..
+            } = msg
+            {
+                let far = ChunkSpec::Chunk32 {
+                    start: FAR,
+                    end: FAR,
+                };
+                let junk = vec![7u8; signature.len()];
+                b.push(&Message::SignedIntegrity {
+                    chunks: far,
+                    timestamp: *timestamp,
+                    signature: &junk,
+                })
+                .unwrap();
+                b.push(&Message::Have(ChunkSpec::Chunk32 {
+                    start: FAR,
+                    end: FAR + 9,
+                }))
+                .unwrap();
+            }
+            false
+        }),
+    );
+    // The newcomer meets the liar first, the source a moment later.
+    nodes[2].connect(1, net.now);
+    let until = net.now + Duration::from_millis(300);
+    let next = stream(&mut net, &mut nodes, next, until);
+    nodes[2].connect(0, net.now);
+    let until = net.now + Duration::from_millis(6_000);
+    let next = stream(&mut net, &mut nodes, next, until);
+    let v = &mut nodes[2];
+    let edge = v.live_edge().unwrap();
+    assert!(edge + 2 * PER_STEP >= next, "edge {edge} of {next}");
+    assert!(holds_only_the_stream(v) > 0);
+    assert!(
+        v.live_floor().unwrap() + WINDOW >= edge,
+        "the window follows verified chunks only"
+    );
 }

@@ -15,12 +15,14 @@
 //!   announced behind it are forgotten, so memory follows the window.
 //! - Sign All (one chunk per signature, option 3 = 2): each chunk's signature goes just
 //!   before it, and is checked with its bytes. A signature on its own proves nothing, so
-//!   the edge moves only with verified chunks. What peers claim of newer ones (their
-//!   newest chunk's signature, sent as the tune-in, then their HAVEs) only lets us ask
-//!   for those, at most a discard window ahead of what we verified. Before the first
-//!   verified chunk nothing bounds a claim: a lying peer can send a newcomer after chunks
-//!   that do not exist. The Unified Merkle Tree has no such gap, which is one reason it is
-//!   the default.
+//!   the edge moves only with verified chunks. Peers' HAVEs are taken up to half a
+//!   discard window past it (`reach`). To tune in, a peer's newest chunk's signature,
+//!   sent once as it connects, is a claim that lets us ask for chunks up to there; what
+//!   was taken beyond the reach is dropped when the first chunk verifies. Before that
+//!   nothing bounds a claim: a lying peer can send a newcomer after chunks that do not
+//!   exist, at the cost of requests that expire, but it cannot steer the other channels,
+//!   since the picker keeps no position until a chunk verifies (`Picker::unanchor`). The
+//!   Unified Merkle Tree has no such gap, which is one reason it is the default.
 
 use super::channel::Channel;
 use super::config::{ContentError, ContentInfo, EngineConfig, EngineError, PickerKind};
@@ -105,8 +107,8 @@ pub(super) struct LiveStream {
     newest: Option<SignedMunro>,
     /// How many times each chunk in the window was sent (see `least_sent_queued`).
     copies_sent: BTreeMap<u64, u32>,
-    /// Sign All: one past the newest chunk peers claim (unverified), bounded as the
-    /// module says; chunks up to it may be asked for.
+    /// Sign All, before a chunk verified: one past the newest chunk peers claim
+    /// (unverified, the tune-in); chunks up to it may be asked for.
     claimed: u64,
 }
 
@@ -267,15 +269,27 @@ impl LiveStream {
             timestamp,
             signature: signature.to_vec(),
         });
-        let claim = chunk + 1;
-        let window = self.info.params.discard_window;
-        let bound = match self.edge {
+        if self.edge == 0 {
             // Tuning in: nothing verified yet to bound a claim by.
-            0 => LIVE_CHUNKS,
-            edge => edge.saturating_add(window),
-        };
-        self.claimed = self.claimed.max(claim.min(bound));
+            self.claimed = self.claimed.max(chunk + 1).min(LIVE_CHUNKS);
+        }
         Ok(())
+    }
+
+    /// One past the last chunk peers' HAVEs are taken for: the edge; under Sign All,
+    /// before a chunk verified, the newest claim, and after, half a discard window past
+    /// the edge (a lying peer's HAVEs there can move the picker up to half a window
+    /// behind the edge, not past what playback still needs).
+    fn reach(&self) -> u64 {
+        if !self.info.params.signs_every_chunk() {
+            return self.edge;
+        }
+        match self.edge {
+            0 => self.claimed,
+            edge => edge
+                .saturating_add((self.info.params.discard_window / 2).max(1))
+                .min(LIVE_CHUNKS),
+        }
     }
 
     fn munro_of(&self, chunk: u64) -> Option<&SignedMunro> {
@@ -321,7 +335,14 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         config.picker = PickerKind::Live {
             discard_window: info.params.discard_window,
         };
-        Engine::with_live(config, info, format, Side::Viewer(verifier), store, now)
+        let sign_all = info.params.signs_every_chunk();
+        let mut engine =
+            Engine::with_live(config, info, format, Side::Viewer(verifier), store, now)?;
+        if sign_all {
+            // No claim of the edge is proven before a chunk verifies (see the module).
+            engine.picker.unanchor();
+        }
+        Ok(engine)
     }
 
     /// The source of a live stream, signing with `key`: chunks go in through
@@ -426,7 +447,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// stream, from the discard window's start to the edge.
     pub(super) fn addressable(&self) -> core::ops::Range<u64> {
         match self.live() {
-            Some(l) => l.floor..l.edge.max(l.claimed),
+            Some(l) => l.floor..l.reach(),
             None => 0..self.chunk_count,
         }
     }
@@ -522,13 +543,19 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if end <= live.edge {
             return;
         }
+        let reach_before = live.reach();
         live.edge = end;
-        // Sign All: claims are held to a window ahead of what was verified.
-        live.claimed = live
-            .claimed
-            .min(end.saturating_add(live.info.params.discard_window));
+        let reach = live.reach();
         let signed_at = unix_micros_from_ntp(munro.timestamp);
         live.newest = Some(munro);
+        if reach < reach_before {
+            // What peers announced beyond the new bound is not taken any more.
+            for ch in self.channels.values_mut() {
+                for b in Bin::from_chunk_range(reach, reach_before - 1) {
+                    ch.peer_have.reset(b);
+                }
+            }
+        }
         self.push_event(Event::LiveEdge {
             end,
             signed_at_unix_micros: signed_at,
@@ -615,7 +642,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         data: &[u8],
     ) -> Result<(), LiveError> {
         let at = ch.pending_signatures.iter().position(|s| s.chunk == chunk);
-        let Some(sig) = at.map(|i| ch.pending_signatures.swap_remove(i)) else {
+        let Some(sig) = at.map(|i| ch.pending_signatures.remove(i)) else {
             return Err(LiveError::NoMunro(chunk));
         };
         let max_age = self.config.live_max_age;
@@ -627,7 +654,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let munro =
             v.verify_signed_chunk(chunk, data, sig.timestamp, &sig.signature, not_before)?;
         self.stats.munros_accepted += 1;
+        let first = self.live_edge() == Some(0);
         self.munro_accepted(munro);
+        if first {
+            // The first proof of where the stream is: picking starts from here.
+            self.set_playhead(chunk);
+        }
         self.discard_behind_window();
         Ok(())
     }
@@ -652,6 +684,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// The newest munro, if the peer on `ch` has not been sent it yet (secure tune-in).
     pub(super) fn munro_to_tell(&self, ch: &Channel<A>) -> Option<&SignedMunro> {
         let live = self.live()?;
+        if live.info.params.signs_every_chunk() && ch.munro_told > 0 {
+            // Sign All: once. A signature alone proves nothing, and each chunk's own comes
+            // with it; past its first verified chunk a peer takes HAVEs a window ahead.
+            return None;
+        }
         (ch.munro_told < live.edge)
             .then_some(live.newest.as_ref())
             .flatten()
