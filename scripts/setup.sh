@@ -69,6 +69,9 @@ need_web() {
     # The TLS front of docs/DEPLOY.md, which e2e/tests/deploy.spec.ts follows.
     command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
     [ -x /usr/bin/time ] || missing+=(time) # CPU and peak RSS in scripts/bench-udp.sh
+    # Rooms shared by several signaling instances (ppspp-signal --redis); the tests start
+    # their own on a loopback port.
+    command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || missing+=(redis-server)
     if [ ${#missing[@]} -gt 0 ]; then
         log "installing ${missing[*]} (browser tests, demo video, benchmarks)"
         apt_install "${missing[@]}"

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::ice::{self, MAX_ICE_URLS, MAX_TURN_CREDENTIAL_TTL, TurnSecret};
+use crate::redis_config::RedisConfig;
 
 /// Limits and timers of a signaling server. `Config::default()` is what the binary runs
 /// with when no flag or environment variable says otherwise.
@@ -72,6 +73,11 @@ pub struct Config {
     /// How long a TURN credential is valid from the `join` it was issued for (whole
     /// seconds count): between 1 s and 7 days.
     pub turn_credential_ttl: Duration,
+    /// Rooms in this Redis, shared with every other instance configured alike, instead of
+    /// in this process's memory. `None` (the default): one process serves the site.
+    /// With Redis, `max_peers_per_room` holds across instances; `max_rooms` and every
+    /// per-client limit are each instance's own.
+    pub redis: Option<RedisConfig>,
 }
 
 impl Default for Config {
@@ -99,6 +105,7 @@ impl Default for Config {
             turn_urls: Vec::new(),
             turn_secret: None,
             turn_credential_ttl: Duration::from_secs(24 * 3600),
+            redis: None,
         }
     }
 }
@@ -163,6 +170,9 @@ impl Config {
         }
         if self.ping_interval >= self.idle_timeout {
             return Err("ping_interval must be shorter than idle_timeout".into());
+        }
+        if let Some(redis) = &self.redis {
+            redis.validate()?;
         }
         self.validate_ice()
     }

@@ -10,10 +10,10 @@ use tokio::time::{Instant, timeout};
 
 use crate::Shared;
 use crate::ip_limits::IpSlot;
-use crate::mailbox::{Mailbox, Refused};
+use crate::mailbox::Mailbox;
 use crate::protocol::{
     ClientMessage, ErrorCode, PROTOCOL_VERSION, ServerMessage, close_code, parse_client,
-    valid_swarm_id,
+    undelivered, valid_swarm_id,
 };
 use crate::registry::{Outbound, Relayed};
 
@@ -144,9 +144,9 @@ impl Conn {
         self.error(ServerMessage::error(code, message)).await
     }
 
-    fn leave_room(&mut self) {
+    async fn leave_room(&mut self) {
         if let Some(j) = self.joined.take() {
-            self.shared.registry.leave(&j.peer_id);
+            self.shared.rooms.leave(&j.peer_id).await;
             tracing::debug!(peer = %j.peer_id, "left");
         }
     }
@@ -178,31 +178,25 @@ impl Conn {
                 .to_json();
                 // Queued bytes are charged by length: do not hold spare capacity.
                 text.shrink_to_fit();
-                let mut msg = match self.shared.registry.relay(&j.peer_id, &to, text.into()) {
+                let msg = match self.shared.rooms.relay(&j.peer_id, &to, text.into()).await {
                     Relayed::Delivered => return Ok(()),
                     Relayed::UnknownPeer => {
-                        ServerMessage::error(ErrorCode::UnknownPeer, "no such peer in this room")
+                        undelivered(ErrorCode::UnknownPeer, "no such peer in this room", to)
                     }
-                    Relayed::Busy(why) => ServerMessage::error(
+                    Relayed::Busy(why) => undelivered(ErrorCode::PeerBusy, why.explain(), to),
+                    Relayed::Unavailable => undelivered(
                         ErrorCode::PeerBusy,
-                        match why {
-                            Refused::SenderShare => {
-                                "too much from you is queued for this peer; not delivered"
-                            }
-                            Refused::Full => "too much is queued for this peer; not delivered",
-                        },
+                        "the server cannot reach its room store now; not delivered",
+                        to,
                     ),
                 };
-                if let ServerMessage::Error { to: t, .. } = &mut msg {
-                    *t = Some(to);
-                }
                 self.error(msg).await
             }
             ClientMessage::Leave => {
                 if self.joined.is_none() {
                     return self.fail(ErrorCode::NotJoined, "not in a room").await;
                 }
-                self.leave_room();
+                self.leave_room().await;
                 Ok(())
             }
             ClientMessage::Ice => {
@@ -246,7 +240,7 @@ impl Conn {
                 )
                 .await;
         }
-        match self.shared.registry.join(&swarm) {
+        match self.shared.rooms.join(&swarm).await {
             Ok((peer_id, mailbox, peers)) => {
                 tracing::debug!(peer = %peer_id, %swarm, "joined");
                 self.joined = Some(Joined {
@@ -428,7 +422,7 @@ pub(crate) async fn run(
             break end;
         }
     };
-    conn.leave_room();
+    conn.leave_room().await;
     match end {
         End::Gone => tracing::debug!("connection gone"),
         End::Close(code, reason) => {

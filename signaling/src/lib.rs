@@ -22,13 +22,16 @@
 //! # Ok(()) }
 //! ```
 
+mod cluster;
 mod config;
 mod conn;
 pub mod ice;
 mod ip_limits;
 mod mailbox;
 pub mod protocol;
+mod redis_config;
 mod registry;
+mod rooms;
 
 use std::future::Future;
 use std::io;
@@ -54,13 +57,14 @@ use tokio::task::JoinHandle;
 pub use config::Config;
 pub use ice::TurnSecret;
 pub use protocol::{PROTOCOL_VERSION, WS_PATH};
+pub use redis_config::RedisConfig;
 
 /// The path of the health endpoint.
 pub const HEALTH_PATH: &str = "/health";
 
 pub(crate) struct Shared {
     pub(crate) config: Config,
-    pub(crate) registry: registry::Registry,
+    pub(crate) rooms: rooms::Rooms,
     /// Connections per client address.
     ip_limits: Arc<ip_limits::IpLimits>,
     /// One permit per open WebSocket connection.
@@ -83,7 +87,9 @@ impl Shared {
 /// On shutdown it stops accepting, sends every client a close frame (1001, going away) and
 /// returns once all connections are closed or `config.shutdown_grace` has passed.
 /// Connections are served over HTTP/1.1 (WebSocket upgrades need nothing else).
-/// Fails at once with `InvalidInput` if `config` does not validate.
+/// Fails at once with `InvalidInput` if `config` does not validate, and with
+/// `ConnectionRefused` if `config.redis` names a Redis that cannot be used now (later
+/// outages are waited out: joins get `unavailable` meanwhile).
 pub async fn serve(
     listener: TcpListener,
     config: Config,
@@ -96,7 +102,7 @@ pub async fn serve(
         .unwrap_or(u32::MAX)
         .min(u32::try_from(Semaphore::MAX_PERMITS).unwrap_or(u32::MAX));
     let (stop_tx, stop_rx) = watch::channel(false);
-    let registry = registry::Registry::new(registry::Limits {
+    let limits = registry::Limits {
         budget: mailbox::Budget::new(
             config.outbound_queue_bytes,
             config.outbound_queue_bytes_per_sender,
@@ -105,10 +111,14 @@ pub async fn serve(
         max_peers_per_room: config.max_peers_per_room,
         sample_size: config.sample_size,
         room_notice_rate: config.room_notice_rate,
-    });
+    };
+    let rooms = match &config.redis {
+        None => rooms::Rooms::Memory(registry::Registry::new(limits)),
+        Some(redis) => rooms::Rooms::Redis(cluster::Cluster::connect(redis, limits).await?),
+    };
     let shared = Arc::new(Shared {
         config,
-        registry,
+        rooms,
         ip_limits: Arc::default(),
         connections: Arc::new(Semaphore::new(max_connections as usize)),
         max_connections,
@@ -315,19 +325,30 @@ async fn ws_handler(
         .on_upgrade(move |socket| conn::run(socket, shared, permit, ip_slot))
 }
 
-async fn health(State(shared): State<Arc<Shared>>) -> Json<serde_json::Value> {
-    let counts = shared.registry.counts();
+async fn health(State(shared): State<Arc<Shared>>) -> Response {
+    let counts = shared.rooms.counts();
+    let (backend, backend_up) = shared.rooms.backend();
     let status = if *shared.shutdown.borrow() {
         "shutting-down"
+    } else if !backend_up {
+        "unavailable"
     } else {
         "ok"
     };
-    Json(serde_json::json!({
+    let body = Json(serde_json::json!({
         "status": status,
         "v": PROTOCOL_VERSION,
         "rooms": counts.rooms,
         "peers": counts.peers,
         "connections": shared.open_connections(),
-        "queued_bytes": shared.registry.queued_bytes(),
-    }))
+        "queued_bytes": shared.rooms.queued_bytes(),
+        "rooms_in": backend,
+    }));
+    // A load balancer takes an instance that cannot reach Redis out of rotation.
+    let code = if backend_up {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (code, body).into_response()
 }

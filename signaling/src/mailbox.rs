@@ -49,6 +49,16 @@ pub(crate) enum Refused {
     Full,
 }
 
+impl Refused {
+    /// What the sender is told (with `peer-busy`).
+    pub(crate) fn explain(self) -> &'static str {
+        match self {
+            Refused::SenderShare => "too much from you is queued for this peer; not delivered",
+            Refused::Full => "too much is queued for this peer; not delivered",
+        }
+    }
+}
+
 struct Entry {
     from: Option<u128>,
     text: Utf8Bytes,

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use ppspp_signal::{Config, TurnSecret, WS_PATH};
+use ppspp_signal::{Config, RedisConfig, TurnSecret, WS_PATH};
 use tracing_subscriber::EnvFilter;
 
 /// WebSocket signaling server and tracker for ppspp-web peers.
@@ -110,6 +110,30 @@ struct Args {
     /// days).
     #[arg(long, env = "PPSPP_SIGNAL_TURN_TTL", default_value_t = Config::default().turn_credential_ttl.as_secs_f64())]
     turn_ttl: f64,
+    /// Keep rooms in this Redis (6.2 or newer), shared with every instance given the same
+    /// URL and prefix, instead of in this process: `redis://[:PASSWORD@]HOST[:PORT][/DB]`.
+    /// Prefer the environment variable when the URL holds a password.
+    #[arg(long, value_name = "URL", env = "PPSPP_SIGNAL_REDIS")]
+    redis: Option<String>,
+    /// Prefix of the keys and channels in Redis (sites sharing one Redis need different ones).
+    #[arg(
+        long,
+        value_name = "PREFIX",
+        env = "PPSPP_SIGNAL_REDIS_PREFIX",
+        requires = "redis",
+        default_value = "ppspp-signal"
+    )]
+    redis_prefix: String,
+    /// Seconds after which the peers of an instance that stopped refreshing them (it died)
+    /// are removed from their rooms.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        env = "PPSPP_SIGNAL_REDIS_PEER_TTL",
+        requires = "redis",
+        default_value_t = 15.0
+    )]
+    redis_peer_ttl: f64,
 }
 
 /// The environment variable that may hold the TURN secret itself.
@@ -168,6 +192,14 @@ impl Args {
             turn_urls: self.turn_urls.clone(),
             turn_secret: self.turn_secret()?,
             turn_credential_ttl: seconds("turn-ttl", self.turn_ttl)?,
+            redis: match &self.redis {
+                None => None,
+                Some(url) => Some(RedisConfig {
+                    url: url.clone(),
+                    key_prefix: self.redis_prefix.clone(),
+                    peer_ttl: seconds("redis-peer-ttl", self.redis_peer_ttl)?,
+                }),
+            },
         };
         config.validate()?;
         Ok(config)

@@ -35,6 +35,15 @@ impl ParseError {
     }
 }
 
+/// A non-fatal error about a signal to `to` that was not delivered.
+pub(crate) fn undelivered(code: ErrorCode, message: &str, to: String) -> ServerMessage {
+    let mut msg = ServerMessage::error(code, message);
+    if let ServerMessage::Error { to: t, .. } = &mut msg {
+        *t = Some(to);
+    }
+    msg
+}
+
 /// Parses one client text frame. Unknown extra fields are ignored (room for additions
 /// within a version).
 pub fn parse_client(text: &str) -> Result<ClientMessage, ParseError> {

@@ -1,4 +1,9 @@
-//! Rooms and peers: who is in which swarm, who knows whom, and how to reach them.
+//! This server's peers: who is in which swarm, who knows whom, and how to reach them.
+//!
+//! In memory mode this is every room there is. With Redis (`crate::cluster`) it is this
+//! instance's share of them: its own clients, and which of them know which peer ids (of
+//! any instance), so that departures announced by any instance reach those here who can act
+//! on them.
 //!
 //! One mutex guards the whole registry; every operation under it is short (a hash look-up,
 //! a sample of at most `sample_size` ids, or one push per peer told of a departure), nothing
@@ -43,14 +48,19 @@ pub(crate) fn parse_peer_id(s: &str) -> Option<PeerKey> {
     u128::from_str_radix(s, 16).ok()
 }
 
+/// A fresh random peer id: 16 bytes from the thread RNG (ChaCha seeded by the OS).
+pub(crate) fn new_peer_key() -> PeerKey {
+    let mut bytes = [0u8; 16];
+    rand::fill(&mut bytes);
+    u128::from_be_bytes(bytes)
+}
+
 struct PeerEntry {
     swarm: Arc<str>,
     /// Index of this peer in its room's `members`.
     index: usize,
     mailbox: Arc<Mailbox>,
-    /// Peers that know this peer's id: told when it leaves.
-    watchers: HashSet<PeerKey>,
-    /// Peers whose id this peer knows (it is in their `watchers`).
+    /// Peer ids this peer knows (it is among their `watchers`).
     knows: HashSet<PeerKey>,
 }
 
@@ -69,6 +79,9 @@ struct Room {
 struct Inner {
     rooms: HashMap<Arc<str>, Room>,
     peers: HashMap<PeerKey, PeerEntry>,
+    /// For a peer id (of a peer here or, with Redis, anywhere), the peers here that know it:
+    /// told when it leaves.
+    watchers: HashMap<PeerKey, HashSet<PeerKey>>,
 }
 
 /// Counts for the health endpoint.
@@ -90,7 +103,18 @@ pub(crate) enum Relayed {
     UnknownPeer,
     /// The addressee's queue has no room for it (see [`Refused`]).
     Busy(Refused),
+    /// With Redis: Redis did not answer, so the addressee could not be looked up.
+    Unavailable,
 }
+
+/// A signal's addressee is not a peer here; the sender is, in `swarm`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NotHere {
+    pub swarm: Arc<str>,
+}
+
+/// A peer this registry removed: it left, or it was dropped as a slow reader.
+pub(crate) type Removed = (PeerKey, Arc<str>);
 
 /// The limits the registry applies.
 #[derive(Debug, Clone, Copy)]
@@ -110,11 +134,19 @@ pub(crate) struct Registry {
     queued: Arc<AtomicUsize>,
 }
 
-/// A fresh random peer id: 16 bytes from the thread RNG (ChaCha seeded by the OS).
-fn new_peer_key() -> PeerKey {
-    let mut bytes = [0u8; 16];
-    rand::fill(&mut bytes);
-    u128::from_be_bytes(bytes)
+fn too_many_rooms(max_rooms: usize) -> JoinRefused {
+    JoinRefused(
+        ErrorCode::TooManyRooms,
+        format!("the server has its maximum of {max_rooms} rooms"),
+    )
+}
+
+/// `room-full`, worded for any instance's limit (with Redis the room spans instances).
+pub(crate) fn room_full(max_peers_per_room: usize) -> JoinRefused {
+    JoinRefused(
+        ErrorCode::RoomFull,
+        format!("the room has its maximum of {max_peers_per_room} peers"),
+    )
 }
 
 impl Registry {
@@ -132,6 +164,10 @@ impl Registry {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    pub(crate) fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
     pub(crate) fn counts(&self) -> Counts {
         let g = self.lock();
         Counts {
@@ -145,31 +181,21 @@ impl Registry {
         self.queued.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Adds a new peer to `swarm`'s room. Returns its id, its mailbox and a random sample of
-    /// at most `sample_size` of the peers that were already there.
+    /// In memory mode: adds a new peer to `swarm`'s room. Returns its id, its mailbox and a
+    /// random sample of at most `sample_size` of the peers that were already there.
     pub(crate) fn join(
         &self,
         swarm: &str,
-    ) -> Result<(String, Arc<Mailbox>, Vec<String>), JoinRefused> {
+    ) -> Result<(PeerKey, Arc<Mailbox>, Vec<PeerKey>), JoinRefused> {
         let lim = self.limits;
         let mut g = self.lock();
         let inner = &mut *g;
-        let room_len = inner.rooms.get(swarm).map(|r| r.members.len());
-        match room_len {
+        match inner.rooms.get(swarm).map(|r| r.members.len()) {
             None if inner.rooms.len() >= lim.max_rooms => {
-                return Err(JoinRefused(
-                    ErrorCode::TooManyRooms,
-                    format!("the server has its maximum of {} rooms", lim.max_rooms),
-                ));
+                return Err(too_many_rooms(lim.max_rooms));
             }
             Some(n) if n >= lim.max_peers_per_room => {
-                return Err(JoinRefused(
-                    ErrorCode::RoomFull,
-                    format!(
-                        "the room has its maximum of {} peers",
-                        lim.max_peers_per_room
-                    ),
-                ));
+                return Err(room_full(lim.max_peers_per_room));
             }
             _ => {}
         }
@@ -177,124 +203,243 @@ impl Registry {
         while inner.peers.contains_key(&key) {
             key = new_peer_key();
         }
-        let (swarm, room) = match inner.rooms.get_key_value(swarm) {
-            Some((k, _)) => {
-                let k = k.clone();
-                let room = inner.rooms.get_mut(&k).expect("room just found");
-                (k, room)
+        let sample: Vec<PeerKey> = match inner.rooms.get(swarm) {
+            Some(room) => {
+                let n = room.members.len();
+                rand::seq::index::sample(&mut rand::rng(), n, lim.sample_size.min(n))
+                    .into_iter()
+                    .map(|i| room.members[i])
+                    .collect()
             }
-            None => {
-                let k: Arc<str> = Arc::from(swarm);
-                let room = inner.rooms.entry(k.clone()).or_insert(Room {
-                    members: Vec::new(),
-                    notices: NoticeBudget {
-                        tokens: lim.room_notice_rate * NOTICE_BURST_SECS,
-                        last: Instant::now(),
-                    },
-                });
-                (k, room)
-            }
+            None => Vec::new(),
         };
-        let n = room.members.len();
-        let amount = lim.sample_size.min(n);
-        let mut rng = rand::rng();
-        let sample: Vec<PeerKey> = rand::seq::index::sample(&mut rng, n, amount)
-            .into_iter()
-            .map(|i| room.members[i])
-            .collect();
+        let mailbox = self.insert(inner, swarm, key, &sample);
+        Ok((key, mailbox, sample))
+    }
+
+    /// With Redis: whether a peer could join `swarm` here as far as this instance's own
+    /// limit goes (`max_rooms` counts the rooms this instance has clients in).
+    pub(crate) fn may_open(&self, swarm: &str) -> Result<(), JoinRefused> {
+        let g = self.lock();
+        if !g.rooms.contains_key(swarm) && g.rooms.len() >= self.limits.max_rooms {
+            return Err(too_many_rooms(self.limits.max_rooms));
+        }
+        Ok(())
+    }
+
+    /// With Redis: adds `key`, which Redis admitted to `swarm` with the welcome `sample`.
+    pub(crate) fn admit(&self, swarm: &str, key: PeerKey, sample: &[PeerKey]) -> Arc<Mailbox> {
+        let mut g = self.lock();
+        self.insert(&mut g, swarm, key, sample)
+    }
+
+    fn insert(
+        &self,
+        inner: &mut Inner,
+        swarm: &str,
+        key: PeerKey,
+        sample: &[PeerKey],
+    ) -> Arc<Mailbox> {
+        let lim = &self.limits;
+        let swarm: Arc<str> = match inner.rooms.get_key_value(swarm) {
+            Some((k, _)) => k.clone(),
+            None => Arc::from(swarm),
+        };
+        let room = inner.rooms.entry(swarm.clone()).or_insert_with(|| Room {
+            members: Vec::new(),
+            notices: NoticeBudget {
+                tokens: lim.room_notice_rate * NOTICE_BURST_SECS,
+                last: Instant::now(),
+            },
+        });
+        let index = room.members.len();
         room.members.push(key);
-        for s in &sample {
-            if let Some(p) = inner.peers.get_mut(s) {
-                p.watchers.insert(key);
-            }
+        for s in sample {
+            inner.watchers.entry(*s).or_default().insert(key);
         }
         let mailbox = Arc::new(Mailbox::new(lim.budget, self.queued.clone()));
         inner.peers.insert(
             key,
             PeerEntry {
                 swarm,
-                index: n,
+                index,
                 mailbox: mailbox.clone(),
-                watchers: HashSet::new(),
                 knows: sample.iter().copied().collect(),
             },
         );
-        let ids = sample.into_iter().map(peer_id_hex).collect();
-        Ok((peer_id_hex(key), mailbox, ids))
+        mailbox
     }
 
-    /// Removes `peer_id` (if still present) and tells those who should know (see the module
+    /// Removes `key` (if it is here) and tells those here who should know (see the module
     /// documentation). Peers whose queue has no room left even for that notice are removed
     /// too, as slow readers (their connection sees its mailbox closed and disconnects).
-    pub(crate) fn leave(&self, peer_id: &str) {
-        let Some(key) = parse_peer_id(peer_id) else {
-            return;
-        };
+    /// Returns every peer removed.
+    pub(crate) fn leave(&self, key: PeerKey) -> Vec<Removed> {
         let mut g = self.lock();
-        let mut pending = vec![key];
-        while let Some(k) = pending.pop() {
-            remove_and_announce(&mut g, &self.limits, k, &mut pending);
+        cascade(&mut g, &self.limits, vec![key])
+    }
+
+    /// With Redis: a peer of another instance left `swarm` (or expired from it). Tells those
+    /// here who knew it; returns the slow readers removed on the way.
+    pub(crate) fn departed(&self, swarm: &str, key: PeerKey) -> Vec<Removed> {
+        let mut g = self.lock();
+        if g.peers.contains_key(&key) {
+            // Ours: only its own leave announces it here.
+            return Vec::new();
         }
+        let Some((swarm, _)) = g.rooms.get_key_value(swarm) else {
+            g.watchers.remove(&key);
+            return Vec::new();
+        };
+        let swarm = swarm.clone();
+        let mut pending = Vec::new();
+        announce(&mut g, &self.limits, &swarm, key, &mut pending);
+        cascade(&mut g, &self.limits, pending)
     }
 
     /// Delivers `text` (an already printed `signal`) from `from` to `to`, both now knowing
-    /// each other. Nothing is delivered unless [`Relayed::Delivered`].
-    pub(crate) fn relay(&self, from: &str, to: &str, text: Outbound) -> Relayed {
-        let (Some(from), Some(to)) = (parse_peer_id(from), parse_peer_id(to)) else {
-            return Relayed::UnknownPeer;
-        };
+    /// each other. Nothing is delivered unless [`Relayed::Delivered`]. `Err` when the
+    /// sender is here but the addressee is not: with Redis, it may be another instance's.
+    pub(crate) fn relay(
+        &self,
+        from: PeerKey,
+        to: PeerKey,
+        text: Outbound,
+    ) -> Result<Relayed, NotHere> {
         let mut g = self.lock();
-        let (Some(sender), Some(target)) = (g.peers.get(&from), g.peers.get(&to)) else {
+        let Some(sender) = g.peers.get(&from) else {
+            return Ok(Relayed::UnknownPeer);
+        };
+        if from == to {
+            return Ok(Relayed::UnknownPeer);
+        }
+        let Some(target) = g.peers.get(&to) else {
+            return Err(NotHere {
+                swarm: sender.swarm.clone(),
+            });
+        };
+        if sender.swarm != target.swarm {
+            return Ok(Relayed::UnknownPeer);
+        }
+        if let Err(refused) = target.mailbox.push_signal(from, text) {
+            return Ok(Relayed::Busy(refused));
+        }
+        know(&mut g, from, to);
+        know(&mut g, to, from);
+        Ok(Relayed::Delivered)
+    }
+
+    /// With Redis: delivers a signal from `from`, a peer of `swarm` on another instance, to
+    /// `to`, a peer here.
+    pub(crate) fn deliver(
+        &self,
+        from: PeerKey,
+        to: PeerKey,
+        swarm: &str,
+        text: Outbound,
+    ) -> Relayed {
+        let mut g = self.lock();
+        let Some(target) = g.peers.get(&to) else {
             return Relayed::UnknownPeer;
         };
-        if from == to || sender.swarm != target.swarm {
+        if from == to || &*target.swarm != swarm {
             return Relayed::UnknownPeer;
         }
         if let Err(refused) = target.mailbox.push_signal(from, text) {
             return Relayed::Busy(refused);
         }
-        for (a, b) in [(from, to), (to, from)] {
-            if let Some(p) = g.peers.get_mut(&a) {
-                p.watchers.insert(b);
-                p.knows.insert(b);
-            }
-        }
+        know(&mut g, to, from);
         Relayed::Delivered
+    }
+
+    /// With Redis: `who`, a peer here, sent a signal to `whom` on another instance.
+    pub(crate) fn learned(&self, who: PeerKey, whom: PeerKey) {
+        know(&mut self.lock(), who, whom);
+    }
+
+    /// Queues a server message for `to`; `false` if it is not here or has no room for it
+    /// (a reader that slow is dropped by the next departure it cannot take).
+    pub(crate) fn notify(&self, to: PeerKey, text: Outbound) -> bool {
+        let g = self.lock();
+        g.peers
+            .get(&to)
+            .is_some_and(|p| p.mailbox.push_notice(text))
+    }
+
+    /// Whether `key` is a peer here.
+    pub(crate) fn contains(&self, key: PeerKey) -> bool {
+        self.lock().peers.contains_key(&key)
+    }
+
+    /// Every room with peers here, and those peers.
+    pub(crate) fn snapshot(&self) -> Vec<(Arc<str>, Vec<PeerKey>)> {
+        let g = self.lock();
+        g.rooms
+            .iter()
+            .map(|(swarm, room)| (swarm.clone(), room.members.clone()))
+            .collect()
     }
 }
 
-fn remove_and_announce(
+/// `who` (a peer here) now knows `whom`'s id.
+fn know(inner: &mut Inner, who: PeerKey, whom: PeerKey) {
+    if let Some(p) = inner.peers.get_mut(&who)
+        && p.knows.insert(whom)
+    {
+        inner.watchers.entry(whom).or_default().insert(who);
+    }
+}
+
+/// Removes each of `pending` and announces it, and so on for the slow readers that drops.
+fn cascade(inner: &mut Inner, limits: &Limits, mut pending: Vec<PeerKey>) -> Vec<Removed> {
+    let mut removed = Vec::new();
+    while let Some(k) = pending.pop() {
+        if let Some(swarm) = remove(inner, k) {
+            announce(inner, limits, &swarm, k, &mut pending);
+            removed.push((k, swarm));
+        }
+    }
+    removed
+}
+
+/// Takes `key` out of the maps; its swarm if it was here.
+fn remove(inner: &mut Inner, key: PeerKey) -> Option<Arc<str>> {
+    let entry = inner.peers.remove(&key)?;
+    for k in &entry.knows {
+        if let Some(w) = inner.watchers.get_mut(k) {
+            w.remove(&key);
+            if w.is_empty() {
+                inner.watchers.remove(k);
+            }
+        }
+    }
+    if let Some(room) = inner.rooms.get_mut(&entry.swarm) {
+        room.members.swap_remove(entry.index);
+        if let Some(moved) = room.members.get(entry.index)
+            && let Some(p) = inner.peers.get_mut(moved)
+        {
+            p.index = entry.index;
+        }
+        if room.members.is_empty() {
+            inner.rooms.remove(&entry.swarm);
+        }
+    }
+    Some(entry.swarm)
+}
+
+/// Tells the peers here who should know that `key` left `swarm`; those without room for the
+/// notice go to `pending`.
+fn announce(
     inner: &mut Inner,
     limits: &Limits,
+    swarm: &Arc<str>,
     key: PeerKey,
     pending: &mut Vec<PeerKey>,
 ) {
-    let Some(entry) = inner.peers.remove(&key) else {
+    let watchers = inner.watchers.remove(&key).unwrap_or_default();
+    let Some(room) = inner.rooms.get_mut(swarm) else {
         return;
     };
-    for k in &entry.knows {
-        if let Some(p) = inner.peers.get_mut(k) {
-            p.watchers.remove(&key);
-        }
-    }
-    for w in &entry.watchers {
-        if let Some(p) = inner.peers.get_mut(w) {
-            p.knows.remove(&key);
-        }
-    }
-    let Some(room) = inner.rooms.get_mut(&entry.swarm) else {
-        return;
-    };
-    room.members.swap_remove(entry.index);
-    if let Some(moved) = room.members.get(entry.index)
-        && let Some(p) = inner.peers.get_mut(moved)
-    {
-        p.index = entry.index;
-    }
-    if room.members.is_empty() {
-        inner.rooms.remove(&entry.swarm);
-        return;
-    }
     let text: Outbound = ServerMessage::PeerLeft {
         peer_id: peer_id_hex(key),
     }
@@ -311,15 +456,16 @@ fn remove_and_announce(
         b.tokens -= everyone;
         room.members.clone()
     } else {
-        entry.watchers.iter().copied().collect()
+        watchers.into_iter().collect()
     };
     for member in told {
-        if let Some(p) = inner.peers.get(&member)
-            && !p.mailbox.push_notice(text.clone())
-        {
-            tracing::debug!(peer = %peer_id_hex(member), "queue full; dropping slow reader");
-            p.mailbox.close();
-            pending.push(member);
+        if let Some(p) = inner.peers.get_mut(&member) {
+            p.knows.remove(&key);
+            if !p.mailbox.push_notice(text.clone()) {
+                tracing::debug!(peer = %peer_id_hex(member), "queue full; dropping slow reader");
+                p.mailbox.close();
+                pending.push(member);
+            }
         }
     }
 }
@@ -358,7 +504,6 @@ mod tests {
         let mut ids = Vec::new();
         for _ in 0..30 {
             let (id, mailbox, sample) = reg.join(&swarm('a')).unwrap();
-            assert_eq!(id.len(), 32);
             assert!(sample.len() <= 5 && sample.len() <= ids.len());
             assert!(sample.iter().all(|s| ids.contains(s)));
             ids.push(id);
@@ -367,21 +512,22 @@ mod tests {
         // Remove from the middle, then relay to every remaining peer to check the index
         // bookkeeping stayed right.
         for id in ids.drain(3..10) {
-            reg.leave(&id);
+            assert_eq!(reg.leave(id).len(), 1);
         }
         assert_eq!(reg.counts().peers, 23);
         for id in &ids[1..] {
-            assert_eq!(reg.relay(&ids[0], id, "x".into()), Relayed::Delivered);
+            assert_eq!(reg.relay(ids[0], *id, "x".into()), Ok(Relayed::Delivered));
         }
         assert_eq!(
-            reg.relay(&ids[0], &ids[0], "x".into()),
-            Relayed::UnknownPeer
+            reg.relay(ids[0], ids[0], "x".into()),
+            Ok(Relayed::UnknownPeer)
         );
         for id in ids.clone() {
-            reg.leave(&id);
+            reg.leave(id);
         }
         let c = reg.counts();
         assert_eq!((c.rooms, c.peers), (0, 0));
+        assert!(reg.lock().watchers.is_empty(), "who-knows-whom left behind");
         drop(boxes);
         assert_eq!(reg.queued_bytes(), 0);
     }
@@ -392,22 +538,76 @@ mod tests {
         let reg = registry(1 << 20, 0.0);
         let (a, box_a, _) = reg.join(&swarm('b')).unwrap();
         let (b, box_b, sample) = reg.join(&swarm('b')).unwrap();
-        assert_eq!(sample, vec![a.clone()]);
+        assert_eq!(sample, vec![a]);
         let (c, box_c, _) = reg.join(&swarm('b')).unwrap();
         // b knows a (sample); a learns c from c's signal.
-        assert_eq!(reg.relay(&c, &a, "hi".into()), Relayed::Delivered);
-        reg.leave(&c);
+        assert_eq!(reg.relay(c, a, "hi".into()), Ok(Relayed::Delivered));
+        reg.leave(c);
         // a heard c leave (they talked); b did not (it never heard of c) — except that c's
         // sample held b, which c knew, not the reverse.
         assert_eq!(box_a.pop().unwrap().unwrap().as_str(), "hi");
         let left = box_a.pop().unwrap().unwrap();
-        assert!(left.as_str().contains(&c), "{left}");
+        assert!(left.as_str().contains(&peer_id_hex(c)), "{left}");
         assert_eq!(box_b.pop().unwrap(), None);
-        reg.leave(&a);
+        reg.leave(a);
         // b knew a from its sample.
-        assert!(box_b.pop().unwrap().unwrap().as_str().contains(&a));
+        assert!(
+            box_b
+                .pop()
+                .unwrap()
+                .unwrap()
+                .as_str()
+                .contains(&peer_id_hex(a))
+        );
         drop(box_c);
-        reg.leave(&b);
+        reg.leave(b);
+    }
+
+    #[test]
+    fn peers_elsewhere_are_known_and_announced_like_local_ones() {
+        let reg = registry(1 << 20, 0.0);
+        let (remote_x, remote_y) = (new_peer_key(), new_peer_key());
+        // a was welcomed with x in its sample; b learns y from y's signal.
+        let box_a = reg.admit(&swarm('d'), new_peer_key(), &[remote_x]);
+        let b = new_peer_key();
+        let box_b = reg.admit(&swarm('d'), b, &[]);
+        assert!(matches!(
+            reg.relay(b, remote_y, "?".into()),
+            Err(NotHere { .. })
+        ));
+        assert_eq!(
+            reg.deliver(remote_y, b, &swarm('d'), "sdp".into()),
+            Relayed::Delivered
+        );
+        assert_eq!(
+            reg.deliver(remote_y, b, &swarm('e'), "sdp".into()),
+            Relayed::UnknownPeer
+        );
+        assert_eq!(box_b.pop().unwrap().unwrap().as_str(), "sdp");
+        reg.departed(&swarm('d'), remote_x);
+        assert!(
+            box_a
+                .pop()
+                .unwrap()
+                .unwrap()
+                .as_str()
+                .contains(&peer_id_hex(remote_x))
+        );
+        assert_eq!(box_b.pop().unwrap(), None);
+        reg.departed(&swarm('d'), remote_y);
+        assert!(
+            box_b
+                .pop()
+                .unwrap()
+                .unwrap()
+                .as_str()
+                .contains(&peer_id_hex(remote_y))
+        );
+        assert_eq!(box_a.pop().unwrap(), None);
+        // A departure announced for one of ours is its own leave's business.
+        reg.departed(&swarm('d'), b);
+        assert_eq!(box_a.pop().unwrap(), None);
+        assert!(reg.contains(b));
     }
 
     #[test]
@@ -418,28 +618,38 @@ mod tests {
         let (b, box_b, _) = reg.join(&swarm('c')).unwrap();
         let big: String = "y".repeat(100);
         let mut delivered = 0;
-        while reg.relay(&a, &b, big.clone().into()) == Relayed::Delivered {
+        while reg.relay(a, b, big.clone().into()) == Ok(Relayed::Delivered) {
             delivered += 1;
         }
         assert_eq!(delivered, 3);
         // b's reserve takes some notices, then b is dropped.
         let mut others = Vec::new();
+        let mut removed = Vec::new();
         for _ in 0..40 {
             let (id, mb, _) = reg.join(&swarm('c')).unwrap();
-            reg.leave(&id);
+            removed.extend(reg.leave(id).into_iter().map(|(k, _)| k));
             others.push(mb);
             if box_b.is_closed() {
                 break;
             }
         }
         assert!(box_b.is_closed(), "b was never dropped");
+        assert!(
+            removed.contains(&b),
+            "the slow reader is not among the removed"
+        );
         assert_eq!(reg.counts().peers, 1);
         // a heard b leave.
         let mut heard = false;
         while let Ok(Some(m)) = box_a.pop() {
-            heard |= m.as_str().contains(&b);
+            heard |= m.as_str().contains(&peer_id_hex(b));
         }
         assert!(heard);
-        assert_eq!(reg.relay(&a, &b, "z".into()), Relayed::UnknownPeer);
+        assert_eq!(
+            reg.relay(a, b, "z".into()),
+            Err(NotHere {
+                swarm: Arc::from(swarm('c'))
+            })
+        );
     }
 }

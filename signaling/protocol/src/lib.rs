@@ -241,13 +241,16 @@ pub enum ErrorCode {
     /// `peer-busy`: the addressee has too much queued (from this sender, or in all) to take
     /// the signal now. Nothing was delivered; the sender may retry later.
     PeerBusy,
+    /// `unavailable`, fatal: the server cannot serve the request now (with rooms in Redis,
+    /// Redis does not answer). Reconnect later, or to another server of the site.
+    Unavailable,
     /// A code this version does not define (from a newer server), as it was sent.
     Other(String),
 }
 
 impl ErrorCode {
     /// Every code this version defines, in the order of `docs/SIGNALING.md`'s table.
-    pub const KNOWN: [ErrorCode; 15] = [
+    pub const KNOWN: [ErrorCode; 16] = [
         ErrorCode::BadJson,
         ErrorCode::BadMessage,
         ErrorCode::UnknownType,
@@ -263,6 +266,7 @@ impl ErrorCode {
         ErrorCode::RoomFull,
         ErrorCode::TooManyRooms,
         ErrorCode::PeerBusy,
+        ErrorCode::Unavailable,
     ];
 
     /// The code as it appears on the wire, e.g. `"unknown-peer"`.
@@ -283,6 +287,7 @@ impl ErrorCode {
             ErrorCode::RoomFull => "room-full",
             ErrorCode::TooManyRooms => "too-many-rooms",
             ErrorCode::PeerBusy => "peer-busy",
+            ErrorCode::Unavailable => "unavailable",
             ErrorCode::Other(code) => code,
         }
     }
@@ -308,6 +313,7 @@ impl ErrorCode {
             ErrorCode::BinaryFrame => Some(close_code::UNSUPPORTED_DATA),
             ErrorCode::TooLarge => Some(close_code::TOO_BIG),
             ErrorCode::IdleTimeout => Some(close_code::NORMAL),
+            ErrorCode::Unavailable => Some(close_code::TRY_AGAIN_LATER),
             ErrorCode::BadJson
             | ErrorCode::BadMessage
             | ErrorCode::UnknownType
@@ -357,6 +363,8 @@ pub mod close_code {
     pub const POLICY: u16 = 1008;
     /// Message too big: after `too-large`.
     pub const TOO_BIG: u16 = 1009;
+    /// Try again later: after `unavailable`.
+    pub const TRY_AGAIN_LATER: u16 = 1013;
 }
 
 /// Why a text frame is not a message of the expected direction.

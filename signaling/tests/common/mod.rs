@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod redis_server;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 

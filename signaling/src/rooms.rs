@@ -1,0 +1,79 @@
+//! Where rooms live: in this process's memory (the default), or in Redis, shared by every
+//! instance serving the site (`crate::cluster`). Connections see one interface.
+
+use std::sync::Arc;
+
+use crate::cluster::Cluster;
+use crate::mailbox::Mailbox;
+use crate::registry::{
+    Counts, JoinRefused, Outbound, Registry, Relayed, parse_peer_id, peer_id_hex,
+};
+
+/// A joined peer: its id, its queue, and the ids of the welcome sample.
+pub(crate) type Joined = (String, Arc<Mailbox>, Vec<String>);
+
+pub(crate) enum Rooms {
+    Memory(Registry),
+    Redis(Cluster),
+}
+
+impl Rooms {
+    fn registry(&self) -> &Registry {
+        match self {
+            Rooms::Memory(r) => r,
+            Rooms::Redis(c) => c.registry(),
+        }
+    }
+
+    /// Adds a new peer to `swarm`'s room.
+    pub(crate) async fn join(&self, swarm: &str) -> Result<Joined, JoinRefused> {
+        let (key, mailbox, sample) = match self {
+            Rooms::Memory(r) => r.join(swarm)?,
+            Rooms::Redis(c) => c.join(swarm).await?,
+        };
+        let sample = sample.into_iter().map(peer_id_hex).collect();
+        Ok((peer_id_hex(key), mailbox, sample))
+    }
+
+    /// Delivers `text` (an already printed `signal`) from `from` to `to`.
+    pub(crate) async fn relay(&self, from: &str, to: &str, text: Outbound) -> Relayed {
+        let (Some(from), Some(to)) = (parse_peer_id(from), parse_peer_id(to)) else {
+            return Relayed::UnknownPeer;
+        };
+        match self {
+            Rooms::Memory(r) => r.relay(from, to, text).unwrap_or(Relayed::UnknownPeer),
+            Rooms::Redis(c) => c.relay(from, to, text).await,
+        }
+    }
+
+    /// Removes `peer_id` (if still present) and tells those who should know.
+    pub(crate) async fn leave(&self, peer_id: &str) {
+        let Some(key) = parse_peer_id(peer_id) else {
+            return;
+        };
+        match self {
+            Rooms::Memory(r) => {
+                r.leave(key);
+            }
+            Rooms::Redis(c) => c.leave(key).await,
+        }
+    }
+
+    /// Rooms and peers of this process.
+    pub(crate) fn counts(&self) -> Counts {
+        self.registry().counts()
+    }
+
+    /// Bytes queued for this process's clients.
+    pub(crate) fn queued_bytes(&self) -> usize {
+        self.registry().queued_bytes()
+    }
+
+    /// For `/health`: the backend's name, and whether it answers.
+    pub(crate) fn backend(&self) -> (&'static str, bool) {
+        match self {
+            Rooms::Memory(_) => ("memory", true),
+            Rooms::Redis(c) => ("redis", c.is_up()),
+        }
+    }
+}
