@@ -34,12 +34,12 @@ export async function uriFor(uriOrRoot: string, options: ResolvedPeerOptions, ab
 }
 
 /**
- * Resolves with the swarm URI of `root` (with `signalUrl` in it), or rejects: `bad-uri`
+ * Resolves with the swarm URI of `root` (naming the signaling server that answered), or rejects: `bad-uri`
  * for a malformed root, `signaling-unreachable` (or `signaling-error`: the server refused
  * to join), `no-peers` when no peer could say within {@link DISCOVERY_TIMEOUT_MS} (the
  * message gives each peer's reason), or `abort`'s reason once it aborts.
  */
-export async function discoverUri(root: string, signalUrl: string, options: ResolvedPeerOptions, abort?: AbortSignal): Promise<string> {
+export async function discoverUri(root: string, signalUrls: readonly string[], options: ResolvedPeerOptions, abort?: AbortSignal): Promise<string> {
   if (abort?.aborted) throw abortReason(abort);
   const seed = new Uint32Array(2);
   crypto.getRandomValues(seed);
@@ -54,7 +54,7 @@ export async function discoverUri(root: string, signalUrl: string, options: Reso
   let finish: (result: Result) => void = () => {};
   const done = new Promise<Result>((resolve) => (finish = resolve));
 
-  const signaling = new SignalingClient(signalUrl, root.trim().toLowerCase(), {
+  const signaling = new SignalingClient(signalUrls, root.trim().toLowerCase(), {
     welcome: (_id, peers) => {
       for (const remote of peers) connections.offer(remote);
     },
@@ -95,7 +95,8 @@ export async function discoverUri(root: string, signalUrl: string, options: Reso
 
   /** After each turn of the loop: done once a peer has described the content, or every one asked has failed. */
   function check(): void {
-    const uri = discovery.uri(signalUrl);
+    // The URI names the server that answered.
+    const uri = discovery.uri(signaling.url);
     if (uri !== undefined) {
       finish({ uri });
       return;

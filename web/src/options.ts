@@ -22,8 +22,12 @@ export interface HttpOriginOptions {
 
 /** Options of a {@link Peer} (and of the peer inside a {@link Player}). */
 export interface PeerOptions {
-  /** Signaling server URL (`ws://` or `wss://`); default: the URI's `signal` parameter. */
-  signal?: string;
+  /**
+   * Signaling server URL (`ws://` or `wss://`), or several instances of one site's
+   * signaling (rooms shared through Redis): the first that answers is used, and when it
+   * drops or cannot serve, the next. Default: the URI's `signal` parameter.
+   */
+  signal?: string | readonly string[];
   /**
    * The page's own ICE servers for RTCPeerConnection; default none (enough on one host or
    * LAN). A signaling server configured with STUN/TURN sends its own in each `welcome`
@@ -112,7 +116,8 @@ export interface PlayerOptions extends PeerOptions {
 }
 
 export interface ResolvedPeerOptions {
-  signal: string | undefined;
+  /** At least one URL when set. */
+  signal: readonly string[] | undefined;
   iceServers: RTCIceServer[];
   maxConnections: number;
   uploadLimit: number;
@@ -168,6 +173,21 @@ function boolean(options: object, name: string, fallback: boolean): boolean {
   if (value === undefined) return fallback;
   if (typeof value !== 'boolean') throw bad(`option ${name} must be true or false, not ${JSON.stringify(value)}`);
   return value;
+}
+
+/** Most signaling URLs one option may list. */
+const MAX_SIGNAL_URLS = 16;
+
+/** Checks the `signal` option (one URL or a list of them); returns the list, or throws `bad-option`. */
+export function checkSignalUrls(value: unknown, what = 'option signal'): string[] {
+  if (typeof value === 'string') return [checkSignalUrl(value, what)];
+  if (!Array.isArray(value) || value.length === 0 || value.length > MAX_SIGNAL_URLS) {
+    throw bad(`${what} must be a ws:// or wss:// URL, or a list of 1 to ${MAX_SIGNAL_URLS} of them`);
+  }
+  return value.map((url: unknown) => {
+    if (typeof url !== 'string') throw bad(`${what} must list URLs as strings, not ${JSON.stringify(url)}`);
+    return checkSignalUrl(url, what);
+  });
 }
 
 /** Checks a signaling URL; returns it or throws `bad-option`. */
@@ -278,7 +298,7 @@ export function resolvePeerOptions(options: PeerOptions = {}, known = KNOWN_PEER
     throw bad('option wasm must be a URL or a string');
   }
   return {
-    signal: options.signal === undefined ? undefined : checkSignalUrl(options.signal),
+    signal: options.signal === undefined ? undefined : checkSignalUrls(options.signal),
     iceServers,
     maxConnections: number(options, 'maxConnections', 8, { min: 1, max: 256, integer: true }),
     uploadLimit: number(options, 'uploadLimit', 0, { min: 0 }),

@@ -7,7 +7,7 @@ import { isRootHex, uriFor } from './discover.js';
 import { Emitter } from './emitter.js';
 import { PpsppError, abortReason, fatal, messageOf } from './errors.js';
 import type { HttpOriginSettings } from './http-origin.js';
-import { type PeerOptions, type ResolvedPeerOptions, checkSignalUrl, resolveHttpOrigin, resolvePeerOptions } from './options.js';
+import { type PeerOptions, type ResolvedPeerOptions, checkSignalUrl, checkSignalUrls, resolveHttpOrigin, resolvePeerOptions } from './options.js';
 import { Swarm, type SwarmEvents, type SwarmStats } from './swarm.js';
 import { type ContentInfo, PeerOptions as WasmOptions, WasmPeer, loadWasm, parseUriLoaded } from './wasm.js';
 
@@ -17,8 +17,11 @@ export type PeerEvents = {
 };
 
 export interface SeedOptions {
-  /** Signaling server for the URI and for peers to meet at (else the peer's `signal` option). */
-  signal?: string;
+  /**
+   * Signaling server for the URI and for peers to meet at (else the peer's `signal`
+   * option). Several: peers meet at the first that answers; the URI names the first.
+   */
+  signal?: string | readonly string[];
   /** Chunk size in bytes (default 8192). */
   chunkSize?: number;
   /** Merkle hash function (default sha256). */
@@ -99,18 +102,18 @@ export function signalWithOrigin(
   options: ResolvedPeerOptions,
   content: ContentInfo,
   origin: HttpOriginSettings | null,
-): string | null {
+): readonly string[] | null {
   if (origin && options.signal === undefined && content.signal === undefined) return null;
   return signalFor(options, content);
 }
 
-/** The signaling URL to use: the option, else the URI's. */
-export function signalFor(options: ResolvedPeerOptions, content: ContentInfo): string {
-  const url = options.signal ?? content.signal;
-  if (url === undefined) {
+/** The signaling URLs to use: the option's, else the URI's. */
+export function signalFor(options: ResolvedPeerOptions, content: ContentInfo): readonly string[] {
+  if (options.signal !== undefined) return options.signal;
+  if (content.signal === undefined) {
     throw new PpsppError('bad-option', 'no signaling server: the URI has no signal= parameter and no signal option was given');
   }
-  return checkSignalUrl(url, 'the signaling URL');
+  return [checkSignalUrl(content.signal, 'the signaling URL')];
 }
 
 export class Peer extends Emitter<PeerEvents> {
@@ -154,8 +157,11 @@ export class Peer extends Emitter<PeerEvents> {
     swarm.on('error', (err) => this.emit('error', err));
   }
 
-  /** The swarm of `content` (the one already joined, or a new one that is joining now). */
-  private join(engine: WasmPeer, content: ContentInfo, seeding: boolean): Joined {
+  /**
+   * The swarm of `content` (the one already joined, or a new one that is joining now),
+   * meeting peers at `signals` if given, else as the options and the URI say.
+   */
+  private join(engine: WasmPeer, content: ContentInfo, seeding: boolean, signals?: readonly string[]): Joined {
     const existing = this.swarms.get(content.root);
     if (existing) {
       engine.free();
@@ -166,7 +172,8 @@ export class Peer extends Emitter<PeerEvents> {
     try {
       // A fetcher uses the URI's HTTP origin, if it names one; a seeder has everything.
       const origin = seeding ? null : resolveHttpOrigin(undefined, content);
-      swarm = new Swarm(engine, content, signalWithOrigin(this.options, content, origin), this.options, seeding, origin);
+      const signal = signals ?? signalWithOrigin(this.options, content, origin);
+      swarm = new Swarm(engine, content, signal, this.options, seeding, origin);
     } catch (err) {
       engine.free();
       throw err;
@@ -359,9 +366,10 @@ export class Peer extends Emitter<PeerEvents> {
    */
   async seed(data: Uint8Array, options: SeedOptions = {}): Promise<string> {
     this.check();
-    const signal = options.signal ?? this.options.signal;
-    if (signal === undefined) throw new PpsppError('bad-option', 'seed needs a signaling server: pass { signal: "ws://…" }');
-    checkSignalUrl(signal);
+    const signals = options.signal === undefined ? this.options.signal : checkSignalUrls(options.signal);
+    if (signals === undefined) throw new PpsppError('bad-option', 'seed needs a signaling server: pass { signal: "ws://…" }');
+    // The URI names one server; the swarm meets at the first that answers.
+    const signal = signals[0] as string;
     const chunkSize = options.chunkSize ?? 8192;
     if (!Number.isInteger(chunkSize) || chunkSize < 1 || chunkSize > 65536) {
       throw new PpsppError('bad-option', `chunkSize must be a whole number of bytes from 1 to 65536, not ${chunkSize}`);
@@ -375,7 +383,7 @@ export class Peer extends Emitter<PeerEvents> {
     }
     const uri = engine.uri();
     const content = parseUriLoaded(uri);
-    await this.join(engine, content, true).started;
+    await this.join(engine, content, true, signals).started;
     return uri;
   }
 

@@ -2,6 +2,10 @@
  * The signaling client (protocol in docs/SIGNALING.md): joins the swarm's room, relays
  * WebRTC offers, answers and candidates, and reconnects with back-off when the socket
  * drops. Each (re)join gives a new peer id and a fresh sample of peers.
+ *
+ * Given several URLs (instances of one site's signaling, sharing rooms through Redis),
+ * it joins at the first that answers and, when that one drops or cannot serve
+ * (`unavailable`), moves on to the next, round and round.
  */
 import { PpsppError } from './errors.js';
 
@@ -144,13 +148,18 @@ const MAX_ICE_REFRESH_MS = 24 * 3600_000;
 /**
  * Whether a server error is routine rather than worth reporting: relaying to a peer that
  * just left (`unknown-peer`), or to one whose queue is full (`peer-busy`: it reads slowly;
- * that connection attempt times out and another peer is tried).
+ * that connection attempt times out and another peer is tried), or a server that cannot
+ * serve now (`unavailable`: its room store is down; the close follows, and the next URL is
+ * tried).
  */
 export function isRoutineError(code: string): boolean {
-  return code === 'unknown-peer' || code === 'peer-busy';
+  return code === 'unknown-peer' || code === 'peer-busy' || code === 'unavailable';
 }
 
 export class SignalingClient {
+  private readonly urls: readonly string[];
+  /** Which of {@link urls} the socket is (or was last) connected to. */
+  private index = 0;
   private socket: WebSocket | null = null;
   private closed = false;
   private attempt = 0;
@@ -165,10 +174,18 @@ export class SignalingClient {
   private iceSupported = true;
 
   constructor(
-    readonly url: string,
+    urls: string | readonly string[],
     readonly swarm: string,
     private readonly handlers: SignalingHandlers,
-  ) {}
+  ) {
+    this.urls = typeof urls === 'string' ? [urls] : [...urls];
+    if (this.urls.length === 0) throw new PpsppError('bad-option', 'no signaling server given');
+  }
+
+  /** The URL in use (or tried last). */
+  get url(): string {
+    return this.urls[this.index] as string;
+  }
 
   /** Our peer id in the room, once welcomed. */
   get peerId(): string | null {
@@ -188,21 +205,41 @@ export class SignalingClient {
 
   /**
    * Connects and joins. Resolves on the first `welcome`; rejects with
-   * `signaling-unreachable` if the first connection fails (later drops reconnect).
+   * `signaling-unreachable` if no URL could be joined, each tried once (later drops
+   * reconnect).
    */
   start(): Promise<void> {
-    return new Promise((resolve, reject) => this.open(resolve, reject));
+    return new Promise((resolve, reject) => this.open(resolve, reject, this.urls.length));
   }
 
-  private open(resolve?: () => void, reject?: (err: PpsppError) => void): void {
+  /** Moves on to the next URL. */
+  private advance(): void {
+    this.index = (this.index + 1) % this.urls.length;
+  }
+
+  /**
+   * Opens a socket to the current URL. While starting (`reject` set), a failure moves on
+   * to the next URL until `tries` have failed, then rejects.
+   */
+  private open(resolve?: () => void, reject?: (err: PpsppError) => void, tries = 1): void {
     if (this.closed) return;
+    const failed = (why: string): boolean => {
+      if (!reject) return false;
+      if (tries > 1) {
+        this.advance();
+        this.open(resolve, reject, tries - 1);
+      } else {
+        const which =
+          this.urls.length === 1 ? `the signaling server at ${this.url}` : `any of the signaling servers (${this.urls.join(', ')}; last ${this.url})`;
+        reject(new PpsppError('signaling-unreachable', `cannot reach ${which}: ${why}`));
+      }
+      return true;
+    };
     let socket: WebSocket;
     try {
       socket = new WebSocket(this.url);
     } catch (err) {
-      const e = new PpsppError('signaling-unreachable', `cannot open signaling socket ${this.url}: ${String(err)}`);
-      if (reject) reject(e);
-      else this.scheduleReconnect();
+      if (!failed(`cannot open a socket: ${String(err)}`)) this.scheduleReconnect();
       return;
     }
     this.socket = socket;
@@ -270,15 +307,7 @@ export class SignalingClient {
       this.peerIdValue = null;
       this.iceAnswerDue = false;
       this.clearIceTimer();
-      if (reject) {
-        reject(
-          new PpsppError(
-            'signaling-unreachable',
-            `cannot reach the signaling server at ${this.url} (close code ${ev.code}${ev.reason ? `: ${ev.reason}` : ''})`,
-          ),
-        );
-        return;
-      }
+      if (failed(`close code ${ev.code}${ev.reason ? `: ${ev.reason}` : ''}`)) return;
       if (this.closed) return;
       this.handlers.disconnected(welcomed ? `socket closed (${ev.code})` : `could not rejoin (${ev.code})`);
       this.scheduleReconnect();
@@ -290,8 +319,11 @@ export class SignalingClient {
 
   private scheduleReconnect(): void {
     if (this.closed || this.retryTimer) return;
-    const delay = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** this.attempt) * (0.75 + Math.random() * 0.5);
+    // The back-off grows with each round through the URLs; each attempt takes the next.
+    const round = Math.floor(this.attempt / this.urls.length);
+    const delay = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** round) * (0.75 + Math.random() * 0.5);
     this.attempt += 1;
+    this.advance();
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null;
       this.open();

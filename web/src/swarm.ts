@@ -131,7 +131,7 @@ export class Swarm extends Emitter<SwarmEvents> {
   constructor(
     private readonly engine: WasmPeer,
     content: ContentInfo,
-    signalUrl: string | null,
+    signalUrls: string | readonly string[] | null,
     options: ResolvedPeerOptions,
     private readonly seeding: boolean,
     origin: HttpOriginSettings | null = null,
@@ -155,8 +155,8 @@ export class Swarm extends Emitter<SwarmEvents> {
         }
       },
     });
-    this.origin = origin && new HttpOrigin(engine, origin, () => this.driver.kick(), signalUrl === null);
-    this.signaling = signalUrl === null ? null : new SignalingClient(signalUrl, content.root, {
+    this.origin = origin && new HttpOrigin(engine, origin, () => this.driver.kick(), signalUrls === null);
+    this.signaling = signalUrls === null ? null : new SignalingClient(signalUrls, content.root, {
       welcome: (_id, peers) => {
         for (const remote of peers) this.connections.offer(remote);
       },

@@ -31,7 +31,9 @@ describe('peer options', () => {
 
   it('keeps valid values', () => {
     const o = resolvePeerOptions({ signal: 'wss://example.org/ws', maxConnections: 20, uploadLimit: 1e6, priority: 1, iceServers: [{ urls: 'stun:stun.example.org' }] });
-    expect(o.signal).toBe('wss://example.org/ws');
+    expect(o.signal).toStrictEqual(['wss://example.org/ws']);
+    const several = ['wss://a.example.org/ws', 'wss://b.example.org/ws'];
+    expect(resolvePeerOptions({ signal: several }).signal).toStrictEqual(several);
     expect(o.maxConnections).toBe(20);
     expect(o.uploadLimit).toBe(1e6);
     expect(o.priority).toBe(1);
@@ -46,6 +48,9 @@ describe('peer options', () => {
     expect(badOption(() => resolvePeerOptions({ priority: 17 }))).toMatch(/priority.*at most 16/);
     expect(badOption(() => resolvePeerOptions({ signal: 'http://example.org' }))).toMatch(/ws:\/\/ or wss:\/\//);
     expect(badOption(() => resolvePeerOptions({ signal: 'not a url' }))).toMatch(/signal/);
+    expect(badOption(() => resolvePeerOptions({ signal: [] }))).toMatch(/list of 1 to 16/);
+    expect(badOption(() => resolvePeerOptions({ signal: ['wss://a.example.org/ws', 'ftp://b'] }))).toMatch(/ws:\/\/ or wss:\/\//);
+    expect(badOption(() => resolvePeerOptions({ signal: [7] as unknown as string[] }))).toMatch(/as strings/);
     expect(badOption(() => resolvePeerOptions({ connectTimeoutMs: 5 }))).toMatch(/connectTimeoutMs/);
     expect(badOption(() => resolvePeerOptions({ preferPeers: 'yes' } as never))).toMatch(/preferPeers.*true or false/);
     // A typo must not be silently ignored.

@@ -109,7 +109,7 @@ describe('server → client fixtures', () => {
       .filter((f) => f.json.type === 'error' && isRoutineError(String(f.json.code)))
       .map((f) => f.json.code)
       .sort();
-    expect(routine).toEqual(['peer-busy', 'unknown-peer']);
+    expect(routine).toEqual(['peer-busy', 'unavailable', 'unknown-peer']);
   });
 
   it('has welcomes with and without iceServers', () => {

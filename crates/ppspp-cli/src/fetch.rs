@@ -7,7 +7,7 @@ use crate::file_store::FileStore;
 use crate::http_origin::{HttpOrigin, REQUEST_TIMEOUT};
 use crate::net::{self, Flow, Links, Peer};
 use crate::rtc::RtcTransport;
-use crate::signal::SignalClient;
+use crate::signal::join_any;
 use crate::stats::StatsPrinter;
 use crate::udp::{self, Clock};
 use clap::Args;
@@ -33,9 +33,10 @@ pub struct FetchArgs {
     #[arg(long = "udp")]
     udp: Vec<String>,
     /// A signaling server (ws://HOST:PORT) to find WebRTC peers through, instead of the
-    /// URI's.
-    #[arg(long = "signal")]
-    signal: Option<String>,
+    /// URI's. Several (repeat, or comma-separated): instances of one site's signaling; the
+    /// first that answers is used, the next ones when it drops.
+    #[arg(long = "signal", value_name = "URL", value_delimiter = ',')]
+    signal: Vec<String>,
     /// With a bare root hash: the swarm's chunk size in bytes (default: try the powers of
     /// two from 1 KiB to 32 KiB).
     #[arg(long = "chunk-size", value_parser = crate::root::parse_chunk_size)]
@@ -124,21 +125,23 @@ pub fn resolve_peers<'a>(
         .collect()
 }
 
-/// Joins `room` on the signaling server at `url` and readies a WebRTC transport on the IP
-/// of `bind` (default loopback).
+/// Joins `room` at the first of the signaling servers `urls` that answers (the others
+/// take over when it drops) and readies a WebRTC transport on the IP of `bind` (default
+/// loopback).
 pub async fn join_rtc(
-    url: &str,
+    urls: &[String],
     room: &str,
     bind: Option<SocketAddr>,
     ice: &crate::ice_args::IceArgs,
 ) -> Result<RtcTransport, String> {
-    let client = SignalClient::join(url, room).await?;
+    let (client, joined) = join_any(urls, 0, room).await?;
     let servers = ice.servers(client.ice_servers())?;
     let ip = match bind {
         Some(b) if !b.ip().is_unspecified() => b.ip(),
         _ => [127, 0, 0, 1].into(),
     };
-    let mut t = RtcTransport::bind(SocketAddr::new(ip, 0), client)?;
+    let mut t = RtcTransport::bind(SocketAddr::new(ip, 0), client, room)?;
+    t.fail_over_to(urls.to_vec(), joined);
     t.relay_only = ice.relay_only;
     t.stack = ice.webrtc_stack;
     t.gather_and_report(&servers).await;
@@ -160,7 +163,7 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
             uri: &args.uri,
             output: &args.output,
             udp: &args.udp,
-            signal: args.signal.as_deref(),
+            signal: &args.signal,
             bind: args.bind,
             stats_json: args.stats_json,
             give_up_after: args.give_up_after,
@@ -184,16 +187,19 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
         }
         Target::Root(root) => (*root, Vec::new(), None, None),
     };
-    let signal = args.signal.clone().or(uri_signal);
+    let signal: Vec<String> = match args.signal.is_empty() {
+        true => uri_signal.into_iter().collect(),
+        false => args.signal.clone(),
+    };
     let peers = resolve_peers(uri_udp.iter().chain(&args.udp))?;
-    if peers.is_empty() && signal.is_none() && origin_urls.is_none() {
+    if peers.is_empty() && signal.is_empty() && origin_urls.is_none() {
         return Err(match target {
             Target::Uri(_) => "no peer to fetch from: the URI names no udp= peer and no signal= server; add --udp HOST:PORT or --signal ws://HOST:PORT",
             Target::Root(_) => "no peer to fetch from: with a bare root hash, name a peer with --udp HOST:PORT or a signaling server with --signal ws://HOST:PORT",
         }
         .into());
     }
-    let http_only = peers.is_empty() && signal.is_none();
+    let http_only = peers.is_empty() && signal.is_empty();
     // Checked before any network work, so a typo costs nothing.
     let plan = match &target {
         Target::Uri(uri) => Plan::Known(uri.content()),
@@ -209,9 +215,9 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     // Join the swarm's room before creating any file, so an unreachable server leaves none.
-    let mut rtc = match &signal {
-        Some(url) => Some(runtime.block_on(join_rtc(url, &root.to_hex(), args.bind, &args.ice))?),
-        None => None,
+    let mut rtc = match signal.is_empty() {
+        false => Some(runtime.block_on(join_rtc(&signal, &root.to_hex(), args.bind, &args.ice))?),
+        true => None,
     };
     let rtc_peers: Vec<String> = rtc
         .as_ref()
@@ -220,7 +226,7 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
     if peers.is_empty() && rtc_peers.is_empty() && origin_urls.is_none() {
         return Err(format!(
             "no peer to fetch from: nobody else is in the swarm's room at {}",
-            signal.as_deref().unwrap_or("?")
+            rtc.as_ref().map_or("?", |r| r.signal_url())
         ));
     }
     let bind = args.bind.unwrap_or_else(|| default_bind(&peers));

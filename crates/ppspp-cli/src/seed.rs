@@ -4,7 +4,7 @@ use crate::file_store::FileStore;
 use crate::net::{self, Links};
 use crate::root::{DEFAULT_CHUNK_SIZE, hash_with_progress, parse_chunk_size};
 use crate::rtc::RtcTransport;
-use crate::signal::SignalClient;
+use crate::signal::join_any;
 use crate::stats::StatsPrinter;
 use crate::udp::{self, Clock};
 use clap::Args;
@@ -23,9 +23,10 @@ pub struct SeedArgs {
     #[arg(long)]
     udp: Option<SocketAddr>,
     /// Signaling server for WebRTC peers (ws://HOST:PORT/ws): join the swarm's room there and
-    /// answer offers.
-    #[arg(long)]
-    signal: Option<String>,
+    /// answer offers. Several (repeat, or comma-separated): instances of one site's
+    /// signaling; the first that answers is used, the next ones when it drops.
+    #[arg(long, value_name = "URL", value_delimiter = ',')]
+    signal: Vec<String>,
     /// Local address of the WebRTC socket, advertised as the host candidate (a specific IP;
     /// port 0 picks one). Default: 127.0.0.1:0, reachable from this machine only.
     #[arg(long)]
@@ -57,11 +58,12 @@ pub struct ServingOn {
     pub described: Vec<String>,
 }
 
-/// Joins the signaling server at `signal` (if any) as a seeder of `room`, its WebRTC socket
-/// on `bind` (default 127.0.0.1:0), beside the UDP `socket` (if any).
+/// Joins `room` as a seeder at the first of the signaling servers `signal` that answers
+/// (none: no WebRTC), its WebRTC socket on `bind` (default 127.0.0.1:0), beside the UDP
+/// `socket` (if any).
 pub async fn serve_on(
     socket: Option<&tokio::net::UdpSocket>,
-    signal: Option<&str>,
+    signal: &[String],
     room: &str,
     bind: Option<SocketAddr>,
     ice: &crate::ice_args::IceArgs,
@@ -78,11 +80,13 @@ pub async fn serve_on(
         on.udp = Some(local.to_string());
         on.described.push(format!("udp {local}"));
     }
-    if let Some(url) = signal {
-        let client = SignalClient::join(url, room).await?;
+    if !signal.is_empty() {
+        let (client, joined) = join_any(signal, 0, room).await?;
+        let url = client.url.clone();
         let servers = ice.servers(client.ice_servers())?;
         let bind = bind.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
-        let mut t = RtcTransport::bind(bind, client)?;
+        let mut t = RtcTransport::bind(bind, client, room)?;
+        t.fail_over_to(signal.to_vec(), joined);
         t.seeder = true;
         t.relay_only = ice.relay_only;
         t.stack = ice.webrtc_stack;
@@ -98,7 +102,7 @@ pub async fn serve_on(
 }
 
 pub fn run(args: &SeedArgs) -> Result<(), String> {
-    if args.udp.is_none() && args.signal.is_none() {
+    if args.udp.is_none() && args.signal.is_empty() {
         return Err(
             "say where to serve: --udp ADDR (e.g. --udp 127.0.0.1:7000) and/or --signal ws://HOST:PORT/ws"
                 .into(),
@@ -129,14 +133,15 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
         let mut uri = SwarmUri::new(engine.content());
         let on = serve_on(
             socket.as_ref(),
-            args.signal.as_deref(),
+            &args.signal,
             &uri.root.to_hex(),
             args.bind,
             &args.ice,
         )
         .await?;
         uri.udp.extend(on.udp);
-        uri.signal = args.signal.clone();
+        // The URI names one server; the instances share its rooms.
+        uri.signal = args.signal.first().cloned();
         let (mut rtc, serving) = (on.rtc, on.described);
         uri.name = args
             .file

@@ -24,6 +24,30 @@ pub struct SignalClient {
     pub peers: Vec<String>,
     /// The welcome's `iceServers` (empty when the server sent none).
     ice_servers: Vec<IceServer>,
+    /// The server's URL.
+    pub url: String,
+}
+
+/// Joins `swarm`'s room at the first of `urls`, starting at `first` and going round, that
+/// welcomes us (instances of one site's signaling share rooms, so any will do). Returns
+/// the client and the index of its URL, or every URL's failure.
+pub async fn join_any(
+    urls: &[String],
+    first: usize,
+    swarm: &str,
+) -> Result<(SignalClient, usize), String> {
+    let mut failures = Vec::new();
+    for k in 0..urls.len() {
+        let i = (first + k) % urls.len();
+        match SignalClient::join(&urls[i], swarm).await {
+            Ok(client) => return Ok((client, i)),
+            Err(e) => failures.push(e),
+        }
+    }
+    if failures.is_empty() {
+        return Err("no signaling server given".into());
+    }
+    Err(failures.join("; "))
 }
 
 impl SignalClient {
@@ -73,6 +97,7 @@ impl SignalClient {
                         peer_id,
                         peers,
                         ice_servers: ice_servers.unwrap_or_default(),
+                        url: url.to_owned(),
                     });
                 }
                 Ok(ServerMessage::Error { code, message, .. }) => {

@@ -27,6 +27,8 @@ export class FakeSignalServer {
   private nextPeer = 1;
   /** Every client message, in order. */
   readonly received: Received[] = [];
+  /** Answers joins with `unavailable` and closes (1013), as an instance that lost its Redis. */
+  unavailable = false;
 
   constructor() {
     serverCount += 1;
@@ -66,6 +68,11 @@ export class FakeSignalServer {
       case 'join': {
         if (client.peerId !== null) {
           this.push(client, { type: 'error', code: 'already-joined', message: 'leave first' });
+          return;
+        }
+        if (this.unavailable) {
+          this.push(client, { type: 'error', code: 'unavailable', message: 'no room store', fatal: true });
+          client.socket.serverClosed(1013);
           return;
         }
         const swarm = String(msg.swarm);

@@ -31,9 +31,11 @@ pub struct LiveArgs {
     /// Serve plain RFC 7574 over UDP on this address (e.g. 127.0.0.1:7000; port 0 picks one).
     #[arg(long)]
     udp: Option<SocketAddr>,
-    /// Signaling server for WebRTC peers (ws://HOST:PORT/ws).
-    #[arg(long)]
-    signal: Option<String>,
+    /// Signaling server for WebRTC peers (ws://HOST:PORT/ws). Several (repeat, or
+    /// comma-separated): instances of one site's signaling; the first that answers is
+    /// used, the next ones when it drops.
+    #[arg(long, value_name = "URL", value_delimiter = ',')]
+    signal: Vec<String>,
     /// Local address of the WebRTC socket (default 127.0.0.1:0, this machine only).
     #[arg(long)]
     bind: Option<SocketAddr>,
@@ -156,7 +158,7 @@ fn read_stdin(
 }
 
 pub fn run(args: &LiveArgs) -> Result<(), String> {
-    if args.udp.is_none() && args.signal.is_none() {
+    if args.udp.is_none() && args.signal.is_empty() {
         return Err(
             "say where to serve: --udp ADDR (e.g. --udp 127.0.0.1:7000) and/or --signal ws://HOST:PORT/ws"
                 .into(),
@@ -223,14 +225,14 @@ pub fn run(args: &LiveArgs) -> Result<(), String> {
         uri.init = Some(init);
         let on = crate::seed::serve_on(
             socket.as_ref(),
-            args.signal.as_deref(),
+            &args.signal,
             &info.key.signaling_room(),
             args.bind,
             &args.ice,
         )
         .await?;
         uri.udp.extend(on.udp);
-        uri.signal = args.signal.clone();
+        uri.signal = args.signal.first().cloned();
         let (mut rtc, serving) = (on.rtc, on.described);
         println!("{uri}");
         let _ = std::io::stdout().flush();

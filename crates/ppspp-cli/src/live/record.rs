@@ -21,7 +21,7 @@ pub struct LiveFetch<'a> {
     pub uri: &'a str,
     pub output: &'a Path,
     pub udp: &'a [String],
-    pub signal: Option<&'a str>,
+    pub signal: &'a [String],
     pub bind: Option<SocketAddr>,
     pub stats_json: bool,
     pub give_up_after: u64,
@@ -90,9 +90,12 @@ pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
         "the live URI has no init= (the stream's initialisation segment, which `ppspp live` puts there)",
     )?;
     let container = container_of(&init).ok_or("the live URI's init= is neither WebM nor MP4")?;
-    let signal = req.signal.map(str::to_owned).or(uri.signal.clone());
+    let signal: Vec<String> = match req.signal.is_empty() {
+        true => uri.signal.clone().into_iter().collect(),
+        false => req.signal.to_vec(),
+    };
     let peers = resolve_peers(uri.udp.iter().chain(req.udp))?;
-    if peers.is_empty() && signal.is_none() {
+    if peers.is_empty() && signal.is_empty() {
         return Err("no peer to record from: the URI names no udp= peer and no signal= server; add --udp HOST:PORT or --signal ws://HOST:PORT".into());
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -100,9 +103,9 @@ pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     let room = uri.info.key.signaling_room();
-    let mut rtc = match &signal {
-        Some(url) => Some(runtime.block_on(join_rtc(url, &room, req.bind, req.ice))?),
-        None => None,
+    let mut rtc = match signal.is_empty() {
+        false => Some(runtime.block_on(join_rtc(&signal, &room, req.bind, req.ice))?),
+        true => None,
     };
     let rtc_peers: Vec<String> = rtc
         .as_ref()
@@ -111,7 +114,7 @@ pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
     if peers.is_empty() && rtc_peers.is_empty() {
         return Err(format!(
             "no peer to record from: nobody else is in the stream's room at {}",
-            signal.as_deref().unwrap_or("?")
+            rtc.as_ref().map_or("?", |r| r.signal_url())
         ));
     }
     let file = std::fs::File::create(req.output)

@@ -33,6 +33,10 @@ pub const MAX_QUEUED: usize = 1024 * 1024;
 const OPEN_TIMEOUT: Duration = Duration::from_secs(20);
 /// Datagrams up to this size are accepted.
 const RECV_BUFFER: usize = 65_536;
+/// After joining again, offers go to at most this many of the new sample's peers.
+const REJOIN_OFFERS: usize = 8;
+/// Longest wait between attempts to join again.
+const MAX_REJOIN_BACKOFF: Duration = Duration::from_secs(30);
 
 /// What happened to a peer connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +66,20 @@ struct Conn {
 pub enum Incoming {
     Datagram(usize, SocketAddr),
     Signal(Option<ServerMessage>),
+    /// An attempt to join again (after the signaling connection dropped) ended.
+    Rejoined(Box<Result<(SignalClient, usize), String>>),
+}
+
+/// Where to join again when the signaling connection drops.
+struct Failover {
+    /// The signaling URLs (instances of one site's signaling), and which is in use.
+    urls: Vec<String>,
+    index: usize,
+    room: String,
+    /// Failed attempts since the last welcome.
+    attempts: u32,
+    /// The attempt under way (it waits out its back-off first).
+    task: Option<tokio::task::JoinHandle<Result<(SignalClient, usize), String>>>,
 }
 
 /// Every WebRTC peer connection of this process.
@@ -69,6 +87,7 @@ pub struct RtcTransport {
     socket: UdpSocket,
     local: SocketAddr,
     signal: Option<SignalClient>,
+    failover: Failover,
     conns: BTreeMap<u64, Conn>,
     by_remote: HashMap<String, u64>,
     next_id: u64,
@@ -100,8 +119,13 @@ pub struct RtcTransport {
 
 impl RtcTransport {
     /// Binds the UDP socket for every peer connection. `bind` must name a specific IP: it is
-    /// advertised as the host candidate.
-    pub fn bind(bind: SocketAddr, signal: SignalClient) -> Result<RtcTransport, String> {
+    /// advertised as the host candidate. When the signaling connection drops, it joins
+    /// `room` again at the same server (see [`fail_over_to`](Self::fail_over_to)).
+    pub fn bind(
+        bind: SocketAddr,
+        signal: SignalClient,
+        room: &str,
+    ) -> Result<RtcTransport, String> {
         if bind.ip().is_unspecified() {
             return Err(format!(
                 "WebRTC needs a specific local IP to advertise, not {bind}; pass --bind IP:PORT"
@@ -115,6 +139,13 @@ impl RtcTransport {
         Ok(RtcTransport {
             socket,
             local,
+            failover: Failover {
+                urls: vec![signal.url.clone()],
+                index: 0,
+                room: room.to_owned(),
+                attempts: 0,
+                task: None,
+            },
             signal: Some(signal),
             conns: BTreeMap::new(),
             by_remote: HashMap::new(),
@@ -136,9 +167,40 @@ impl RtcTransport {
         })
     }
 
+    /// Joins again at these URLs, going round from the one after `joined` (the index of
+    /// the URL joined now), when the signaling connection drops.
+    pub fn fail_over_to(&mut self, urls: Vec<String>, joined: usize) {
+        if !urls.is_empty() {
+            self.failover.index = joined % urls.len();
+            self.failover.urls = urls;
+        }
+    }
+
+    /// Starts an attempt to join again, at the next URL, after a back-off that grows with
+    /// each round through the URLs.
+    fn start_rejoin(&mut self) {
+        let f = &mut self.failover;
+        let round = f.attempts / u32::try_from(f.urls.len()).unwrap_or(1).max(1);
+        f.attempts = f.attempts.saturating_add(1);
+        let jitter = 0.75 + rand::random::<f64>() * 0.5;
+        let delay = Duration::from_secs(1u64 << round.min(5))
+            .min(MAX_REJOIN_BACKOFF)
+            .mul_f64(jitter);
+        let (urls, first, room) = (f.urls.clone(), (f.index + 1) % f.urls.len(), f.room.clone());
+        f.task = Some(tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            crate::signal::join_any(&urls, first, &room).await
+        }));
+    }
+
     /// The address of the shared UDP socket.
     pub fn local_addr(&self) -> SocketAddr {
         self.local
+    }
+
+    /// The signaling server in use (or used last).
+    pub fn signal_url(&self) -> &str {
+        &self.failover.urls[self.failover.index]
     }
 
     /// Our peer id at the signaling server.
@@ -347,6 +409,9 @@ impl RtcTransport {
             self.close(id);
         }
         self.flush().await;
+        if let Some(task) = self.failover.task.take() {
+            task.abort();
+        }
         if let Some(s) = self.signal.take() {
             s.close().await;
         }
@@ -435,6 +500,13 @@ impl RtcTransport {
                 None => std::future::pending().await,
             }
         };
+        let rejoin = self.failover.task.as_mut();
+        let rejoined = async move {
+            match rejoin {
+                Some(task) => task.await.unwrap_or_else(|e| Err(e.to_string())),
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             r = socket.recv_from(buf) => match r {
                 Ok((n, from)) => Incoming::Datagram(n, from),
@@ -442,6 +514,7 @@ impl RtcTransport {
                 Err(_) => Incoming::Datagram(0, self.local),
             },
             m = sig => Incoming::Signal(m),
+            r = rejoined => Incoming::Rejoined(Box::new(r)),
         }
     }
 
@@ -463,9 +536,40 @@ impl RtcTransport {
             Incoming::Signal(Some(msg)) => self.handle_signal(msg),
             Incoming::Signal(None) => {
                 // The signaling server went away: open connections go on, pending ones
-                // cannot complete.
-                eprintln!("signaling server closed the connection");
-                self.signal = None;
+                // cannot complete. New peers meet us once we have joined again.
+                let url = self.signal.take().map(|s| s.url).unwrap_or_default();
+                eprintln!("signaling server {url} closed the connection; joining again");
+                self.start_rejoin();
+            }
+            Incoming::Rejoined(result) => {
+                self.failover.task = None;
+                match *result {
+                    Ok((client, index)) => {
+                        eprintln!(
+                            "signaling: joined again at {} as peer {}",
+                            client.url, client.peer_id
+                        );
+                        self.failover.index = index;
+                        self.failover.attempts = 0;
+                        let peers: Vec<String> = client
+                            .peers
+                            .iter()
+                            .filter(|p| !self.by_remote.contains_key(*p))
+                            .take(REJOIN_OFFERS)
+                            .cloned()
+                            .collect();
+                        self.signal = Some(client);
+                        for p in peers {
+                            if let Err(e) = self.offer(&p) {
+                                eprintln!("webrtc: cannot offer to {p}: {e}");
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        eprintln!("signaling: cannot join again: {e}");
+                        self.start_rejoin();
+                    }
+                }
             }
         }
     }
@@ -662,10 +766,18 @@ mod tests {
         .unwrap();
         let url = server.url();
         let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
-        let mut a =
-            RtcTransport::bind(loopback, SignalClient::join(&url, SWARM).await.unwrap()).unwrap();
-        let mut b =
-            RtcTransport::bind(loopback, SignalClient::join(&url, SWARM).await.unwrap()).unwrap();
+        let mut a = RtcTransport::bind(
+            loopback,
+            SignalClient::join(&url, SWARM).await.unwrap(),
+            SWARM,
+        )
+        .unwrap();
+        let mut b = RtcTransport::bind(
+            loopback,
+            SignalClient::join(&url, SWARM).await.unwrap(),
+            SWARM,
+        )
+        .unwrap();
         a.stack = stacks[0];
         b.stack = stacks[1];
         (server, a, b)
