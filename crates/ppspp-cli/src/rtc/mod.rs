@@ -16,7 +16,7 @@ use crate::gather::{Gatherer, Learnt};
 use crate::signal::SignalClient;
 pub use peer_conn::Stack;
 use peer_conn::{CandidateKind, LocalCandidate, Output, PeerConn};
-use ppspp_signal_protocol::{IceServer, ServerMessage};
+use ppspp_signal_protocol::{ErrorCode, IceServer, ServerMessage};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::ErrorKind;
@@ -625,9 +625,23 @@ impl RtcTransport {
                     self.close(id);
                 }
             }
-            ServerMessage::Error { code, message, .. } => {
-                eprintln!("signaling: {code}: {message}");
-            }
+            ServerMessage::Error {
+                code, message, to, ..
+            } => match code {
+                // The peer is gone (or never was: a sample may still list the peers of a
+                // signaling instance that died): give up the attempt now, not at its
+                // timeout. Routine, so not reported.
+                ErrorCode::UnknownPeer => {
+                    if let Some(&id) = to.as_ref().and_then(|p| self.by_remote.get(p))
+                        && self.conns.get(&id).is_some_and(|c| !c.open)
+                    {
+                        self.close(id);
+                    }
+                }
+                // Its queue is full: the attempt times out, or its answer comes late.
+                ErrorCode::PeerBusy => {}
+                _ => eprintln!("signaling: {code}: {message}"),
+            },
             // Only ever the reply to our `join`, which `SignalClient::join` consumed.
             ServerMessage::Welcome { .. } => {}
             // Only ever the reply to an `ice`, which this client does not send.
@@ -963,9 +977,10 @@ mod tests {
     async fn never_opens(stack: Stack) {
         let (server, mut a, mut b) = two_transports([stack; 2]).await;
         b.open_timeout = Duration::from_millis(300);
-        // Nobody has this id: the offer is not delivered (the server says unknown-peer).
+        // A peer of the room that never answers.
+        let silent = SignalClient::join(&server.url(), SWARM).await.unwrap();
         let started = Instant::now();
-        let id = b.offer("0123456789abcdef0123456789abcdef").unwrap();
+        let id = b.offer(&silent.peer_id).unwrap();
         let mut seen = Vec::new();
         pump(&mut a, &mut b, &mut seen, |s| {
             s.iter()
@@ -981,6 +996,30 @@ mod tests {
         )));
         assert!(started.elapsed() >= Duration::from_millis(300));
         assert!(!seen.iter().any(|(_, e)| matches!(e, RtcEvent::Open { .. })));
+        drop(silent);
+        server.shutdown().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_offer_to_a_peer_the_server_does_not_know_is_given_up_at_once() {
+        let (server, mut a, mut b) = two_transports([Stack::Str0m; 2]).await;
+        // The server answers unknown-peer: no need to wait out the open timeout.
+        let started = Instant::now();
+        let id = b.offer("0123456789abcdef0123456789abcdef").unwrap();
+        let mut seen = Vec::new();
+        pump(&mut a, &mut b, &mut seen, |s| {
+            s.iter()
+                .any(|(n, e)| *n == 'b' && matches!(e, RtcEvent::Closed { .. }))
+        })
+        .await;
+        assert!(seen.contains(&(
+            'b',
+            RtcEvent::Closed {
+                id,
+                was_open: false
+            }
+        )));
+        assert!(started.elapsed() < b.open_timeout / 2);
         server.shutdown().await.unwrap();
     }
 }
