@@ -8,7 +8,7 @@
 // plus `machine` (CPU, cores, memory, kernel, rustc). Figures measured several times are
 // {min, median, max, runs: [...]}. Units: MB/s = 10^6 bytes/s, Mbit/s = 10^6 bits/s.
 //
-// Usage: node scripts/bench-native.mjs [--smoke] [--out FILE] [--only udp,binmap,verify,sim]
+// Usage: node scripts/bench-native.mjs [--smoke] [--out FILE] [--only udp,binmap,verify,sim,signal]
 //   --smoke  a few seconds of tiny sizes, 1 run each: numbers, not meaningful ones
 //   --out    default target/bench/native.json (--smoke: target/bench/native-smoke.json)
 //   --only   run only these parts (the others are left out of the file)
@@ -21,11 +21,11 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const PARTS = ['udp', 'binmap', 'verify', 'sim'];
+const PARTS = ['udp', 'binmap', 'verify', 'sim', 'signal'];
 
 function usage(msg) {
   if (msg) console.error(`bench-native: ${msg}`);
-  console.error('usage: node scripts/bench-native.mjs [--smoke] [--out FILE] [--only udp,binmap,verify,sim]');
+  console.error('usage: node scripts/bench-native.mjs [--smoke] [--out FILE] [--only udp,binmap,verify,sim,signal]');
   process.exit(2);
 }
 
@@ -329,6 +329,54 @@ async function sim(target) {
   return result;
 }
 
+// 5. Signaling scale (signaling/examples/signal-load.rs): WebSocket clients joining rooms of
+// one in-memory instance, and of two instances sharing a Redis; join and relay latency,
+// server memory per client, server (and Redis) CPU per 1,000 relayed signals. Smoke: the
+// test build's binaries, a few hundred clients.
+async function signal(target) {
+  const profile = smoke ? 'debug' : 'release';
+  if (smoke) {
+    log(`signal: cargo build ${TEST_BUILD.join(' ')} --example signal-load --bin ppspp-signal`);
+    await run('cargo', ['build', ...TEST_BUILD, '--example', 'signal-load', '--bin', 'ppspp-signal'], { timeoutS: 3600 });
+  } else {
+    log('signal: cargo build --release --locked -p ppspp-signal --example signal-load --bin ppspp-signal');
+    await run('cargo', ['build', '--release', '--locked', '-p', 'ppspp-signal', '--example', 'signal-load', '--bin', 'ppspp-signal'], { timeoutS: 3600 });
+  }
+  const load = join(target, profile, 'examples', 'signal-load');
+  const server = join(target, profile, 'ppspp-signal');
+  const size = smoke ? ['--clients', '200', '--rooms', '4', '--signals', '2'] : ['--clients', '10000', '--rooms', '100', '--signals', '5', '--rate', '5000'];
+  const modes = { memory: ['--instances', '1'], redis: ['--instances', '2', '--redis'] };
+  const runs = smoke ? 1 : 3;
+  const result = { clients: Number(size[1]), rooms: Number(size[3]), signals_per_client: Number(size[5]) };
+  for (const [mode, flags] of Object.entries(modes)) {
+    const samples = [];
+    for (let i = 0; i < runs; i++) {
+      log(`  signal-load ${[...size, ...flags].join(' ')} (run ${i + 1})`);
+      const { stdout } = await run(load, [...size, ...flags, '--server', server], { timeoutS: 600 });
+      const s = JSON.parse(stdout.trim().split('\n').pop());
+      if (s.joined !== s.clients || s.signals_delivered !== s.signals_sent) {
+        throw new Error(`signal-load ${mode}: ${s.joined}/${s.clients} joined, ${s.signals_delivered}/${s.signals_sent} signals delivered`);
+      }
+      samples.push(s);
+    }
+    const pick = (f) => stats(samples.map(f));
+    result[mode] = {
+      instances: samples[0].instances,
+      join_ms_p50: pick((s) => s.join_ms.p50),
+      join_ms_p99: pick((s) => s.join_ms.p99),
+      join_wall_s: pick((s) => s.join_wall_s),
+      relay_ms_p50: pick((s) => s.relay_ms.p50),
+      relay_ms_p99: pick((s) => s.relay_ms.p99),
+      signal_rate: samples[0].signal_rate,
+      server_rss_bytes_per_client: pick((s) => s.server_rss_bytes_per_client),
+      redis_rss_bytes_per_client: pick((s) => s.redis_rss_bytes_per_client),
+      cpu_s_per_1000_signals: pick((s) => s.cpu_s_per_1000_signals),
+    };
+    log(`  ${mode}: join p50 ${result[mode].join_ms_p50.median} ms, relay p50 ${result[mode].relay_ms_p50.median} ms, ${result[mode].server_rss_bytes_per_client.median} B/client, ${result[mode].cpu_s_per_1000_signals.median} CPU s per 1,000 signals`);
+  }
+  return result;
+}
+
 const started = new Date();
 const result = {
   schema: 1,
@@ -346,8 +394,8 @@ try {
   log(`cargo metadata failed (${e.message}); assuming ${target}`);
 }
 const durations = {};
-const steps = { udp: () => udp(), binmap: () => binmap(target), verify: () => verify(), sim: () => sim(target) };
-const keys = { udp: 'udp', binmap: 'binmap', verify: 'verify_native', sim: 'sim' };
+const steps = { udp: () => udp(), binmap: () => binmap(target), verify: () => verify(), sim: () => sim(target), signal: () => signal(target) };
+const keys = { udp: 'udp', binmap: 'binmap', verify: 'verify_native', sim: 'sim', signal: 'signal' };
 for (const part of PARTS) {
   if (!only.includes(part)) continue;
   const t = Date.now();

@@ -68,8 +68,21 @@ const summary = {
   wan_offload_ratio: med(wan.offload),
   wan_seeder_upload_ratio: med(wan.seeder_upload_ratio),
   ...stackFigures,
+  ...Object.fromEntries(
+    ['memory', 'redis'].flatMap((mode) => {
+      const s = native.signal?.[mode];
+      return [
+        [`signal_${mode}_join_ms_p50`, med(s?.join_ms_p50)],
+        [`signal_${mode}_join_ms_p99`, med(s?.join_ms_p99)],
+        [`signal_${mode}_relay_ms_p50`, med(s?.relay_ms_p50)],
+        [`signal_${mode}_relay_ms_p99`, med(s?.relay_ms_p99)],
+        [`signal_${mode}_rss_bytes_per_client`, med(s?.server_rss_bytes_per_client)],
+        [`signal_${mode}_cpu_s_per_1000_signals`, med(s?.cpu_s_per_1000_signals)],
+      ];
+    }),
+  ),
 };
-const missing = Object.entries(summary).filter(([k, v]) => k.match(/ratio|mbps|ms|_s$|_per_mb$/) && !Number.isFinite(v));
+const missing = Object.entries(summary).filter(([k, v]) => k.match(/ratio|mbps|ms|_s$|_per_mb$|^signal_/) && !Number.isFinite(v));
 writeFileSync(join(bench, smoke ? 'summary-smoke.json' : 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
 if (missing.length) {
   console.error(`bench-report: no figure for ${missing.map(([k]) => k).join(', ')}`);
@@ -137,6 +150,15 @@ for (const [a, b] of pairs) lines.push(`| ${a.replace('/binmap', '').replace('bi
 if (native.binmap?.memory) {
   lines.push('', 'Memory (bytes):', '', '| map | binmap | bitmap |', '|---|---|---|');
   for (const [k, v] of Object.entries(native.binmap.memory)) lines.push(`| ${k} | ${v.binmap ?? v.binmap_bytes ?? '–'} | ${v.bitmap ?? v.bitmap_bytes ?? '–'} |`);
+}
+const sg = native.signal ?? {};
+lines.push('', `### 9. Signaling: ${sg.clients} WebSocket clients in ${sg.rooms} rooms`, '');
+lines.push(`\`signaling/examples/signal-load.rs\`: the clients join (200 at a time), then each sends ${sg.signals_per_client} signals to peers of its welcome sample, ${sg.memory?.signal_rate ?? '?'} a second in all. Memory: the servers' resident memory after the joins, less before, per client; CPU: the servers' (and Redis's) user + system time per 1,000 signals relayed. All on this machine's loopback, the load generator included.`, '');
+lines.push('| rooms in | instances | join → welcome p50 / p99 | signal relay p50 / p99 | server memory per client | Redis memory per client | CPU s per 1,000 signals |', '|---|---|---|---|---|---|---|');
+for (const mode of ['memory', 'redis']) {
+  const s = sg[mode];
+  if (!s) continue;
+  lines.push(`| ${mode} | ${s.instances} | ${mmm(s.join_ms_p50, 1)} / ${mmm(s.join_ms_p99, 1)} ms | ${mmm(s.relay_ms_p50, 2)} / ${mmm(s.relay_ms_p99, 2)} ms | ${f(med(s.server_rss_bytes_per_client) / 1024, 1)} KiB | ${f(med(s.redis_rss_bytes_per_client) / 1024, 2)} KiB | ${mmm(s.cpu_s_per_1000_signals, 3)} |`);
 }
 lines.push('', '### 8. Simulated LEDBAT (deterministic, `ppspp-sim`)', '');
 lines.push('```json', JSON.stringify({ link: native.sim?.link, delay: native.sim?.delay, loss: native.sim?.loss }, null, 1).slice(0, 3000), '```', '');
