@@ -239,6 +239,19 @@ async function binmap(target) {
   };
 }
 
+// The smoke run takes its binaries from the test build `make test` made just before
+// (`cargo test --no-run` with the same flags is then a no-op): it builds examples and the
+// binaries integration tests run. `cargo build` with the same flags would build much of the
+// tree again, its features unified without the dev-dependencies.
+let testBuilt = null;
+function testBuild() {
+  if (!testBuilt) {
+    log(`cargo test ${TEST_BUILD.join(' ')} --no-run`);
+    testBuilt = run('cargo', ['test', ...TEST_BUILD, '--no-run'], { timeoutS: 3600, quiet: true });
+  }
+  return testBuilt;
+}
+
 // 3. Merkle verification, native (the browser times the same VerifyBench in Wasm): as
 // built normally (RustCrypto picks SHA-NI etc. at run time where the CPU has them) and with
 // the portable software backends forced (`--cfg sha1_backend/sha2_backend="soft"`, in a
@@ -252,8 +265,8 @@ async function verifyOnce(soft) {
   // already made serves (no release build of its own).
   let stdout;
   if (smoke && !soft) {
-    log(`verify: cargo build ${TEST_BUILD.join(' ')} --example verify; verify --smoke`);
-    await run('cargo', ['build', ...TEST_BUILD, '--example', 'verify'], { timeoutS: 3600 });
+    log('verify: the test build\'s examples/verify --smoke');
+    await testBuild();
     ({ stdout } = await run(join(target, 'debug', 'examples', 'verify'), ['--smoke'], { timeoutS: 3600 }));
   } else {
     const profile = smoke ? [] : ['--release'];
@@ -275,9 +288,13 @@ async function verify() {
 // Rates here are Mbit/s, as in docs/EXPERIMENTS.md.
 async function sim(target) {
   // Smoke: the test build's simulator (its `link` run takes seconds), not a release build.
-  const build = smoke ? [...TEST_BUILD, '--bin', 'ppspp-sim'] : ['--release', '-p', 'ppspp-sim'];
-  log(`sim: cargo build ${build.join(' ')}`);
-  await run('cargo', ['build', ...build], { timeoutS: 3600 });
+  if (smoke) {
+    log('sim: the test build\'s ppspp-sim');
+    await testBuild();
+  } else {
+    log('sim: cargo build --release -p ppspp-sim');
+    await run('cargo', ['build', '--release', '-p', 'ppspp-sim'], { timeoutS: 3600 });
+  }
   const bin = join(target, smoke ? 'debug' : 'release', 'ppspp-sim');
   const result = {};
   for (const exp of smoke ? ['link'] : ['link', 'delay', 'loss']) {
@@ -336,8 +353,8 @@ async function sim(target) {
 async function signal(target) {
   const profile = smoke ? 'debug' : 'release';
   if (smoke) {
-    log(`signal: cargo build ${TEST_BUILD.join(' ')} --example signal-load --bin ppspp-signal`);
-    await run('cargo', ['build', ...TEST_BUILD, '--example', 'signal-load', '--bin', 'ppspp-signal'], { timeoutS: 3600 });
+    log('signal: the test build\'s examples/signal-load and ppspp-signal');
+    await testBuild();
   } else {
     log('signal: cargo build --release --locked -p ppspp-signal --example signal-load --bin ppspp-signal');
     await run('cargo', ['build', '--release', '--locked', '-p', 'ppspp-signal', '--example', 'signal-load', '--bin', 'ppspp-signal'], { timeoutS: 3600 });

@@ -20,7 +20,23 @@ fn wan_script() -> PathBuf {
 
 /// The link emulator, built beside this test's own binary (target/<profile>/).
 fn linkem() -> PathBuf {
-    workspace_bin("ppspp-linkem", "ppspp-linkem")
+    workspace_bin(&["build", "-p", "ppspp-linkem"], "ppspp-linkem")
+}
+
+/// The signaling server's binary as the workspace's test build makes it (its integration
+/// tests run it): with `make test`'s flags (scripts/test-rust.sh) this is already done.
+/// `cargo build -p ppspp-signal` would build its dependencies again, their features
+/// unified without the dev-dependencies, which took this test most of a minute.
+fn signal_bin() -> PathBuf {
+    let test_build = [
+        "test",
+        "--no-run",
+        "--workspace",
+        "--locked",
+        "--features",
+        "ppspp-cli/webrtc-rs",
+    ];
+    workspace_bin(&test_build, "ppspp-signal")
 }
 
 /// One emulated internet, removed when the test ends however it ends.
@@ -194,13 +210,30 @@ fn a_shaped_home_path_adds_its_delay_and_a_fetch_survives_its_loss() {
     );
 }
 
-/// A binary of this workspace, built beside this test's own (target/<profile>/).
-fn workspace_bin(package: &str, name: &str) -> PathBuf {
-    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .args(["build", "--quiet", "-p", package])
-        .status()
-        .expect("run cargo build");
-    assert!(status.success(), "building {package} failed");
+/// A binary of this workspace, built beside this test's own (target/<profile>/) by `cargo
+/// ARGS`.
+fn workspace_bin(args: &[&str], name: &str) -> PathBuf {
+    let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    // What cargo set for this test (CARGO_PKG_NAME, CARGO_MANIFEST_DIR, …) would reach build
+    // scripts' `rerun-if-env-changed` checks, and the build would redo ring, str0m and the
+    // rest here and again in the next plain `cargo test`.
+    for (key, _) in std::env::vars_os() {
+        let k = key.to_string_lossy();
+        let set_by_cargo = [
+            "CARGO_PKG_",
+            "CARGO_MANIFEST_",
+            "CARGO_CRATE_",
+            "CARGO_BIN_",
+        ]
+        .iter()
+        .any(|p| k.starts_with(p))
+            || ["CARGO_PRIMARY_PACKAGE", "CARGO_TARGET_TMPDIR", "OUT_DIR"].contains(&&*k);
+        if set_by_cargo {
+            cargo.env_remove(&key);
+        }
+    }
+    let status = cargo.args(args).arg("--quiet").status().expect("run cargo");
+    assert!(status.success(), "cargo {args:?} failed");
     let exe = std::env::current_exe().expect("test binary path");
     exe.parent()
         .and_then(Path::parent)
@@ -237,7 +270,7 @@ fn public_services(wan: &Wan, dir: &Path) -> (Running, Running, String) {
     wait_for(&coturn, "Total General servers", "coturn");
     let mut signal_cmd = wan.cmd(
         "pub",
-        &workspace_bin("ppspp-signal", "ppspp-signal"),
+        &signal_bin(),
         &[
             "--bind",
             "198.51.100.10:0",

@@ -5,16 +5,9 @@
 -- ARGV[5] sample size  ARGV[6] departure channel  ARGV[7] departure message prefix
 -- Returns {status, expired ids (removed and announced here), welcome sample};
 -- status is "ok", "full" or "taken" (the id is in use: draw another).
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local ttl = tonumber(ARGV[3])
-local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
-if #expired > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-  for _, id in ipairs(expired) do
-    redis.call('PUBLISH', ARGV[6], ARGV[7] .. id)
-  end
-end
+local expired = sweep(KEYS[1], now, ARGV[6], ARGV[7])
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then
   return {'full', expired, {}}
 end

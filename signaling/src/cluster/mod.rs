@@ -179,8 +179,14 @@ impl Cluster {
             names,
             ttl: config.peer_ttl,
             scripts: Scripts {
-                join: Script::new(include_str!("join.lua")),
-                refresh: Script::new(include_str!("refresh.lua")),
+                join: Script::new(concat!(
+                    include_str!("prelude.lua"),
+                    include_str!("join.lua")
+                )),
+                refresh: Script::new(concat!(
+                    include_str!("prelude.lua"),
+                    include_str!("refresh.lua")
+                )),
                 leave: Script::new(include_str!("leave.lua")),
                 relay: Script::new(include_str!("relay.lua")),
             },

@@ -4,19 +4,12 @@
 -- ARGV[1] ttl in ms  ARGV[2] peer key prefix  ARGV[3] the peer keys' value
 -- ARGV[4] departure channel  ARGV[5] departure message prefix  ARGV[6..] peer ids
 -- Returns the expired ids.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local ttl = tonumber(ARGV[1])
 for i = 6, #ARGV do
   redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
   redis.call('SET', ARGV[2] .. ARGV[i], ARGV[3], 'PX', ttl)
 end
-local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
-if #expired > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-  for _, id in ipairs(expired) do
-    redis.call('PUBLISH', ARGV[4], ARGV[5] .. id)
-  end
-end
+local expired = sweep(KEYS[1], now, ARGV[4], ARGV[5])
 redis.call('PEXPIRE', KEYS[1], 2 * ttl)
 return expired

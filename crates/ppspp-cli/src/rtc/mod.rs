@@ -967,6 +967,26 @@ mod tests {
         server.shutdown().await.unwrap();
     }
 
+    /// Runs both transports until `b` closes connection `id` before it opened; what was seen.
+    async fn pump_until_closed(
+        a: &mut RtcTransport,
+        b: &mut RtcTransport,
+        id: u64,
+    ) -> Vec<(char, RtcEvent)> {
+        let mut seen = Vec::new();
+        pump(a, b, &mut seen, |s| {
+            s.iter()
+                .any(|(n, e)| *n == 'b' && matches!(e, RtcEvent::Closed { .. }))
+        })
+        .await;
+        let closed = RtcEvent::Closed {
+            id,
+            was_open: false,
+        };
+        assert!(seen.contains(&('b', closed)), "{seen:?}");
+        seen
+    }
+
     #[tokio::test]
     async fn a_connection_that_never_opens_is_given_up() {
         never_opens(Stack::Str0m).await;
@@ -981,19 +1001,7 @@ mod tests {
         let silent = SignalClient::join(&server.url(), SWARM).await.unwrap();
         let started = Instant::now();
         let id = b.offer(&silent.peer_id).unwrap();
-        let mut seen = Vec::new();
-        pump(&mut a, &mut b, &mut seen, |s| {
-            s.iter()
-                .any(|(n, e)| *n == 'b' && matches!(e, RtcEvent::Closed { .. }))
-        })
-        .await;
-        assert!(seen.contains(&(
-            'b',
-            RtcEvent::Closed {
-                id,
-                was_open: false
-            }
-        )));
+        let seen = pump_until_closed(&mut a, &mut b, id).await;
         assert!(started.elapsed() >= Duration::from_millis(300));
         assert!(!seen.iter().any(|(_, e)| matches!(e, RtcEvent::Open { .. })));
         drop(silent);
@@ -1006,19 +1014,7 @@ mod tests {
         // The server answers unknown-peer: no need to wait out the open timeout.
         let started = Instant::now();
         let id = b.offer("0123456789abcdef0123456789abcdef").unwrap();
-        let mut seen = Vec::new();
-        pump(&mut a, &mut b, &mut seen, |s| {
-            s.iter()
-                .any(|(n, e)| *n == 'b' && matches!(e, RtcEvent::Closed { .. }))
-        })
-        .await;
-        assert!(seen.contains(&(
-            'b',
-            RtcEvent::Closed {
-                id,
-                was_open: false
-            }
-        )));
+        pump_until_closed(&mut a, &mut b, id).await;
         assert!(started.elapsed() < b.open_timeout / 2);
         server.shutdown().await.unwrap();
     }
