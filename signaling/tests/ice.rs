@@ -321,8 +321,14 @@ struct TempFile {
 
 impl TempFile {
     fn new(name: &str, contents: &str) -> TempFile {
-        let dir =
-            std::env::temp_dir().join(format!("ppspp-signal-ice-{}-{name}", std::process::id()));
+        // Tests of this binary run at once and may use the same name: a counter keeps their
+        // directories apart (one's drop removed the other's file).
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!(
+            "ppspp-signal-ice-{}-{n}-{name}",
+            std::process::id()
+        ));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let path = dir.join(name);
         std::fs::write(&path, contents).expect("write temp file");
