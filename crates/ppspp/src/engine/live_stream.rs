@@ -562,6 +562,13 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         });
     }
 
+    /// The oldest signature timestamp (NTP) accepted now: `live_max_age` before the wall
+    /// clock; an older signature is stale.
+    fn oldest_signature_accepted(&self, now: Time) -> u64 {
+        let wall = self.wall_clock(now).as_micros();
+        ntp_from_unix_micros(wall.saturating_sub(self.config.live_max_age.as_micros() as u64))
+    }
+
     /// A SIGNED_INTEGRITY from a peer, with the INTEGRITY messages before it: a munro is
     /// accepted if its signature is the source's and it is recent. `Err` bans the peer.
     pub(super) fn on_signed_integrity(
@@ -573,9 +580,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         signature: &[u8],
         hashes: &[(Bin, Hash)],
     ) -> Result<(), LiveError> {
-        let max_age = self.config.live_max_age;
-        let wall = self.wall_clock(now).as_micros();
-        let not_before = ntp_from_unix_micros(wall.saturating_sub(max_age.as_micros() as u64));
+        let not_before = self.oldest_signature_accepted(now);
         let Some(live) = self.live_mut() else {
             return Ok(());
         };
@@ -645,9 +650,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let Some(sig) = at.map(|i| ch.pending_signatures.remove(i)) else {
             return Err(LiveError::NoMunro(chunk));
         };
-        let max_age = self.config.live_max_age;
-        let wall = self.wall_clock(now).as_micros();
-        let not_before = ntp_from_unix_micros(wall.saturating_sub(max_age.as_micros() as u64));
+        let not_before = self.oldest_signature_accepted(now);
         let Some(Side::Viewer(v)) = self.live_mut().map(|l| &mut l.side) else {
             return Err(LiveError::NoMunro(chunk));
         };
