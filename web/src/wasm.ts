@@ -248,7 +248,7 @@ export type PeerCloseReason =
   | 'unreachable'
   | 'timeout'
   | 'misbehaving'
-  | 'too-many-peers'
+  | 'refused'
   | 'own-address'
   | 'nothing-to-exchange';
 
@@ -258,7 +258,7 @@ export const PEER_CLOSE_REASONS = {
   unreachable: true,
   timeout: true,
   misbehaving: true,
-  'too-many-peers': true,
+  refused: true,
   'own-address': true,
   'nothing-to-exchange': true,
 } as const satisfies Record<PeerCloseReason, true>;

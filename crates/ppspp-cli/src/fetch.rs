@@ -396,7 +396,10 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
                 }
                 Event::PeerClosed { peer, reason } => {
                     closed.push(format!("{peer}: {reason}"));
+                    // A peer that refused us for want of room is asked again: wait for
+                    // it (--give-up-after still bounds the wait).
                     if engine.peers().count() == 0
+                        && !engine.redialing()
                         && !engine.is_complete()
                         && !engine.has_http_origin()
                     {

@@ -1,22 +1,8 @@
 //! `ppspp`: the native command-line peer. This adapter only parses arguments, does file I/O
 //! and prints; all protocol logic lives in the `ppspp` crate.
 
-mod fetch;
-mod file_store;
-mod gather;
-mod http_origin;
-mod ice_args;
-mod live;
-mod net;
-mod progress;
-mod root;
-mod rtc;
-mod seed;
-mod signal;
-mod stats;
-mod udp;
-
 use clap::{Parser, Subcommand};
+use ppspp_cli::{fetch, live, root, seed};
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
@@ -61,21 +47,4 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// Seed for the engine's channel IDs and picker randomness: not cryptographic, only
-/// different per process (std's hasher keys come from the OS).
-pub fn random_seed() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u32(std::process::id());
-    if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
-        h.write_u128(t.as_nanos());
-    }
-    h.finish()
-}
-
-/// Resolves on Ctrl-C or SIGTERM (the trigger shared with the signaling server).
-pub async fn shutdown_signal() {
-    ppspp_shutdown::shutdown_signal().await;
 }

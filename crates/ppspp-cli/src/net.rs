@@ -101,14 +101,6 @@ pub enum Outside {
 /// A live stream's chunks, as the source reads them.
 pub type LiveFeed = tokio::sync::mpsc::Receiver<Option<Vec<u8>>>;
 
-/// How [`drive`] ended.
-enum End {
-    /// The role said stop.
-    Done,
-    /// `stop` resolved.
-    Signalled,
-}
-
 /// The one driver loop of the CLI: moves datagrams between `p` and its transports (plain
 /// UDP, WebRTC data channels), feeds it the time, and hands its events to `role`, until the
 /// role says stop or `stop` resolves. The peer decides everything; this only moves bytes
@@ -120,7 +112,7 @@ async fn drive<P: SansIo<Addr = Peer>>(
     mut rtc: Option<&mut RtcTransport>,
     clock: &Clock,
     stop: impl std::future::Future<Output = ()>,
-) -> End {
+) {
     tokio::pin!(stop);
     let mut buf = vec![0u8; RECV_BUFFER];
     let mut out = Vec::new();
@@ -146,7 +138,7 @@ async fn drive<P: SansIo<Addr = Peer>>(
                     RtcEvent::Closed { id, .. } => role.on_rtc(p, id, None, clock.now()),
                 };
                 if let Flow::Stop = flow {
-                    return End::Done;
+                    return;
                 }
             }
             if !progressed {
@@ -155,7 +147,7 @@ async fn drive<P: SansIo<Addr = Peer>>(
         }
         while let Some(event) = p.poll_event() {
             if let Flow::Stop = role.on_event(p, event) {
-                return End::Done;
+                return;
             }
         }
         let deadline = deadline_of(p.poll_timeout(), clock, rtc.as_deref());
@@ -204,10 +196,10 @@ async fn drive<P: SansIo<Addr = Peer>>(
             }
             Wake::Outside(input) => {
                 if let Flow::Stop = role.take(p, input, clock.now()) {
-                    return End::Done;
+                    return;
                 }
             }
-            Wake::Stop => return End::Signalled,
+            Wake::Stop => return,
         }
     }
 }
@@ -314,8 +306,8 @@ pub fn report_peers<S: ChunkStore>(_: &mut Engine<Peer, S>, event: Event<Peer>) 
     Flow::Continue
 }
 
-/// Runs `engine` until `on_event` says stop or `stop` resolves (then every channel is
-/// closed first), and shuts the WebRTC transport down.
+/// Runs `engine` until `on_event` says stop or `stop` resolves, closes every channel, and
+/// shuts the WebRTC transport down.
 pub async fn run<S: ChunkStore>(
     engine: &mut Engine<Peer, S>,
     links: Links<'_>,
@@ -337,10 +329,9 @@ pub async fn run<S: ChunkStore>(
         on_event,
         _store: std::marker::PhantomData,
     };
-    let end = drive(engine, &mut role, udp, rtc.as_deref_mut(), clock, stop).await;
-    if let End::Signalled = end {
-        engine.close_all();
-    }
+    drive(engine, &mut role, udp, rtc.as_deref_mut(), clock, stop).await;
+    // However it ended, say goodbye: a peer keeps a silent channel's slot for minutes.
+    engine.close_all();
     flush(engine, &mut Vec::new(), udp, rtc.as_deref_mut(), clock).await;
     if let Some(r) = rtc {
         r.shutdown().await;

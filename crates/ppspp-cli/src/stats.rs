@@ -10,6 +10,12 @@ pub struct StatsPrinter {
     last: Option<(Time, Stats)>,
 }
 
+impl Default for StatsPrinter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl StatsPrinter {
     pub fn new() -> StatsPrinter {
         StatsPrinter { last: None }

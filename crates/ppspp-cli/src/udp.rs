@@ -30,6 +30,12 @@ pub struct Clock {
     unix_at_start: Duration,
 }
 
+impl Default for Clock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Clock {
     pub fn new() -> Clock {
         Clock {

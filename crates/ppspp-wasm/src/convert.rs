@@ -141,7 +141,7 @@ fn close_reason(reason: &CloseReason) -> (&'static str, String) {
         CloseReason::Unreachable => "unreachable",
         CloseReason::Timeout => "timeout",
         CloseReason::Misbehaving(_) => "misbehaving",
-        CloseReason::TooManyPeers => "too-many-peers",
+        CloseReason::Refused => "refused",
         CloseReason::OwnAddress => "own-address",
         CloseReason::NothingToExchange(_) => "nothing-to-exchange",
     };

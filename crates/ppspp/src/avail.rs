@@ -23,6 +23,20 @@ impl Default for Availability {
     }
 }
 
+/// The smallest bin inside `scope` that holds every chunk of `map` inside `scope`.
+fn narrow(map: &Binmap, mut scope: Bin) -> Bin {
+    while let Some((left, right)) = scope.children() {
+        if map.is_empty(left) {
+            scope = right;
+        } else if map.is_empty(right) {
+            scope = left;
+        } else {
+            break;
+        }
+    }
+    scope
+}
+
 fn everything() -> Binmap {
     let mut m = Binmap::new();
     m.set(Bin::ALL);
@@ -47,34 +61,89 @@ impl Availability {
         moving
     }
 
+    /// The level holding every chunk of `bin`, if one does.
+    fn level_of(&self, bin: Bin) -> Option<usize> {
+        self.levels.iter().position(|l| l.is_filled(bin))
+    }
+
     /// Moves the chunks set in `chunks` (all inside `scope`) one level up.
     fn raise(&mut self, chunks: &Binmap, scope: Bin) {
-        // Top down, so that a chunk moved into level k+1 is not moved again.
-        for k in (0..self.levels.len()).rev() {
-            if Binmap::find_match(&self.levels[k], chunks, scope, 0).is_none() {
+        let scope = narrow(chunks, scope);
+        // One chunk (a HAVE's bin usually covers what the peer held already, plus one new
+        // chunk): it sits in exactly one level.
+        if scope.is_base() {
+            if let Some(k) = chunks
+                .is_filled(scope)
+                .then(|| self.level_of(scope))
+                .flatten()
+            {
+                self.step(scope, k, k + 1);
+            }
+            return;
+        }
+        // Bottom up, taking each chunk once and stopping when none is left: the cost is
+        // the levels up to the highest one holding a chunk of `chunks`, not all of them.
+        let mut left = Binmap::new();
+        left.copy_range(chunks, scope);
+        for k in 0..self.levels.len() {
+            if Binmap::find_match(&self.levels[k], &left, scope, 0).is_none() {
                 continue;
             }
-            let moving = self.moving(k, chunks, scope);
-            self.levels[k].subtract(chunks);
+            let moving = self.moving(k, &left, scope);
+            self.levels[k].subtract(&moving);
+            left.subtract(&moving);
             if k + 1 == self.levels.len() {
                 self.levels.push(Binmap::new());
             }
             self.levels[k + 1].fill(&moving);
+            if left.is_clear() {
+                break;
+            }
         }
     }
 
-    /// Moves the chunks set in `chunks` one level down (chunks at level 0 stay there).
-    fn lower(&mut self, chunks: &Binmap) {
-        // Bottom up, so that a chunk moved into level k-1 is not moved again.
-        for k in 1..self.levels.len() {
-            if Binmap::find_match(&self.levels[k], chunks, Bin::ALL, 0).is_none() {
+    /// Moves the chunks set in `chunks` (all inside `scope`) one level down (chunks at
+    /// level 0 stay there).
+    fn lower(&mut self, chunks: &Binmap, scope: Bin) {
+        let scope = narrow(chunks, scope);
+        if scope.is_base() {
+            if let Some(k) = chunks
+                .is_filled(scope)
+                .then(|| self.level_of(scope))
+                .flatten()
+                && k > 0
+            {
+                self.step(scope, k, k - 1);
+                self.trim();
+            }
+            return;
+        }
+        let mut left = Binmap::new();
+        left.copy_range(chunks, scope);
+        for k in 0..self.levels.len() {
+            if Binmap::find_match(&self.levels[k], &left, scope, 0).is_none() {
                 continue;
             }
-            let moving = self.moving(k, chunks, Bin::ALL);
-            self.levels[k].subtract(chunks);
-            self.levels[k - 1].fill(&moving);
+            let moving = self.moving(k, &left, scope);
+            left.subtract(&moving);
+            if k > 0 {
+                self.levels[k].subtract(&moving);
+                self.levels[k - 1].fill(&moving);
+            }
+            if left.is_clear() {
+                break;
+            }
         }
         self.trim();
+    }
+
+    /// Moves one chunk from level `from` to level `to`.
+    fn step(&mut self, chunk: Bin, from: usize, to: usize) {
+        self.levels[from].reset(chunk);
+        if to == self.levels.len() {
+            self.levels.push(Binmap::new());
+        }
+        self.levels[to].set(chunk);
     }
 
     fn trim(&mut self) {
@@ -110,7 +179,7 @@ impl Availability {
         if have.is_filled(Bin::ALL) {
             self.remove_seeder();
         } else {
-            self.lower(have);
+            self.lower(have, Bin::ALL);
         }
     }
 
@@ -148,7 +217,7 @@ impl Availability {
         gone.set(bin);
         gone.intersect(peer_have);
         if !gone.is_clear() {
-            self.lower(&gone);
+            self.lower(&gone, bin);
         }
     }
 

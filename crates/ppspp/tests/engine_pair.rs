@@ -639,3 +639,83 @@ fn two_origins_and_no_other_peer_still_serve_everything() {
     assert!(nodes[2].is_complete(), "stuck at {end:?}");
     assert_eq!(nodes[2].store().bytes(), &data[..]);
 }
+
+#[test]
+fn a_full_seeder_refuses_and_the_refused_come_back_once_there_is_room() {
+    let data = content(48 * 1024);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha1, 1024, &data).unwrap();
+    // The seeder has room for one peer; two leechers knock at once: both handshakes are
+    // answered, and the one whose next datagram finds the slot taken is refused then.
+    let mut nodes = pair(
+        &data,
+        1024,
+        EngineConfig {
+            max_peers: 1,
+            ..EngineConfig::default()
+        },
+    );
+    let mut second = leecher(&tree, 3);
+    second.connect(0, Time::ZERO);
+    nodes.push(second);
+    let mut net = Net::new(Duration::from_millis(10), 0, 11);
+    let t = run(&mut nodes, &mut net, Time::from_millis(500), |_| false);
+    let refused = |ev: &[Event<u32>]| {
+        ev.contains(&Event::PeerClosed {
+            peer: 0,
+            reason: ppspp::engine::CloseReason::Refused,
+        })
+    };
+    let (ev1, ev2) = (events(&mut nodes[1]), events(&mut nodes[2]));
+    assert!(
+        refused(&ev1) != refused(&ev2),
+        "exactly one refused: {ev1:?} / {ev2:?}"
+    );
+    let (winner, loser) = if refused(&ev1) { (2, 1) } else { (1, 2) };
+    assert!(nodes[loser].redialing());
+    // A third knocks while the seeder is full: refused at its opening handshake.
+    let mut third = leecher(&tree, 4);
+    third.connect(0, t);
+    nodes.push(third);
+    let t = run_from(
+        t,
+        &mut nodes,
+        &mut net,
+        t + Duration::from_millis(500),
+        |_| false,
+    );
+    assert!(refused(&events(&mut nodes[3])));
+    assert!(nodes[3].redialing());
+    // The winner completes and leaves; the others, asking again, get the slot in turn.
+    let t = run_from(t, &mut nodes, &mut net, Time::from_millis(60_000), |n| {
+        n[winner].is_complete()
+    });
+    nodes[winner].close_all();
+    let others = [loser, 3];
+    let t = run_from(t, &mut nodes, &mut net, t + Duration::from_secs(120), |n| {
+        others.iter().any(|&i| n[i].is_complete())
+    });
+    let first_done = *others.iter().find(|&&i| nodes[i].is_complete()).unwrap();
+    nodes[first_done].close_all();
+    run_from(t, &mut nodes, &mut net, t + Duration::from_secs(120), |n| {
+        others.iter().all(|&i| n[i].is_complete())
+    });
+    for i in [1, 2, 3] {
+        assert!(
+            nodes[i].is_complete(),
+            "leecher {i}: {:?}",
+            nodes[i].stats()
+        );
+        assert_eq!(nodes[i].store().bytes(), &data[..]);
+        assert!(!nodes[i].redialing(), "a complete peer asks nobody again");
+        let misbehaving = events(&mut nodes[i]).into_iter().any(|e| {
+            matches!(
+                e,
+                Event::PeerClosed {
+                    reason: ppspp::engine::CloseReason::Misbehaving(_),
+                    ..
+                }
+            )
+        });
+        assert!(!misbehaving, "leecher {i} took the full seeder for a cheat");
+    }
+}

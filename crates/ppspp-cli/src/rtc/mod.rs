@@ -90,6 +90,10 @@ pub struct RtcTransport {
     failover: Failover,
     conns: BTreeMap<u64, Conn>,
     by_remote: HashMap<String, u64>,
+    /// Which connection took the last datagram from an address to one of ours: asking
+    /// every connection whether it accepts a datagram costs a scan per datagram, which
+    /// with hundreds of peers was most of a seeder's time.
+    routes: HashMap<(SocketAddr, SocketAddr), u64>,
     next_id: u64,
     events: VecDeque<RtcEvent>,
     outbox: Vec<(SocketAddr, Vec<u8>)>,
@@ -149,6 +153,7 @@ impl RtcTransport {
             signal: Some(signal),
             conns: BTreeMap::new(),
             by_remote: HashMap::new(),
+            routes: HashMap::new(),
             next_id: 1,
             events: VecDeque::new(),
             outbox: Vec::new(),
@@ -460,7 +465,13 @@ impl RtcTransport {
                 continue;
             };
             let expired = !c.open && now >= c.created + self.open_timeout;
-            if expired || (now >= c.timeout && c.pc.handle_timeout(now).is_err()) {
+            let due = now >= c.timeout;
+            // Only the connections whose time came: the others' output did not change,
+            // and asking every stack on every wake-up grows with the peers.
+            if !expired && !due {
+                continue;
+            }
+            if expired || c.pc.handle_timeout(now).is_err() {
                 c.dead = true;
             }
             self.drain(id);
@@ -590,11 +601,27 @@ impl RtcTransport {
 
     /// A datagram from `from` to our address `to` (the socket's, or a relayed one).
     fn receive(&mut self, now: Instant, from: SocketAddr, to: SocketAddr, data: &[u8]) {
-        let Some((&id, conn)) = self
-            .conns
-            .iter_mut()
-            .find(|(_, c)| !c.dead && c.pc.accepts(from, to, data))
-        else {
+        let routed = self.routes.get(&(from, to)).copied().filter(|id| {
+            self.conns
+                .get_mut(id)
+                .is_some_and(|c| !c.dead && c.pc.accepts(from, to, data))
+        });
+        let id = match routed {
+            Some(id) => id,
+            None => {
+                let Some(&id) = self
+                    .conns
+                    .iter_mut()
+                    .find(|(_, c)| !c.dead && c.pc.accepts(from, to, data))
+                    .map(|(id, _)| id)
+                else {
+                    return;
+                };
+                self.routes.insert((from, to), id);
+                id
+            }
+        };
+        let Some(conn) = self.conns.get_mut(&id) else {
             return;
         };
         if conn.pc.receive(now, from, to, data).is_err() {
@@ -757,6 +784,7 @@ impl RtcTransport {
         if self.by_remote.get(&remote) == Some(&id) {
             self.by_remote.remove(&remote);
         }
+        self.routes.retain(|_, r| *r != id);
         self.events.push_back(RtcEvent::Closed { id, was_open });
     }
 }

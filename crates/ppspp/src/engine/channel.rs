@@ -46,6 +46,9 @@ pub(crate) struct Channel<A> {
     pub established: bool,
     /// We sent the first handshake and wait for the answer.
     pub handshake: Option<HandshakeRetry>,
+    /// We opened the channel and have heard nothing from the peer but its answer: a
+    /// close now means it was full when our next datagram came (see `Engine::refuse`).
+    pub answered_only: bool,
     /// Our handshake must go out (again) in the next datagram.
     pub send_handshake: bool,
     pub handshake_sent: Option<Time>,
@@ -233,6 +236,7 @@ impl<A> Channel<A> {
             haves_refreshed: now,
             last_exchange: now,
             exchanged: false,
+            answered_only: false,
             serve: VecDeque::new(),
             queued: Binmap::new(),
             sent: Binmap::new(),

@@ -21,8 +21,9 @@ pub enum CloseReason {
     Timeout,
     /// The peer sent data that failed verification, or broke the protocol.
     Misbehaving(Misbehaviour),
-    /// The engine already has as many channels as it allows.
-    TooManyPeers,
+    /// The peer answered our opening handshake with a close: it has as many channels as it
+    /// allows. While we want chunks, it is asked again after a back-off.
+    Refused,
     /// The address is this peer's own (a peer list named it): its handshake came back to us.
     OwnAddress,
     /// While we lacked chunks, the peer announced none we lack and asked us for none from
@@ -38,7 +39,9 @@ impl fmt::Display for CloseReason {
             CloseReason::Unreachable => f.write_str("no answer to our handshakes"),
             CloseReason::Timeout => f.write_str("peer went silent"),
             CloseReason::Misbehaving(why) => write!(f, "peer misbehaved: {why}"),
-            CloseReason::TooManyPeers => f.write_str("too many peers"),
+            CloseReason::Refused => {
+                f.write_str("refused: the peer has no room for another channel")
+            }
             CloseReason::OwnAddress => f.write_str("that address is this peer's own"),
             CloseReason::NothingToExchange(d) => write!(
                 f,

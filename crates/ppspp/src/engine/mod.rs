@@ -25,6 +25,7 @@ mod live_stream;
 mod memory_bound;
 mod misbehaviour;
 mod recv;
+mod redial;
 mod request;
 mod sans_io;
 mod saved_copies;
@@ -87,6 +88,10 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     banned: BTreeSet<A>,
     /// Addresses that turned out to be our own (never connected to again).
     own_addrs: BTreeSet<A>,
+    /// Peers that refused us a channel (they were full), to be asked again later.
+    redials: redial::Redials<A>,
+    /// Opening handshakes we refuse for want of room: each gets a close (bounded).
+    refusals: VecDeque<(A, u32)>,
     /// A store write failed: no new requests until [`Engine::resume_storing`].
     storing_paused: bool,
     rng: Rng,
@@ -250,6 +255,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             half_open: half_open::HalfOpenTable::new(max_half_open),
             banned: BTreeSet::new(),
             own_addrs: BTreeSet::new(),
+            redials: redial::Redials::new(),
+            refusals: VecDeque::new(),
             storing_paused: false,
             events: VecDeque::new(),
             stats: Stats {
@@ -405,6 +412,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// The transport to `peer` is gone (WebRTC connection closed): forget the channel
     /// without sending anything.
     pub fn peer_lost(&mut self, peer: &A) {
+        self.redials.forget(peer);
         if let Some(id) = self.by_addr.get(peer).copied() {
             self.remove_channel(id, CloseReason::ClosedByPeer);
         }
@@ -449,6 +457,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// Connected (or connecting) peers.
     pub fn peers(&self) -> impl Iterator<Item = &A> {
         self.by_addr.keys()
+    }
+
+    /// Some peer refused us a channel for want of room and will be asked again (a fetch
+    /// whose only peers are full is waiting, not abandoned).
+    pub fn redialing(&self) -> bool {
+        self.redials.pending()
     }
 
     /// The next event, if any.
@@ -582,10 +596,21 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
     }
 
+    /// Refuses an opening handshake from `peer` (its channel `remote_id`) for want of room:
+    /// a close goes back, so that it asks again later instead of waiting on us.
+    fn refuse(&mut self, peer: A, remote_id: u32) {
+        // One close per incoming handshake or answered one at most, no larger than it, and
+        // a queue bounded like the half-open table (a crowd arriving at once all hear).
+        if self.refusals.len() < self.config.max_half_open {
+            self.refusals.push_back((peer, remote_id));
+        }
+    }
+
     /// Drops a peer that broke the rules and never talks to it again.
     fn ban(&mut self, id: u32, why: Misbehaviour) {
         if let Some(ch) = self.channels.get(&id) {
             self.banned.insert(ch.addr.clone());
+            self.redials.forget(&ch.addr);
         }
         self.remove_channel(id, CloseReason::Misbehaving(why));
     }

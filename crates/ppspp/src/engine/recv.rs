@@ -146,6 +146,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             // The peer restarted and opens anew.
             self.half_open.remove(id);
         }
+        if !self.by_addr.contains_key(&from) && self.channels.len() >= self.config.max_peers {
+            self.refuse(from, hs.source_channel);
+            return;
+        }
         let mut codec = base;
         codec.apply_handshake(&hs.options);
         let id = self.fresh_channel_id();
@@ -166,6 +170,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             self.remove_channel(old, CloseReason::ClosedByPeer);
         }
         if self.channels.len() >= self.config.max_peers {
+            // Filled up since we answered: say so, or it would wait on us for chunks.
+            self.refuse(entry.addr, entry.remote_id);
             return None;
         }
         self.new_channel(entry.addr, id, now);
@@ -197,6 +203,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     return Verdict::Close(CloseReason::Misbehaving(Misbehaviour::Malformed(e)));
                 }
             };
+            // Only an answer (or its repeat) starts with a handshake.
+            if first && !matches!(msg, Message::Handshake(_)) {
+                ch.answered_only = false;
+            }
             if let Message::Handshake(hs) = msg {
                 if let Some(v) = self.handle_handshake(now, ch, &hs, first) {
                     return v;
@@ -238,7 +248,15 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         first: bool,
     ) -> Option<Verdict> {
         if hs.is_close() {
-            return Some(Verdict::Close(CloseReason::ClosedByPeer));
+            if ch.handshake.is_none() && !ch.answered_only {
+                return Some(Verdict::Close(CloseReason::ClosedByPeer));
+            }
+            // A close instead of an answer, or right after it: the peer is full. Ask again
+            // later while we still want chunks.
+            if !self.is_complete() {
+                self.redials.refused(ch.addr.clone(), now, &mut self.rng);
+            }
+            return Some(Verdict::Close(CloseReason::Refused));
         }
         if !first || ch.handshake.is_none() {
             return None; // a repeat; harmless
@@ -252,6 +270,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         ch.codec.apply_handshake(&hs.options);
         ch.peer_window = hs.options.live_discard_window;
         ch.handshake = None;
+        ch.answered_only = true;
         self.establish(now, ch);
         None
     }
@@ -261,6 +280,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return;
         }
         ch.established = true;
+        self.redials.forget(&ch.addr);
         // Karn's rule for handshakes: after a retry the answer may be to either copy.
         if let Some(sent) = ch.handshake_sent.filter(|_| !ch.handshake_resent) {
             ch.rtt.on_sample(now.saturating_since(sent));

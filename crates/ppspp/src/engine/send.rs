@@ -114,6 +114,13 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if let Some(to) = self.answer_half_open(now, buf) {
             return Some(to);
         }
+        if let Some((to, remote_id)) = self.refusals.pop_front() {
+            let mut w = begin(buf, remote_id, &self.base_codec(), self.config.mtu);
+            fits(&mut w, &Message::Handshake(Handshake::close()));
+            *buf = w.finish();
+            self.stats.datagrams_sent += 1;
+            return Some(to);
+        }
         // Round robin: every channel once, starting after the last one that sent.
         let start = self.cursor;
         let mut next = self

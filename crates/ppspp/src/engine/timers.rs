@@ -6,7 +6,7 @@ use super::event::{CloseReason, Event};
 use super::misbehaviour::Misbehaviour;
 use super::request::plan_ahead;
 use super::send::HANDSHAKE_TRIES;
-use super::{Engine, PeerAddr};
+use super::{Connect, Engine, PeerAddr};
 use crate::Bin;
 use crate::store::ChunkStore;
 use crate::time::Time;
@@ -149,6 +149,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             self.next_stats,
             self.half_open.next_expiry(UNANSWERED_RESPONSE),
             self.origin.as_ref().and_then(|o| o.wake_at()),
+            self.redials.next_at(),
         ]
         .into_iter()
         .flatten()
@@ -176,6 +177,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             self.push_event(Event::Stats(stats));
         }
         self.half_open.expire(now, UNANSWERED_RESPONSE);
+        self.redial(now);
         let ids: Vec<u32> = self.channels.keys().copied().collect();
         for id in ids {
             match self.channel_timers(now, id) {
@@ -186,6 +188,24 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         self.rebalance_chokes(now);
         self.schedule_requests(now, None);
+    }
+
+    /// Asks again the peers that refused us and are due, while we want chunks.
+    fn redial(&mut self, now: Time) {
+        if self.is_complete() {
+            self.redials.clear();
+            return;
+        }
+        for peer in self.redials.due(now) {
+            match self.connect(peer.clone(), now) {
+                Connect::Started | Connect::AlreadyConnected => {}
+                // We are full ourselves: later.
+                Connect::Full => self.redials.refused(peer, now, &mut self.rng),
+                Connect::Banned | Connect::OwnAddress | Connect::Finished => {
+                    self.redials.forget(&peer)
+                }
+            }
+        }
     }
 
     fn channel_timers(&mut self, now: Time, id: u32) -> Option<TimerVerdict> {

@@ -1,0 +1,36 @@
+//! The `ppspp` command's adapter code (transports, the driver loop, the subcommands), as a
+//! library so that its load generators (`examples/`) drive peers the way the command does.
+//! Not a stable API: the command line is the interface; all protocol logic lives in the
+//! `ppspp` crate.
+
+pub mod fetch;
+pub mod file_store;
+pub mod gather;
+pub mod http_origin;
+pub mod ice_args;
+pub mod live;
+pub mod net;
+pub mod progress;
+pub mod root;
+pub mod rtc;
+pub mod seed;
+pub mod signal;
+pub mod stats;
+pub mod udp;
+
+/// Seed for the engine's channel IDs and picker randomness: not cryptographic, only
+/// different per process (std's hasher keys come from the OS).
+pub fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        h.write_u128(t.as_nanos());
+    }
+    h.finish()
+}
+
+/// Resolves on Ctrl-C or SIGTERM (the trigger shared with the signaling server).
+pub async fn shutdown_signal() {
+    ppspp_shutdown::shutdown_signal().await;
+}
