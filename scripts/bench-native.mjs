@@ -5,10 +5,13 @@
 //   verify_native  Merkle verification MB/s (crates/ppspp-wasm/examples/verify.rs, the same
 //                  VerifyBench workload the browser times in Wasm)
 //   sim            simulated LEDBAT: ppspp-sim link, delay, loss (deterministic, one run each)
+//   signal         signaling scale: 10,000 WebSocket clients, in memory and over Redis
+//   scale          one native seeder under load (page-like WebRTC peers, 1,000 UDP fetchers)
+//                  and the simulator's swarm with 1,000 leechers
 // plus `machine` (CPU, cores, memory, kernel, rustc). Figures measured several times are
 // {min, median, max, runs: [...]}. Units: MB/s = 10^6 bytes/s, Mbit/s = 10^6 bits/s.
 //
-// Usage: node scripts/bench-native.mjs [--smoke] [--out FILE] [--only udp,binmap,verify,sim,signal]
+// Usage: node scripts/bench-native.mjs [--smoke] [--out FILE] [--only udp,binmap,verify,sim,signal,scale]
 //   --smoke  a few seconds of tiny sizes, 1 run each: numbers, not meaningful ones
 //   --out    default target/bench/native.json (--smoke: target/bench/native-smoke.json)
 //   --only   run only these parts (the others are left out of the file)
@@ -21,11 +24,11 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const PARTS = ['udp', 'binmap', 'verify', 'sim', 'signal'];
+const PARTS = ['udp', 'binmap', 'verify', 'sim', 'signal', 'scale'];
 
 function usage(msg) {
   if (msg) console.error(`bench-native: ${msg}`);
-  console.error('usage: node scripts/bench-native.mjs [--smoke] [--out FILE] [--only udp,binmap,verify,sim,signal]');
+  console.error(`usage: node scripts/bench-native.mjs [--smoke] [--out FILE] [--only ${PARTS.join(',')}]`);
   process.exit(2);
 }
 
@@ -394,6 +397,107 @@ async function signal(target) {
   return result;
 }
 
+// 6. Scale (crates/ppspp-cli/examples/seeder-load.rs; ppspp-sim swarm): how far one native
+// seeder and the engine go.
+//   webrtc  page-like peers (each downloads at most twice the bench video's bitrate, as a
+//           page filling its read-ahead) offering to the seeder alone, at several counts:
+//           each peer's rate (content ÷ first to last chunk), the seeder's CPU per MB and its
+//           resident memory per connected peer;
+//   udp     1,000 fetchers at once, as `ppspp fetch` runs (peer exchange on), and 1,000
+//           fetching from the seeder alone;
+//   sim     the simulator's swarm with 1,000 leechers (RTT 0): run time, peak RSS, upload.
+// Smoke: the test build's binaries and a handful of peers.
+const VIDEO_BYTES_PER_S = 19.8e6 / 60; // the swarm part's video: 19.8 MB, 60 s
+async function scale(target) {
+  const profile = smoke ? 'debug' : 'release';
+  if (smoke) {
+    log('scale: the test build\'s examples/seeder-load, ppspp, ppspp-signal and ppspp-sim');
+    await testBuild();
+  } else {
+    const argv = ['build', '--release', '--locked', '-p', 'ppspp-cli', '-p', 'ppspp-signal', '-p', 'ppspp-linkem', '--features', 'ppspp-cli/webrtc-rs', '--bins', '--example', 'seeder-load'];
+    log(`scale: cargo ${argv.join(' ')}`);
+    await run('cargo', argv, { timeoutS: 3600 });
+    log('scale: cargo build --release --locked -p ppspp-sim');
+    await run('cargo', ['build', '--release', '--locked', '-p', 'ppspp-sim'], { timeoutS: 3600 });
+  }
+  const bin = (name) => join(target, profile, name);
+  const load = async (flags) => {
+    const argv = [...flags, '--ppspp', bin('ppspp'), '--signal-bin', bin('ppspp-signal')];
+    log(`  seeder-load ${flags.join(' ')}`);
+    const { stdout } = await run(bin(join('examples', 'seeder-load')), argv, { timeoutS: 900 });
+    return JSON.parse(stdout.trim().split('\n').pop());
+  };
+  const runs = smoke ? 1 : 3;
+  const rate = Math.round(2 * VIDEO_BYTES_PER_S);
+  const result = { video_bytes_per_s: VIDEO_BYTES_PER_S, peer_rate_limit_bytes_per_s: rate, runs };
+  // WebRTC: 8 KiB chunks (the browser's), 4 MiB each (about 13 s of the video).
+  const counts = smoke ? [3] : [50, 100, 150, 200];
+  const content = smoke ? 256 * 1024 : 4 << 20;
+  result.webrtc = { content_bytes: content, by_peers: {} };
+  for (const n of counts) {
+    const samples = [];
+    for (let i = 0; i < runs; i++) {
+      samples.push(await load(['--transport', 'webrtc', '--peers', `${n}`, '--content-bytes', `${content}`, '--chunk-size', '8192', '--rate', `${rate}`, '--arrival-ms', '20', '--max-peers', '1000']));
+    }
+    const pick = (f) => stats(samples.map(f));
+    const mb = (b) => round(b / 1e6);
+    result.webrtc.by_peers[n] = {
+      peer_mbps_min: pick((s) => mb(s.peer_rate_bytes_per_s_min)),
+      peer_mbps_p10: pick((s) => mb(s.peer_rate_bytes_per_s_p10)),
+      peer_mbps_p50: pick((s) => mb(s.peer_rate_bytes_per_s_p50)),
+      first_chunk_ms_p50: pick((s) => s.first_chunk_ms_p50),
+      first_chunk_ms_p99: pick((s) => s.first_chunk_ms_p99),
+      seeder_mbps: pick((s) => mb(s.seeder_upload_bytes_per_s)),
+      seeder_cpu_s_per_mb: pick((s) => s.seeder_cpu_s_per_mb),
+      seeder_rss_bytes_per_peer: pick((s) => s.seeder_rss_bytes_per_peer),
+      load_cpu_s: pick((s) => s.load_cpu_s),
+      wall_s: pick((s) => s.wall_s),
+    };
+    const r = result.webrtc.by_peers[n];
+    log(`  webrtc ${n} peers: per peer p10 ${r.peer_mbps_p10.median} / p50 ${r.peer_mbps_p50.median} MB/s (the video: ${mb(VIDEO_BYTES_PER_S)}), seeder ${r.seeder_cpu_s_per_mb.median} CPU s/MB, ${r.seeder_rss_bytes_per_peer.median} B per peer`);
+  }
+  // The most peers each served at least the video's bitrate (the 10th percentile peer).
+  result.webrtc.peers_at_bitrate = Math.max(0, ...counts.filter((n) => result.webrtc.by_peers[n].peer_mbps_p10.median >= VIDEO_BYTES_PER_S / 1e6));
+  // UDP: 1 KiB chunks (`ppspp seed`'s default), 256 KiB, everyone at once.
+  const fetchers = smoke ? 20 : 1000;
+  result.udp = { fetchers, content_bytes: 256 * 1024 };
+  for (const [mode, flags] of [['pex', ['--pex']], ['seeder_only', []]]) {
+    const samples = [];
+    for (let i = 0; i < runs; i++) {
+      samples.push(await load(['--transport', 'udp', '--peers', `${fetchers}`, '--content-bytes', `${256 * 1024}`, '--chunk-size', '1024', '--arrival-ms', '0', ...flags]));
+    }
+    const pick = (f) => stats(samples.map(f));
+    result.udp[mode] = {
+      complete: pick((s) => s.complete),
+      wall_s: pick((s) => s.wall_s),
+      first_chunk_ms_p50: pick((s) => s.first_chunk_ms_p50),
+      seeder_upload_ratio: pick((s) => s.seeder_upload_ratio),
+      seeder_cpu_s: pick((s) => s.seeder_cpu_s),
+      load_cpu_s: pick((s) => s.load_cpu_s),
+    };
+    log(`  udp ${fetchers} fetchers (${mode}): all complete in ${result.udp[mode].wall_s.median} s, seeder upload ${result.udp[mode].seeder_upload_ratio.median}× content`);
+  }
+  // The simulator (deterministic: one run), timed with /usr/bin/time for its peak RSS.
+  const leechers = smoke ? 20 : 1000;
+  const dir = join(target, 'sim', 'swarm-scale');
+  log(`  ppspp-sim swarm --leechers ${leechers} --cases rtt0`);
+  const { stdout, stderr } = await run('/usr/bin/time', ['-v', bin('ppspp-sim'), 'swarm', '--leechers', `${leechers}`, '--cases', 'rtt0', '--out', dir], { timeoutS: 3600, quiet: true });
+  const s = JSON.parse(stdout.trim().split('\n').pop());
+  const kb = Number(/Maximum resident set size \(kbytes\): (\d+)/.exec(stderr)?.[1]);
+  result.sim = {
+    leechers,
+    complete: s.complete,
+    wall_s: s.wall_s,
+    rss_bytes: kb * 1024,
+    seeder_upload_ratio: s.cases.rtt0.seeder_upload_ratio,
+    mean_completion_s: s.cases.rtt0.mean_s,
+    max_completion_s: s.cases.rtt0.max_s,
+  };
+  if (s.complete !== leechers) throw new Error(`ppspp-sim swarm: ${s.complete} of ${leechers} leechers completed`);
+  log(`  sim: ${leechers} leechers complete in ${s.wall_s} s of run time, ${round(kb / 1024)} MiB`);
+  return result;
+}
+
 const started = new Date();
 const result = {
   schema: 1,
@@ -411,8 +515,8 @@ try {
   log(`cargo metadata failed (${e.message}); assuming ${target}`);
 }
 const durations = {};
-const steps = { udp: () => udp(), binmap: () => binmap(target), verify: () => verify(), sim: () => sim(target), signal: () => signal(target) };
-const keys = { udp: 'udp', binmap: 'binmap', verify: 'verify_native', sim: 'sim', signal: 'signal' };
+const steps = { udp: () => udp(), binmap: () => binmap(target), verify: () => verify(), sim: () => sim(target), signal: () => signal(target), scale: () => scale(target) };
+const keys = { udp: 'udp', binmap: 'binmap', verify: 'verify_native', sim: 'sim', signal: 'signal', scale: 'scale' };
 for (const part of PARTS) {
   if (!only.includes(part)) continue;
   const t = Date.now();

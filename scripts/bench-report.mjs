@@ -36,6 +36,10 @@ const verifyRatios = Object.fromEntries(
   verifyKeys.map((k) => [k, med(browser.verify_wasm[k]) / med(native.verify_native?.soft?.[k])]),
 );
 const ratios = Object.values(verifyRatios).sort((a, b) => a - b);
+// The scale part: figures at the most WebRTC peers tried.
+const sc = native.scale ?? {};
+const rtcCounts = Object.keys(sc.webrtc?.by_peers ?? {}).map(Number).sort((a, b) => a - b);
+const rtcTop = sc.webrtc?.by_peers?.[rtcCounts.at(-1)];
 const summary = {
   date: browser.date,
   machine: native.machine,
@@ -81,8 +85,21 @@ const summary = {
       ];
     }),
   ),
+  scale_rtc_peers_max: rtcCounts.at(-1) ?? null,
+  scale_rtc_peers_at_bitrate: sc.webrtc?.peers_at_bitrate ?? null,
+  scale_rtc_peer_mbps_p10: med(rtcTop?.peer_mbps_p10),
+  scale_rtc_peer_mbps_p50: med(rtcTop?.peer_mbps_p50),
+  scale_rtc_seeder_cpu_s_per_mb: med(rtcTop?.seeder_cpu_s_per_mb),
+  scale_rtc_seeder_rss_bytes_per_peer: med(rtcTop?.seeder_rss_bytes_per_peer),
+  scale_udp_fetchers: sc.udp?.fetchers ?? null,
+  scale_udp_pex_wall_s: med(sc.udp?.pex?.wall_s),
+  scale_udp_seeder_only_wall_s: med(sc.udp?.seeder_only?.wall_s),
+  scale_sim_leechers: sc.sim?.leechers ?? null,
+  scale_sim_wall_s: sc.sim?.wall_s ?? null,
+  scale_sim_rss_bytes: sc.sim?.rss_bytes ?? null,
+  scale_sim_seeder_upload_ratio: sc.sim?.seeder_upload_ratio ?? null,
 };
-const missing = Object.entries(summary).filter(([k, v]) => k.match(/ratio|mbps|ms|_s$|_per_mb$|^signal_/) && !Number.isFinite(v));
+const missing = Object.entries(summary).filter(([k, v]) => k.match(/ratio|mbps|ms|_s$|_per_mb$|^signal_|^scale_/) && !Number.isFinite(v));
 writeFileSync(join(bench, smoke ? 'summary-smoke.json' : 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
 if (missing.length) {
   console.error(`bench-report: no figure for ${missing.map(([k]) => k).join(', ')}`);
@@ -160,6 +177,21 @@ for (const mode of ['memory', 'redis']) {
   if (!s) continue;
   lines.push(`| ${mode} | ${s.instances} | ${mmm(s.join_ms_p50, 1)} / ${mmm(s.join_ms_p99, 1)} ms | ${mmm(s.relay_ms_p50, 2)} / ${mmm(s.relay_ms_p99, 2)} ms | ${f(med(s.server_rss_bytes_per_client) / 1024, 1)} KiB | ${f(med(s.redis_rss_bytes_per_client) / 1024, 2)} KiB | ${mmm(s.cpu_s_per_1000_signals, 3)} |`);
 }
+lines.push('', `### 10. Scale: one native seeder, ${sc.udp?.fetchers} UDP fetchers, ${sc.sim?.leechers} simulated leechers`, '');
+lines.push(`\`crates/ppspp-cli/examples/seeder-load.rs\` runs \`ppspp seed\` and, in one process on one thread, light peers driven like \`ppspp fetch\`. *WebRTC*: page-like peers offering to the seeder alone, ${f((sc.webrtc?.content_bytes ?? 0) / (1 << 20), 0)} MiB each in 8 KiB chunks, each downloading at most ${f((sc.peer_rate_limit_bytes_per_s ?? 0) / 1e6, 2)} MB/s (twice the section 4 video's ${f((sc.video_bytes_per_s ?? 0) / 1e6, 2)} MB/s), arriving 20 ms apart. A peer's rate is content ÷ its first to last chunk; memory is the seeder's resident growth ÷ the peers connected at its peak. Median (min–max) of ${sc.runs} runs.`, '');
+lines.push('| peers | per-peer MB/s, 10th percentile | per-peer MB/s, median | first chunk p50 / p99 | seeder MB/s | seeder CPU s per MB | seeder memory per peer | load generator CPU s |', '|---|---|---|---|---|---|---|---|');
+for (const n of rtcCounts) {
+  const r = sc.webrtc.by_peers[n];
+  lines.push(`| ${n} | ${mmm(r.peer_mbps_p10, 2)} | ${mmm(r.peer_mbps_p50, 2)} | ${f(med(r.first_chunk_ms_p50), 0)} / ${f(med(r.first_chunk_ms_p99), 0)} ms | ${mmm(r.seeder_mbps, 1)} | ${mmm(r.seeder_cpu_s_per_mb, 4)} | ${f(med(r.seeder_rss_bytes_per_peer) / 1024, 0)} KiB | ${mmm(r.load_cpu_s, 1)} |`);
+}
+lines.push('', `Every peer at or above the video's bitrate (10th percentile): up to ${sc.webrtc?.peers_at_bitrate} peers of those tried.`, '');
+lines.push(`*UDP*: ${sc.udp?.fetchers} fetchers of ${f((sc.udp?.content_bytes ?? 0) / 1024, 0)} KiB in 1 KiB chunks, all started at once; *pex* as \`ppspp fetch\` runs (peers found through the seeder fetch from each other), *seeder only* without peer exchange. The seeder takes 256 peers at a time (\`--max-peers\`); the others are refused and come back.`, '');
+lines.push('| fetchers | all complete in | first chunk p50 | seeder upload ÷ content | seeder CPU s | load generator CPU s |', '|---|---|---|---|---|---|');
+for (const mode of ['pex', 'seeder_only']) {
+  const u = sc.udp?.[mode];
+  if (u) lines.push(`| ${mode.replace('_', ' ')} | ${mmm(u.wall_s, 1)} s | ${mmm(u.first_chunk_ms_p50, 0)} ms | ${mmm(u.seeder_upload_ratio, 2)} | ${mmm(u.seeder_cpu_s, 1)} | ${mmm(u.load_cpu_s, 1)} |`);
+}
+lines.push('', `*Simulator*: \`ppspp-sim swarm --leechers ${sc.sim?.leechers} --cases rtt0\` (section 8's swarm, 256 KiB): all ${sc.sim?.complete} complete, mean ${f(sc.sim?.mean_completion_s, 2)} s and last ${f(sc.sim?.max_completion_s, 2)} s of simulated time, seeder upload ${f(sc.sim?.seeder_upload_ratio, 2)}× content; ${f(sc.sim?.wall_s, 1)} s of run time and ${f((sc.sim?.rss_bytes ?? 0) / (1 << 20), 0)} MiB peak RSS.`, '');
 lines.push('', '### 8. Simulated LEDBAT (deterministic, `ppspp-sim`)', '');
 lines.push('```json', JSON.stringify({ link: native.sim?.link, delay: native.sim?.delay, loss: native.sim?.loss }, null, 1).slice(0, 3000), '```', '');
 lines.push('Plots: ' + ['sim-link-rate', 'sim-link-cwnd', 'sim-delay-rate', 'sim-loss-rate'].map((p) => `[${p}](docs/bench/${p}.png)`).join(', '), '');

@@ -60,13 +60,14 @@ pub struct ServingOn {
 
 /// Joins `room` as a seeder at the first of the signaling servers `signal` that answers
 /// (none: no WebRTC), its WebRTC socket on `bind` (default 127.0.0.1:0), beside the UDP
-/// `socket` (if any).
+/// `socket` (if any), for an engine of at most `max_peers` channels.
 pub async fn serve_on(
     socket: Option<&tokio::net::UdpSocket>,
     signal: &[String],
     room: &str,
     bind: Option<SocketAddr>,
     ice: &crate::ice_args::IceArgs,
+    max_peers: usize,
 ) -> Result<ServingOn, String> {
     let mut on = ServingOn {
         udp: None,
@@ -88,6 +89,7 @@ pub async fn serve_on(
         let mut t = RtcTransport::bind(bind, client, room)?;
         t.fail_over_to(signal.to_vec(), joined);
         t.seeder = true;
+        t.max_conns = crate::rtc::max_conns_for(max_peers);
         t.relay_only = ice.relay_only;
         t.stack = ice.webrtc_stack;
         t.gather_and_report(&servers).await;
@@ -137,6 +139,7 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
             &uri.root.to_hex(),
             args.bind,
             &args.ice,
+            engine.config().max_peers,
         )
         .await?;
         uri.udp.extend(on.udp);

@@ -381,6 +381,40 @@ fn seed_needs_a_transport() {
 /// One seeder process serves 100 fetcher processes at once (issue: at least 100
 /// concurrent native fetchers on a 2-core machine). More than `max_unchoked` (32) ask at
 /// once, so most wait choked for a while: every one must still finish.
+/// A seeder with room for two peers and six fetchers at once: the four it has no room for
+/// are refused, come back and complete (they used to take the silent seeder for a cheat and
+/// ban it).
+#[test]
+fn fetchers_a_full_seeder_refuses_come_back_and_complete() {
+    const FETCHERS: usize = 6;
+    let dir = temp_dir("full-seeder");
+    let data = content(128 * 1024 + 5, 9);
+    let file = dir.join("video.webm");
+    std::fs::write(&file, &data).unwrap();
+    let (_seeder, uri) = seed(&file, &["--max-peers", "2"]);
+    let outputs: Vec<PathBuf> = (0..FETCHERS)
+        .map(|i| dir.join(format!("out{i}.webm")))
+        .collect();
+    let fetchers: Vec<_> = outputs
+        .iter()
+        .map(|o| {
+            ppspp()
+                .args(["fetch", &uri, "-o", o.to_str().unwrap()])
+                .args(["--give-up-after", "60"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (i, (f, out)) in fetchers.into_iter().zip(&outputs).enumerate() {
+        let o = finish(f, Duration::from_secs(90), "fetch");
+        assert!(o.status.success(), "fetcher {i}: {}", stderr(&o));
+        assert_eq!(std::fs::read(out).unwrap(), data, "fetcher {i}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn one_seeder_serves_a_hundred_concurrent_fetchers() {
     const FETCHERS: usize = 100;

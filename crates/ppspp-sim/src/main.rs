@@ -54,6 +54,10 @@ enum Cmd {
         /// Content size in KiB.
         #[arg(long, default_value_t = 256)]
         content_kib: usize,
+        /// Which latency cases to run (rtt0, rtt200, rtt500, rtt1000, as_table;
+        /// comma-separated). Default: all.
+        #[arg(long, value_delimiter = ',')]
+        cases: Vec<String>,
     },
 }
 
@@ -88,7 +92,8 @@ fn main() -> ExitCode {
             common,
             leechers,
             content_kib,
-        } => experiments::swarm::run(&out, common.seed, *leechers, *content_kib),
+            cases,
+        } => experiments::swarm::run(&out, common.seed, *leechers, *content_kib, cases),
     };
     match result {
         Ok(mut summary) => {

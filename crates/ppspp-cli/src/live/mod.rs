@@ -229,6 +229,7 @@ pub fn run(args: &LiveArgs) -> Result<(), String> {
             &info.key.signaling_room(),
             args.bind,
             &args.ice,
+            engine.config().max_peers,
         )
         .await?;
         uri.udp.extend(on.udp);

@@ -119,6 +119,15 @@ pub struct RtcTransport {
     gatherer_timeout: Option<Instant>,
     /// The WebRTC implementation of new connections.
     pub stack: Stack,
+    /// Offers are not answered while this many connections exist: each costs a WebRTC
+    /// stack's state, and the engine serves only so many peers (those it refuses come back
+    /// over their open connection, so room is left for them and for those being set up).
+    pub max_conns: usize,
+}
+
+/// [`RtcTransport::max_conns`] for an engine that holds at most `max_peers` channels.
+pub fn max_conns_for(max_peers: usize) -> usize {
+    max_peers.saturating_mul(2).max(8)
 }
 
 impl RtcTransport {
@@ -169,6 +178,7 @@ impl RtcTransport {
             relay_only: false,
             gatherer_timeout: None,
             stack: Stack::default(),
+            max_conns: max_conns_for(ppspp::engine::EngineConfig::default().max_peers),
         })
     }
 
@@ -680,6 +690,9 @@ impl RtcTransport {
         if self.by_remote.contains_key(from) {
             return; // no renegotiation
         }
+        if self.conns.len() >= self.max_conns {
+            return; // the offerer gives up in time and tries others
+        }
         let now = Instant::now();
         // Untrusted input: an offer we cannot answer is ignored.
         let Ok((pc, answer)) = peer_conn::answer(self.stack, now, &self.local_candidates(), sdp)
@@ -859,6 +872,23 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[tokio::test]
+    async fn offers_beyond_the_connection_limit_go_unanswered() {
+        let (server, mut a, mut b) = two_transports([Stack::Str0m, Stack::Str0m]).await;
+        a.max_conns = 0;
+        let a_id = a.peer_id().unwrap().to_string();
+        b.offer(&a_id).unwrap();
+        let mut seen = Vec::new();
+        let until = Instant::now() + Duration::from_secs(2);
+        pump(&mut a, &mut b, &mut seen, |_| Instant::now() >= until).await;
+        assert!(a.conns.is_empty(), "a answered: {seen:?}");
+        assert!(
+            !seen.iter().any(|(_, e)| matches!(e, RtcEvent::Open { .. })),
+            "{seen:?}"
+        );
+        server.shutdown().await.unwrap();
     }
 
     #[tokio::test]

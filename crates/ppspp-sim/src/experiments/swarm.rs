@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use super::{Res, round};
 
-/// Runs `swarm` into `out` with `leechers` leechers and `content_kib` KiB of content.
-pub fn run(out: &Path, seed: u64, leechers: usize, content_kib: usize) -> Res {
+/// Runs `swarm` into `out` with `leechers` leechers and `content_kib` KiB of content, for
+/// the latency cases named in `only` (all if empty).
+pub fn run(out: &Path, seed: u64, leechers: usize, content_kib: usize, only: &[String]) -> Res {
     let mut cases: Vec<(String, Latency)> = [0u64, 200, 500, 1000]
         .iter()
         .map(|&ms| {
@@ -20,6 +21,12 @@ pub fn run(out: &Path, seed: u64, leechers: usize, content_kib: usize) -> Res {
         })
         .collect();
     cases.push(("as_table".into(), Latency::AsTable));
+    if let Some(unknown) = only.iter().find(|o| !cases.iter().any(|c| &c.0 == *o)) {
+        return Err(format!(
+            "no latency case {unknown}; the cases are rtt0, rtt200, rtt500, rtt1000 and as_table"
+        ));
+    }
+    cases.retain(|c| only.is_empty() || only.contains(&c.0));
     let mut rows = Vec::new();
     let mut per_case = json!({});
     let mut complete = usize::MAX;
