@@ -12,8 +12,8 @@ export CARGO_TERM_COLOR ?= never
 help:
 	@echo "make test    install what is missing, then run every test (what CI runs)"
 	@echo "make bench   the benchmark suite: browser goodput, verification native vs Wasm, native UDP,"
-	@echo "             swarm of pages, binmap, simulated LEDBAT, swarm across the emulated internet and"
-	@echo "             native WebRTC stacks compared (both root)"
+	@echo "             swarm of pages, binmap, simulated LEDBAT, signaling and seeder scale, swarm across"
+	@echo "             the emulated internet and native WebRTC stacks compared (both root)"
 	@echo "             -> target/bench/summary.json, BENCHMARKS.md"
 	@echo "make bench-smoke  the same in seconds with tiny sizes (part of make test)"
 	@echo "make experiments  run every simulator experiment (docs/EXPERIMENTS.md) into target/sim/"
