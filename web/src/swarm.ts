@@ -335,12 +335,15 @@ export class Swarm extends Emitter<SwarmEvents> {
         );
         break;
       case 'peer-closed':
-        // The engine ended the channel (misbehaving peer, timeout): end the connection too.
+        // The engine ended the channel (misbehaving peer, timeout, a full peer refusing us):
+        // end the connection too, and tell the engine it is gone, so that it does not ask a
+        // refusing peer again over it (a page has other viewers to turn to).
         {
           const remote = this.connections.remoteOf(event.peer);
           // Already gone (its channel closed before this turn): that was its peer-left.
           if (remote === '') break;
           this.connections.close(event.peer);
+          this.engine.peerLost(event.peer);
           this.emit('peer-left', { peer: event.peer, remote, reason: event.message });
         }
         break;

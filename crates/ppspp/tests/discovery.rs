@@ -356,3 +356,61 @@ fn mangled_answers_never_panic_and_never_mislead() {
         }
     }
 }
+
+#[test]
+fn a_full_seeder_refuses_and_discovery_asks_again_until_there_is_room() {
+    let content = data(6 * 1024 + 3, 4);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha1, 1024, &content).unwrap();
+    let full = Engine::new_seeder(
+        EngineConfig {
+            max_peers: 1,
+            ..EngineConfig::default()
+        },
+        &tree,
+        MemoryStore::with_content(content.clone(), 1024),
+        Time::ZERO,
+    )
+    .unwrap();
+    let expected = *full.content();
+    // Node 1 is the full seeder; node 2, a leecher, holds its only slot.
+    let mut holder = Engine::new(
+        EngineConfig::default(),
+        expected,
+        MemoryStore::new(content.len(), 1024),
+        Time::ZERO,
+    )
+    .unwrap();
+    holder.connect(1, Time::ZERO);
+    let mut swarm = Swarm::new(Discovery::new(expected.root, &[], 5).unwrap(), vec![full]);
+    swarm.nodes.push(Node::Seeder(Box::new(holder)));
+    swarm
+        .net
+        .run(&mut swarm.nodes, Time::from_millis(200), |_| false);
+    // Refused, it neither finds nor fails while the seeder stays full (it asks the seeder
+    // alone: the holder could describe the content too).
+    let now = swarm.net.now;
+    swarm.discovery_mut().connect(1, now);
+    swarm
+        .net
+        .run(&mut swarm.nodes, now + Duration::from_secs(20), |_| false);
+    assert!(swarm.discovery().found().is_none());
+    assert!(
+        swarm.discovery().failed().is_none(),
+        "a refusal is not a failure: {:?}",
+        swarm.discovery().failed()
+    );
+    // The holder leaves; the next time discovery asks, the seeder has room.
+    if let Node::Seeder(h) = &mut swarm.nodes[2] {
+        h.close_all();
+    }
+    let now = swarm.net.now;
+    swarm.net.run(
+        &mut swarm.nodes,
+        now + Duration::from_secs(60),
+        |nodes| match &nodes[0] {
+            Node::Finder(d) => d.found().is_some() || d.failed().is_some(),
+            Node::Seeder(_) => true,
+        },
+    );
+    assert_eq!(swarm.discovery().found(), Some(&expected));
+}

@@ -719,3 +719,98 @@ fn a_full_seeder_refuses_and_the_refused_come_back_once_there_is_room() {
         assert!(!misbehaving, "leecher {i} took the full seeder for a cheat");
     }
 }
+
+/// Whether `bytes` is a close handshake (how a full peer refuses).
+fn is_close(bytes: &[u8]) -> bool {
+    let codec = ppspp::codec::CodecConfig::default();
+    ppspp::codec::decode_datagram(bytes, &codec).is_ok_and(
+        |d| matches!(d.messages().next(), Some(Ok(Message::Handshake(h))) if h.is_close()),
+    )
+}
+
+#[test]
+fn a_lost_refusal_is_said_again_and_the_full_seeder_is_not_banned() {
+    let data = content(48 * 1024);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha1, 1024, &data).unwrap();
+    let mut nodes = pair(
+        &data,
+        1024,
+        EngineConfig {
+            max_peers: 1,
+            ..EngineConfig::default()
+        },
+    );
+    let mut second = leecher(&tree, 3);
+    second.connect(0, Time::ZERO);
+    nodes.push(second);
+    let mut net = Net::new(Duration::from_millis(10), 0, 11);
+    // The seeder's first close (a refusal when the loser's next datagram comes) is lost.
+    let mut lost = false;
+    net.rewrite.insert(
+        0,
+        Box::new(move |b: &[u8]| {
+            if !lost && is_close(b) {
+                lost = true;
+                return vec![0xff; 4]; // to a channel nobody has
+            }
+            b.to_vec()
+        }),
+    );
+    run(&mut nodes, &mut net, Time::from_millis(30_000), |_| false);
+    let (ev1, ev2) = (events(&mut nodes[1]), events(&mut nodes[2]));
+    let refused = |ev: &[Event<u32>]| {
+        ev.contains(&Event::PeerClosed {
+            peer: 0,
+            reason: ppspp::engine::CloseReason::Refused,
+        })
+    };
+    let banned = |ev: &[Event<u32>]| {
+        ev.iter().any(|e| {
+            matches!(
+                e,
+                Event::PeerClosed {
+                    reason: ppspp::engine::CloseReason::Misbehaving(_),
+                    ..
+                }
+            )
+        })
+    };
+    assert!(refused(&ev1) || refused(&ev2), "{ev1:?} / {ev2:?}");
+    assert!(!banned(&ev1) && !banned(&ev2), "{ev1:?} / {ev2:?}");
+}
+
+#[test]
+fn a_goodbye_after_keep_alives_is_not_taken_for_a_refusal() {
+    // Two seeders without peer exchange: nothing to exchange, so after the answer only
+    // keep-alives flow.
+    let data = content(8 * 1024);
+    let quiet = EngineConfig {
+        pex: false,
+        ..EngineConfig::default()
+    };
+    let mut nodes = pair(&data, 1024, quiet.clone());
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha1, 1024, &data).unwrap();
+    nodes[1] = Engine::new_seeder(
+        EngineConfig { seed: 2, ..quiet },
+        &tree,
+        MemoryStore::with_content(data.clone(), 1024),
+        Time::ZERO,
+    )
+    .unwrap();
+    nodes[1].connect(0, Time::ZERO);
+    let mut net = Net::new(Duration::from_millis(10), 0, 12);
+    let t = run(&mut nodes, &mut net, Time::from_millis(10_000), |_| false);
+    assert!(events(&mut nodes[1]).contains(&Event::PeerConnected { peer: 0 }));
+    nodes[0].close_all();
+    run_from(t, &mut nodes, &mut net, t + Duration::from_secs(2), |_| {
+        false
+    });
+    let ev = events(&mut nodes[1]);
+    assert!(
+        ev.contains(&Event::PeerClosed {
+            peer: 0,
+            reason: ppspp::engine::CloseReason::ClosedByPeer
+        }),
+        "{ev:?}"
+    );
+}

@@ -475,13 +475,7 @@ impl RtcTransport {
                 continue;
             };
             let expired = !c.open && now >= c.created + self.open_timeout;
-            let due = now >= c.timeout;
-            // Only the connections whose time came: the others' output did not change,
-            // and asking every stack on every wake-up grows with the peers.
-            if !expired && !due {
-                continue;
-            }
-            if expired || c.pc.handle_timeout(now).is_err() {
+            if expired || (now >= c.timeout && c.pc.handle_timeout(now).is_err()) {
                 c.dead = true;
             }
             self.drain(id);

@@ -51,6 +51,10 @@ const REQUEST_TRIES: u32 = 6;
 const REQUEST_RETRY: Duration = Duration::from_secs(1);
 /// How long an answering peer may take to announce any chunk.
 const HAVE_WAIT: Duration = Duration::from_secs(10);
+/// A peer that refused us (it was full) is asked again after this, doubling per refusal
+/// up to the second, each wait between half and all of it at random.
+const REFUSED_WAIT: Duration = Duration::from_secs(1);
+const MAX_REFUSED_WAIT: Duration = Duration::from_secs(30);
 
 enum Probe {
     /// Handshakes out, one channel per candidate chunk size: `(local channel, size)`.
@@ -58,6 +62,8 @@ enum Probe {
         channels: Vec<(u32, u32)>,
         tries: u32,
         next: Time,
+        /// Times the peer refused us for want of room (a close for our handshake).
+        refusals: u32,
     },
     Open(Box<OpenProbe>),
     Failed(ProbeFailure),
@@ -159,6 +165,7 @@ impl<A: PeerAddr> Discovery<A> {
                 channels,
                 tries: 0,
                 next: now,
+                refusals: 0,
             },
         );
         Connect::Started
@@ -262,6 +269,7 @@ impl<A: PeerAddr> Discovery<A> {
                     channels,
                     tries,
                     next,
+                    ..
                 } if now >= *next => {
                     if *tries >= HANDSHAKE_TRIES {
                         let chunk_sizes = channels.iter().map(|(_, s)| *s).collect();
@@ -324,7 +332,12 @@ impl<A: PeerAddr> Discovery<A> {
             return;
         };
         let outcome = match probe {
-            Probe::Opening { channels, .. } => {
+            Probe::Opening {
+                channels,
+                tries,
+                next,
+                refusals,
+            } => {
                 let Some(&(local, size)) = channels.iter().find(|(l, _)| *l == channel) else {
                     return;
                 };
@@ -338,8 +351,16 @@ impl<A: PeerAddr> Discovery<A> {
                     return;
                 };
                 if hs.is_close() {
-                    *probe = Probe::Failed(ProbeFailure::Closed);
-                    self.note_outcome();
+                    // A close for our handshake: the peer is full (see `Engine::refuse`).
+                    // Ask again after a back-off, as the engine does; the caller's own
+                    // deadline bounds the wait.
+                    *refusals += 1;
+                    *tries = 0;
+                    let full = REFUSED_WAIT
+                        .saturating_mul(1 << (*refusals - 1).min(16))
+                        .min(MAX_REFUSED_WAIT);
+                    let jitter = self.rng.below(full.as_micros() as u64 / 2 + 1);
+                    *next = now + full / 2 + Duration::from_micros(jitter);
                     return;
                 }
                 if let Err(why) = check_peer_options(&params, &hs.options, false) {

@@ -34,6 +34,9 @@ pub(crate) struct HalfOpen<A> {
     pub peer_window: Option<u64>,
     /// Our answer must (again) go out.
     answer_due: bool,
+    /// The initiator came back when we had no room and was refused: it is refused again
+    /// whenever it comes back, until the entry expires.
+    pub refused: bool,
 }
 
 impl<A> HalfOpen<A> {
@@ -48,6 +51,7 @@ impl<A> HalfOpen<A> {
             since: now,
             peer_window: None,
             answer_due: false,
+            refused: false,
         }
     }
 }

@@ -135,12 +135,16 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             // which proves the address.
         }
         if let Some(id) = self.half_open.id_of(&from) {
-            if self
+            if let Some(e) = self
                 .half_open
                 .get_mut(id)
-                .is_some_and(|e| e.remote_id == hs.source_channel)
+                .filter(|e| e.remote_id == hs.source_channel)
             {
-                self.half_open.answer_again(id, now);
+                if e.refused {
+                    self.refuse(from, hs.source_channel);
+                } else {
+                    self.half_open.answer_again(id, now);
+                }
                 return;
             }
             // The peer restarted and opens anew.
@@ -161,18 +165,24 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// The initiator's next datagram reached the channel ID our answer gave it: the
     /// half-open handshake becomes a channel, if there is room for one.
     fn promote(&mut self, now: Time, id: u32, from: &A) -> Option<Box<Channel<A>>> {
-        if self.half_open.get_mut(id)?.addr != *from {
+        let pending = self.half_open.get_mut(id)?;
+        if pending.addr != *from {
+            return None;
+        }
+        let full = self.channels.len() >= self.config.max_peers && !self.by_addr.contains_key(from);
+        if pending.refused || full {
+            // Filled up since we answered: say so, or it would wait on us for chunks. The
+            // entry stays (until it expires) so that every later datagram on this channel
+            // is refused too, should the close be lost.
+            pending.refused = true;
+            let (addr, remote_id) = (pending.addr.clone(), pending.remote_id);
+            self.refuse(addr, remote_id);
             return None;
         }
         let entry = self.half_open.remove(id)?;
         if let Some(&old) = self.by_addr.get(from) {
             // The peer restarted: its old channel is gone on its side.
             self.remove_channel(old, CloseReason::ClosedByPeer);
-        }
-        if self.channels.len() >= self.config.max_peers {
-            // Filled up since we answered: say so, or it would wait on us for chunks.
-            self.refuse(entry.addr, entry.remote_id);
-            return None;
         }
         self.new_channel(entry.addr, id, now);
         let mut ch = self.channels.remove(&id)?;
@@ -192,6 +202,14 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         };
         ch.last_recv = now;
         ch.sent_since_recv = 0;
+        // Only an answer (or its repeat) starts with a handshake; anything else, a bare
+        // keep-alive included, is the peer taking us in.
+        if ch.answered_only
+            && !matches!(datagram.messages().next(), Some(Ok(Message::Handshake(_))))
+        {
+            ch.answered_only = false;
+            self.redials.forget(&ch.addr);
+        }
         let mut hashes: Vec<(Bin, Hash)> = std::mem::take(&mut ch.pending_hashes);
         let mut saw_data = false;
         let mut first = true;
@@ -203,10 +221,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     return Verdict::Close(CloseReason::Misbehaving(Misbehaviour::Malformed(e)));
                 }
             };
-            // Only an answer (or its repeat) starts with a handshake.
-            if first && !matches!(msg, Message::Handshake(_)) {
-                ch.answered_only = false;
-            }
             if let Message::Handshake(hs) = msg {
                 if let Some(v) = self.handle_handshake(now, ch, &hs, first) {
                     return v;
@@ -280,7 +294,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return;
         }
         ch.established = true;
-        self.redials.forget(&ch.addr);
+        // A peer that took us in is asked no more (one that answered only may still refuse:
+        // then its back-off goes on; see `handle_on_channel`).
+        if !ch.answered_only {
+            self.redials.forget(&ch.addr);
+        }
         // Karn's rule for handshakes: after a retry the answer may be to either copy.
         if let Some(sent) = ch.handshake_sent.filter(|_| !ch.handshake_resent) {
             ch.rtt.on_sample(now.saturating_since(sent));
