@@ -330,14 +330,15 @@ pub async fn run<S: ChunkStore>(
         _store: std::marker::PhantomData,
     };
     drive(engine, &mut role, udp, rtc.as_deref_mut(), clock, stop).await;
+    // The last line describes the channels as they ended, before they are closed.
+    if let Some(s) = stats.as_mut() {
+        s.print(engine, clock.now());
+    }
     // However it ended, say goodbye: a peer keeps a silent channel's slot for minutes.
     engine.close_all();
     flush(engine, &mut Vec::new(), udp, rtc.as_deref_mut(), clock).await;
     if let Some(r) = rtc {
         r.shutdown().await;
-    }
-    if let Some(s) = stats.as_mut() {
-        s.print(engine, clock.now());
     }
 }
 
