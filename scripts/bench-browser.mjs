@@ -232,6 +232,8 @@ try {
   const ratios = [];
   const walls = [];
   const ttff = [];
+  // Where each page's time to the first frame went (Player.startup), step by step.
+  const startup = [];
   const pageCpu = [];
   const seederCpu = [];
   // The HTTP origin: the same file on the page's static server (sirv answers Range), with
@@ -276,6 +278,7 @@ try {
     walls.push(wall);
     await new Promise((r) => setTimeout(r, 1200)); // one more seeder stats line
     for (const p of pages) ttff.push(await p.evaluate(() => window.__t.firstFrameMs ?? window.__t.player.timeToFirstFrameMs));
+    for (const p of pages) startup.push(await p.evaluate(() => window.__t.player.startup));
     // Each page verified the whole video.
     for (const p of pages) pageCpu.push((await pageCpuSeconds(p)) / (size / 1e6));
     const last = [...seeder.lines].reverse().find((l) => l.startsWith('{'));
@@ -300,11 +303,14 @@ try {
   }
   result.swarm_origin = { pages: SWARM_PAGES, content_bytes: size, origin_ratio: stats(origin.ratios), ttff_ms: stats(origin.ttff), wall_s: stats(origin.walls) };
   log(`  HTTP origin: first frame median ${result.swarm_origin.ttff_ms.median.toFixed(0)} ms over ${origin.ttff.length} pages`);
+  const steps = ['engineMs', 'joinedMs', 'firstPeerMs', 'firstChunkMs', 'firstAppendMs', 'firstFrameMs'];
   result.swarm = {
     pages: SWARM_PAGES, content_bytes: size, seeder_upload_ratio: stats(ratios), ttff_ms: stats(ttff), wall_s: stats(walls),
     page_cpu_s_per_mb: stats(pageCpu), seeder_cpu_s_per_mb: stats(seederCpu),
+    startup_ms: Object.fromEntries(steps.map((k) => [k, stats(startup.map((s) => s[k]).filter((v) => v !== null))])),
   };
   log(`  first frame median ${result.swarm.ttff_ms.median.toFixed(0)} ms over ${ttff.length} pages`);
+  log(`  startup, median (max) ms after attach(): ${steps.map((k) => `${k} ${result.swarm.startup_ms[k].median?.toFixed(0)} (${result.swarm.startup_ms[k].max?.toFixed(0)})`).join(', ')}`);
   }
   if (only.includes('live')) {
   log(`live: ppspp live + ${LIVE_PAGES} pages, ${LIVE_SECONDS} s of ffmpeg's test source at real time`);

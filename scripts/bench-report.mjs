@@ -131,6 +131,12 @@ for (const k of ['1k', '8k']) {
 lines.push('', `### 4. Swarm: 1 native seeder + ${browser.swarm?.pages} headless pages, ${f((browser.swarm?.content_bytes ?? 0) / 1e6, 1)} MB video`, '');
 lines.push('| seeder upload ÷ content | first frame after attach(), median (min–max) | all pages complete | page CPU s per MB verified (main thread) | seeder CPU s per MB sent |', '|---|---|---|---|---|');
 lines.push(`| ${mmm(browser.swarm?.seeder_upload_ratio, 2)} | ${mmm(browser.swarm?.ttff_ms, 0)} ms (all pages of all runs) | ${mmm(browser.swarm?.wall_s, 1)} s | ${mmm(browser.swarm?.page_cpu_s_per_mb, 3)} | ${mmm(browser.swarm?.seeder_cpu_s_per_mb, 3)} |`, '');
+const su = browser.swarm?.startup_ms;
+if (su) {
+  lines.push('Where the time to the first frame went (`Player.startup`), ms after `attach()`, median (min–max) over all pages:', '');
+  lines.push('| Wasm and URI ready | signaling welcome | first peer | first verified chunk | first append | first frame |', '|---|---|---|---|---|---|');
+  lines.push(`| ${['engineMs', 'joinedMs', 'firstPeerMs', 'firstChunkMs', 'firstAppendMs', 'firstFrameMs'].map((k) => mmm(su[k], 0)).join(' | ')} |`, '');
+}
 lines.push(`The same pages, each run right after, with the file on the static web server as an HTTP origin (\`ppspp root --tree\`) and no seeder:`, '');
 lines.push('| origin bytes ÷ content | first frame after attach(), median (min–max) | all pages complete |', '|---|---|---|');
 lines.push(`| ${mmm(browser.swarm_origin?.origin_ratio, 2)} | ${mmm(browser.swarm_origin?.ttff_ms, 0)} ms (all pages of all runs) | ${mmm(browser.swarm_origin?.wall_s, 1)} s |`, '');

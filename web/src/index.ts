@@ -7,7 +7,7 @@
  * player.on('stats', (s) => console.log(s.downloadBps, s.offload));
  * ```
  */
-export { Player, type PlayerEvents, type PlayerStats } from './player.js';
+export { Player, type PlayerEvents, type PlayerStats, type StartupTimes } from './player.js';
 export type { Stall, StallCause } from './media/stall-watch.js';
 export { Peer, type PeerEvents, type SeedOptions, type FetchOptions } from './peer.js';
 export { PpsppError, type ErrorCode } from './errors.js';

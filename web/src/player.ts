@@ -53,6 +53,25 @@ export interface PlayerEvents extends SwarmEvents {
   'live-ended': Record<string, never>;
 }
 
+/**
+ * Where the time to the first frame went: milliseconds after `attach()` at which each step
+ * of starting playback happened (null: not yet, or not at all, e.g. no signaling server).
+ */
+export interface StartupTimes {
+  /** The engine was ready (the Wasm module loaded and the URI read). */
+  engineMs: number | null;
+  /** The signaling server welcomed us into the swarm's room. */
+  joinedMs: number | null;
+  /** The first data channel to a peer opened. */
+  firstPeerMs: number | null;
+  /** The first chunk passed verification (from a peer, the HTTP origin or saved chunks). */
+  firstChunkMs: number | null;
+  /** The first bytes were handed to MediaSource. */
+  firstAppendMs: number | null;
+  /** The first frame was decoded (`loadeddata`), as `timeToFirstFrameMs`. */
+  firstFrameMs: number | null;
+}
+
 /** The Player's figures: the swarm's, plus rebuffering. */
 export interface PlayerStats extends SwarmStats {
   /** Milliseconds the playhead stood still while it should have played, in ended stalls. */
@@ -91,6 +110,14 @@ export class Player extends Emitter<PlayerEvents> {
   readonly uri: string;
   /** Milliseconds from `attach()` to the first decoded frame, once there is one. */
   timeToFirstFrameMs: number | null = null;
+  private readonly startupTimes: StartupTimes = {
+    engineMs: null,
+    joinedMs: null,
+    firstPeerMs: null,
+    firstChunkMs: null,
+    firstAppendMs: null,
+    firstFrameMs: null,
+  };
   private readonly mediaSource: MediaSource;
   private readonly objectUrl: string;
   private info: InitInfo | null = null;
@@ -215,8 +242,10 @@ export class Player extends Emitter<PlayerEvents> {
       swarm.close();
       throw err;
     }
+    player.mark('engineMs');
     try {
       await swarm.start();
+      if (signal !== null) player.mark('joinedMs');
       await player.open();
     } catch (err) {
       player.destroy();
@@ -229,6 +258,15 @@ export class Player extends Emitter<PlayerEvents> {
   protected override emit<K extends keyof PlayerEvents>(type: K, payload: PlayerEvents[K]): void {
     if (this.held) this.held.push([type, payload]);
     else super.emit(type, payload);
+  }
+
+  /** Where the time to the first frame went (see {@link StartupTimes}). */
+  get startup(): StartupTimes {
+    return { ...this.startupTimes };
+  }
+
+  private mark(step: keyof StartupTimes): void {
+    this.startupTimes[step] ??= performance.now() - this.attachedAt;
   }
 
   private releaseHeld(): void {
@@ -249,7 +287,9 @@ export class Player extends Emitter<PlayerEvents> {
       'peer-joined', 'peer-left', 'chunk-rejected', 'origin-corrupt', 'progress', 'complete', 'stats', 'error',
     ];
     for (const type of forward) this.swarm.on(type, (payload) => this.emit(type, payload as never));
+    this.swarm.on('peer-joined', () => this.mark('firstPeerMs'));
     this.swarm.on('chunk-verified', (e) => {
+      this.mark('firstChunkMs');
       this.emit('chunk-verified', e);
       this.scheduleFeed();
     });
@@ -273,6 +313,7 @@ export class Player extends Emitter<PlayerEvents> {
     this.listen(this.video, 'loadeddata', () => {
       if (this.timeToFirstFrameMs === null) {
         this.timeToFirstFrameMs = performance.now() - this.attachedAt;
+        this.startupTimes.firstFrameMs = this.timeToFirstFrameMs;
         this.emit('first-frame', { ms: this.timeToFirstFrameMs });
       }
     });
@@ -326,6 +367,7 @@ export class Player extends Emitter<PlayerEvents> {
       if (queue.pendingBytes >= MAX_PENDING || bufferedAhead(this.video) > MAX_AHEAD_SECONDS) return;
       const next = this.nextAppend();
       if (next) {
+        this.mark('firstAppendMs');
         queue.push(next.bytes);
         this.appendPos = next.to;
         this.segmentWait = null;
@@ -445,6 +487,7 @@ export class Player extends Emitter<PlayerEvents> {
     if (!this.info) {
       const init = this.content.live?.init;
       if (!init || !this.startMedia(parseLiveInit(init))) return;
+      this.mark('firstAppendMs');
       this.queue?.push(init);
     }
     const queue = this.queue;

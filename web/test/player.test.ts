@@ -320,6 +320,27 @@ describe('Player over fake WebRTC and MediaSource, with the real engine', () => 
     expect(player.timeToFirstFrameMs).toBe(log['first-frame'][0]!.ms);
   });
 
+  it('startup: every step to the first frame is timed, in the order they happen', async () => {
+    const media = syntheticWebm(5, 10_000);
+    const { uri } = await seed(media.file);
+    const { video, mediaSource, player } = await attach(uri);
+    const atAttach = player.startup;
+    expect(atAttach.engineMs).not.toBeNull();
+    expect(atAttach.joinedMs).not.toBeNull();
+    expect(atAttach.firstFrameMs).toBeNull();
+    const sb = await sourceBuffer(mediaSource);
+    await until(() => sb.appends.length >= 2, 'a media segment appended');
+    video.dispatchEvent(new Event('loadeddata'));
+    const s = player.startup;
+    const steps = [s.engineMs, s.joinedMs, s.firstPeerMs, s.firstChunkMs, s.firstAppendMs, s.firstFrameMs];
+    for (const v of steps) expect(v).not.toBeNull();
+    for (let i = 1; i < steps.length; i++) expect(steps[i]!, `step ${i} after step ${i - 1}`).toBeGreaterThanOrEqual(steps[i - 1]!);
+    expect(s.firstFrameMs).toBe(player.timeToFirstFrameMs);
+    // A copy: the caller cannot change the Player's record.
+    s.engineMs = -1;
+    expect(player.startup.engineMs).not.toBe(-1);
+  });
+
   it('after QuotaExceededError, removes played media behind the playhead and appends the same segment again', async () => {
     const media = syntheticWebm(10, 20_000);
     FakeMediaSource.onSourceBuffer = (sb) => {
