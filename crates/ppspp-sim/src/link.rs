@@ -1,6 +1,8 @@
-//! One direction of a link: a drop-tail FIFO queue limited in bytes, a serializer of
-//! `bandwidth_bps`, and seeded random loss. Propagation delay is added by the network
-//! after the link (see [`crate::net`]).
+//! One direction of a link: a drop-tail FIFO queue limited in bytes (and optionally in
+//! packets, as a router's buffer is), a serializer of `bandwidth_bps`, and seeded random
+//! loss. Propagation delay is added by the network after the link (see [`crate::net`]).
+//! A link with `strict_priority` is served by the network packet by packet instead (see
+//! [`crate::priority_queue`]): only the counters and the settings here apply to it.
 
 use ppspp::rng::Rng;
 use ppspp::time::Time;
@@ -15,6 +17,10 @@ pub struct LinkConfig {
     pub queue_bytes: usize,
     /// Probability that a packet is lost on this link, independent of the queue.
     pub loss: f64,
+    /// Packets the queue holds, the one being serialized excluded (`None`: bytes only).
+    pub queue_packets: Option<usize>,
+    /// Real-time packets leave before any other (a DiffServ-like priority queue).
+    pub strict_priority: bool,
 }
 
 impl LinkConfig {
@@ -23,6 +29,8 @@ impl LinkConfig {
             bandwidth_bps: 0,
             queue_bytes: usize::MAX,
             loss: 0.0,
+            queue_packets: None,
+            strict_priority: false,
         }
     }
 
@@ -31,7 +39,24 @@ impl LinkConfig {
             bandwidth_bps,
             queue_bytes,
             loss: 0.0,
+            queue_packets: None,
+            strict_priority: false,
         }
+    }
+
+    /// A link whose queue holds `packets` packets whatever their size (and is not limited
+    /// in bytes), as a base station's buffer.
+    pub fn packets(bandwidth_bps: u64, packets: usize) -> LinkConfig {
+        LinkConfig {
+            queue_bytes: usize::MAX,
+            queue_packets: Some(packets),
+            ..LinkConfig::new(bandwidth_bps, 0)
+        }
+    }
+
+    pub fn with_strict_priority(mut self) -> LinkConfig {
+        self.strict_priority = true;
+        self
     }
 
     pub fn with_loss(mut self, loss: f64) -> LinkConfig {
@@ -110,7 +135,13 @@ impl Link {
             self.stats.bytes += size as u64;
             return Ok(now);
         }
-        if self.queued_bytes(now) + size > self.config.queue_bytes {
+        let bytes_full = self.queued_bytes(now) + size > self.config.queue_bytes;
+        // The backlog holds the packet being serialized too; the packet limit does not.
+        let packets_full = self
+            .config
+            .queue_packets
+            .is_some_and(|n| self.backlog.len() > n);
+        if bytes_full || packets_full {
             self.stats.dropped_queue += 1;
             return Err(Drop::QueueFull);
         }
@@ -163,6 +194,23 @@ mod tests {
         );
         assert_eq!(
             l.enqueue(Time::from_millis(1), 1, &mut rng),
+            Err(Drop::QueueFull)
+        );
+    }
+
+    #[test]
+    fn a_packet_limited_queue_counts_packets_not_bytes() {
+        // 8 Mbit/s, 2 packets of queue: one in service plus two waiting fit, a fourth not.
+        let mut l = Link::new(LinkConfig::packets(8_000_000, 2));
+        let mut rng = Rng::new(1);
+        for _ in 0..3 {
+            assert!(l.enqueue(Time::ZERO, 1500, &mut rng).is_ok());
+        }
+        assert_eq!(l.enqueue(Time::ZERO, 40, &mut rng), Err(Drop::QueueFull));
+        // Once the first has left (1.5 ms), there is room for one more, however big.
+        assert!(l.enqueue(Time::from_micros(1500), 9000, &mut rng).is_ok());
+        assert_eq!(
+            l.enqueue(Time::from_micros(1500), 40, &mut rng),
             Err(Drop::QueueFull)
         );
     }

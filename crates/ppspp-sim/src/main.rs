@@ -45,6 +45,9 @@ enum Cmd {
     Latecomer(Common),
     /// One flow at priority 0 → 1 → 2 against a TCP-like flow (DTL Fig. 6).
     Priority(Common),
+    /// P2P upload beside a call's audio or video on a 1 Mbit/s wireless-like uplink
+    /// (the wireless coexistence paper, Fig. 3).
+    Coexist(Common),
     /// One seeder and N leechers, homogeneous RTTs and the AS latency table.
     Swarm {
         #[command(flatten)]
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
         Cmd::Loss(c) => ("loss", c),
         Cmd::Latecomer(c) => ("latecomer", c),
         Cmd::Priority(c) => ("priority", c),
+        Cmd::Coexist(c) => ("coexist", c),
         Cmd::Swarm { common, .. } => ("swarm", common),
     };
     let out = common
@@ -88,6 +92,7 @@ fn main() -> ExitCode {
         Cmd::Loss(c) => experiments::loss::run(&out, c.seed),
         Cmd::Latecomer(c) => experiments::latecomer::run(&out, c.seed),
         Cmd::Priority(c) => experiments::priority::run(&out, c.seed),
+        Cmd::Coexist(c) => experiments::coexist::run(&out, c.seed),
         Cmd::Swarm {
             common,
             leechers,

@@ -4,10 +4,13 @@
 //!
 //! A packet from `a` to `b` crosses `a`'s uplink, then the one-way propagation delay
 //! between them (plus seeded jitter), then `b`'s downlink. Several nodes may share one
-//! uplink (a dumbbell bottleneck).
+//! uplink (a dumbbell bottleneck). A link with strict priority is served packet by packet
+//! (an event when each packet has left), real-time packets first.
 
 use crate::adversary::{Mutation, mutate};
 use crate::link::{Link, LinkConfig};
+use crate::priority_queue::{Offer, StrictPriority};
+use crate::realtime::{RtSink, RtSource};
 use crate::store::CheckedStore;
 use crate::tcp::{ACK_BYTES, SEGMENT_BYTES, TcpReceiver, TcpSeg, TcpSender};
 use ppspp::engine::{Engine, Event};
@@ -37,6 +40,8 @@ pub enum NodeKind {
     Peer(Box<Peer>),
     TcpSender(TcpSender),
     TcpReceiver(TcpReceiver),
+    RtSource(RtSource),
+    RtSink(RtSink),
 }
 
 pub struct Node {
@@ -56,6 +61,9 @@ pub struct Node {
 enum Body {
     Ppspp(Vec<u8>),
     Tcp(TcpSeg),
+    /// A real-time packet and its sequence number: the one class a strict-priority link
+    /// puts first.
+    Rt(u64),
 }
 
 #[derive(Clone, Debug)]
@@ -71,6 +79,8 @@ enum EvKind {
     /// 3 delivered).
     Hop(Packet, u8),
     Timer(NodeId),
+    /// A strict-priority link has put its packet on the wire: it serves the next.
+    LinkFree(LinkId),
 }
 
 struct Scheduled {
@@ -121,6 +131,8 @@ pub struct Network {
     pub stats: NetStats,
     /// The buffer engines write their datagrams into.
     send_buf: Vec<u8>,
+    /// The waiting packets of each strict-priority link (with the hop they are at).
+    priority: BTreeMap<LinkId, StrictPriority<(Packet, u8)>>,
 }
 
 impl Network {
@@ -137,12 +149,18 @@ impl Network {
             delivered: BTreeMap::new(),
             stats: NetStats::default(),
             send_buf: Vec::new(),
+            priority: BTreeMap::new(),
         }
     }
 
     pub fn add_link(&mut self, config: LinkConfig) -> LinkId {
+        let id = self.links.len();
+        if config.strict_priority {
+            let limit = config.queue_packets.unwrap_or(usize::MAX);
+            self.priority.insert(id, StrictPriority::new(limit));
+        }
         self.links.push(Link::new(config));
-        self.links.len() - 1
+        id
     }
 
     /// Adds a node with its own uplink and downlink; `delay` is its half of every
@@ -260,6 +278,10 @@ impl Network {
                 } else {
                     self.nodes[pkt.to as usize].downlink
                 };
+                if self.priority.contains_key(&link) {
+                    self.offer_priority(link, pkt, hop);
+                    return;
+                }
                 match self.links[link].enqueue(now, pkt.size, &mut self.rng) {
                     Ok(t) => self.push(t, EvKind::Hop(pkt, hop + 1)),
                     Err(_) => self.stats.dropped_packets += 1,
@@ -274,6 +296,50 @@ impl Network {
             }
             _ => self.deliver(pkt),
         }
+    }
+
+    /// Queues a packet on a strict-priority link and starts the link if it was idle.
+    fn offer_priority(&mut self, link: LinkId, pkt: Packet, hop: u8) {
+        let l = &mut self.links[link];
+        if l.config.loss > 0.0 && self.rng.next_f64() < l.config.loss {
+            l.stats.dropped_loss += 1;
+            self.stats.dropped_packets += 1;
+            return;
+        }
+        let high = matches!(pkt.body, Body::Rt(_));
+        let q = self
+            .priority
+            .get_mut(&link)
+            .expect("a strict-priority link");
+        match q.offer((pkt, hop), high) {
+            Offer::Queued => {}
+            Offer::PushedOut(_) | Offer::Dropped => {
+                l.stats.dropped_queue += 1;
+                self.stats.dropped_packets += 1;
+            }
+        }
+        if !q.busy {
+            self.serve_priority(link);
+        }
+    }
+
+    /// Puts a strict-priority link's next packet on the wire, if one waits.
+    fn serve_priority(&mut self, link: LinkId) {
+        let q = self
+            .priority
+            .get_mut(&link)
+            .expect("a strict-priority link");
+        let Some((pkt, hop)) = q.pop_next() else {
+            q.busy = false;
+            return;
+        };
+        q.busy = true;
+        let l = &mut self.links[link];
+        l.stats.packets += 1;
+        l.stats.bytes += pkt.size as u64;
+        let done = Time::from_micros(self.now.as_micros() + l.serialization_us(pkt.size));
+        self.push(done, EvKind::Hop(pkt, hop + 1));
+        self.push(done, EvKind::LinkFree(link));
     }
 
     fn deliver(&mut self, pkt: Packet) {
@@ -292,6 +358,7 @@ impl Network {
             (NodeKind::TcpSender(s), Body::Tcp(TcpSeg::Ack { next })) => {
                 s.handle_ack(now, next);
             }
+            (NodeKind::RtSink(r), Body::Rt(seq)) => r.arrivals.push((seq, now)),
             _ => {}
         }
         if let Some(ack) = reply {
@@ -341,7 +408,13 @@ impl Network {
                 }
                 s.poll_timeout()
             }
-            NodeKind::TcpReceiver(_) => None,
+            NodeKind::RtSource(s) => {
+                while let Some(seq) = s.poll_transmit(now) {
+                    out.push((s.to, s.packet_bytes, Body::Rt(seq)));
+                }
+                s.poll_timeout()
+            }
+            NodeKind::TcpReceiver(_) | NodeKind::RtSink(_) => None,
         };
         self.send_buf = buf;
         let sent = !out.is_empty();
@@ -378,7 +451,7 @@ impl Network {
         match &mut node.kind {
             NodeKind::Peer(p) => p.engine.handle_timeout(now),
             NodeKind::TcpSender(s) => s.handle_timeout(now),
-            NodeKind::TcpReceiver(_) => {}
+            NodeKind::TcpReceiver(_) | NodeKind::RtSource(_) | NodeKind::RtSink(_) => {}
         }
         self.service(id, true);
     }
@@ -395,6 +468,7 @@ impl Network {
             match ev.kind {
                 EvKind::Hop(pkt, hop) => self.hop(pkt, hop),
                 EvKind::Timer(id) => self.fire(id),
+                EvKind::LinkFree(link) => self.serve_priority(link),
             }
         }
         self.now = self.now.max(until);

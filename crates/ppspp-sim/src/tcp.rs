@@ -1,6 +1,7 @@
 //! A TCP-like bulk flow (Reno: slow start, +1 MSS per RTT, halve on three duplicate ACKs,
-//! RTO with back-off and go-back-N), counted in whole segments. It exists to compete
-//! with LEDBAT on the same simulated links.
+//! RTO with back-off and go-back-N), counted in whole segments, optionally fed by an
+//! application at a capped rate (a P2P client's upload limit). It exists to compete with
+//! LEDBAT on the same simulated links.
 
 use ppspp::time::Time;
 use std::collections::BTreeSet;
@@ -48,6 +49,13 @@ pub struct TcpSender {
     /// Segments acknowledged (goodput counter).
     pub acked: u64,
     pub retransmits: u64,
+    /// The application hands over new segments at most at this rate (segments per µs).
+    rate_limit: Option<f64>,
+    /// New segments the application has handed over and TCP has not sent yet (at most 1).
+    tokens: f64,
+    refilled: Time,
+    /// When the next new segment will be handed over, while the rate limit holds it back.
+    app_wait: Option<Time>,
 }
 
 impl TcpSender {
@@ -71,7 +79,36 @@ impl TcpSender {
             out: Vec::new(),
             acked: 0,
             retransmits: 0,
+            rate_limit: None,
+            tokens: 1.0,
+            refilled: start,
+            app_wait: None,
         }
+    }
+
+    /// The application writes new data at most at `bit_rate` bit/s of segments on the
+    /// wire (retransmissions are TCP's own and not limited).
+    pub fn with_rate_limit(mut self, bit_rate: u64) -> TcpSender {
+        self.rate_limit = Some(bit_rate as f64 / (SEGMENT_BYTES as f64 * 8.0) / 1e6);
+        self
+    }
+
+    /// Whether the application has a new segment ready at `now`; takes it if so.
+    fn take_new_segment(&mut self, now: Time) -> bool {
+        let Some(rate) = self.rate_limit else {
+            return true;
+        };
+        let elapsed = now.saturating_since(self.refilled).as_micros() as f64;
+        self.tokens = (self.tokens + elapsed * rate).min(1.0);
+        self.refilled = now;
+        if self.tokens >= 1.0 - 1e-9 {
+            self.tokens -= 1.0;
+            self.app_wait = None;
+            return true;
+        }
+        let wait = ((1.0 - self.tokens) / rate).ceil() as u64;
+        self.app_wait = Some(Time::from_micros(now.as_micros() + wait.max(1)));
+        false
     }
 
     fn active(&self, now: Time) -> bool {
@@ -88,6 +125,9 @@ impl TcpSender {
         }
         while (self.in_flight() as f64) < self.cwnd.floor().max(1.0) {
             let seq = self.next_seq;
+            if seq >= self.highest_sent && !self.take_new_segment(now) {
+                break;
+            }
             self.next_seq += 1;
             if seq >= self.highest_sent {
                 self.highest_sent = seq + 1;
@@ -170,7 +210,10 @@ impl TcpSender {
         if t.is_none() && self.next_seq == 0 {
             t = Some(self.start);
         }
-        t
+        match (t, self.app_wait) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     pub fn handle_timeout(&mut self, now: Time) {
@@ -249,6 +292,26 @@ mod tests {
         }
         assert_eq!(s.cwnd, 2.0);
         assert_eq!(s.poll_transmit(), Some(TcpSeg::Data { seq: 2 }));
+    }
+
+    #[test]
+    fn a_rate_limited_application_hands_over_segments_at_its_rate() {
+        // 120 kbit/s of 1500-byte segments: one every 100 ms, however large the window.
+        let mut s =
+            TcpSender::new(1, Time::ZERO, Time::from_millis(1_000_000)).with_rate_limit(120_000);
+        s.cwnd = 50.0;
+        s.handle_timeout(Time::ZERO);
+        assert_eq!(std::iter::from_fn(|| s.poll_transmit()).count(), 1);
+        assert_eq!(s.poll_timeout(), Some(Time::from_millis(100)));
+        s.handle_timeout(Time::from_millis(100));
+        assert_eq!(s.poll_transmit(), Some(TcpSeg::Data { seq: 1 }));
+        assert_eq!(s.poll_transmit(), None);
+        // Acknowledged segments do not let more through before their time.
+        s.handle_ack(Time::from_millis(150), 2);
+        assert_eq!(s.poll_transmit(), None);
+        s.handle_timeout(Time::from_millis(1_000));
+        // The bucket holds one segment at most: a long idle time is no burst.
+        assert_eq!(std::iter::from_fn(|| s.poll_transmit()).count(), 1);
     }
 
     #[test]

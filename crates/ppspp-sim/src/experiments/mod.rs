@@ -4,6 +4,7 @@
 //! into `out` and returns its JSON summary.
 
 pub mod capacity;
+pub mod coexist;
 pub mod delay;
 pub mod latecomer;
 pub mod link;
