@@ -1,6 +1,7 @@
 // The browser half of `make bench` (the native half is scripts/bench-native.mjs):
 //  1. goodput page → page over loopback: a raw unordered, maxRetransmits 0 data-channel
-//     blast paced on bufferedAmount, and PPSPP with verification, per chunk size;
+//     blast paced on bufferedAmount, and PPSPP with verification, per chunk size; and, at
+//     the default chunk size, a native `ppspp seed` → one page over WebRTC (50 MB);
 //  2. Merkle verification in Wasm and crypto.subtle digests;
 //  3. a swarm: 8 headless pages playing a 20 MB video, from 1 native seeder (with the CPU
 //     seconds each page spends per MB it verifies, and the seeder per MB it sends), and
@@ -12,9 +13,11 @@
 //   node scripts/bench-browser.mjs [--smoke] [--out FILE] [--only goodput,verify,swarm,live]
 // Diagnostics: BENCH_DEBUG=1 (sender/receiver state), BENCH_PROFILE=1 (CPU profile of both
 // pages in the first PPSPP goodput run, and of the first swarm page), BENCH_CHUNK_SIZES, BENCH_SEED_OPTIONS, BENCH_RUNS,
-// BENCH_LIVE_PAGES, BENCH_LIVE_UNCHOKED.
+// BENCH_LIVE_PAGES, BENCH_LIVE_UNCHOKED, BENCH_NATIVE_STACK (the native seeder's
+// --webrtc-stack).
 import { chromium } from '@playwright/test';
 import { spawn, execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -38,6 +41,10 @@ const LIVE_SECONDS = smoke ? 6 : 40;
 /** Peers the live source serves at once (`ppspp live --max-unchoked`): the rest relay. */
 const LIVE_UNCHOKED = Number(process.env.BENCH_LIVE_UNCHOKED ?? 2);
 const HIGH_WATER = 64 * 1024;
+/** The package's default chunk size: the native seeder → page part runs at it. */
+const DEFAULT_CHUNK = 8192;
+/** Bytes the native seeder sends one page. */
+const NATIVE_BYTES = smoke ? 2 << 20 : 50_000_000;
 // Seeder options for the PPSPP goodput runs (BENCH_SEED_OPTIONS='{"priority":1}' to compare).
 const SEED_OPTIONS = JSON.parse(process.env.BENCH_SEED_OPTIONS ?? '{}');
 const bin = (name) => join(root, 'target', 'release', name);
@@ -133,6 +140,42 @@ async function profileStop(cdp, who) {
   for (const [k, v] of top) log(`    ${((100 * v) / total).toFixed(1).padStart(5)} %  ${k}`);
 }
 
+/**
+ * The native seeder → one page: `ppspp seed` of NATIVE_BYTES over WebRTC, fetched RUNS
+ * times by `receiver` with `Peer.fetch` (timed from the first verified chunk to the last,
+ * as page → page), against `raw`, the same run's raw page → page rate.
+ */
+async function nativeToPage(receiver, raw) {
+  const file = join(root, 'target', 'bench', `native-${NATIVE_BYTES}.bin`);
+  if (!existsSync(file)) {
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, randomBytes(NATIVE_BYTES));
+  }
+  const seeder = await start(bin('ppspp'), ['seed', file, '--signal', signalUrl, '--bind', '127.0.0.1:0',
+    '--chunk-size', String(DEFAULT_CHUNK), '--hash', 'sha1', ...(process.env.BENCH_DEBUG ? ['--stats-json'] : []), ...(process.env.BENCH_NATIVE_STACK ? ['--webrtc-stack', process.env.BENCH_NATIVE_STACK] : [])],
+    /^ppspp:\/\//);
+  try {
+    const mbps = [];
+    const seederCpu = [];
+    for (let r = 0; r < RUNS; r++) {
+      const cpu0 = cpuSeconds(seeder.child.pid);
+      const got = await receiver.evaluate((u) => window.ppsppFetch(u), seeder.line);
+      if (got.bytes !== NATIVE_BYTES) throw new Error(`fetched ${got.bytes} of ${NATIVE_BYTES} bytes from the native seeder`);
+      if (process.env.BENCH_DEBUG) {
+        log(`    ${JSON.stringify(got)}`);
+        for (const l of seeder.lines.splice(1)) if (l.startsWith('{')) log(`    seeder: ${l.slice(0, 600)}`);
+      }
+      mbps.push(got.bytes / got.ms / 1000);
+      seederCpu.push((cpuSeconds(seeder.child.pid) - cpu0) / (got.bytes / 1e6));
+    }
+    const m = stats(mbps);
+    log(`  native seeder → page, ${DEFAULT_CHUNK} B: ${m.median.toFixed(1)} MB/s, ${(m.median / raw.median).toFixed(2)} of raw page → page`);
+    return { chunk_size: DEFAULT_CHUNK, content_bytes: NATIVE_BYTES, mbps: m, raw_mbps: raw, ratio: m.median / raw.median, seeder_cpu_s_per_mb: stats(seederCpu) };
+  } finally {
+    stop(seeder);
+  }
+}
+
 async function page(path) {
   const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
   const p = await context.newPage();
@@ -188,11 +231,12 @@ try {
       ppspp.push(got.bytes / got.ms / 1000);
     }
     await sender.context().close();
-    await receiver.context().close();
     const rawS = stats(raw);
     const ppsppS = stats(ppspp);
     result.goodput[cs] = { raw_mbps: rawS, raw_loss: stats(loss), ppspp_mbps: ppsppS, ratio: ppsppS.median / rawS.median };
     log(`  ${cs} B: raw ${rawS.median.toFixed(1)} MB/s, PPSPP ${ppsppS.median.toFixed(1)} MB/s, ratio ${(ppsppS.median / rawS.median).toFixed(2)}`);
+    if (cs === DEFAULT_CHUNK) result.native_to_page = await nativeToPage(receiver, rawS);
+    await receiver.context().close();
   }
 
   }

@@ -47,6 +47,9 @@ const summary = {
   browser_goodput_ratio: best ? med(best.ppspp_mbps) / med(best.raw_mbps) : null,
   browser_goodput_mbps: best ? med(best.ppspp_mbps) : null,
   browser_goodput_chunk_size: best ? best.cs : null,
+  native_to_page_mbps: med(browser.native_to_page?.mbps),
+  native_to_page_ratio: browser.native_to_page?.ratio ?? null,
+  native_to_page_seeder_cpu_s_per_mb: med(browser.native_to_page?.seeder_cpu_s_per_mb),
   wasm_vs_native_verify_ratio: ratios.length ? ratios[Math.floor((ratios.length - 1) / 2)] : null,
   wasm_vs_native_verify_ratio_min: ratios.length ? ratios[0] : null,
   udp_mbps_1k: med(native.udp?.mbps_1k),
@@ -118,6 +121,10 @@ lines.push('### 1. Browser goodput, page → page over loopback (MB/s)', '');
 lines.push('| chunk | raw data channel | lost (raw) | PPSPP, verified | PPSPP ÷ raw |', '|---|---|---|---|---|');
 for (const g of goodput) lines.push(`| ${g.cs / 1024} KiB | ${mmm(g.raw_mbps)} | ${f(100 * med(g.raw_loss), 1)} % | ${mmm(g.ppspp_mbps)} | ${f(g.ratio, 2)} |`);
 lines.push('', '![goodput](docs/bench/browser-goodput.png)', '');
+const ntp = browser.native_to_page;
+lines.push(`The native seeder → one page over WebRTC (\`ppspp seed\`, ${f((ntp?.content_bytes ?? 0) / 1e6, 0)} MB, ${(ntp?.chunk_size ?? 0) / 1024} KiB chunks, \`Peer.fetch\` in the receiving page of the row above):`, '');
+lines.push('| MB/s | ÷ raw page → page, same run | seeder CPU s per MB |', '|---|---|---|');
+lines.push(`| ${mmm(ntp?.mbps)} | ${f(ntp?.ratio, 2)} | ${mmm(ntp?.seeder_cpu_s_per_mb, 3)} |`, '');
 lines.push('### 2. Verification throughput (MB/s): native vs Wasm in Chromium', '');
 lines.push('| hash, chunk | native, software hashing | native, CPU SHA extensions | Wasm in Chromium | Wasm ÷ native software | crypto.subtle digest only |', '|---|---|---|---|---|---|');
 for (const k of verifyKeys) lines.push(`| ${k.replace('_', ', ')} | ${mmm(native.verify_native?.soft?.[k], 0)} | ${mmm(native.verify_native?.[k], 0)} | ${mmm(browser.verify_wasm[k], 0)} | ${f(verifyRatios[k], 2)} | ${mmm(browser.digest_subtle?.[k], 0)} |`);
