@@ -62,6 +62,9 @@ enum Cmd {
         #[arg(long, value_delimiter = ',')]
         cases: Vec<String>,
     },
+    /// The AS latency table over RTT 0 as the content grows, 256 KiB to 2 MiB (testbed
+    /// paper).
+    Latency(Common),
 }
 
 fn main() -> ExitCode {
@@ -74,6 +77,7 @@ fn main() -> ExitCode {
         Cmd::Latecomer(c) => ("latecomer", c),
         Cmd::Priority(c) => ("priority", c),
         Cmd::Coexist(c) => ("coexist", c),
+        Cmd::Latency(c) => ("latency", c),
         Cmd::Swarm { common, .. } => ("swarm", common),
     };
     let out = common
@@ -93,6 +97,7 @@ fn main() -> ExitCode {
         Cmd::Latecomer(c) => experiments::latecomer::run(&out, c.seed),
         Cmd::Priority(c) => experiments::priority::run(&out, c.seed),
         Cmd::Coexist(c) => experiments::coexist::run(&out, c.seed),
+        Cmd::Latency(c) => experiments::latency::run(&out, c.seed),
         Cmd::Swarm {
             common,
             leechers,

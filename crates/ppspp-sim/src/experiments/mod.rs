@@ -7,6 +7,7 @@ pub mod capacity;
 pub mod coexist;
 pub mod delay;
 pub mod latecomer;
+pub mod latency;
 pub mod link;
 pub mod loss;
 pub mod priority;
