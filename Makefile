@@ -11,8 +11,8 @@ export CARGO_TERM_COLOR ?= never
 
 help:
 	@echo "make test    install what is missing, then run every test (what CI runs)"
-	@echo "make bench   the benchmark suite: browser goodput, verification native vs Wasm, native UDP,"
-	@echo "             swarm of pages, binmap, simulated LEDBAT, signaling and seeder scale, swarm across"
+	@echo "make bench   the benchmark suite: browser goodput (page and native seeder to page), verification,"
+	@echo "             native UDP, swarm of pages, binmap, simulated LEDBAT, signaling and seeder scale, swarm across"
 	@echo "             the emulated internet and native WebRTC stacks compared (both root)"
 	@echo "             -> target/bench/summary.json, BENCHMARKS.md"
 	@echo "make bench-smoke  the same in seconds with tiny sizes (part of make test)"
