@@ -11,7 +11,9 @@ use crate::signal::join_any;
 use crate::stats::StatsPrinter;
 use crate::udp::{self, Clock};
 use clap::Args;
-use ppspp::engine::{ContentInfo, Discovery, Engine, EngineConfig, Event, HttpOriginConfig};
+use ppspp::engine::{
+    ChannelStats, ContentInfo, Discovery, Engine, EngineConfig, Event, HttpOriginConfig,
+};
 use ppspp::merkle::Hash;
 use ppspp::uri::SwarmUri;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -78,6 +80,32 @@ enum Outcome {
     Stalled,
     Failed(String),
     Interrupted,
+}
+
+/// What each channel was doing when a fetch gave up: whom it was with, what it had
+/// delivered, and what it was asked for and not yet sent.
+fn describe_channels(ended: &[ChannelStats<net::Peer>]) -> String {
+    if ended.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = ended
+        .iter()
+        .map(|c| {
+            format!(
+                "{}: {} bytes from it, {} requests waiting{}{}",
+                c.peer,
+                c.bytes_downloaded,
+                c.requests_outstanding,
+                if c.established {
+                    ""
+                } else {
+                    ", handshake not done"
+                },
+                if c.choked_by_peer { ", choking us" } else { "" }
+            )
+        })
+        .collect();
+    format!(" ({})", each.join("; "))
 }
 
 /// Resolves once `progress` (the time of the last progress; `None`: never give up) is
@@ -231,7 +259,7 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
     }
     let bind = args.bind.unwrap_or_else(|| default_bind(&peers));
     let started = Instant::now();
-    let (outcome, engine) = runtime.block_on(async {
+    let (outcome, engine, ended, closed) = runtime.block_on(async {
         // In the runtime: its client spawns there.
         let mut origin = origin_urls
             .as_ref()
@@ -333,7 +361,7 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
         let stats = args.stats_json.then(StatsPrinter::new);
         let connected = std::cell::Cell::new(false);
         let progressed = std::cell::Cell::new(Some(Instant::now()));
-        net::run(
+        let ended = net::run(
             &mut engine,
             Links {
                 udp: socket.as_ref(),
@@ -456,11 +484,10 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
                 .collect();
             outcome = Outcome::NoPeers(tried);
         }
-        Ok::<_, String>((outcome, engine))
+        Ok::<_, String>((outcome, engine, ended, closed))
     })?;
     let content = *engine.content();
     let stats = engine.stats();
-    let engine_peers = engine.peers().count();
     let complete = engine.is_complete();
     let mut store = engine.into_store();
     if let Outcome::Failed(why) = outcome {
@@ -478,12 +505,18 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
                 stats.chunks_rejected
             ),
             Outcome::Stalled => format!(
-                "no chunk could be verified for {} s from the {} connected peer(s); {} of {} chunks verified, {} rejected",
+                "no chunk could be verified for {} s from the {} connected peer(s){}; {} of {} chunks verified, {} rejected{}",
                 args.give_up_after,
-                engine_peers,
+                ended.len(),
+                describe_channels(&ended),
                 stats.chunks_have,
                 stats.chunk_count,
-                stats.chunks_rejected
+                stats.chunks_rejected,
+                if closed.is_empty() {
+                    String::new()
+                } else {
+                    format!("; peers that left: {}", closed.join("; "))
+                }
             ),
             _ => "interrupted before the download completed".into(),
         });

@@ -9,7 +9,8 @@ use crate::rtc::{RtcEvent, RtcTransport};
 use crate::stats::StatsPrinter;
 use crate::udp::{Clock, RECV_BUFFER};
 use ppspp::engine::{
-    ContentInfo, Discovery, DiscoveryError, DiscoveryEvent, Engine, Event, PeerAddr, SansIo,
+    ChannelStats, ContentInfo, Discovery, DiscoveryError, DiscoveryEvent, Engine, Event, PeerAddr,
+    SansIo,
 };
 use ppspp::store::ChunkStore;
 use ppspp::time::Time;
@@ -307,7 +308,8 @@ pub fn report_peers<S: ChunkStore>(_: &mut Engine<Peer, S>, event: Event<Peer>) 
 }
 
 /// Runs `engine` until `on_event` says stop or `stop` resolves, closes every channel, and
-/// shuts the WebRTC transport down.
+/// shuts the WebRTC transport down. Returns the channels as they were when it stopped,
+/// before they were closed (for what a stalled fetch reports).
 pub async fn run<S: ChunkStore>(
     engine: &mut Engine<Peer, S>,
     links: Links<'_>,
@@ -315,7 +317,7 @@ pub async fn run<S: ChunkStore>(
     mut stats: Option<StatsPrinter>,
     on_event: impl FnMut(&mut Engine<Peer, S>, Event<Peer>) -> Flow,
     stop: impl std::future::Future<Output = ()>,
-) {
+) -> Vec<ChannelStats<Peer>> {
     let Links {
         udp,
         mut rtc,
@@ -334,12 +336,14 @@ pub async fn run<S: ChunkStore>(
     if let Some(s) = stats.as_mut() {
         s.print(engine, clock.now());
     }
+    let ended = engine.channel_stats();
     // However it ended, say goodbye: a peer keeps a silent channel's slot for minutes.
     engine.close_all();
     flush(engine, &mut Vec::new(), udp, rtc.as_deref_mut(), clock).await;
     if let Some(r) = rtc {
         r.shutdown().await;
     }
+    ended
 }
 
 /// Discovery's role: WebRTC connections we offered are asked as they open; it ends when a

@@ -122,6 +122,13 @@ fn a_peer_that_offers_nothing_does_not_hang_fetch() {
     assert!(!output.status.success());
     let err = stderr(&output);
     assert!(err.contains("no chunk could be verified for 3 s"), "{err}");
+    // It names the peer it was still connected to and what that peer had done.
+    assert!(
+        err.contains(&format!(
+            "from the 1 connected peer(s) ({addr}: 0 bytes from it"
+        )),
+        "{err}"
+    );
     assert!(
         files_in(&dir).is_empty(),
         "left behind: {:?}",
