@@ -92,10 +92,11 @@ fn describe_channels(ended: &[ChannelStats<net::Peer>]) -> String {
         .iter()
         .map(|c| {
             format!(
-                "{}: {} bytes from it, {} requests waiting{}{}",
+                "{}: {} bytes from it, {} requests waiting, {} chunks announced{}{}",
                 c.peer,
                 c.bytes_downloaded,
                 c.requests_outstanding,
+                c.peer_chunks,
                 if c.established {
                     ""
                 } else {

@@ -10,7 +10,7 @@ use crate::congestion::{CongestionConfig, Controller};
 use crate::merkle::Hash;
 use crate::time::Time;
 use core::time::Duration;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::SocketAddr;
 
 /// A DATA datagram waiting for its acknowledgement.
@@ -61,6 +61,9 @@ pub(crate) struct Channel<A> {
     /// Chunks whose request to this peer expired once; a second expiry takes them for not
     /// held if someone else holds them (`memory_bound.rs`).
     pub expired_once: Binmap,
+    /// Chunks taken for not held by that rule, not on the peer's word: they are believed
+    /// held again when another holder leaves (`restore_presumed_gone`).
+    pub presumed_gone: BTreeSet<u64>,
     /// The peer holds every chunk (it counts as a seeder in availability).
     pub peer_complete: bool,
     /// What we announced to the peer.
@@ -213,6 +216,7 @@ impl<A> Channel<A> {
             codec,
             peer_have: Binmap::new(),
             expired_once: Binmap::new(),
+            presumed_gone: BTreeSet::new(),
             peer_complete: false,
             have_out: Binmap::new(),
             haves_done_at: None,

@@ -161,6 +161,52 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let elsewhere = self.avail.rarity(chunk) >= 2 || self.has_http_origin();
         if elsewhere {
             self.peer_let_go(ch, b);
+            ch.presumed_gone.insert(chunk);
+        }
+    }
+
+    /// A peer left: the chunks other peers were presumed to have let go (their requests
+    /// expired twice while this one held them too) are believed held again, so that a
+    /// peer merely slow then is asked once more rather than never (until it announces
+    /// them anew). Where it really let them go, two more expiries say so again.
+    pub(super) fn restore_presumed_gone(&mut self) {
+        let ids: Vec<u32> = self
+            .channels
+            .iter()
+            .filter(|(_, c)| !c.presumed_gone.is_empty())
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            let Some(mut ch) = self.channels.remove(&id) else {
+                continue;
+            };
+            for chunk in std::mem::take(&mut ch.presumed_gone) {
+                self.peer_holds_again(&mut ch, chunk);
+            }
+            self.channels.insert(id, ch);
+            self.pick_again = true;
+        }
+    }
+
+    /// `ch`'s peer is believed to hold `chunk` again (as a HAVE of it would say).
+    fn peer_holds_again(&mut self, ch: &mut Channel<A>, chunk: u64) {
+        let Some(b) = Bin::chunk(chunk) else {
+            return;
+        };
+        if ch.peer_complete || ch.peer_have.is_filled(b) {
+            return;
+        }
+        let track = ch.established && self.tracks_availability();
+        if track {
+            self.avail.apply_have(&ch.peer_have, b);
+        }
+        ch.peer_have.set(b);
+        if !self.is_live() && ch.peer_have.find_empty(0..self.chunk_count).is_none() {
+            ch.peer_complete = true;
+            if track {
+                self.avail.remove_peer(&ch.peer_have);
+                self.avail.add_seeder();
+            }
         }
     }
 
@@ -238,6 +284,43 @@ mod tests {
         assert!(peer_1_holds(&e, 6));
         assert_eq!(e.avail.rarity(5), 1, "availability follows");
         assert_eq!(e.avail.rarity(6), 2);
+        e.avail.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn when_the_other_holder_leaves_a_presumed_let_go_chunk_is_asked_of_the_peer_again() {
+        let mut e = leecher_with_two_peers(true);
+        expire_at_peer_1(&mut e, 5);
+        expire_at_peer_1(&mut e, 5);
+        assert!(!peer_1_holds(&e, 5));
+        assert!(!e.pick_again);
+        // Peer 2, the other holder, leaves: peer 1 was perhaps only slow.
+        let two = e.by_addr[&2];
+        e.remove_channel(two, crate::engine::CloseReason::ClosedByPeer);
+        assert!(peer_1_holds(&e, 5));
+        assert!(e.channels[&e.by_addr[&1]].peer_complete, "a seeder again");
+        assert_eq!(e.avail.rarity(5), 1);
+        e.avail.check_invariants().unwrap();
+        // And it is asked at once, not at its next datagram.
+        assert!(e.pick_again);
+        assert_eq!(e.poll_timeout(), Some(Time::ZERO));
+        e.handle_timeout(Time::from_millis(1));
+        assert!(!e.pick_again);
+        let asked = e.channels[&e.by_addr[&1]].requests.contains_key(&5);
+        assert!(asked, "chunk 5 asked of peer 1 again");
+    }
+
+    #[test]
+    fn a_peer_announcing_a_presumed_let_go_chunk_is_believed() {
+        let mut e = leecher_with_two_peers(true);
+        expire_at_peer_1(&mut e, 5);
+        expire_at_peer_1(&mut e, 5);
+        let one = e.by_addr[&1];
+        let mut ch = e.channels.remove(&one).unwrap();
+        e.peer_gained(Time::ZERO, &mut ch, 5, 5);
+        assert!(ch.presumed_gone.is_empty(), "its word, not our guess");
+        e.channels.insert(one, ch);
+        assert!(peer_1_holds(&e, 5));
         e.avail.check_invariants().unwrap();
     }
 

@@ -117,6 +117,10 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     /// Some chunk was requested from more than one peer (endgame): arrivals cancel the
     /// other copies.
     endgame: bool,
+    /// A channel closed holding requests, or chunks were believed held again: every
+    /// channel picks anew at once (an idle one would otherwise wait for its next datagram
+    /// or timer, maybe half a minute).
+    pick_again: bool,
     /// Reused per datagram: a chunk read from the store, the hashes sent or received
     /// with one.
     scratch: Vec<u8>,
@@ -273,6 +277,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             origin: None,
             saved: saved_copies::SavedCopies::default(),
             endgame: false,
+            pick_again: false,
             scratch: Vec::new(),
             hash_scratch: Vec::new(),
         };
@@ -571,6 +576,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         for &chunk in ch.requests.keys() {
             self.release_request(chunk);
         }
+        self.pick_again |= !ch.requests.is_empty();
         if ch.established && self.tracks_availability() {
             if ch.peer_complete {
                 self.avail.remove_seeder();
@@ -578,6 +584,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 self.avail.remove_peer(&ch.peer_have);
             }
         }
+        // What the others were presumed to have let go may now be held by nobody else.
+        self.restore_presumed_gone();
         self.push_event(Event::PeerClosed {
             peer: ch.addr,
             reason,

@@ -64,7 +64,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         let verdict = self.handle_on_channel(now, &mut ch, bytes);
         self.finish(id, ch, verdict);
-        self.schedule_requests(now, Some(id));
+        if std::mem::take(&mut self.pick_again) {
+            self.schedule_requests(now, None);
+        } else {
+            self.schedule_requests(now, Some(id));
+        }
     }
 
     pub(super) fn base_codec(&self) -> CodecConfig {
@@ -402,6 +406,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     pub(super) fn peer_gained(&mut self, now: Time, ch: &mut Channel<A>, first: u64, last: u64) {
         if ch.peer_complete {
             return;
+        }
+        // Its own word now, not our presumption.
+        let presumed: Vec<u64> = ch.presumed_gone.range(first..=last).copied().collect();
+        for c in presumed {
+            ch.presumed_gone.remove(&c);
         }
         let mut offered = false;
         let track = ch.established && self.tracks_availability();

@@ -150,6 +150,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             self.half_open.next_expiry(UNANSWERED_RESPONSE),
             self.origin.as_ref().and_then(|o| o.wake_at()),
             self.redials.next_at(),
+            self.pick_again.then_some(Time::ZERO),
         ]
         .into_iter()
         .flatten()
@@ -187,6 +188,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             }
         }
         self.rebalance_chokes(now);
+        self.pick_again = false;
         self.schedule_requests(now, None);
     }
 
