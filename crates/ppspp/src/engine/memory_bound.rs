@@ -180,33 +180,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             let Some(mut ch) = self.channels.remove(&id) else {
                 continue;
             };
+            // As a HAVE of each would say.
             for chunk in std::mem::take(&mut ch.presumed_gone) {
-                self.peer_holds_again(&mut ch, chunk);
+                self.peer_holds(&mut ch, chunk, chunk);
             }
             self.channels.insert(id, ch);
             self.pick_again = true;
-        }
-    }
-
-    /// `ch`'s peer is believed to hold `chunk` again (as a HAVE of it would say).
-    fn peer_holds_again(&mut self, ch: &mut Channel<A>, chunk: u64) {
-        let Some(b) = Bin::chunk(chunk) else {
-            return;
-        };
-        if ch.peer_complete || ch.peer_have.is_filled(b) {
-            return;
-        }
-        let track = ch.established && self.tracks_availability();
-        if track {
-            self.avail.apply_have(&ch.peer_have, b);
-        }
-        ch.peer_have.set(b);
-        if !self.is_live() && ch.peer_have.find_empty(0..self.chunk_count).is_none() {
-            ch.peer_complete = true;
-            if track {
-                self.avail.remove_peer(&ch.peer_have);
-                self.avail.add_seeder();
-            }
         }
     }
 

@@ -400,17 +400,25 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         Some((first.max(exists.start), last.min(exists.end - 1)))
     }
 
-    /// The peer now holds chunks `first..=last`. Availability is kept only while we still
-    /// pick chunks; a peer holding everything counts as a seeder there (O(1) to add and
-    /// remove).
+    /// The peer says it now holds chunks `first..=last`.
     pub(super) fn peer_gained(&mut self, now: Time, ch: &mut Channel<A>, first: u64, last: u64) {
-        if ch.peer_complete {
-            return;
-        }
         // Its own word now, not our presumption.
         let presumed: Vec<u64> = ch.presumed_gone.range(first..=last).copied().collect();
         for c in presumed {
             ch.presumed_gone.remove(&c);
+        }
+        if self.peer_holds(ch, first, last) {
+            ch.last_exchange = now;
+            ch.exchanged = true;
+        }
+    }
+
+    /// Records that the peer holds chunks `first..=last`; true if it holds one we lack.
+    /// Availability is kept only while we still pick chunks; a peer holding everything
+    /// counts as a seeder there (O(1) to add and remove).
+    pub(super) fn peer_holds(&mut self, ch: &mut Channel<A>, first: u64, last: u64) -> bool {
+        if ch.peer_complete {
+            return false;
         }
         let mut offered = false;
         let track = ch.established && self.tracks_availability();
@@ -424,13 +432,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             ch.peer_have.set(b);
             offered |= !self.have.is_filled(b);
         }
-        if offered {
-            ch.last_exchange = now;
-            ch.exchanged = true;
-        }
         if self.is_live() {
             Self::apply_peer_window(ch);
-            return;
+            return offered;
         }
         if ch.peer_have.find_empty(0..self.chunk_count).is_none() {
             ch.peer_complete = true;
@@ -439,6 +443,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 self.avail.add_seeder();
             }
         }
+        offered
     }
 
     fn on_have(&mut self, now: Time, ch: &mut Channel<A>, spec: &ChunkSpec) {
