@@ -97,7 +97,7 @@ bench-smoke: web native
 bench-criterion: setup
 	$(CARGO) bench -p ppspp --locked --benches
 
-SIM_EXPERIMENTS := link capacity delay loss latecomer priority coexist swarm latency
+SIM_EXPERIMENTS := link capacity delay loss latecomer priority coexist swarm latency multipath
 
 # Every simulator experiment (docs/EXPERIMENTS.md); results in target/sim/<experiment>.
 experiments: setup

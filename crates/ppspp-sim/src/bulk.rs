@@ -195,7 +195,10 @@ pub fn run(b: &Bulk) -> BulkRun {
                         .map_or(0.0, |c| c.cwnd),
                 ),
                 NodeKind::TcpSender(s) => (s.acked * (SEGMENT_BYTES as u64 - 40), s.cwnd),
-                NodeKind::TcpReceiver(_) | NodeKind::RtSource(_) | NodeKind::RtSink(_) => (0, 0.0),
+                NodeKind::TcpReceiver(_)
+                | NodeKind::RtSource(_)
+                | NodeKind::RtSink(_)
+                | NodeKind::Alias { .. } => (0, 0.0),
             };
             sample
                 .rate_mbps

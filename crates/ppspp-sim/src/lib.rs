@@ -7,6 +7,7 @@ pub mod adversary;
 pub mod bulk;
 pub mod coexist;
 pub mod link;
+pub mod multipath;
 pub mod net;
 pub mod plot;
 pub mod priority_queue;

@@ -65,6 +65,15 @@ enum Cmd {
     /// The AS latency table over RTT 0 as the content grows, 256 KiB to 2 MiB (testbed
     /// paper).
     Latency(Common),
+    /// Path-level peers vs single-path and ECMP routing, 20 hosts in 5 or 10 ASes, seeds
+    /// `--seed` to `--seed` + 2 (BitTorrent-over-SCION paper).
+    Multipath {
+        #[command(flatten)]
+        common: Common,
+        /// Content size in MiB.
+        #[arg(long, default_value_t = 16)]
+        content_mib: usize,
+    },
 }
 
 fn main() -> ExitCode {
@@ -78,6 +87,7 @@ fn main() -> ExitCode {
         Cmd::Priority(c) => ("priority", c),
         Cmd::Coexist(c) => ("coexist", c),
         Cmd::Latency(c) => ("latency", c),
+        Cmd::Multipath { common, .. } => ("multipath", common),
         Cmd::Swarm { common, .. } => ("swarm", common),
     };
     let out = common
@@ -98,6 +108,10 @@ fn main() -> ExitCode {
         Cmd::Priority(c) => experiments::priority::run(&out, c.seed),
         Cmd::Coexist(c) => experiments::coexist::run(&out, c.seed),
         Cmd::Latency(c) => experiments::latency::run(&out, c.seed),
+        Cmd::Multipath {
+            common,
+            content_mib,
+        } => experiments::multipath::run(&out, common.seed, *content_mib),
         Cmd::Swarm {
             common,
             leechers,

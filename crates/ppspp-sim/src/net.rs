@@ -6,6 +6,12 @@
 //! between them (plus seeded jitter), then `b`'s downlink. Several nodes may share one
 //! uplink (a dumbbell bottleneck). A link with strict priority is served packet by packet
 //! (an event when each packet has left), real-time packets first.
+//!
+//! Path-level peers: a node may have other addresses (aliases), one per path through the
+//! network's core. A packet to node `b`'s alias for path `k` crosses `a`'s uplink, the
+//! core links of path `k` from `a` to `b`, that path's propagation delay, then `b`'s
+//! downlink, and `b` sees it come from `a`'s alias for path `k` (its answer takes the same
+//! path back).
 
 use crate::adversary::{Mutation, mutate};
 use crate::link::{Link, LinkConfig};
@@ -42,6 +48,19 @@ pub enum NodeKind {
     TcpReceiver(TcpReceiver),
     RtSource(RtSource),
     RtSink(RtSink),
+    /// Another address of `node`, reached over its path `path` (see the module's text).
+    Alias {
+        node: NodeId,
+        path: usize,
+    },
+}
+
+/// One path through the network's core between two nodes: the links crossed between the
+/// sender's uplink and the receiver's downlink, and the propagation delay of the whole.
+#[derive(Clone, Debug)]
+pub struct CorePath {
+    pub links: Vec<LinkId>,
+    pub delay: Duration,
 }
 
 pub struct Node {
@@ -70,6 +89,11 @@ enum Body {
 struct Packet {
     from: NodeId,
     to: NodeId,
+    /// The address the receiver sees it come from (`from`, or `from`'s alias for `path`).
+    seen_from: NodeId,
+    /// The core path it takes, and how many of its links it has crossed.
+    path: Option<usize>,
+    core_hop: usize,
     size: usize,
     body: Body,
 }
@@ -133,6 +157,10 @@ pub struct Network {
     send_buf: Vec<u8>,
     /// The waiting packets of each strict-priority link (with the hop they are at).
     priority: BTreeMap<LinkId, StrictPriority<(Packet, u8)>>,
+    /// Core paths from one node to another, by path number.
+    pub core_paths: BTreeMap<(NodeId, NodeId), Vec<CorePath>>,
+    /// Each node's alias for a path number.
+    aliases: BTreeMap<(NodeId, usize), NodeId>,
 }
 
 impl Network {
@@ -150,6 +178,35 @@ impl Network {
             stats: NetStats::default(),
             send_buf: Vec::new(),
             priority: BTreeMap::new(),
+            core_paths: BTreeMap::new(),
+            aliases: BTreeMap::new(),
+        }
+    }
+
+    /// Adds `node`'s address for path number `path` (an existing one is returned).
+    pub fn alias(&mut self, node: NodeId, path: usize) -> NodeId {
+        if let Some(&a) = self.aliases.get(&(node, path)) {
+            return a;
+        }
+        let (uplink, downlink) = {
+            let n = &self.nodes[node as usize];
+            (n.uplink, n.downlink)
+        };
+        let a = self.add_node_on(
+            NodeKind::Alias { node, path },
+            uplink,
+            downlink,
+            Duration::ZERO,
+        );
+        self.aliases.insert((node, path), a);
+        a
+    }
+
+    /// The node behind an address, and the path number the address stands for.
+    pub fn resolve(&self, addr: NodeId) -> (NodeId, Option<usize>) {
+        match self.nodes[addr as usize].kind {
+            NodeKind::Alias { node, path } => (node, Some(path)),
+            _ => (addr, None),
         }
     }
 
@@ -258,9 +315,17 @@ impl Network {
     }
 
     fn send(&mut self, from: NodeId, to: NodeId, size: usize, body: Body) {
+        let (to, path) = self.resolve(to);
+        let seen_from = match path {
+            Some(p) => self.aliases.get(&(from, p)).copied().unwrap_or(from),
+            None => from,
+        };
         let pkt = Packet {
             from,
             to,
+            seen_from,
+            path,
+            core_hop: 0,
             size,
             body,
         };
@@ -287,6 +352,7 @@ impl Network {
                     Err(_) => self.stats.dropped_packets += 1,
                 }
             }
+            1 if pkt.path.is_some() => self.core_hop(pkt),
             1 => {
                 let mut d = self.owd(pkt.from, pkt.to).as_micros() as u64;
                 if !self.jitter.is_zero() {
@@ -295,6 +361,35 @@ impl Network {
                 self.push(Time::from_micros(now.as_micros() + d), EvKind::Hop(pkt, 2));
             }
             _ => self.deliver(pkt),
+        }
+    }
+
+    /// Moves a packet on a core path one link on, or, past the last, over the path's
+    /// propagation delay to the receiver's downlink. Without such a path (none was set for
+    /// this pair) it is dropped.
+    fn core_hop(&mut self, mut pkt: Packet) {
+        let now = self.now;
+        let path = pkt.path.and_then(|p| {
+            self.core_paths
+                .get(&(pkt.from, pkt.to))
+                .and_then(|paths| paths.get(p))
+        });
+        let Some(path) = path else {
+            self.stats.dropped_packets += 1;
+            return;
+        };
+        match path.links.get(pkt.core_hop).copied() {
+            Some(link) => {
+                pkt.core_hop += 1;
+                match self.links[link].enqueue(now, pkt.size, &mut self.rng) {
+                    Ok(t) => self.push(t, EvKind::Hop(pkt, 1)),
+                    Err(_) => self.stats.dropped_packets += 1,
+                }
+            }
+            None => {
+                let at = now + path.delay;
+                self.push(at, EvKind::Hop(pkt, 2));
+            }
         }
     }
 
@@ -350,7 +445,7 @@ impl Network {
         let mut reply = None;
         match (&mut self.nodes[to as usize].kind, pkt.body) {
             (NodeKind::Peer(p), Body::Ppspp(bytes)) => {
-                p.engine.handle_datagram(now, pkt.from, &bytes);
+                p.engine.handle_datagram(now, pkt.seen_from, &bytes);
             }
             (NodeKind::TcpReceiver(r), Body::Tcp(TcpSeg::Data { seq })) => {
                 reply = Some(r.handle_data(seq));
@@ -414,7 +509,7 @@ impl Network {
                 }
                 s.poll_timeout()
             }
-            NodeKind::TcpReceiver(_) | NodeKind::RtSink(_) => None,
+            NodeKind::TcpReceiver(_) | NodeKind::RtSink(_) | NodeKind::Alias { .. } => None,
         };
         self.send_buf = buf;
         let sent = !out.is_empty();
@@ -451,7 +546,10 @@ impl Network {
         match &mut node.kind {
             NodeKind::Peer(p) => p.engine.handle_timeout(now),
             NodeKind::TcpSender(s) => s.handle_timeout(now),
-            NodeKind::TcpReceiver(_) | NodeKind::RtSource(_) | NodeKind::RtSink(_) => {}
+            NodeKind::TcpReceiver(_)
+            | NodeKind::RtSource(_)
+            | NodeKind::RtSink(_)
+            | NodeKind::Alias { .. } => {}
         }
         self.service(id, true);
     }

@@ -10,6 +10,7 @@ pub mod latecomer;
 pub mod latency;
 pub mod link;
 pub mod loss;
+pub mod multipath;
 pub mod priority;
 pub mod swarm;
 
