@@ -278,6 +278,7 @@ try {
   const ttff = [];
   // Where each page's time to the first frame went (Player.startup), step by step.
   const startup = [];
+  const duplicates = [];
   const pageCpu = [];
   const seederCpu = [];
   // The HTTP origin: the same file on the page's static server (sirv answers Range), with
@@ -328,10 +329,15 @@ try {
     const last = [...seeder.lines].reverse().find((l) => l.startsWith('{'));
     const uploaded = JSON.parse(last).bytes_uploaded;
     ratios.push(uploaded / size);
+    // Chunks a page received again after it had them: what a duplicate request cost the
+    // swarm (the seeder's share of it is in its upload).
+    let duplicate = 0;
+    for (const p of pages) duplicate += await p.evaluate(() => window.__t.player.stats().bytesDuplicate);
+    duplicates.push(duplicate / size);
     seederCpu.push(cpuSeconds(seeder.child.pid) / (uploaded / 1e6));
     for (const p of pages) await p.context().close();
     stop(seeder);
-    log(`  run ${run + 1}: seeder upload ${ratios.at(-1).toFixed(2)}× content, wall ${walls.at(-1).toFixed(1)} s, seeder ${seederCpu.at(-1).toFixed(3)} CPU s/MB sent, pages ${stats(pageCpu.slice(-SWARM_PAGES)).median.toFixed(3)} CPU s/MB verified (median)`);
+    log(`  run ${run + 1}: seeder upload ${ratios.at(-1).toFixed(2)}× content, pages received ${duplicates.at(-1).toFixed(2)}× content twice, wall ${walls.at(-1).toFixed(1)} s, seeder ${seederCpu.at(-1).toFixed(3)} CPU s/MB sent, pages ${stats(pageCpu.slice(-SWARM_PAGES)).median.toFixed(3)} CPU s/MB verified (median)`);
     // The same pages with the HTTP origin and no seeder: what the server sent is what the
     // pages' engines received from it.
     const http = await playAll(originUri);
@@ -349,7 +355,7 @@ try {
   log(`  HTTP origin: first frame median ${result.swarm_origin.ttff_ms.median.toFixed(0)} ms over ${origin.ttff.length} pages`);
   const steps = ['engineMs', 'joinedMs', 'firstPeerMs', 'firstChunkMs', 'firstAppendMs', 'firstFrameMs'];
   result.swarm = {
-    pages: SWARM_PAGES, content_bytes: size, seeder_upload_ratio: stats(ratios), ttff_ms: stats(ttff), wall_s: stats(walls),
+    pages: SWARM_PAGES, content_bytes: size, seeder_upload_ratio: stats(ratios), duplicate_ratio: stats(duplicates), ttff_ms: stats(ttff), wall_s: stats(walls),
     page_cpu_s_per_mb: stats(pageCpu), seeder_cpu_s_per_mb: stats(seederCpu),
     startup_ms: Object.fromEntries(steps.map((k) => [k, stats(startup.map((s) => s[k]).filter((v) => v !== null))])),
   };

@@ -814,3 +814,49 @@ fn a_goodbye_after_keep_alives_is_not_taken_for_a_refusal() {
         "{ev:?}"
     );
 }
+
+#[test]
+fn an_origin_is_not_asked_for_what_a_peer_got_meanwhile() {
+    // Four video players start at once with an origin and each other, and ask the origin
+    // for chunks nobody holds yet, often the same ones. Once a player announces a chunk,
+    // the others cancel it at the origin and ask that player instead.
+    let data = content(1024 * 1024);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha1, 1024, &data).unwrap();
+    let vod = |seed| EngineConfig {
+        seed,
+        picker: ppspp::engine::PickerKind::Vod { window: 32 },
+        ..EngineConfig::default()
+    };
+    // The origin's upload is the scarce one, as a server's share of a swarm is.
+    let origin = Engine::new_seeder(
+        EngineConfig {
+            upload_limit: Some(400_000),
+            ..vod(1)
+        },
+        &tree,
+        MemoryStore::with_content(data.clone(), 1024),
+        Time::ZERO,
+    )
+    .unwrap();
+    let mut nodes = vec![origin];
+    for i in 1..=4u32 {
+        let mut n = leecher_with(&tree, vod(u64::from(i) + 1));
+        n.connect(0, Time::ZERO);
+        n.set_origin(&0, true);
+        for j in 1..i {
+            n.connect(j, Time::ZERO);
+        }
+        nodes.push(n);
+    }
+    let mut net = Net::new(Duration::from_millis(5), 0, 21);
+    let end = run(&mut nodes, &mut net, Time::from_millis(120_000), |n| {
+        n[1..].iter().all(Node::is_complete)
+    });
+    for n in &nodes[1..] {
+        assert!(n.is_complete(), "stuck at {end:?}: {:?}", n.stats());
+        assert_eq!(n.store().bytes(), &data[..]);
+    }
+    // Without the hand-over the origin sent 2.2 times the content here.
+    let ratio = nodes[0].stats().bytes_uploaded as f64 / data.len() as f64;
+    assert!(ratio < 1.6, "the origin sent {ratio:.2}× the content");
+}

@@ -410,6 +410,44 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if self.peer_holds(ch, first, last) {
             ch.last_exchange = now;
             ch.exchanged = true;
+            if !ch.origin {
+                self.leave_to_peers(first, last);
+            }
+        }
+    }
+
+    /// A peer now holds chunks `first..=last`: those still waiting at an origin, and not
+    /// due yet, are cancelled there and wanted again, so that the peer is asked for them.
+    /// Pages that start together ask an origin for the same chunks nobody holds yet; an
+    /// origin should not send what the swarm already has. On demand only: a live stream's
+    /// source serves chunks as they appear, when no peer can have them yet.
+    fn leave_to_peers(&mut self, first: u64, last: u64) {
+        if self.is_live() {
+            return;
+        }
+        let mut released = Vec::new();
+        let picker = &self.picker;
+        for o in self.channels.values_mut().filter(|o| o.origin) {
+            let moved: Vec<u64> = o
+                .requests
+                .range(first..=last)
+                .map(|(&c, _)| c)
+                .filter(|&c| Bin::chunk(c).is_some_and(|b| !picker.is_due(b)))
+                .collect();
+            for c in moved {
+                o.requests.remove(&c);
+                let Some(b) = Bin::chunk(c) else { continue };
+                // Not asked yet: no cancel needed.
+                let queued = o.pending_requests.len();
+                o.pending_requests.retain(|&p| p != b);
+                if o.pending_requests.len() == queued {
+                    o.pending_cancels.push(b);
+                }
+                released.push(c);
+            }
+        }
+        for c in released {
+            self.release_request(c);
         }
     }
 
