@@ -10,7 +10,7 @@
 
 use crate::bulk::secs;
 use crate::link::LinkConfig;
-use crate::net::{Network, NodeId, NodeKind};
+use crate::net::{LinkId, Network, NodeId, NodeKind};
 use crate::realtime::{RtSink, RtSource, percentile};
 use crate::scenario::{Content, config};
 use crate::tcp::{SEGMENT_BYTES, TcpReceiver, TcpSender};
@@ -96,6 +96,61 @@ fn delivered(net: &Network, transfers: &[Transfer]) -> u64 {
         .sum()
 }
 
+/// A node at the far end: unlimited links, the whole one-way delay on the host's side.
+fn far_node(net: &mut Network, kind: NodeKind) -> NodeId {
+    net.add_node(
+        kind,
+        LinkConfig::unlimited(),
+        LinkConfig::unlimited(),
+        Duration::ZERO,
+    )
+}
+
+/// One P2P connection between the host (behind `host`'s uplink and downlink) and a far
+/// peer: the host sends if `upload`, else receives. Engines get seeds `seed` (the sender)
+/// and `seed + 1`; `cap_bps` caps the sender.
+fn transfer(
+    net: &mut Network,
+    c: &Coexist,
+    content: &Content,
+    host: (LinkId, LinkId),
+    upload: bool,
+    seed: u64,
+    cap_bps: Option<u64>,
+) -> Transfer {
+    let place = |net: &mut Network, kind: NodeKind, at_host: bool| {
+        if at_host {
+            net.add_node_on(kind, host.0, host.1, OWD)
+        } else {
+            far_node(net, kind)
+        }
+    };
+    if c.ledbat {
+        let cfg = EngineConfig {
+            upload_limit: cap_bps.map(|bps| bps / 8),
+            ..config(seed)
+        };
+        let seeder = place(net, Network::peer(content.seeder(cfg), None), upload);
+        let leecher = place(
+            net,
+            Network::peer(content.leecher(config(seed + 1)), None),
+            !upload,
+        );
+        net.with_engine(leecher, |e, now| {
+            e.connect(seeder, now);
+        });
+        Transfer::Ppspp { leecher }
+    } else {
+        let receiver = place(net, NodeKind::TcpReceiver(TcpReceiver::default()), !upload);
+        let mut tcp = TcpSender::new(receiver, secs(0.0), secs(c.run_s));
+        if let Some(bps) = cap_bps {
+            tcp = tcp.with_rate_limit(bps);
+        }
+        let sender = place(net, NodeKind::TcpSender(tcp), upload);
+        Transfer::Tcp { sender }
+    }
+}
+
 /// Runs one scenario over `content` (at least [`Coexist::content_len`] bytes).
 pub fn run(c: &Coexist, content: &Content, seed: u64) -> Outcome {
     let mut net = Network::new(seed);
@@ -105,76 +160,26 @@ pub fn run(c: &Coexist, content: &Content, seed: u64) -> Outcome {
     }
     let up = net.add_link(up_cfg);
     let down = net.add_link(LinkConfig::packets(DOWNLINK_BPS, c.buffer_packets));
-    let far = || {
-        (
-            LinkConfig::unlimited(),
-            LinkConfig::unlimited(),
-            Duration::ZERO,
-        )
-    };
+    let host = (up, down);
     let per_upload_cap = c.upload_cap_bps.map(|cap| cap / UPLOADS as u64);
-    let mut uploads = Vec::new();
-    for i in 0..UPLOADS as u64 {
-        if c.ledbat {
-            let cfg = EngineConfig {
-                upload_limit: per_upload_cap.map(|bps| bps / 8),
-                ..config(100 + 2 * i)
-            };
-            let seeder = net.add_node_on(Network::peer(content.seeder(cfg), None), up, down, OWD);
-            let (a, b, d) = far();
-            let leecher = net.add_node(
-                Network::peer(content.leecher(config(101 + 2 * i)), None),
-                a,
-                b,
-                d,
-            );
-            net.with_engine(leecher, |e, now| {
-                e.connect(seeder, now);
-            });
-            uploads.push(Transfer::Ppspp { leecher });
-        } else {
-            let (a, b, d) = far();
-            let receiver = net.add_node(NodeKind::TcpReceiver(TcpReceiver::default()), a, b, d);
-            let mut tcp = TcpSender::new(receiver, secs(0.0), secs(c.run_s));
-            if let Some(bps) = per_upload_cap {
-                tcp = tcp.with_rate_limit(bps);
-            }
-            let sender = net.add_node_on(NodeKind::TcpSender(tcp), up, down, OWD);
-            uploads.push(Transfer::Tcp { sender });
-        }
-    }
+    let uploads: Vec<Transfer> = (0..UPLOADS as u64)
+        .map(|i| {
+            transfer(
+                &mut net,
+                c,
+                content,
+                host,
+                true,
+                100 + 2 * i,
+                per_upload_cap,
+            )
+        })
+        .collect();
     // The downloads: from far peers to the host, their acknowledgements on its uplink.
-    let mut downloads = Vec::new();
-    for i in 0..c.downloads as u64 {
-        if c.ledbat {
-            let (a, b, d) = far();
-            let seeder = net.add_node(
-                Network::peer(content.seeder(config(200 + 2 * i)), None),
-                a,
-                b,
-                d,
-            );
-            let leecher = net.add_node_on(
-                Network::peer(content.leecher(config(201 + 2 * i)), None),
-                up,
-                down,
-                OWD,
-            );
-            net.with_engine(leecher, |e, now| {
-                e.connect(seeder, now);
-            });
-            downloads.push(Transfer::Ppspp { leecher });
-        } else {
-            let receiver =
-                net.add_node_on(NodeKind::TcpReceiver(TcpReceiver::default()), up, down, OWD);
-            let (a, b, d) = far();
-            let tcp = TcpSender::new(receiver, secs(0.0), secs(c.run_s));
-            let sender = net.add_node(NodeKind::TcpSender(tcp), a, b, d);
-            downloads.push(Transfer::Tcp { sender });
-        }
-    }
-    let (a, b, d) = far();
-    let sink = net.add_node(NodeKind::RtSink(RtSink::default()), a, b, d);
+    let downloads: Vec<Transfer> = (0..c.downloads as u64)
+        .map(|i| transfer(&mut net, c, content, host, false, 200 + 2 * i, None))
+        .collect();
+    let sink = far_node(&mut net, NodeKind::RtSink(RtSink::default()));
     let source = RtSource::new(
         sink,
         c.media_bps,
