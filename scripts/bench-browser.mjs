@@ -279,6 +279,8 @@ try {
   // Where each page's time to the first frame went (Player.startup), step by step.
   const startup = [];
   const duplicates = [];
+  const stalls = [];
+  const longestStall = [];
   const pageCpu = [];
   const seederCpu = [];
   // The HTTP origin: the same file on the page's static server (sirv answers Range), with
@@ -324,6 +326,12 @@ try {
     await new Promise((r) => setTimeout(r, 1200)); // one more seeder stats line
     for (const p of pages) ttff.push(await p.evaluate(() => window.__t.firstFrameMs ?? window.__t.player.timeToFirstFrameMs));
     for (const p of pages) startup.push(await p.evaluate(() => window.__t.player.startup));
+    // Playback until the page held everything (nothing can stall after that).
+    for (const p of pages) {
+      const durations = await p.evaluate(() => window.__t.stalls.map((s) => s.durationMs));
+      stalls.push(durations.filter((d) => d > 1000).length);
+      longestStall.push(Math.max(0, ...durations));
+    }
     // Each page verified the whole video.
     for (const p of pages) pageCpu.push((await pageCpuSeconds(p)) / (size / 1e6));
     const last = [...seeder.lines].reverse().find((l) => l.startsWith('{'));
@@ -356,10 +364,11 @@ try {
   const steps = ['engineMs', 'joinedMs', 'firstPeerMs', 'firstChunkMs', 'firstAppendMs', 'firstFrameMs'];
   result.swarm = {
     pages: SWARM_PAGES, content_bytes: size, seeder_upload_ratio: stats(ratios), duplicate_ratio: stats(duplicates), ttff_ms: stats(ttff), wall_s: stats(walls),
+    stalls_over_1s_per_page: stats(stalls), longest_stall_ms: stats(longestStall),
     page_cpu_s_per_mb: stats(pageCpu), seeder_cpu_s_per_mb: stats(seederCpu),
     startup_ms: Object.fromEntries(steps.map((k) => [k, stats(startup.map((s) => s[k]).filter((v) => v !== null))])),
   };
-  log(`  first frame median ${result.swarm.ttff_ms.median.toFixed(0)} ms over ${ttff.length} pages`);
+  log(`  first frame median ${result.swarm.ttff_ms.median.toFixed(0)} ms over ${ttff.length} pages; stalls over 1 s: ${stalls.reduce((a, b) => a + b, 0)} in all, longest ${Math.max(...longestStall).toFixed(0)} ms`);
   log(`  startup, median (max) ms after attach(): ${steps.map((k) => `${k} ${result.swarm.startup_ms[k].median?.toFixed(0)} (${result.swarm.startup_ms[k].max?.toFixed(0)})`).join(', ')}`);
   }
   if (only.includes('live')) {

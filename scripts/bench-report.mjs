@@ -56,6 +56,8 @@ const summary = {
   udp_mbps_8k: med(native.udp?.mbps_8k),
   swarm_seeder_upload_ratio: med(browser.swarm?.seeder_upload_ratio) ?? null,
   swarm_duplicate_ratio: med(browser.swarm?.duplicate_ratio) ?? null,
+  swarm_stalls_over_1s_max: browser.swarm?.stalls_over_1s_per_page?.max ?? null,
+  swarm_longest_stall_ms: browser.swarm?.longest_stall_ms?.max ?? null,
   swarm_ttff_ms_median: med(browser.swarm?.ttff_ms),
   swarm_ttff_ms_max: browser.swarm?.ttff_ms?.max ?? null,
   swarm_wall_s: med(browser.swarm?.wall_s) ?? null,
@@ -137,8 +139,8 @@ for (const k of ['1k', '8k']) {
   lines.push(`| ${k.replace('k', ' KiB')} | ${mmm(u[`mbps_${k}`])} | ${mmm(u[`fetch_cpu_s_${k}`], 2)} | ${f(med(u[`fetch_rss_kb_${k}`]) / 1024, 1)} MiB | ${mmm(u[`seed_cpu_s_${k}`], 2)} | ${f(med(u[`seed_rss_kb_${k}`]) / 1024, 1)} MiB |`);
 }
 lines.push('', `### 4. Swarm: 1 native seeder + ${browser.swarm?.pages} headless pages, ${f((browser.swarm?.content_bytes ?? 0) / 1e6, 1)} MB video`, '');
-lines.push('| seeder upload ÷ content | received twice by the pages ÷ content | first frame after attach(), median (min–max) | all pages complete | page CPU s per MB verified (main thread) | seeder CPU s per MB sent |', '|---|---|---|---|---|---|');
-lines.push(`| ${mmm(browser.swarm?.seeder_upload_ratio, 2)} | ${mmm(browser.swarm?.duplicate_ratio, 2)} | ${mmm(browser.swarm?.ttff_ms, 0)} ms (all pages of all runs) | ${mmm(browser.swarm?.wall_s, 1)} s | ${mmm(browser.swarm?.page_cpu_s_per_mb, 3)} | ${mmm(browser.swarm?.seeder_cpu_s_per_mb, 3)} |`, '');
+lines.push('| seeder upload ÷ content | received twice by the pages ÷ content | first frame after attach(), median (min–max) | stalls over 1 s per page, most; longest stall | all pages complete | page CPU s per MB verified (main thread) | seeder CPU s per MB sent |', '|---|---|---|---|---|---|---|');
+lines.push(`| ${mmm(browser.swarm?.seeder_upload_ratio, 2)} | ${mmm(browser.swarm?.duplicate_ratio, 2)} | ${mmm(browser.swarm?.ttff_ms, 0)} ms (all pages of all runs) | ${f(browser.swarm?.stalls_over_1s_per_page?.max, 0)}; ${f(browser.swarm?.longest_stall_ms?.max, 0)} ms | ${mmm(browser.swarm?.wall_s, 1)} s | ${mmm(browser.swarm?.page_cpu_s_per_mb, 3)} | ${mmm(browser.swarm?.seeder_cpu_s_per_mb, 3)} |`, '');
 const su = browser.swarm?.startup_ms;
 if (su) {
   lines.push('Where the time to the first frame went (`Player.startup`), ms after `attach()`, median (min–max) over all pages:', '');
