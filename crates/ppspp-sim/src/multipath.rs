@@ -13,10 +13,10 @@
 //! every routing. Across the core, each host opens channels to peers taken in a seeded
 //! random order (the same peers under every routing), at most `max_outgoing` of them (the
 //! paper's OutgoingConns). With no limit, multipath opens every path to every peer (the
-//! paper's bandwidth aggregation); with one, it opens as many channels as the others, one
-//! per peer, over the path Algorithm 1 ranks first rather than the shortest. Taking the
-//! first `max_outgoing` of Algorithm 1's list over all peers instead, as the paper words
-//! it, leaves whole groups of ASes talking only among themselves at small limits: every
+//! paper's bandwidth aggregation); with one, it opens as many channels as the others:
+//! Algorithm 1's first `max_outgoing` among every path to those same peers (several paths
+//! to one peer, or none). Taking them from the paths to all peers instead, as the paper
+//! words it, leaves whole groups of ASes talking only among themselves at small limits: every
 //! host prefers the same few uncontended paths. Every host also answers the channels
 //! others open to it.
 //!
@@ -413,11 +413,7 @@ fn shuffle<T>(xs: &mut [T], rng: &mut Rng) {
 
 /// A fixed hash of a host pair (ECMP's per-flow choice).
 fn pair_hash(i: usize, j: usize, seed: u64) -> u64 {
-    let mut x = seed ^ ((i as u64) << 32) ^ j as u64;
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
+    Rng::new(seed ^ ((i as u64) << 32) ^ j as u64).next_u64()
 }
 
 #[cfg(test)]
