@@ -36,8 +36,11 @@ fn run(m: Mutation) {
     );
     // The adversary comes first, so its hashes and data are the first the leecher sees.
     net.with_engine(l, |e, now| e.connect(adv, now));
-    // Long enough for a withholding peer to run out of chances (three request expiries).
-    net.run_until(Time::from_millis(5_000));
+    // Long enough for a withholding peer to run out of chances (three request expiries,
+    // 2 s each while no round trip is known), so that it is judged alone: with the honest
+    // seeder there, the ban would depend on requests still waiting at it when the third
+    // window ends.
+    net.run_until(Time::from_millis(7_000));
     net.with_engine(l, |e, now| e.connect(honest, now));
     // A rejected chunk is wanted again, so the honest seeder completes the content.
     let complete = |n: &Network| n.engine(l).is_complete();

@@ -860,3 +860,67 @@ fn an_origin_is_not_asked_for_what_a_peer_got_meanwhile() {
     let ratio = nodes[0].stats().bytes_uploaded as f64 / data.len() as f64;
     assert!(ratio < 1.6, "the origin sent {ratio:.2}× the content");
 }
+
+/// Leecher-to-seeder datagrams and the ACK messages in them, over a whole download with
+/// `config`; with the download's end time and the seeder's retransmissions.
+fn upstream_datagrams(config: EngineConfig) -> (u64, u64, Time, u64) {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    let data = content(256 * 1024);
+    let mut nodes = pair(&data, 1024, config);
+    let mut net = Net::new(Duration::from_millis(20), 0, 7);
+    let counts = Rc::new(Cell::new((0u64, 0u64)));
+    let seen = Rc::clone(&counts);
+    net.observer = Some(Box::new(move |from, _to, bytes: &[u8]| {
+        if from != 1 {
+            return;
+        }
+        let config = ppspp::codec::CodecConfig::default();
+        let acks = ppspp::codec::decode_datagram(bytes, &config).map_or(0, |d| {
+            d.messages()
+                .filter(|m| matches!(m, Ok(Message::Ack { .. })))
+                .count() as u64
+        });
+        let (datagrams, all) = seen.get();
+        seen.set((datagrams + 1, all + acks));
+    }));
+    let end = run(&mut nodes, &mut net, Time::from_millis(60_000), |n| {
+        n[1].is_complete()
+    });
+    assert_eq!(nodes[1].store().bytes(), &data[..]);
+    // Let the last ACKs arrive.
+    net.run(&mut nodes, end + Duration::from_secs(1), |_| false);
+    let (datagrams, acks) = counts.get();
+    (datagrams, acks, end, nodes[0].stats().retransmissions)
+}
+
+#[test]
+fn acknowledgements_wait_for_company_but_never_past_the_ack_delay() {
+    let chunks = 256;
+    let (eager, eager_acks, eager_end, eager_resent) = upstream_datagrams(EngineConfig {
+        ack_every: 1,
+        max_ack_delay: Duration::ZERO,
+        ..EngineConfig::default()
+    });
+    let (delayed, delayed_acks, delayed_end, delayed_resent) =
+        upstream_datagrams(EngineConfig::default());
+    // Acknowledging every chunk at once sends about a datagram per chunk: the comparison
+    // below means something.
+    assert!(
+        eager >= chunks * 9 / 10,
+        "{eager} datagrams for {chunks} chunks"
+    );
+    assert!(
+        delayed * 10 <= eager * 6,
+        "{delayed} datagrams with delayed ACKs, {eager} without"
+    );
+    // Every chunk is still acknowledged (the odd last one after the delay): nothing is
+    // sent twice, and the download takes hardly longer (slow start grows the window a
+    // little later when half the ACKs come a chunk's time later).
+    assert!(eager_acks >= chunks && delayed_acks >= chunks);
+    assert_eq!((eager_resent, delayed_resent), (0, 0));
+    assert!(
+        delayed_end.as_micros() <= eager_end.as_micros() * 115 / 100,
+        "{delayed_end:?} against {eager_end:?}"
+    );
+}

@@ -89,6 +89,8 @@ pub(crate) struct Channel<A> {
     pub pending_requests: Vec<Bin>,
     pub pending_cancels: Vec<Bin>,
     pub pending_acks: Vec<(u64, i64)>,
+    /// When the oldest of `pending_acks` must leave, company or not.
+    pub acks_due_at: Option<Time>,
     pub inter_arrival: InterArrival,
     pub choked_by_peer: bool,
     /// Fastest time from a REQUEST to its chunk verified, on this channel.
@@ -229,6 +231,7 @@ impl<A> Channel<A> {
             pending_requests: Vec::new(),
             pending_cancels: Vec::new(),
             pending_acks: Vec::new(),
+            acks_due_at: None,
             inter_arrival: InterArrival::new(Duration::from_secs(1)),
             choked_by_peer: false,
             min_request_rtt: None,

@@ -103,6 +103,15 @@ pub struct EngineConfig {
     /// §6.1.2 drops too old timestamps). It covers the discard window's span, the time a
     /// munro takes through the swarm and clock differences between hosts.
     pub live_max_age: core::time::Duration,
+    /// Verified chunks acknowledged together: a datagram that would carry only ACKs and
+    /// REQUESTs waits until this many chunks are to be acknowledged or `max_ack_delay`
+    /// has passed (TCP's and QUIC's delayed acknowledgements); anything else for that peer
+    /// takes them at once. Each such datagram takes a packet's place in the viewer's
+    /// uplink queue. 1 acknowledges every chunk at once.
+    pub ack_every: usize,
+    /// Longest an acknowledgement waits for company (see `ack_every`). The sender's
+    /// round-trip samples include it, so it stays well under its retransmission timeout.
+    pub max_ack_delay: core::time::Duration,
 }
 
 impl Default for EngineConfig {
@@ -128,6 +137,8 @@ impl Default for EngineConfig {
             wall_clock_offset: core::time::Duration::ZERO,
             max_held_bytes: None,
             live_max_age: core::time::Duration::from_secs(120),
+            ack_every: 2,
+            max_ack_delay: core::time::Duration::from_millis(10),
         }
     }
 }
@@ -199,6 +210,9 @@ impl std::error::Error for ContentError {}
 
 /// The smallest `mtu` accepted: an opening handshake with a SHA-512 root fits.
 const MIN_MTU: usize = 512;
+/// The longest `max_ack_delay` accepted: a peer's retransmission timeout is its round
+/// trip plus four deviations of at least 50 ms (libswift), which a longer wait would reach.
+const MAX_ACK_DELAY: core::time::Duration = core::time::Duration::from_millis(200);
 
 impl EngineConfig {
     /// Checks every setting; the engine's constructors call it.
@@ -219,6 +233,12 @@ impl EngineConfig {
         }
         if self.mtu < MIN_MTU {
             return Err(EngineError::Config("mtu must be at least 512 bytes"));
+        }
+        if self.ack_every == 0 {
+            return Err(EngineError::Config("ack_every must be at least 1"));
+        }
+        if self.max_ack_delay > MAX_ACK_DELAY {
+            return Err(EngineError::Config("max_ack_delay must be at most 200 ms"));
         }
         if self.max_held_bytes == Some(0) {
             return Err(EngineError::Config("max_held_bytes must be at least 1"));
@@ -261,3 +281,34 @@ impl fmt::Display for EngineError {
 }
 
 impl std::error::Error for EngineError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::time::Duration;
+
+    #[test]
+    fn ack_settings_are_checked() {
+        assert!(EngineConfig::default().validate().is_ok());
+        let every_zero = EngineConfig {
+            ack_every: 0,
+            ..EngineConfig::default()
+        };
+        assert!(
+            matches!(every_zero.validate(), Err(EngineError::Config(m)) if m.contains("ack_every"))
+        );
+        let too_long = EngineConfig {
+            max_ack_delay: Duration::from_millis(201),
+            ..EngineConfig::default()
+        };
+        assert!(
+            matches!(too_long.validate(), Err(EngineError::Config(m)) if m.contains("max_ack_delay"))
+        );
+        let immediate = EngineConfig {
+            ack_every: 1,
+            max_ack_delay: Duration::ZERO,
+            ..EngineConfig::default()
+        };
+        assert!(immediate.validate().is_ok());
+    }
+}

@@ -638,7 +638,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             };
             offset += len;
             match self.on_chunk(now, ch, chunk, data, hashes) {
-                Ok(true) => ch.pending_acks.push((chunk, delay)),
+                Ok(true) => {
+                    if ch.pending_acks.is_empty() {
+                        ch.acks_due_at = Some(now + self.config.max_ack_delay);
+                    }
+                    ch.pending_acks.push((chunk, delay));
+                }
                 Ok(false) => {}
                 Err(verdict) => return verdict,
             }

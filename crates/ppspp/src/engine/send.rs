@@ -6,7 +6,9 @@ use super::recv::pex_message;
 use super::{Engine, PeerAddr};
 use crate::Bin;
 use crate::binmap::Binmap;
-use crate::codec::{ChunkSpec, CodecConfig, DatagramBuilder, EncodeError, Handshake, Message};
+use crate::codec::{
+    CHANNEL_ID_LEN, ChunkSpec, CodecConfig, DatagramBuilder, EncodeError, Handshake, Message,
+};
 use crate::live::SignedMunro;
 use crate::merkle::Hash;
 use crate::store::ChunkStore;
@@ -105,6 +107,35 @@ fn push_news(
         announced.set(bin);
     }
     false
+}
+
+/// What [`Engine::push_control`] added to a datagram.
+struct PushedControl {
+    /// REQUESTs, the first of `pending_requests`.
+    requests: usize,
+    /// Anything besides REQUESTs.
+    others: bool,
+}
+
+/// Adds as many pending ACKs as fit and returns how many; the caller removes them from
+/// `pending_acks` once the datagram is sure to go.
+fn push_acks<A>(ch: &Channel<A>, w: &mut DatagramBuilder) -> usize {
+    let mut taken = 0;
+    for &(chunk, delay_us) in ch.pending_acks.iter().take(MAX_ACKS) {
+        if let Some(spec) = Bin::chunk(chunk).and_then(|b| spec(w, b))
+            && !fits(
+                w,
+                &Message::Ack {
+                    chunks: spec,
+                    delay_us,
+                },
+            )
+        {
+            break;
+        }
+        taken += 1;
+    }
+    taken
 }
 
 impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
@@ -214,11 +245,28 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             }
             return self.sent(now, ch, w, buf);
         }
-        self.push_control(ch, &mut w);
-        if self.push_data(now, ch, &mut w) || !w.is_empty() {
+        let bare = w.is_empty();
+        let acks = push_acks(ch, &mut w);
+        let control = self.push_control(ch, &mut w);
+        let data = self.push_data(now, ch, &mut w);
+        let keepalive_due = now.saturating_since(ch.last_send) >= ch.keepalive;
+        if acks > 0 && bare && !control.others && !data && !keepalive_due && !self.acks_due(ch, now)
+        {
+            // Nothing but ACKs and REQUESTs, which may wait for company: each datagram of
+            // them takes a packet's place in the viewer's uplink queue, however small.
+            w.truncate(CHANNEL_ID_LEN);
+            *buf = w.finish();
+            return false;
+        }
+        ch.pending_acks.drain(..acks);
+        if ch.pending_acks.is_empty() {
+            ch.acks_due_at = None;
+        }
+        ch.pending_requests.drain(..control.requests);
+        if data || !w.is_empty() {
             return self.sent(now, ch, w, buf);
         }
-        if now.saturating_since(ch.last_send) >= ch.keepalive {
+        if keepalive_due {
             // A keep-alive is the bare channel ID; the interval doubles while idle.
             ch.keepalive = (ch.keepalive * 2).min(MAX_KEEPALIVE);
             return self.sent(now, ch, w, buf);
@@ -305,25 +353,16 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
     }
 
-    /// ACKs, CHOKE/UNCHOKE, CANCELs, REQUESTs and PEX, as many as fit; the rest wait for
-    /// the next datagram.
-    fn push_control(&mut self, ch: &mut Channel<A>, w: &mut DatagramBuilder) {
-        let mut taken = 0;
-        for &(chunk, delay_us) in ch.pending_acks.iter().take(MAX_ACKS) {
-            if let Some(spec) = Bin::chunk(chunk).and_then(|b| spec(w, b))
-                && !fits(
-                    w,
-                    &Message::Ack {
-                        chunks: spec,
-                        delay_us,
-                    },
-                )
-            {
-                break;
-            }
-            taken += 1;
-        }
-        ch.pending_acks.drain(..taken);
+    /// Whether the channel's pending ACKs must go now rather than wait for company.
+    fn acks_due(&self, ch: &Channel<A>, now: Time) -> bool {
+        ch.pending_acks.len() >= self.config.ack_every || ch.acks_due_at.is_none_or(|t| t <= now)
+    }
+
+    /// CHOKE/UNCHOKE, CANCELs, REQUESTs and PEX, as many as fit; the rest wait for the
+    /// next datagram. The REQUESTs stay in `pending_requests` for the caller to remove
+    /// once the datagram is sure to go.
+    fn push_control(&mut self, ch: &mut Channel<A>, w: &mut DatagramBuilder) -> PushedControl {
+        let mut others = false;
         if let Some(choke) = ch.pending_choke
             && fits(
                 w,
@@ -335,6 +374,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             )
         {
             ch.pending_choke = None;
+            others = true;
         }
         let mut taken = 0;
         for &bin in &ch.pending_cancels {
@@ -345,19 +385,20 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             }
             taken += 1;
         }
+        others |= taken > 0;
         ch.pending_cancels.drain(..taken);
-        let mut taken = 0;
+        let mut requests = 0;
         for &bin in ch.pending_requests.iter().take(MAX_REQUESTS) {
             if let Some(spec) = spec(w, bin)
                 && !fits(w, &Message::Request(spec))
             {
                 break;
             }
-            taken += 1;
+            requests += 1;
         }
-        ch.pending_requests.drain(..taken);
         if ch.pending_pex_req && fits(w, &Message::PexReq) {
             ch.pending_pex_req = false;
+            others = true;
         }
         let mut taken = 0;
         for &addr in &ch.pending_pex_res {
@@ -366,7 +407,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             }
             taken += 1;
         }
+        others |= taken > 0;
         ch.pending_pex_res.drain(..taken);
+        PushedControl { requests, others }
     }
 
     /// Adds INTEGRITY and DATA if the window, pacing and upload limit allow; true if it did.

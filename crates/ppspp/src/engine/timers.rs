@@ -75,6 +75,8 @@ struct Deadlines {
     next_data: Option<Time>,
     /// A keep-alive is due (`poll_transmit` sends it).
     keepalive: Option<Time>,
+    /// ACKs held for company must go (`poll_transmit` sends them).
+    acks: Option<Time>,
 }
 
 impl Deadlines {
@@ -91,6 +93,7 @@ impl Deadlines {
             self.pex_request,
             self.next_data,
             self.keepalive,
+            self.acks,
         ]
         .into_iter()
         .flatten()
@@ -135,6 +138,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     .max(self.upload_ready_at.unwrap_or(Time::ZERO))
             }),
             keepalive: Some(ch.last_send + ch.keepalive),
+            acks: ch.acks_due_at.filter(|_| !ch.pending_acks.is_empty()),
         }
     }
 
