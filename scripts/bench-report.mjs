@@ -184,6 +184,9 @@ if (native.binmap?.memory) {
   lines.push('', 'Memory (bytes):', '', '| map | binmap | bitmap |', '|---|---|---|');
   for (const [k, v] of Object.entries(native.binmap.memory)) lines.push(`| ${k} | ${v.binmap ?? v.binmap_bytes ?? '–'} | ${v.bitmap ?? v.bitmap_bytes ?? '–'} |`);
 }
+lines.push('', '### 8. Simulated LEDBAT (deterministic, `ppspp-sim`)', '');
+lines.push('```json', JSON.stringify({ link: native.sim?.link, delay: native.sim?.delay, loss: native.sim?.loss }, null, 1).slice(0, 3000), '```', '');
+lines.push('Plots: ' + ['sim-link-rate', 'sim-link-cwnd', 'sim-delay-rate', 'sim-loss-rate'].map((p) => `[${p}](docs/bench/${p}.png)`).join(', '), '');
 const sg = native.signal ?? {};
 lines.push('', `### 9. Signaling: ${sg.clients} WebSocket clients in ${sg.rooms} rooms`, '');
 lines.push(`\`signaling/examples/signal-load.rs\`: the clients join (200 at a time), then each sends ${sg.signals_per_client} signals to peers of its welcome sample, ${sg.memory?.signal_rate ?? '?'} a second in all. Memory: the servers' resident memory after the joins, less before, per client; CPU: the servers' (and Redis's) user + system time per 1,000 signals relayed. All on this machine's loopback, the load generator included.`, '');
@@ -208,9 +211,6 @@ for (const mode of ['pex', 'seeder_only']) {
   if (u) lines.push(`| ${mode.replace('_', ' ')} | ${mmm(u.wall_s, 1)} s | ${mmm(u.first_chunk_ms_p50, 0)} ms | ${mmm(u.seeder_upload_ratio, 2)} | ${mmm(u.seeder_cpu_s, 1)} | ${mmm(u.load_cpu_s, 1)} |`);
 }
 lines.push('', `*Simulator*: \`ppspp-sim swarm --leechers ${sc.sim?.leechers} --cases rtt0\` (section 8's swarm, 256 KiB): all ${sc.sim?.complete} complete, mean ${f(sc.sim?.mean_completion_s, 2)} s and last ${f(sc.sim?.max_completion_s, 2)} s of simulated time, seeder upload ${f(sc.sim?.seeder_upload_ratio, 2)}× content; ${f(sc.sim?.wall_s, 1)} s of run time and ${f((sc.sim?.rss_bytes ?? 0) / (1 << 20), 0)} MiB peak RSS.`, '');
-lines.push('', '### 8. Simulated LEDBAT (deterministic, `ppspp-sim`)', '');
-lines.push('```json', JSON.stringify({ link: native.sim?.link, delay: native.sim?.delay, loss: native.sim?.loss }, null, 1).slice(0, 3000), '```', '');
-lines.push('Plots: ' + ['sim-link-rate', 'sim-link-cwnd', 'sim-delay-rate', 'sim-loss-rate'].map((p) => `[${p}](docs/bench/${p}.png)`).join(', '), '');
 
 const md = join(root, 'BENCHMARKS.md');
 let text = readFileSync(md, 'utf8');
