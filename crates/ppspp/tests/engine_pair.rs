@@ -924,3 +924,29 @@ fn acknowledgements_wait_for_company_but_never_past_the_ack_delay() {
         "{delayed_end:?} against {eager_end:?}"
     );
 }
+
+#[test]
+fn nothing_waits_on_the_ack_delay_while_chunks_keep_coming() {
+    // No time passes at all: whatever goes out must go because of what arrived. A sender's
+    // first chunk goes alone and waits for its ACK, and a REQUEST held for company while
+    // the peer has nothing else of ours to send would idle it, so a download that needs
+    // the delay timer stalls here.
+    let data = content(100 * 1024);
+    let mut nodes = pair(&data, 1024, EngineConfig::default());
+    let now = Time::from_millis(5);
+    for _ in 0..10_000 {
+        let mut moved = false;
+        for from in 0..2 {
+            let batch: Vec<_> = std::iter::from_fn(|| poll(&mut nodes[from], now)).collect();
+            for t in batch {
+                moved = true;
+                nodes[1 - from].handle_datagram(now, from as u32, &t.payload);
+            }
+        }
+        if !moved {
+            break;
+        }
+    }
+    assert!(nodes[1].is_complete(), "{:?}", nodes[1].stats());
+    assert_eq!(nodes[1].store().bytes(), &data[..]);
+}

@@ -91,6 +91,8 @@ pub(crate) struct Channel<A> {
     pub pending_acks: Vec<(u64, i64)>,
     /// When the oldest of `pending_acks` must leave, company or not.
     pub acks_due_at: Option<Time>,
+    /// Chunks this peer delivered that we acknowledged, counted up to `QUICK_ACKS`.
+    pub acked_chunks: u32,
     pub inter_arrival: InterArrival,
     pub choked_by_peer: bool,
     /// Fastest time from a REQUEST to its chunk verified, on this channel.
@@ -232,6 +234,7 @@ impl<A> Channel<A> {
             pending_cancels: Vec::new(),
             pending_acks: Vec::new(),
             acks_due_at: None,
+            acked_chunks: 0,
             inter_arrival: InterArrival::new(Duration::from_secs(1)),
             choked_by_peer: false,
             min_request_rtt: None,

@@ -106,8 +106,8 @@ pub struct EngineConfig {
     /// Verified chunks acknowledged together: a datagram that would carry only ACKs and
     /// REQUESTs waits until this many chunks are to be acknowledged or `max_ack_delay`
     /// has passed (TCP's and QUIC's delayed acknowledgements); anything else for that peer
-    /// takes them at once. Each such datagram takes a packet's place in the viewer's
-    /// uplink queue. 1 acknowledges every chunk at once.
+    /// takes them at once, and so does a channel's start. Each such datagram takes a
+    /// packet's place in the viewer's uplink queue. 1 acknowledges every chunk at once.
     pub ack_every: usize,
     /// Longest an acknowledgement waits for company (see `ack_every`). The sender's
     /// round-trip samples include it, so it stays well under its retransmission timeout.

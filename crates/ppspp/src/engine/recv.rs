@@ -643,6 +643,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                         ch.acks_due_at = Some(now + self.config.max_ack_delay);
                     }
                     ch.pending_acks.push((chunk, delay));
+                    ch.acked_chunks = ch.acked_chunks.saturating_add(1);
                 }
                 Ok(false) => {}
                 Err(verdict) => return verdict,

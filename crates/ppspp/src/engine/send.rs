@@ -21,6 +21,8 @@ pub(crate) const HANDSHAKE_TRIES: u32 = 5;
 const MAX_ACKS: usize = 48;
 const MAX_HAVES: usize = 16;
 const MAX_REQUESTS: usize = 32;
+/// A channel's first chunks acknowledged at once, whatever `EngineConfig::ack_every` says.
+const QUICK_ACKS: u32 = 16;
 /// Chunks in flight vouch for hashes only inside blocks of 2^this chunks (`integrity_for`).
 const LEAN_LAYERS: u32 = 4;
 
@@ -115,6 +117,14 @@ struct PushedControl {
     requests: usize,
     /// Anything besides REQUESTs.
     others: bool,
+}
+
+/// Whether the peer still has chunks we asked for to send us (besides the REQUESTs not
+/// sent yet): the next to arrive brings company for waiting ACKs and REQUESTs. With none
+/// left, a REQUEST that waited would leave the peer idle.
+fn awaiting_chunks<A>(ch: &Channel<A>) -> bool {
+    let unsent: u64 = ch.pending_requests.iter().map(|b| b.base_length()).sum();
+    ch.requests.len() as u64 > unsent
 }
 
 /// Adds as many pending ACKs as fit and returns how many; the caller removes them from
@@ -250,7 +260,13 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let control = self.push_control(ch, &mut w);
         let data = self.push_data(now, ch, &mut w);
         let keepalive_due = now.saturating_since(ch.last_send) >= ch.keepalive;
-        if acks > 0 && bare && !control.others && !data && !keepalive_due && !self.acks_due(ch, now)
+        if acks > 0
+            && bare
+            && !control.others
+            && !data
+            && !keepalive_due
+            && !self.acks_due(ch, now)
+            && (control.requests == 0 || awaiting_chunks(ch))
         {
             // Nothing but ACKs and REQUESTs, which may wait for company: each datagram of
             // them takes a packet's place in the viewer's uplink queue, however small.
@@ -353,9 +369,14 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
     }
 
-    /// Whether the channel's pending ACKs must go now rather than wait for company.
+    /// Whether the channel's pending ACKs must go now rather than wait for company. The
+    /// first `QUICK_ACKS` chunks of a channel are acknowledged at once (as Linux's quick
+    /// ACKs): the peer sends its first chunk alone and waits for the ACK, and then grows a
+    /// window of two from there, so early ACKs are what its sending waits on.
     fn acks_due(&self, ch: &Channel<A>, now: Time) -> bool {
-        ch.pending_acks.len() >= self.config.ack_every || ch.acks_due_at.is_none_or(|t| t <= now)
+        ch.acked_chunks <= QUICK_ACKS
+            || ch.pending_acks.len() >= self.config.ack_every
+            || ch.acks_due_at.is_none_or(|t| t <= now)
     }
 
     /// CHOKE/UNCHOKE, CANCELs, REQUESTs and PEX, as many as fit; the rest wait for the
