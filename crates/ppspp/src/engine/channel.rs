@@ -91,7 +91,7 @@ pub(crate) struct Channel<A> {
     pub pending_acks: Vec<(u64, i64)>,
     /// When the oldest of `pending_acks` must leave, company or not.
     pub acks_due_at: Option<Time>,
-    /// Chunks this peer delivered that we acknowledged, counted up to `QUICK_ACKS`.
+    /// Chunks this peer delivered that we acknowledged (the first `QUICK_ACKS` go at once).
     pub acked_chunks: u32,
     pub inter_arrival: InterArrival,
     pub choked_by_peer: bool,
