@@ -28,13 +28,23 @@ pub const MEDIA_PACKET: usize = 576;
 /// Inter-arrival percentiles measured.
 pub const PERCENTILES: [f64; 5] = [5.0, 25.0, 50.0, 75.0, 95.0];
 
+/// What carries the P2P traffic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum P2p {
+    /// One TCP-like connection per peer (the paper's baseline).
+    TcpLike,
+    /// ppspp with LEDBAT, the host one engine. `coupled`: its channels share one increase
+    /// and see their common queue (the default); else each is on its own (RFC 6817).
+    Ledbat { coupled: bool },
+}
+
 /// One run's settings.
 #[derive(Clone, Debug)]
 pub struct Coexist {
     /// The real-time flow's rate (64 kbit/s audio, 600 kbit/s video in the paper).
     pub media_bps: u64,
-    /// P2P as ppspp with LEDBAT; else TCP-like.
-    pub ledbat: bool,
+    /// What carries the P2P traffic.
+    pub p2p: P2p,
     /// The uploads together send at most this (bit/s; `None`: no cap).
     pub upload_cap_bps: Option<u64>,
     /// The uplink serves the real-time packets first.
@@ -106,18 +116,83 @@ fn far_node(net: &mut Network, kind: NodeKind) -> NodeId {
     )
 }
 
-/// One P2P connection between the host (behind `host`'s uplink and downlink) and a far
-/// peer: the host sends if `upload`, else receives. Engines get seeds `seed` (the sender)
-/// and `seed + 1`; `cap_bps` caps the sender.
-fn transfer(
+/// The host's side of ppspp transfers.
+#[derive(Clone, Copy)]
+struct Host {
+    /// Its uplink and downlink.
+    links: (LinkId, LinkId),
+    /// Its engine's LEDBAT channels are coupled.
+    coupled: bool,
+}
+
+/// ppspp between the host and `peers` far peers. The host is one engine, as a client is
+/// one peer of a swarm: it seeds to them if `upload` (at most `cap_bps` together), else
+/// leeches from them. The far peers do not look for each other (no PEX). Engines get
+/// seeds from `seed` on.
+fn ppspp_transfers(
     net: &mut Network,
-    c: &Coexist,
     content: &Content,
-    host: (LinkId, LinkId),
+    host: Host,
     upload: bool,
+    peers: usize,
     seed: u64,
     cap_bps: Option<u64>,
-) -> Transfer {
+) -> Vec<Transfer> {
+    if peers == 0 {
+        return Vec::new();
+    }
+    let leecher = |seed| {
+        content.leecher(EngineConfig {
+            pex: false,
+            ..config(seed)
+        })
+    };
+    let mut host_config = config(seed);
+    host_config.congestion.coupled = host.coupled;
+    let host_engine = if upload {
+        content.seeder(EngineConfig {
+            upload_limit: cap_bps.map(|bps| bps / 8),
+            ..host_config
+        })
+    } else {
+        content.leecher(EngineConfig {
+            pex: false,
+            ..host_config
+        })
+    };
+    let (up, down) = host.links;
+    let at_host = net.add_node_on(Network::peer(host_engine, None), up, down, OWD);
+    let mut transfers = Vec::new();
+    for i in 1..=peers as u64 {
+        if upload {
+            let far = far_node(net, Network::peer(leecher(seed + i), None));
+            net.with_engine(far, |e, now| {
+                e.connect(at_host, now);
+            });
+            transfers.push(Transfer::Ppspp { leecher: far });
+        } else {
+            let far = far_node(net, Network::peer(content.seeder(config(seed + i)), None));
+            net.with_engine(at_host, |e, now| {
+                e.connect(far, now);
+            });
+        }
+    }
+    if !upload {
+        transfers.push(Transfer::Ppspp { leecher: at_host });
+    }
+    transfers
+}
+
+/// TCP-like connections between the host and `count` far ends, one each: the host sends
+/// if `upload`, else receives; `cap_bps` caps each sender.
+fn tcp_transfers(
+    net: &mut Network,
+    c: &Coexist,
+    host: (LinkId, LinkId),
+    upload: bool,
+    count: usize,
+    cap_bps: Option<u64>,
+) -> Vec<Transfer> {
     let place = |net: &mut Network, kind: NodeKind, at_host: bool| {
         if at_host {
             net.add_node_on(kind, host.0, host.1, OWD)
@@ -125,30 +200,17 @@ fn transfer(
             far_node(net, kind)
         }
     };
-    if c.ledbat {
-        let cfg = EngineConfig {
-            upload_limit: cap_bps.map(|bps| bps / 8),
-            ..config(seed)
-        };
-        let seeder = place(net, Network::peer(content.seeder(cfg), None), upload);
-        let leecher = place(
-            net,
-            Network::peer(content.leecher(config(seed + 1)), None),
-            !upload,
-        );
-        net.with_engine(leecher, |e, now| {
-            e.connect(seeder, now);
-        });
-        Transfer::Ppspp { leecher }
-    } else {
-        let receiver = place(net, NodeKind::TcpReceiver(TcpReceiver::default()), !upload);
-        let mut tcp = TcpSender::new(receiver, secs(0.0), secs(c.run_s));
-        if let Some(bps) = cap_bps {
-            tcp = tcp.with_rate_limit(bps);
-        }
-        let sender = place(net, NodeKind::TcpSender(tcp), upload);
-        Transfer::Tcp { sender }
-    }
+    (0..count)
+        .map(|_| {
+            let receiver = place(net, NodeKind::TcpReceiver(TcpReceiver::default()), !upload);
+            let mut tcp = TcpSender::new(receiver, secs(0.0), secs(c.run_s));
+            if let Some(bps) = cap_bps {
+                tcp = tcp.with_rate_limit(bps);
+            }
+            let sender = place(net, NodeKind::TcpSender(tcp), upload);
+            Transfer::Tcp { sender }
+        })
+        .collect()
 }
 
 /// Runs one scenario over `content` (at least [`Coexist::content_len`] bytes).
@@ -161,24 +223,31 @@ pub fn run(c: &Coexist, content: &Content, seed: u64) -> Outcome {
     let up = net.add_link(up_cfg);
     let down = net.add_link(LinkConfig::packets(DOWNLINK_BPS, c.buffer_packets));
     let host = (up, down);
-    let per_upload_cap = c.upload_cap_bps.map(|cap| cap / UPLOADS as u64);
-    let uploads: Vec<Transfer> = (0..UPLOADS as u64)
-        .map(|i| {
-            transfer(
+    let (uploads, downloads) = if let P2p::Ledbat { coupled } = c.p2p {
+        let host = Host {
+            links: host,
+            coupled,
+        };
+        (
+            ppspp_transfers(
                 &mut net,
-                c,
                 content,
                 host,
                 true,
-                100 + 2 * i,
-                per_upload_cap,
-            )
-        })
-        .collect();
-    // The downloads: from far peers to the host, their acknowledgements on its uplink.
-    let downloads: Vec<Transfer> = (0..c.downloads as u64)
-        .map(|i| transfer(&mut net, c, content, host, false, 200 + 2 * i, None))
-        .collect();
+                UPLOADS,
+                100,
+                c.upload_cap_bps,
+            ),
+            ppspp_transfers(&mut net, content, host, false, c.downloads, 200, None),
+        )
+    } else {
+        let per_upload_cap = c.upload_cap_bps.map(|cap| cap / UPLOADS as u64);
+        (
+            tcp_transfers(&mut net, c, host, true, UPLOADS, per_upload_cap),
+            // From far peers to the host, their acknowledgements on its uplink.
+            tcp_transfers(&mut net, c, host, false, c.downloads, None),
+        )
+    };
     let sink = far_node(&mut net, NodeKind::RtSink(RtSink::default()));
     let source = RtSource::new(
         sink,

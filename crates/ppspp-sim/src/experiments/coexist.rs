@@ -7,7 +7,7 @@
 //! upload capped at 30 % of the uplink, and TCP-like behind a strict-priority queue for
 //! the real-time packets (the paper's DiffServ case).
 
-use ppspp_sim::coexist::{Coexist, DOWNLINK_BPS, OWD, UPLINK_BPS, UPLOADS, run as run_one};
+use ppspp_sim::coexist::{Coexist, DOWNLINK_BPS, OWD, P2p, UPLINK_BPS, UPLOADS, run as run_one};
 use ppspp_sim::plot::{Series, csv, lines};
 use ppspp_sim::scenario::Content;
 use serde_json::{Value, json};
@@ -20,20 +20,27 @@ const BUFFERS: [usize; 3] = [8, 32, 128];
 const DIRECTIONS: [(&str, usize); 2] = [("up", 0), ("both", UPLOADS)];
 /// The real-time flows: name and bit/s.
 const MEDIA: [(&str, u64); 2] = [("audio", 64_000), ("video", 600_000)];
-/// The cases: name, LEDBAT (else TCP-like), upload capped at 30 %, strict priority.
-const CASES: [(&str, bool, bool, bool); 5] = [
-    ("tcp", false, false, false),
-    ("ledbat", true, false, false),
-    ("tcp_cap30", false, true, false),
-    ("ledbat_cap30", true, true, false),
-    ("tcp_diffserv", false, false, true),
+const LEDBAT: P2p = P2p::Ledbat { coupled: true };
+/// The cases: name, P2P, upload capped at 30 %, strict priority.
+const CASES: [(&str, P2p, bool, bool); 6] = [
+    ("tcp", P2p::TcpLike, false, false),
+    ("ledbat", LEDBAT, false, false),
+    (
+        "ledbat_uncoupled",
+        P2p::Ledbat { coupled: false },
+        false,
+        false,
+    ),
+    ("tcp_cap30", P2p::TcpLike, true, false),
+    ("ledbat_cap30", LEDBAT, true, false),
+    ("tcp_diffserv", P2p::TcpLike, false, true),
 ];
 
 /// Runs `coexist` into `out`.
 pub fn run(out: &Path, seed: u64) -> Res {
     let base = Coexist {
         media_bps: 0,
-        ledbat: false,
+        p2p: P2p::TcpLike,
         upload_cap_bps: None,
         strict_priority: false,
         downloads: 0,
@@ -61,13 +68,13 @@ pub fn run(out: &Path, seed: u64) -> Res {
             let mut series = Vec::new();
             let mut per_case = serde_json::Map::new();
             let mut expected_ms = 0.0;
-            for (case, ledbat, capped, strict_priority) in CASES {
+            for (case, p2p, capped, strict_priority) in CASES {
                 let mut points = Vec::new();
                 let mut runs = Vec::new();
                 for buffer_packets in BUFFERS {
                     let c = Coexist {
                         media_bps,
-                        ledbat,
+                        p2p,
                         upload_cap_bps: capped.then_some(UPLINK_BPS * 3 / 10),
                         strict_priority,
                         downloads,

@@ -18,6 +18,15 @@
 //! than that threshold hide congestion from the delay signal, and there LEDBAT takes more
 //! from a loss-based flow than it did (docs/EXPERIMENTS.md).
 //!
+//! One engine's LEDBAT channels are coupled: they usually share one bottleneck, the host's
+//! uplink, and LEDBAT's promise (at most `target` of added queue) is about that queue. N
+//! channels that each add up to a datagram per round trip grow it N times as fast as one,
+//! and overshoot a shallow buffer before any of their delay estimates (each a round trip
+//! or two old) shows it. So the channels in congestion avoidance with data in flight share
+//! one additive increase, divided among them, as RFC 6356 couples the subflows of a
+//! multipath TCP connection so that together they are no more aggressive than one flow on
+//! a shared bottleneck. Decreases stay per channel.
+//!
 //! The window counts datagrams, as in libswift: every datagram carries at most one chunk
 //! plus its hashes, so datagrams and bytes are proportional.
 
@@ -59,6 +68,9 @@ pub struct CongestionConfig {
     pub random_loss_delay: Option<Duration>,
     /// The share of the window a random loss takes (a congestive one takes half).
     pub random_loss_decrease: f64,
+    /// An engine's LEDBAT channels share one additive increase (see the module doc); off,
+    /// each channel is on its own, as in RFC 6817 and libswift.
+    pub coupled: bool,
 }
 
 impl Default for CongestionConfig {
@@ -77,6 +89,7 @@ impl Default for CongestionConfig {
             priority: 0,
             random_loss_delay: Some(Duration::from_millis(5)),
             random_loss_decrease: 0.1,
+            coupled: true,
         }
     }
 }
@@ -254,11 +267,14 @@ impl Controller {
     }
 
     /// `acked` datagrams were newly acknowledged at `now` while `in_flight` were
-    /// outstanding (before this acknowledgement); `rtt` is the smoothed round trip.
-    pub fn on_ack(&mut self, now: Time, acked: u32, in_flight: u32, rtt: Duration) {
+    /// outstanding (before this acknowledgement); `rtt` is the smoothed round trip;
+    /// `flows` counts the engine's LEDBAT channels in congestion avoidance with data in
+    /// flight, this one included, which share the increase (unless not `coupled`).
+    pub fn on_ack(&mut self, now: Time, acked: u32, in_flight: u32, rtt: Duration, flows: u32) {
         if acked == 0 {
             return;
         }
+        let flows = if self.config.coupled { flows.max(1) } else { 1 };
         let acked = f64::from(acked);
         let queuing = self.queuing_delay();
         let over_target = queuing.is_some_and(|q| q > self.config.target);
@@ -293,7 +309,8 @@ impl Controller {
                 }
                 self.cwnd = (self.cwnd * self.config.beta.powf(acked)).max(self.decrease_floor);
             } else {
-                self.cwnd += self.config.gain * off_target * acked / self.cwnd;
+                let gain = self.config.gain / f64::from(flows);
+                self.cwnd += gain * off_target * acked / self.cwnd;
             }
         }
         // RFC 6817: never grow past what the sender actually uses.
@@ -367,7 +384,7 @@ mod tests {
             *now += Duration::from_millis(1);
             c.on_delay_sample(*now, 40_000 + queue_ms * 1000, RTT);
             let in_flight = c.cwnd() as u32 + 1;
-            c.on_ack(*now, 1, in_flight, RTT);
+            c.on_ack(*now, 1, in_flight, RTT, 1);
         }
     }
 
@@ -449,6 +466,64 @@ mod tests {
     }
 
     #[test]
+    fn coupled_flows_share_one_increase() {
+        let in_avoidance = |coupled| {
+            let mut c = Controller::new(CongestionConfig {
+                coupled,
+                ..CongestionConfig::default()
+            })
+            .unwrap();
+            let mut now = Time::ZERO;
+            ack_with_queue(&mut c, &mut now, 1, 0);
+            ack_with_queue(&mut c, &mut now, 80, 30);
+            assert_eq!(c.phase(), Phase::Avoidance);
+            (c, now)
+        };
+        let (mut alone, mut now) = in_avoidance(true);
+        let (mut one_of_two, _) = in_avoidance(true);
+        let (mut uncoupled, _) = in_avoidance(false);
+        let w = alone.cwnd();
+        let in_flight = w as u32 + 1;
+        for _ in 0..30 {
+            now += Duration::from_millis(1);
+            // 5 ms of queue: under target, so each grows.
+            for c in [&mut alone, &mut one_of_two, &mut uncoupled] {
+                c.on_delay_sample(now, 45_000, RTT);
+            }
+            alone.on_ack(now, 1, in_flight, RTT, 1);
+            one_of_two.on_ack(now, 1, in_flight, RTT, 2);
+            uncoupled.on_ack(now, 1, in_flight, RTT, 2);
+        }
+        let grown_alone = alone.cwnd() - w;
+        assert!(grown_alone > 0.0);
+        let ratio = (one_of_two.cwnd() - w) / grown_alone;
+        assert!(
+            (0.45..=0.55).contains(&ratio),
+            "one of two grew {ratio} of one alone"
+        );
+        assert_eq!(
+            uncoupled.cwnd(),
+            alone.cwnd(),
+            "uncoupled, the others do not count"
+        );
+        // Decreases are each flow's own: about the same share of either window.
+        let (before, before_alone) = (one_of_two.cwnd(), alone.cwnd());
+        // Past a round trip, so the MIN filter holds only the queued samples.
+        for _ in 0..80 {
+            now += Duration::from_millis(1);
+            for c in [&mut alone, &mut one_of_two] {
+                c.on_delay_sample(now, 80_000, RTT);
+            }
+            alone.on_ack(now, 1, in_flight, RTT, 1);
+            one_of_two.on_ack(now, 1, in_flight, RTT, 2);
+        }
+        let (kept, kept_alone) = (one_of_two.cwnd() / before, alone.cwnd() / before_alone);
+        assert!(kept < 1.0);
+        // (Not to the digit: both grew, by different steps, until the filter saw the queue.)
+        assert!((kept - kept_alone).abs() < 0.02, "{kept} vs {kept_alone}");
+    }
+
+    #[test]
     fn without_the_dtl_fix_decrease_is_additive_and_smaller() {
         let md = controller(0);
         let ad = Controller::new(CongestionConfig {
@@ -474,7 +549,7 @@ mod tests {
         for _ in 0..1000 {
             now += Duration::from_millis(1);
             c.on_delay_sample(now, 10_000, RTT);
-            c.on_ack(now, 1, 3, RTT); // application-limited: 3 in flight
+            c.on_ack(now, 1, 3, RTT, 1); // application-limited: 3 in flight
         }
         // Still in slow start (the queue stays under target): at most twice what is used.
         assert_eq!(c.phase(), Phase::SlowStart);
@@ -496,7 +571,7 @@ mod tests {
             now += RTT;
             for left in (1..=window).rev() {
                 c.on_delay_sample(now, 1000, RTT);
-                c.on_ack(now, 1, left, RTT);
+                c.on_ack(now, 1, left, RTT, 1);
             }
             assert_eq!(
                 c.cwnd() as u32,
@@ -519,7 +594,7 @@ mod tests {
             }
             for left in (1..=w).rev() {
                 c.on_delay_sample(now, 40_000, RTT);
-                c.on_ack(now, 1, left, RTT);
+                c.on_ack(now, 1, left, RTT, 1);
             }
             now += RTT;
         }
@@ -528,7 +603,7 @@ mod tests {
         for i in 0..w as u32 {
             let t = now + Duration::from_micros(u64::from(i) * 10);
             c.on_delay_sample(t, 240_000, RTT);
-            c.on_ack(t, 1, w as u32, RTT);
+            c.on_ack(t, 1, w as u32, RTT, 1);
         }
         assert_eq!(c.phase(), Phase::Avoidance);
         assert!(c.cwnd() >= w / 2.0 - 1e-9, "{} from {w}", c.cwnd());
@@ -546,7 +621,7 @@ mod tests {
             for i in 0..(w as u32).max(1) {
                 let t = now + Duration::from_micros(u64::from(i));
                 c.on_delay_sample(t, 240_000, RTT);
-                c.on_ack(t, 1, w as u32 + 1, RTT);
+                c.on_ack(t, 1, w as u32 + 1, RTT, 1);
             }
             assert!(c.cwnd() >= w / 2.0 - 1e-9, "round {round}");
         }
@@ -645,7 +720,7 @@ mod tests {
                 for _ in 0..window {
                     // A window-limited sender: everything the window allows is in flight.
                     let in_flight = c.cwnd() as u32;
-                    c.on_ack(Time::ZERO, 1, in_flight, RTT);
+                    c.on_ack(Time::ZERO, 1, in_flight, RTT, 1);
                 }
             }
         }

@@ -9,6 +9,7 @@ use super::{Engine, PeerAddr, is_private};
 use crate::Bin;
 use crate::binmap::Binmap;
 use crate::codec::{ChunkSpec, CodecConfig, Handshake, Message, decode_datagram};
+use crate::congestion::Phase;
 use crate::live::LiveError;
 use crate::merkle::{Hash, VerifyError};
 use crate::store::ChunkStore;
@@ -540,12 +541,28 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             ch.rtt.on_sample(s);
         }
         if acked > 0 {
-            ch.cc.on_delay_sample(now, delay_us, ch.rtt.srtt());
-            ch.cc.on_ack(now, acked, in_flight_before, ch.rtt.srtt());
+            let srtt = ch.rtt.srtt();
+            ch.cc.on_delay_sample(now, delay_us, srtt);
+            let flows = self.coupled_flows();
+            ch.cc.on_ack(now, acked, in_flight_before, srtt, flows);
             ch.acked_data = true;
             ch.last_ack = Some(now);
             ch.keepalive = ch.rtt.srtt().max(Duration::from_secs(1));
         }
+    }
+
+    /// The LEDBAT flows that share the additive increase at an ACK: the channels in
+    /// congestion avoidance with data in flight, and the one the ACK is for (out of the
+    /// map meanwhile).
+    fn coupled_flows(&self) -> u32 {
+        let others = self
+            .channels
+            .values()
+            .filter(|c| {
+                c.cc.priority() == 0 && c.cc.phase() == Phase::Avoidance && !c.in_flight.is_empty()
+            })
+            .count();
+        u32::try_from(others).unwrap_or(u32::MAX).saturating_add(1)
     }
 
     /// Queues what `spec` asks for that we hold, the peer lacks and is not already on its
