@@ -950,3 +950,71 @@ fn nothing_waits_on_the_ack_delay_while_chunks_keep_coming() {
     assert!(nodes[1].is_complete(), "{:?}", nodes[1].stats());
     assert_eq!(nodes[1].store().bytes(), &data[..]);
 }
+
+/// A seeder, a leecher fetching from it and a second leecher fetching from the first only:
+/// the first leecher's datagrams to the second that carry nothing but HAVEs, all of them,
+/// and when the second completed.
+fn have_only_datagrams(config: EngineConfig) -> (u64, u64, Time) {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    let data = content(256 * 1024);
+    let mut nodes = pair(&data, 1024, config.clone());
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha1, 1024, &data).unwrap();
+    let mut second = leecher_with(&tree, EngineConfig { seed: 3, ..config });
+    second.connect(1, Time::ZERO);
+    nodes.push(second);
+    let mut net = Net::new(Duration::from_millis(10), 0, 11);
+    let counts = Rc::new(Cell::new((0u64, 0u64)));
+    let seen = Rc::clone(&counts);
+    net.observer = Some(Box::new(move |from, to, bytes: &[u8]| {
+        if (from, to) != (1, 2) {
+            return;
+        }
+        let config = ppspp::codec::CodecConfig::default();
+        let only_haves = ppspp::codec::decode_datagram(bytes, &config).is_ok_and(|d| {
+            let mut messages = d.messages().peekable();
+            messages.peek().is_some() && messages.all(|m| matches!(m, Ok(Message::Have(_))))
+        });
+        let (haves, all) = seen.get();
+        seen.set((haves + u64::from(only_haves), all + 1));
+    }));
+    let end = run(&mut nodes, &mut net, Time::from_millis(60_000), |n| {
+        n[2].is_complete()
+    });
+    assert_eq!(
+        nodes[2].store().bytes(),
+        &data[..],
+        "{:?}",
+        nodes[2].stats()
+    );
+    let (haves, all) = counts.get();
+    (haves, all, end)
+}
+
+#[test]
+fn haves_wait_for_company_but_never_past_the_have_delay() {
+    let (eager, eager_all, eager_end) = have_only_datagrams(EngineConfig {
+        max_have_delay: Duration::ZERO,
+        ..EngineConfig::default()
+    });
+    let (held, held_all, held_end) = have_only_datagrams(EngineConfig::default());
+    // Announcing every chunk at once sends many datagrams of HAVEs alone: the comparison
+    // below means something.
+    assert!(
+        eager >= 64,
+        "{eager} of {eager_all} datagrams were HAVEs alone"
+    );
+    assert!(
+        held * 4 <= eager,
+        "{held} HAVE-only datagrams held for company, {eager} not"
+    );
+    assert!(
+        held_all < eager_all,
+        "{held_all} datagrams in all, {eager_all}"
+    );
+    // The second leecher still learns of every chunk in time to fetch it.
+    assert!(
+        held_end.as_micros() <= eager_end.as_micros() * 12 / 10,
+        "{held_end:?} against {eager_end:?}"
+    );
+}

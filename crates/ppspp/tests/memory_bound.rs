@@ -162,7 +162,9 @@ fn a_bounded_leecher_keeps_announcing_after_letting_go() {
     }));
     nodes[1].connect(0, Time::ZERO);
     nodes[2].connect(1, Time::ZERO);
-    play_through(&mut nodes, &mut net, 1, bound, Time::from_millis(60_000));
+    let end = play_through(&mut nodes, &mut net, 1, bound, Time::from_millis(60_000));
+    // HAVEs with nothing else to go with wait up to `max_have_delay`.
+    net.run(&mut nodes, end + Duration::from_millis(100), |_| false);
     assert!(nodes[1].stats().chunks_evicted > 300);
     assert!(
         newest_announced.get() >= 390,

@@ -71,6 +71,8 @@ pub(crate) struct Channel<A> {
     /// `have_out` covers all we held when this many chunks had entered `have`
     /// (`Engine::have_gained`): nothing new to announce until it changes.
     pub haves_done_at: Option<u64>,
+    /// When HAVEs not yet announced must leave, company or not (`None`: none wait).
+    pub haves_due_at: Option<Time>,
     /// Hashes received ahead of the DATA they protect.
     pub pending_hashes: Vec<(Bin, Hash)>,
     /// Live: the edge when the newest munro was last sent here on its own (tune-in).
@@ -224,6 +226,7 @@ impl<A> Channel<A> {
             peer_complete: false,
             have_out: Binmap::new(),
             haves_done_at: None,
+            haves_due_at: None,
             pending_hashes: Vec::new(),
             munro_told: 0,
             pending_signatures: Vec::new(),

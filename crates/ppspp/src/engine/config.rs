@@ -112,6 +112,12 @@ pub struct EngineConfig {
     /// Longest an acknowledgement waits for company (see `ack_every`). The sender's
     /// round-trip samples include it, so it stays well under its retransmission timeout.
     pub max_ack_delay: core::time::Duration,
+    /// Longest a datagram of nothing but HAVEs (and ACKs and REQUESTs that may wait) waits
+    /// for company: anything else for that peer takes them at once. Without it every
+    /// chunk verified went to each peer lacking it in a datagram of its own, one packet
+    /// per chunk per peer in the viewer's uplink; waiting, consecutive chunks go as one
+    /// HAVE. Zero announces every chunk at once.
+    pub max_have_delay: core::time::Duration,
 }
 
 impl Default for EngineConfig {
@@ -139,6 +145,7 @@ impl Default for EngineConfig {
             live_max_age: core::time::Duration::from_secs(120),
             ack_every: 2,
             max_ack_delay: core::time::Duration::from_millis(10),
+            max_have_delay: core::time::Duration::from_millis(25),
         }
     }
 }
@@ -213,6 +220,8 @@ const MIN_MTU: usize = 512;
 /// The longest `max_ack_delay` accepted: a peer's retransmission timeout is its round
 /// trip plus four deviations of at least 50 ms (libswift), which a longer wait would reach.
 const MAX_ACK_DELAY: core::time::Duration = core::time::Duration::from_millis(200);
+/// A peer told of a chunk a second late may already have asked everyone else for it.
+const MAX_HAVE_DELAY: core::time::Duration = core::time::Duration::from_secs(1);
 
 impl EngineConfig {
     /// Checks every setting; the engine's constructors call it.
@@ -239,6 +248,9 @@ impl EngineConfig {
         }
         if self.max_ack_delay > MAX_ACK_DELAY {
             return Err(EngineError::Config("max_ack_delay must be at most 200 ms"));
+        }
+        if self.max_have_delay > MAX_HAVE_DELAY {
+            return Err(EngineError::Config("max_have_delay must be at most 1 s"));
         }
         if self.max_held_bytes == Some(0) {
             return Err(EngineError::Config("max_held_bytes must be at least 1"));
@@ -288,7 +300,7 @@ mod tests {
     use core::time::Duration;
 
     #[test]
-    fn ack_settings_are_checked() {
+    fn ack_and_have_delays_are_checked() {
         assert!(EngineConfig::default().validate().is_ok());
         let every_zero = EngineConfig {
             ack_every: 0,
@@ -304,9 +316,17 @@ mod tests {
         assert!(
             matches!(too_long.validate(), Err(EngineError::Config(m)) if m.contains("max_ack_delay"))
         );
+        let haves_too_late = EngineConfig {
+            max_have_delay: Duration::from_millis(1001),
+            ..EngineConfig::default()
+        };
+        assert!(
+            matches!(haves_too_late.validate(), Err(EngineError::Config(m)) if m.contains("max_have_delay"))
+        );
         let immediate = EngineConfig {
             ack_every: 1,
             max_ack_delay: Duration::ZERO,
+            max_have_delay: Duration::ZERO,
             ..EngineConfig::default()
         };
         assert!(immediate.validate().is_ok());

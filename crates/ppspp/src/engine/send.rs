@@ -246,7 +246,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         {
             ch.munro_told = self.live_edge().unwrap_or(0);
         }
-        self.push_haves(ch, &mut w);
+        self.push_or_hold_haves(now, ch, &mut w);
         if !ch.established {
             // A responder says nothing more before the initiator's third datagram.
             if w.is_empty() {
@@ -357,11 +357,59 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         Some(entry.addr.clone())
     }
 
+    /// Whether chunks may have been verified that the peer was not told about (a HAVE
+    /// search may still find nothing new).
+    pub(super) fn has_news(&self, ch: &Channel<A>) -> bool {
+        !(ch.peer_complete || self.have_count == 0 || ch.haves_done_at == Some(self.have_gained))
+    }
+
+    /// HAVEs for verified chunks the peer has not been told about, unless they may wait
+    /// for company: until `max_have_delay` after the first of them, while nothing else is
+    /// due to this peer (a datagram of them alone takes a packet's place in the viewer's
+    /// uplink queue; waiting, consecutive chunks go as one HAVE). A channel's first HAVEs,
+    /// what we held when the peer met us, go at once: it may be waiting for them to ask
+    /// us for anything.
+    fn push_or_hold_haves(&mut self, now: Time, ch: &mut Channel<A>, w: &mut DatagramBuilder) {
+        if !self.has_news(ch) {
+            ch.haves_due_at = None;
+            return;
+        }
+        if ch.established && w.is_empty() && !ch.have_out.is_clear() {
+            let due = *ch
+                .haves_due_at
+                .get_or_insert(now + self.config.max_have_delay);
+            if now < due && !self.company_due(ch, now) {
+                return;
+            }
+        }
+        self.push_haves(ch, w);
+        if !self.has_news(ch) {
+            ch.haves_due_at = None;
+        }
+    }
+
+    /// Whether something besides HAVEs is likely to go to this peer now (what would carry
+    /// held HAVEs along). A guess made before the datagram is built: if it is wrong, HAVEs
+    /// go a little early, or wait for the next datagram or their deadline.
+    fn company_due(&self, ch: &Channel<A>, now: Time) -> bool {
+        let data_ready = (!ch.retransmit.is_empty() || !ch.serve.is_empty())
+            && ch.in_flight.len() < ch.window()
+            && now + self.config.pacing_granularity >= ch.next_data;
+        ch.pending_choke.is_some()
+            || !ch.pending_cancels.is_empty()
+            || ch.pending_pex_req
+            || !ch.pending_pex_res.is_empty()
+            || (!ch.pending_acks.is_empty() && self.acks_due(ch, now))
+            || (!ch.pending_requests.is_empty() && !awaiting_chunks(ch))
+            || now.saturating_since(ch.last_send) >= ch.keepalive
+            || data_ready
+    }
+
     /// HAVEs for verified chunks the peer has not been told about.
     fn push_haves(&mut self, ch: &mut Channel<A>, w: &mut DatagramBuilder) {
         // The search walks both maps: skip it while nothing was verified since the last one
         // found everything announced (it ran on every datagram built).
-        if ch.peer_complete || self.have_count == 0 || ch.haves_done_at == Some(self.have_gained) {
+        if !self.has_news(ch) {
             return;
         }
         if push_news(&mut ch.have_out, &self.have, self.root_bin, w) {

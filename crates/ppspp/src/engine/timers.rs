@@ -77,6 +77,8 @@ struct Deadlines {
     keepalive: Option<Time>,
     /// ACKs held for company must go (`poll_transmit` sends them).
     acks: Option<Time>,
+    /// HAVEs held for company must go (`poll_transmit` sends them).
+    haves: Option<Time>,
 }
 
 impl Deadlines {
@@ -94,6 +96,7 @@ impl Deadlines {
             self.next_data,
             self.keepalive,
             self.acks,
+            self.haves,
         ]
         .into_iter()
         .flatten()
@@ -139,6 +142,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             }),
             keepalive: Some(ch.last_send + ch.keepalive),
             acks: ch.acks_due_at.filter(|_| !ch.pending_acks.is_empty()),
+            haves: ch.haves_due_at.filter(|_| self.has_news(ch)),
         }
     }
 
