@@ -33,8 +33,8 @@ pub const PERCENTILES: [f64; 5] = [5.0, 25.0, 50.0, 75.0, 95.0];
 pub enum P2p {
     /// One TCP-like connection per peer (the paper's baseline).
     TcpLike,
-    /// ppspp with LEDBAT, the host one engine. `coupled`: its channels share one increase
-    /// and see their common queue (the default); else each is on its own (RFC 6817).
+    /// ppspp with LEDBAT, the host one engine. `coupled`: its channels share one additive
+    /// increase (the default); else each is on its own (RFC 6817).
     Ledbat { coupled: bool },
 }
 

@@ -543,11 +543,20 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if acked > 0 {
             let srtt = ch.rtt.srtt();
             ch.cc.on_delay_sample(now, delay_us, srtt);
-            let flows = self.coupled_flows();
+            // Only LEDBAT's additive increase is shared: spare the walk over the channels
+            // on every other ACK.
+            let shares_increase = ch.cc.config().coupled
+                && ch.cc.priority() == 0
+                && ch.cc.phase() == Phase::Avoidance;
+            let flows = if shares_increase {
+                self.coupled_flows()
+            } else {
+                1
+            };
             ch.cc.on_ack(now, acked, in_flight_before, srtt, flows);
             ch.acked_data = true;
             ch.last_ack = Some(now);
-            ch.keepalive = ch.rtt.srtt().max(Duration::from_secs(1));
+            ch.keepalive = srtt.max(Duration::from_secs(1));
         }
     }
 
