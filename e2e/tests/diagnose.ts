@@ -38,7 +38,12 @@ export class PageWatch {
           log(`new ${JSON.stringify(args[0]?.iceServers?.map((s) => s.urls) ?? [])}`);
           pc.addEventListener('iceconnectionstatechange', () => log(`ice ${pc.iceConnectionState}`));
           pc.addEventListener('connectionstatechange', () => log(`conn ${pc.connectionState}`));
-          pc.addEventListener('icecandidateerror', (e) => log(`candidate error ${(e as RTCPeerConnectionIceErrorEvent).errorCode} ${(e as RTCPeerConnectionIceErrorEvent).url}`));
+          pc.addEventListener('icecandidateerror', (ev) => {
+            const e = ev as RTCPeerConnectionIceErrorEvent;
+            log(`candidate error ${e.errorCode} ${e.url} from ${e.address ?? '?'}:${e.port ?? '?'}`);
+          });
+          pc.addEventListener('icecandidate', (e) => log(e.candidate ? `candidate ${e.candidate.type} ${e.candidate.address}:${e.candidate.port}` : 'candidates end'));
+          pc.addEventListener('icegatheringstatechange', () => log(`gathering ${pc.iceGatheringState}`));
           return pc;
         },
       });

@@ -5,6 +5,11 @@
  * reported as an `ice-server-error`, and when they came from the signaling server fresh
  * ones are asked for; a connection that gathered no server-reflexive or relay candidate
  * while a server was unreachable (701) is reported once.
+ *
+ * Two things look like an unreachable server and are not: a loopback address never reaches
+ * a server on another host (its 701 comes with every gathering), and Chromium stops
+ * gathering once a connection is up, so one that connected before gathering ended may have
+ * had its server answers cut short. Such a connection says nothing of the servers.
  */
 import { PpsppError } from './errors.js';
 
@@ -12,6 +17,13 @@ import { PpsppError } from './errors.js';
 const UNAUTHORIZED = 401;
 /** The browser's code for a server that did not answer from some local address (W3C webrtc-pc). */
 const UNREACHABLE = 701;
+
+/** A loopback address as an icecandidateerror gives it (browsers may hide its last part: `127.0.0.x`). */
+function isLoopback(address: string | null): boolean {
+  if (address == null) return false;
+  const a = address.replace(/^\[|\]$/g, '');
+  return a.startsWith('127.') || a === '::1';
+}
 
 export interface IceServerWatchHandlers {
   /** The ICE servers the signaling server sent (their credentials may be renewed). */
@@ -39,6 +51,7 @@ export class IceServerWatch {
     if (servers.length === 0) return;
     const unreachable = new Set<string>();
     let gathered = false;
+    let connectedWhileGathering = false;
     pc.addEventListener('icecandidate', (ev: RTCPeerConnectionIceEvent) => {
       const type = ev.candidate?.type;
       if (type === 'srflx' || type === 'relay') {
@@ -48,11 +61,17 @@ export class IceServerWatch {
     });
     pc.addEventListener('icecandidateerror', (ev: Event) => {
       const e = ev as RTCPeerConnectionIceErrorEvent;
-      if (e.errorCode === UNREACHABLE) unreachable.add(e.url);
+      if (e.errorCode === UNREACHABLE) {
+        if (!isLoopback(e.address)) unreachable.add(e.url);
+      }
       else if (e.errorCode === UNAUTHORIZED && /^turns?:/.test(e.url)) this.refused(e, servers);
     });
+    pc.addEventListener('iceconnectionstatechange', () => {
+      const up = pc.iceConnectionState === 'connected' || pc.iceConnectionState === 'completed';
+      if (up && pc.iceGatheringState !== 'complete') connectedWhileGathering = true;
+    });
     pc.addEventListener('icegatheringstatechange', () => {
-      if (pc.iceGatheringState !== 'complete' || gathered || unreachable.size === 0) return;
+      if (pc.iceGatheringState !== 'complete' || gathered || connectedWhileGathering || unreachable.size === 0) return;
       if (this.answered || this.unreachableReported) return;
       this.unreachableReported = true;
       this.handlers.error(
