@@ -1018,3 +1018,56 @@ fn haves_wait_for_company_but_never_past_the_have_delay() {
         "{held_end:?} against {eager_end:?}"
     );
 }
+
+/// Datagrams with a HAVE that a leecher sends two seeders while fetching from both over a
+/// path that loses 15 % of datagrams each way, and the leecher's content.
+fn haves_to_seeders_on_a_lossy_path() -> (u64, Vec<u8>, Vec<u8>) {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    let data = content(384 * 1024);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha1, 1024, &data).unwrap();
+    let mut nodes: Vec<Node> = (0..2)
+        .map(|seed| {
+            Engine::new_seeder(
+                EngineConfig {
+                    seed,
+                    ..EngineConfig::default()
+                },
+                &tree,
+                MemoryStore::with_content(data.clone(), 1024),
+                Time::ZERO,
+            )
+            .unwrap()
+        })
+        .collect();
+    let mut leecher = leecher(&tree, 5);
+    leecher.connect(0, Time::ZERO);
+    leecher.connect(1, Time::ZERO);
+    nodes.push(leecher);
+    let mut net = Net::new(Duration::from_millis(20), 150, 17);
+    let count = Rc::new(Cell::new(0u64));
+    let seen = Rc::clone(&count);
+    net.observer = Some(Box::new(move |from, to, bytes: &[u8]| {
+        if from != 2 || to > 1 {
+            return;
+        }
+        let config = ppspp::codec::CodecConfig::default();
+        let has_have = ppspp::codec::decode_datagram(bytes, &config)
+            .is_ok_and(|d| d.messages().any(|m| matches!(m, Ok(Message::Have(_)))));
+        seen.set(seen.get() + u64::from(has_have));
+    }));
+    run(&mut nodes, &mut net, Time::from_millis(120_000), |n| {
+        n[2].is_complete()
+    });
+    (count.get(), nodes[2].store().bytes().to_vec(), data)
+}
+
+#[test]
+fn lost_requests_do_not_make_a_seeder_a_partial_peer() {
+    // Requests lost on the way, twice for one chunk while the other seeder has it too,
+    // once made the leecher take a seeder for a peer that let the chunk go: a partial peer,
+    // told of every chunk the leecher verified from then on.
+    let (haves, got, data) = haves_to_seeders_on_a_lossy_path();
+    assert_eq!(got, data);
+    assert_eq!(haves, 0, "datagrams with HAVEs sent to seeders");
+}

@@ -66,6 +66,14 @@ pub(crate) struct Channel<A> {
     pub presumed_gone: BTreeSet<u64>,
     /// The peer holds every chunk (it counts as a seeder in availability).
     pub peer_complete: bool,
+    /// A datagram of the peer's has told us what it holds already: coming to hold every
+    /// chunk after that is playing through, not seeding.
+    pub holdings_heard: bool,
+    /// The peer held every chunk in the first datagram that told us what it holds: it
+    /// seeds the file, and a seeder does not let chunks go (an engine bounded below the
+    /// content's size never holds it all), so its requests expiring are losses or
+    /// congestion, never a sign that it let them go.
+    pub seeds: bool,
     /// What we announced to the peer.
     pub have_out: Binmap,
     /// `have_out` covers all we held when this many chunks had entered `have`
@@ -224,6 +232,8 @@ impl<A> Channel<A> {
             expired_once: Binmap::new(),
             presumed_gone: BTreeSet::new(),
             peer_complete: false,
+            holdings_heard: false,
+            seeds: false,
             have_out: Binmap::new(),
             haves_done_at: None,
             haves_due_at: None,

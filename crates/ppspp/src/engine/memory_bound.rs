@@ -15,7 +15,10 @@
 //!     expires; a peer whose request for the same chunk expired twice, while another peer
 //!     or the HTTP origin has it, takes it for not held there (`timers.rs`) until a HAVE
 //!     says otherwise. (Where nobody else has it, it keeps asking: a congested seeder is
-//!     not forgotten.)
+//!     not forgotten.) A peer that held everything when it first said what it holds
+//!     seeds the file and never lets go: its expiries are lost REQUESTs or congestion,
+//!     and it stays a seeder (else a viewer's lossy uplink turned every seeder into a
+//!     partial peer, to be told of every chunk verified).
 //!
 //! [`EngineConfig::max_held_bytes`]: super::EngineConfig::max_held_bytes
 
@@ -145,7 +148,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     }
 
     /// The request for `chunk` to `ch`'s peer expired: the second time, if another peer or
-    /// the HTTP origin has it, the peer is taken not to hold it.
+    /// the HTTP origin has it and the peer is not a seeder, the peer is taken not to hold it.
     pub(super) fn request_expired(&mut self, ch: &mut Channel<A>, chunk: u64) {
         let Some(b) = Bin::chunk(chunk) else {
             return;
@@ -159,7 +162,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         ch.expired_once.reset(b);
         let elsewhere = self.avail.rarity(chunk) >= 2 || self.has_http_origin();
-        if elsewhere {
+        if elsewhere && !ch.seeds {
             self.peer_let_go(ch, b);
             ch.presumed_gone.insert(chunk);
         }
@@ -232,7 +235,10 @@ mod tests {
             ch.handshake = None;
             e.establish(Time::ZERO, &mut ch);
             if peer == 1 || two_hold {
-                e.peer_gained(Time::ZERO, &mut ch, 0, 63);
+                // As a page playing through announces: in more than one datagram.
+                e.peer_gained(Time::ZERO, &mut ch, 0, 31);
+                ch.holdings_heard = true;
+                e.peer_gained(Time::ZERO, &mut ch, 32, 63);
             }
             e.channels.insert(id, ch);
         }
@@ -301,6 +307,21 @@ mod tests {
         e.channels.insert(one, ch);
         assert!(peer_1_holds(&e, 5));
         e.avail.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_seeder_is_never_taken_to_have_let_go() {
+        let mut e = leecher_with_two_peers(true);
+        // Peer 1 held everything in the first datagram that said what it holds.
+        let one = e.by_addr[&1];
+        let mut ch = e.channels.remove(&one).unwrap();
+        ch.seeds = true;
+        e.channels.insert(one, ch);
+        for _ in 0..4 {
+            expire_at_peer_1(&mut e, 5);
+        }
+        assert!(peer_1_holds(&e, 5), "lost requests, not a chunk let go");
+        assert!(e.channels[&one].peer_complete);
     }
 
     #[test]

@@ -251,6 +251,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             // A keep-alive or empty datagram also completes the responder's handshake.
             self.establish(now, ch);
         }
+        ch.holdings_heard |= ch.peer_complete || !ch.peer_have.is_clear();
         if !saw_data {
             hashes.truncate(MAX_PENDING_HASHES);
             ch.pending_hashes = hashes;
@@ -477,6 +478,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         if ch.peer_have.find_empty(0..self.chunk_count).is_none() {
             ch.peer_complete = true;
+            ch.seeds = !ch.holdings_heard;
             if track {
                 self.avail.remove_peer(&ch.peer_have);
                 self.avail.add_seeder();
