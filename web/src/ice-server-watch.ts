@@ -63,8 +63,7 @@ export class IceServerWatch {
       const e = ev as RTCPeerConnectionIceErrorEvent;
       if (e.errorCode === UNREACHABLE) {
         if (!isLoopback(e.address)) unreachable.add(e.url);
-      }
-      else if (e.errorCode === UNAUTHORIZED && /^turns?:/.test(e.url)) this.refused(e, servers);
+      } else if (e.errorCode === UNAUTHORIZED && /^turns?:/.test(e.url)) this.refused(e, servers);
     });
     pc.addEventListener('iceconnectionstatechange', () => {
       const up = pc.iceConnectionState === 'connected' || pc.iceConnectionState === 'completed';
