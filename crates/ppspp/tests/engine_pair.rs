@@ -34,6 +34,20 @@ fn content(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 7 + i / 1024) as u8).collect()
 }
 
+/// A seeder of `data` (the content of `tree`, 1 KiB chunks) with RNG seed `seed`.
+fn seeder(tree: &MerkleTree, data: &[u8], seed: u64) -> Node {
+    Engine::new_seeder(
+        EngineConfig {
+            seed,
+            ..EngineConfig::default()
+        },
+        tree,
+        MemoryStore::with_content(data.to_vec(), 1024),
+        Time::ZERO,
+    )
+    .unwrap()
+}
+
 fn leecher(tree: &MerkleTree, seed: u64) -> Node {
     leecher_with(
         tree,
@@ -403,18 +417,7 @@ fn a_rejected_chunk_is_fetched_again_from_an_honest_peer() {
     let tree = MerkleTree::from_content(HashAlgorithm::Sha1, 1024, &data).unwrap();
     let mut nodes = pair(&data, 1024, EngineConfig::default());
     // Node 2: a second seeder whose DATA is corrupted on the way.
-    nodes.push(
-        Engine::new_seeder(
-            EngineConfig {
-                seed: 5,
-                ..EngineConfig::default()
-            },
-            &tree,
-            MemoryStore::with_content(data.clone(), 1024),
-            Time::ZERO,
-        )
-        .unwrap(),
-    );
+    nodes.push(seeder(&tree, &data, 5));
     nodes[1].connect(2, Time::ZERO);
     let mut net = Net::new(Duration::from_millis(5), 0, 11);
     net.corrupt_from = Some(2);
@@ -615,19 +618,11 @@ fn two_origins_and_no_other_peer_still_serve_everything() {
     // Each origin defers to "other peers" that hold a chunk; another origin is not one.
     let data = content(64 * 1024);
     let tree = MerkleTree::from_content(HashAlgorithm::Sha1, 1024, &data).unwrap();
-    let origin = |seed| {
-        Engine::new_seeder(
-            EngineConfig {
-                seed,
-                ..EngineConfig::default()
-            },
-            &tree,
-            MemoryStore::with_content(data.clone(), 1024),
-            Time::ZERO,
-        )
-        .unwrap()
-    };
-    let mut nodes = vec![origin(1), origin(2), leecher(&tree, 3)];
+    let mut nodes = vec![
+        seeder(&tree, &data, 1),
+        seeder(&tree, &data, 2),
+        leecher(&tree, 3),
+    ];
     nodes[2].connect(0, Time::ZERO);
     nodes[2].connect(1, Time::ZERO);
     nodes[2].set_origin(&0, true);
@@ -1026,20 +1021,7 @@ fn haves_to_seeders_on_a_lossy_path() -> (u64, Vec<u8>, Vec<u8>) {
     use std::rc::Rc;
     let data = content(384 * 1024);
     let tree = MerkleTree::from_content(HashAlgorithm::Sha1, 1024, &data).unwrap();
-    let mut nodes: Vec<Node> = (0..2)
-        .map(|seed| {
-            Engine::new_seeder(
-                EngineConfig {
-                    seed,
-                    ..EngineConfig::default()
-                },
-                &tree,
-                MemoryStore::with_content(data.clone(), 1024),
-                Time::ZERO,
-            )
-            .unwrap()
-        })
-        .collect();
+    let mut nodes: Vec<Node> = (0..2).map(|seed| seeder(&tree, &data, seed)).collect();
     let mut leecher = leecher(&tree, 5);
     leecher.connect(0, Time::ZERO);
     leecher.connect(1, Time::ZERO);
