@@ -113,7 +113,9 @@ fn a_long_path_keeps_most_of_the_link_after_slow_start() {
 fn random_loss_costs_little_of_the_link() {
     // The `loss` experiment's case at 1 %: 10 Mbit/s, 10 ms one-way, 100 KB queue. A loss
     // with no queue is taken for random and costs a tenth of the window, not half
-    // (congestion/mod.rs); the RFC's rule, halving on every loss, runs beside it.
+    // (congestion/mod.rs); the RFC's rule, halving on every loss, runs beside it. Both
+    // decrease once per flight, which alone keeps halving near 7 Mbit/s here; the
+    // tolerant rule is what takes the flow clearly over it.
     let rate = |random_loss_delay| {
         let flow = Flow::Ppspp {
             start: 0.0,
@@ -133,7 +135,7 @@ fn random_loss_costs_little_of_the_link() {
     let tolerant = rate(CongestionConfig::default().random_loss_delay);
     let halving = rate(None);
     assert!(
-        tolerant > 7.0 && tolerant > 1.3 * halving,
+        tolerant > 7.0 && tolerant > 1.15 * halving,
         "{tolerant:.2} Mbit/s over 5–30 s at 1 % loss; halving on every loss {halving:.2}"
     );
 }

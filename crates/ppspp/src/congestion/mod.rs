@@ -327,12 +327,21 @@ impl Controller {
             .clamp(self.config.min_cwnd, self.config.max_cwnd);
     }
 
-    /// A datagram was detected lost at `now` (timeout-based detection with data still
-    /// being acknowledged). At most one decrease per `rtt`.
-    pub fn on_loss(&mut self, now: Time, rtt: Duration) {
+    /// A datagram sent at `sent` was detected lost at `now` (timeout-based detection with
+    /// data still being acknowledged). At most one decrease per `rtt`, and for LEDBAT one
+    /// per flight: a datagram sent before the last decrease was in flight when it was
+    /// made, so its loss is the same event (RFC 5681's one reduction per window). Without
+    /// that, a receiver that stalls for longer than the timeout (a browser page's long
+    /// task) has its window's datagrams time out one round trip's worth after another,
+    /// and the round trip measured before the stall is far shorter than the stall: the
+    /// window was cut once per short round trip until it hit the minimum. MulTCP keeps
+    /// one decrease per round trip, the pace its 1/(2N) was set against: once per flight
+    /// it took TCP's share on a shared buffer (docs/EXPERIMENTS.md, `priority`).
+    pub fn on_loss(&mut self, now: Time, sent: Time, rtt: Duration) {
+        let ledbat = self.config.priority == 0;
         if self
             .last_decrease
-            .is_some_and(|t| now.saturating_since(t) < rtt)
+            .is_some_and(|t| (ledbat && sent <= t) || now.saturating_since(t) < rtt)
         {
             return;
         }
@@ -637,17 +646,48 @@ mod tests {
         // current-delay filter keeps a round trip of samples).
         ack_with_queue(&mut c, &mut now, 60, 10);
         let w = c.cwnd();
-        c.on_loss(now, RTT);
+        c.on_loss(now, now, RTT);
         assert_eq!(c.cwnd(), w / 2.0);
-        c.on_loss(now + Duration::from_millis(10), RTT);
+        c.on_loss(
+            now + Duration::from_millis(10),
+            now + Duration::from_millis(10),
+            RTT,
+        );
         assert_eq!(c.cwnd(), w / 2.0, "second loss in the same RTT ignored");
         ack_with_queue(&mut c, &mut now, 60, 10);
         let w = c.cwnd();
-        c.on_loss(now, RTT);
+        c.on_loss(now, now, RTT);
         assert_eq!(c.cwnd(), w / 2.0);
         c.on_timeout(now + Duration::from_secs(2));
         assert_eq!(c.cwnd(), 1.0);
         assert_eq!(c.phase(), Phase::SlowStart);
+    }
+
+    #[test]
+    fn one_flight_lost_over_a_long_stall_costs_one_decrease() {
+        let mut c = controller(0);
+        let mut now = Time::ZERO;
+        ack_with_queue(&mut c, &mut now, 1, 0);
+        ack_with_queue(&mut c, &mut now, 60, 10);
+        let w = c.cwnd();
+        // The receiver stalls: the datagrams sent over the last 50 ms time out one after
+        // another, each detected a little later than the one before, far apart in round
+        // trips of 5 ms.
+        let rtt = Duration::from_millis(5);
+        let sent_from = now;
+        let stalled_at = now + Duration::from_millis(250);
+        c.on_loss(stalled_at, sent_from, rtt);
+        let once = c.cwnd();
+        assert!(once < w);
+        for i in 1..50 {
+            let ms = Duration::from_millis(i);
+            c.on_loss(stalled_at + ms, sent_from + ms, rtt);
+        }
+        assert_eq!(c.cwnd(), once, "one decrease for the whole flight");
+        // A datagram sent after that decrease and lost is a new event.
+        let after = stalled_at + Duration::from_millis(100);
+        c.on_loss(after, stalled_at + Duration::from_millis(60), rtt);
+        assert!(c.cwnd() < once);
     }
 
     #[test]
@@ -657,19 +697,23 @@ mod tests {
         ack_with_queue(&mut c, &mut now, 1, 0);
         ack_with_queue(&mut c, &mut now, 40, 1);
         let w = c.cwnd();
-        c.on_loss(now, RTT);
+        c.on_loss(now, now, RTT);
         assert!((c.cwnd() - w * 0.9).abs() < 1e-9, "{} from {w}", c.cwnd());
-        c.on_loss(now + Duration::from_millis(10), RTT);
+        c.on_loss(
+            now + Duration::from_millis(10),
+            now + Duration::from_millis(10),
+            RTT,
+        );
         assert!((c.cwnd() - w * 0.9).abs() < 1e-9, "once per round trip");
         // The queue builds (another flow fills the buffer): a loss is congestion again.
         ack_with_queue(&mut c, &mut now, 60, 30);
         let w = c.cwnd();
-        c.on_loss(now, RTT);
+        c.on_loss(now, now, RTT);
         assert_eq!(c.cwnd(), w / 2.0);
         // A round trip later with no queue seen since, a loss is random again.
         ack_with_queue(&mut c, &mut now, 60, 1);
         let w = c.cwnd();
-        c.on_loss(now, RTT);
+        c.on_loss(now, now, RTT);
         assert!((c.cwnd() - w * 0.9).abs() < 1e-9);
         // Turned off, every loss halves (RFC 6817).
         let mut rfc = Controller::new(CongestionConfig {
@@ -681,14 +725,14 @@ mod tests {
         ack_with_queue(&mut rfc, &mut now, 1, 0);
         ack_with_queue(&mut rfc, &mut now, 40, 1);
         let w = rfc.cwnd();
-        rfc.on_loss(now, RTT);
+        rfc.on_loss(now, now, RTT);
         assert_eq!(rfc.cwnd(), w / 2.0);
         // Extreme delay samples from a peer: no overflow, and a queue is a queue.
         let mut c = controller(0);
         c.on_delay_sample(Time::ZERO, i64::MIN, RTT);
         c.on_delay_sample(Time::from_millis(1), i64::MAX, RTT);
         let w = c.cwnd();
-        c.on_loss(Time::from_millis(2), RTT);
+        c.on_loss(Time::from_millis(2), Time::from_millis(2), RTT);
         assert_eq!(c.cwnd(), (w / 2.0).max(2.0));
         // Bad settings are refused.
         for bad in [
@@ -710,7 +754,7 @@ mod tests {
         let mut one = controller(1);
         let mut two = controller(2);
         for c in [&mut one, &mut two] {
-            c.on_loss(Time::ZERO, RTT); // leave slow start at the same window
+            c.on_loss(Time::ZERO, Time::ZERO, RTT); // leave slow start at the same window
         }
         let start = one.cwnd();
         // Ten round trips, each acknowledging a whole window.
@@ -734,8 +778,8 @@ mod tests {
             "two flows grew {g2}, one {g1}"
         );
         let (w1, w2) = (one.cwnd(), two.cwnd());
-        one.on_loss(Time::from_millis(1000), RTT);
-        two.on_loss(Time::from_millis(1000), RTT);
+        one.on_loss(Time::from_millis(1000), Time::from_millis(1000), RTT);
+        two.on_loss(Time::from_millis(1000), Time::from_millis(1000), RTT);
         assert!((one.cwnd() - w1 * 0.5).abs() < 1e-9);
         assert!((two.cwnd() - w2 * 0.75).abs() < 1e-9);
     }

@@ -246,9 +246,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         // Loss detection: DATA unacknowledged after the retransmission timeout is lost.
         let rto = ch.rtt.timeout();
         let mut lost = 0u32;
+        let mut last_sent = Time::ZERO;
         while ch.in_flight.front().is_some_and(|f| f.sent + rto <= now) {
             if let Some(f) = ch.in_flight.pop_front() {
                 lost += 1;
+                last_sent = last_sent.max(f.sent);
                 ch.landed(f.chunk);
                 ch.enqueue(f.chunk);
                 ch.retransmit.push_back(f.chunk);
@@ -261,7 +263,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 ch.cc.on_timeout(now);
                 ch.rtt.on_timeout();
             } else {
-                ch.cc.on_loss(now, ch.rtt.srtt());
+                ch.cc.on_loss(now, last_sent, ch.rtt.srtt());
             }
         }
         if passed(due.silent_with_requests, now) {
