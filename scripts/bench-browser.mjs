@@ -13,8 +13,8 @@
 //   node scripts/bench-browser.mjs [--smoke] [--out FILE] [--only goodput,verify,swarm,live]
 // Diagnostics: BENCH_DEBUG=1 (sender/receiver state), BENCH_PROFILE=1 (CPU profile of both
 // pages in the first PPSPP goodput run, and of the first swarm page), BENCH_CHUNK_SIZES, BENCH_SEED_OPTIONS, BENCH_RUNS,
-// BENCH_LIVE_PAGES, BENCH_LIVE_UNCHOKED, BENCH_NATIVE_STACK (the native seeder's
-// --webrtc-stack).
+// BENCH_GOODPUT_MIB (page → page content, default 32), BENCH_LIVE_PAGES, BENCH_LIVE_UNCHOKED,
+// BENCH_NATIVE_STACK (the native seeder's --webrtc-stack).
 import { chromium } from '@playwright/test';
 import { spawn, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -30,7 +30,7 @@ const out = outIdx > 0 ? process.argv[outIdx + 1] : join(root, 'target', 'bench'
 const onlyIdx = process.argv.indexOf('--only');
 const only = onlyIdx > 0 ? process.argv[onlyIdx + 1].split(',') : ['goodput', 'verify', 'swarm', 'live'];
 const RUNS = smoke ? 1 : Number(process.env.BENCH_RUNS ?? 3);
-const GOODPUT_BYTES = smoke ? 1 << 20 : 32 << 20;
+const GOODPUT_BYTES = smoke ? 1 << 20 : Number(process.env.BENCH_GOODPUT_MIB ?? 32) << 20;
 const CHUNK_SIZES = smoke ? [8192] : (process.env.BENCH_CHUNK_SIZES ?? "1024,4096,8192,16384").split(",").map(Number);
 const VERIFY_BYTES = smoke ? 1 << 20 : 32 << 20;
 const VERIFY_SIZES = smoke ? [4096] : [1024, 4096, 16384];
