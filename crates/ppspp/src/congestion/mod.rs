@@ -387,6 +387,12 @@ mod tests {
         .unwrap()
     }
 
+    /// A loss found at `t` of a datagram sent at `t`: after every earlier decrease, so
+    /// only the once-per-round-trip rule can hold it back.
+    fn loss_of_a_fresh_datagram(c: &mut Controller, t: Time) {
+        c.on_loss(t, t, RTT);
+    }
+
     /// Feeds `n` acknowledgements, each with a delay sample `base + queue`.
     fn ack_with_queue(c: &mut Controller, now: &mut Time, n: u32, queue_ms: i64) {
         for _ in 0..n {
@@ -646,17 +652,13 @@ mod tests {
         // current-delay filter keeps a round trip of samples).
         ack_with_queue(&mut c, &mut now, 60, 10);
         let w = c.cwnd();
-        c.on_loss(now, now, RTT);
+        loss_of_a_fresh_datagram(&mut c, now);
         assert_eq!(c.cwnd(), w / 2.0);
-        c.on_loss(
-            now + Duration::from_millis(10),
-            now + Duration::from_millis(10),
-            RTT,
-        );
+        loss_of_a_fresh_datagram(&mut c, now + Duration::from_millis(10));
         assert_eq!(c.cwnd(), w / 2.0, "second loss in the same RTT ignored");
         ack_with_queue(&mut c, &mut now, 60, 10);
         let w = c.cwnd();
-        c.on_loss(now, now, RTT);
+        loss_of_a_fresh_datagram(&mut c, now);
         assert_eq!(c.cwnd(), w / 2.0);
         c.on_timeout(now + Duration::from_secs(2));
         assert_eq!(c.cwnd(), 1.0);
@@ -697,23 +699,19 @@ mod tests {
         ack_with_queue(&mut c, &mut now, 1, 0);
         ack_with_queue(&mut c, &mut now, 40, 1);
         let w = c.cwnd();
-        c.on_loss(now, now, RTT);
+        loss_of_a_fresh_datagram(&mut c, now);
         assert!((c.cwnd() - w * 0.9).abs() < 1e-9, "{} from {w}", c.cwnd());
-        c.on_loss(
-            now + Duration::from_millis(10),
-            now + Duration::from_millis(10),
-            RTT,
-        );
+        loss_of_a_fresh_datagram(&mut c, now + Duration::from_millis(10));
         assert!((c.cwnd() - w * 0.9).abs() < 1e-9, "once per round trip");
         // The queue builds (another flow fills the buffer): a loss is congestion again.
         ack_with_queue(&mut c, &mut now, 60, 30);
         let w = c.cwnd();
-        c.on_loss(now, now, RTT);
+        loss_of_a_fresh_datagram(&mut c, now);
         assert_eq!(c.cwnd(), w / 2.0);
         // A round trip later with no queue seen since, a loss is random again.
         ack_with_queue(&mut c, &mut now, 60, 1);
         let w = c.cwnd();
-        c.on_loss(now, now, RTT);
+        loss_of_a_fresh_datagram(&mut c, now);
         assert!((c.cwnd() - w * 0.9).abs() < 1e-9);
         // Turned off, every loss halves (RFC 6817).
         let mut rfc = Controller::new(CongestionConfig {
@@ -725,14 +723,14 @@ mod tests {
         ack_with_queue(&mut rfc, &mut now, 1, 0);
         ack_with_queue(&mut rfc, &mut now, 40, 1);
         let w = rfc.cwnd();
-        rfc.on_loss(now, now, RTT);
+        loss_of_a_fresh_datagram(&mut rfc, now);
         assert_eq!(rfc.cwnd(), w / 2.0);
         // Extreme delay samples from a peer: no overflow, and a queue is a queue.
         let mut c = controller(0);
         c.on_delay_sample(Time::ZERO, i64::MIN, RTT);
         c.on_delay_sample(Time::from_millis(1), i64::MAX, RTT);
         let w = c.cwnd();
-        c.on_loss(Time::from_millis(2), Time::from_millis(2), RTT);
+        loss_of_a_fresh_datagram(&mut c, Time::from_millis(2));
         assert_eq!(c.cwnd(), (w / 2.0).max(2.0));
         // Bad settings are refused.
         for bad in [
@@ -754,7 +752,7 @@ mod tests {
         let mut one = controller(1);
         let mut two = controller(2);
         for c in [&mut one, &mut two] {
-            c.on_loss(Time::ZERO, Time::ZERO, RTT); // leave slow start at the same window
+            loss_of_a_fresh_datagram(c, Time::ZERO); // leave slow start at the same window
         }
         let start = one.cwnd();
         // Ten round trips, each acknowledging a whole window.
@@ -778,8 +776,8 @@ mod tests {
             "two flows grew {g2}, one {g1}"
         );
         let (w1, w2) = (one.cwnd(), two.cwnd());
-        one.on_loss(Time::from_millis(1000), Time::from_millis(1000), RTT);
-        two.on_loss(Time::from_millis(1000), Time::from_millis(1000), RTT);
+        loss_of_a_fresh_datagram(&mut one, Time::from_millis(1000));
+        loss_of_a_fresh_datagram(&mut two, Time::from_millis(1000));
         assert!((one.cwnd() - w1 * 0.5).abs() < 1e-9);
         assert!((two.cwnd() - w2 * 0.75).abs() < 1e-9);
     }
