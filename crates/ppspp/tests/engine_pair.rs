@@ -168,6 +168,34 @@ fn progress_is_reported_after_each_batch_of_events() {
 }
 
 #[test]
+fn a_datagram_lost_mid_transfer_is_resent_after_a_round_trip_not_a_timeout() {
+    let data = content(512 * 1024);
+    let mut nodes = pair(&data, 1024, EngineConfig::default());
+    let mut net = Net::new(Duration::from_millis(20), 0, 7);
+    let limit = Time::from_millis(60_000);
+    let mut now = run(&mut nodes, &mut net, limit, |n| {
+        n[1].have().count_filled() >= 128
+    });
+    assert_eq!(nodes[0].stats().retransmissions, 0);
+    net.drop_next_from = Some(0);
+    let dropped_at = now;
+    while nodes[0].stats().retransmissions == 0 && now < limit {
+        now = net.run(&mut nodes, now + Duration::from_millis(1), |_| false);
+    }
+    // Later DATA is acknowledged a round trip (40 ms) after it was sent: the lost one is
+    // overdue then, a quarter round trip later, where the retransmission timeout (the round
+    // trip and four times libswift's 50 ms deviation floor) would wait 240 ms.
+    let waited = now.saturating_since(dropped_at);
+    assert!(
+        waited >= Duration::from_millis(40) && waited <= Duration::from_millis(80),
+        "resent {waited:?} after the loss"
+    );
+    let end = net.run(&mut nodes, limit, |n| n[1].is_complete());
+    assert!(nodes[1].is_complete(), "stuck at {end:?}");
+    assert_eq!(nodes[1].store().bytes(), &data[..]);
+}
+
+#[test]
 fn completes_through_five_percent_loss_without_double_counting() {
     let data = content(200 * 1024);
     let mut nodes = pair(&data, 1024, EngineConfig::default());

@@ -139,6 +139,9 @@ pub(crate) struct Channel<A> {
     pub sent: Binmap,
     /// When DATA to this peer was last taken for lost.
     pub last_loss: Option<Time>,
+    /// Send time of the newest DATA acknowledged (RACK's, RFC 8985): DATA sent before it
+    /// and unacknowledged is overdue once a round trip and a reordering window have passed.
+    pub newest_acked_sent: Option<Time>,
     pub in_flight: VecDeque<InFlight>,
     pub retransmit: VecDeque<u64>,
     pub cc: Controller,
@@ -196,6 +199,22 @@ impl<A> Channel<A> {
         if let Some(b) = Bin::chunk(chunk) {
             self.queued.set(b);
         }
+    }
+
+    /// When the oldest DATA in flight counts as lost: a retransmission timeout after it was
+    /// sent or, once DATA sent after it was acknowledged, a round trip and a reordering
+    /// window (a quarter round trip, at least the timer granularity) after it was sent.
+    /// The timeout alone (libswift's, with its 50 ms deviation floor) left a receiver's
+    /// dropped datagrams in flight for 200 ms on a path of a millisecond, the window full
+    /// of them and the sender idle.
+    pub fn loss_deadline(&self, granularity: Duration) -> Option<Time> {
+        let oldest = self.in_flight.front()?.sent;
+        let timeout = oldest + self.rtt.timeout();
+        if self.newest_acked_sent.is_none_or(|t| oldest >= t) {
+            return Some(timeout);
+        }
+        let srtt = self.rtt.srtt();
+        Some(timeout.min(oldest + srtt + (srtt / 4).max(granularity)))
     }
 
     /// `chunk` left `in_flight` (acknowledged, or taken for lost).
@@ -264,6 +283,7 @@ impl<A> Channel<A> {
             queued: Binmap::new(),
             sent: Binmap::new(),
             last_loss: None,
+            newest_acked_sent: None,
             in_flight: VecDeque::new(),
             retransmit: VecDeque::new(),
             // The configuration was validated when the engine was built.

@@ -78,7 +78,8 @@ pub struct EngineConfig {
     pub pex: bool,
     /// The adapter's timer granularity: pacing may send this much ahead of schedule in one
     /// burst, since a timer cannot wake it for each datagram of a fast path (tokio: 1 ms;
-    /// browsers: about 4 ms).
+    /// browsers: about 4 ms). It is also the least reordering window of loss detection
+    /// (DATA overdue behind acknowledged DATA), which a timer cannot resolve more finely.
     pub pacing_granularity: core::time::Duration,
     /// While a channel carries requests the picker marks urgent (VoD: chunks just ahead of
     /// the playhead), raise its congestion priority to this (DTL runtime priority). It acts

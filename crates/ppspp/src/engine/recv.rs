@@ -502,11 +502,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let mut sample = None;
         let sent = &mut ch.sent;
         // Karn's rule skips acknowledgements of retransmissions, since they may be for the
-        // first copy. We retransmit only after a timeout, so an acknowledgement arriving at
-        // least one minimum round trip after the retransmission cannot be for the first
-        // copy: taking those keeps the RTT (and with it pacing) current through a backlog of
-        // retransmissions, where skipping them all froze it.
+        // first copy. We retransmit only after a round trip and more, so an acknowledgement
+        // arriving at least one minimum round trip after the retransmission is hardly ever
+        // for the first copy: taking those keeps the RTT (and with it pacing) current
+        // through a backlog of retransmissions, where skipping them all froze it.
         let min_rtt = ch.rtt.min_rtt();
+        let mut newest_sent = ch.newest_acked_sent;
         let mut take = |f: &super::channel::InFlight| {
             if let Some(b) = Bin::chunk(f.chunk) {
                 sent.reset(b);
@@ -515,6 +516,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             let elapsed = now.saturating_since(f.sent);
             if !f.retransmission || min_rtt.is_some_and(|m| elapsed >= m) {
                 sample = Some(elapsed);
+                newest_sent = newest_sent.max(Some(f.sent));
             }
         };
         if first == last {
@@ -534,6 +536,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 false
             });
         }
+        ch.newest_acked_sent = newest_sent;
         // Queued retransmissions of these chunks are moot now.
         for b in Bin::from_chunk_range(first, last) {
             ch.queued.reset(b);

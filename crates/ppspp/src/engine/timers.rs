@@ -125,7 +125,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             dead_peer: (ch.sent_since_recv >= DEAD_PEER_DATAGRAMS)
                 .then(|| ch.last_recv + DEAD_PEER),
             unchoke_resend: ch.unchoke_resend.map(|(due, _)| due),
-            retransmission: ch.in_flight.front().map(|f| f.sent + ch.rtt.timeout()),
+            retransmission: ch.loss_deadline(self.config.pacing_granularity),
             silent_with_requests: (!ch.requests.is_empty() && ch.expired_since_delivery)
                 .then(|| ch.last_recv + SILENT_WITH_REQUESTS),
             request_expiry: ch
@@ -243,11 +243,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 ch.pending_choke = Some(false);
             }
         }
-        // Loss detection: DATA unacknowledged after the retransmission timeout is lost.
+        // Loss detection: DATA unacknowledged past its loss deadline is lost.
         let rto = ch.rtt.timeout();
+        let granularity = self.config.pacing_granularity;
         let mut lost = 0u32;
         let mut last_sent = Time::ZERO;
-        while ch.in_flight.front().is_some_and(|f| f.sent + rto <= now) {
+        while ch.loss_deadline(granularity).is_some_and(|t| t <= now) {
             if let Some(f) = ch.in_flight.pop_front() {
                 lost += 1;
                 last_sent = last_sent.max(f.sent);
