@@ -11,17 +11,21 @@
 //     the source's upload ÷ the stream's bytes.
 // Writes target/bench/browser.json. Run inside scripts/netns.sh (loopback only).
 //   node scripts/bench-browser.mjs [--smoke] [--out FILE] [--only goodput,verify,swarm,live]
-// Diagnostics: BENCH_DEBUG=1 (sender/receiver state), BENCH_PROFILE=1 (CPU profile of both
-// pages in the first PPSPP goodput run, and of the first swarm page), BENCH_CHUNK_SIZES, BENCH_SEED_OPTIONS, BENCH_RUNS,
+// Where the CPU went: a profiled PPSPP fetch at the default chunk size (the share of each
+// page's main thread in each part) and, in the swarm's first run, the CPU of every thread.
+// Diagnostics: BENCH_DEBUG=1 (sender/receiver state), BENCH_PROFILE=1 (the profiled fetch's
+// costliest functions, and a CPU profile of the first swarm page), BENCH_CHUNK_SIZES, BENCH_SEED_OPTIONS, BENCH_RUNS,
 // BENCH_GOODPUT_MIB (page → page content, default 32), BENCH_LIVE_PAGES, BENCH_LIVE_UNCHOKED,
 // BENCH_NATIVE_STACK (the native seeder's --webrtc-stack).
 import { chromium } from '@playwright/test';
 import { spawn, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { profileShares, profileStart, profileStop, threadCpuBetween, threadCpuSnapshot } from './bench-cpu.mjs';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const smoke = process.argv.includes('--smoke');
@@ -91,11 +95,12 @@ function cpuSeconds(pid) {
 }
 
 /**
- * A page's main-thread CPU seconds so far (CDP Performance.getMetrics TaskDuration): the
- * engine (Wasm), the package's JavaScript and MediaSource appends run there; WebRTC's own
- * threads and the decoders do not, so this is the part our code decides.
+ * The time a page's main thread spent in tasks so far (CDP Performance.getMetrics
+ * TaskDuration): the engine (Wasm), the package's JavaScript and MediaSource appends run
+ * there. It is wall-clock time, so it includes the time the thread waited for a core
+ * inside a task; the CPU the pages used is taken from /proc (`threadCpuSnapshot`).
  */
-async function pageCpuSeconds(p) {
+async function pageTaskSeconds(p) {
   const cdp = metering.get(p);
   if (!cdp) return NaN;
   const { metrics } = await cdp.send('Performance.getMetrics');
@@ -114,30 +119,19 @@ const signalUrl = signal.line.slice(signal.line.indexOf('ws://'));
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', headless: true, args });
 const result = { smoke, date: new Date().toISOString(), chromium: browser.version() };
 
-/** BENCH_PROFILE=1: a CPU profile of a page (CDP), summarised as self time per function. */
-async function profileStart(p) {
-  const cdp = await p.context().newCDPSession(p);
-  await cdp.send('Profiler.enable');
-  await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
-  await cdp.send('Profiler.start');
-  return cdp;
+/** BENCH_PROFILE=1: a profile's 25 costliest functions in the log. */
+function logProfile(functions, who) {
+  if (!process.env.BENCH_PROFILE) return;
+  const total = functions.reduce((a, f) => a + f.ms, 0);
+  log(`  profile ${who}: ${total.toFixed(0)} ms sampled`);
+  for (const f of functions.slice(0, 25)) log(`    ${((100 * f.ms) / total).toFixed(1).padStart(5)} %  ${f.name || '(anon)'} ${f.file}:${f.line}`);
 }
 
-async function profileStop(cdp, who) {
-  const { profile } = await cdp.send('Profiler.stop');
-  const dt = new Map();
-  const ids = profile.samples;
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  for (let i = 0; i < ids.length; i++) {
-    const n = byId.get(ids[i]);
-    const f = n.callFrame;
-    const key = `${f.functionName || '(anon)'} ${f.url.split('/').pop()}:${f.lineNumber}`;
-    dt.set(key, (dt.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0));
-  }
-  const total = [...dt.values()].reduce((a, b) => a + b, 0);
-  const top = [...dt.entries()].sort((a, b) => b[1] - a[1]).slice(0, 25);
-  log(`  profile ${who}: ${(total / 1000).toFixed(0)} ms sampled`);
-  for (const [k, v] of top) log(`    ${((100 * v) / total).toFixed(1).padStart(5)} %  ${k}`);
+/** UDP datagrams the kernel dropped for a full socket receive buffer so far (this network namespace). */
+function udpRcvbufErrors() {
+  const lines = readFileSync('/proc/net/snmp', 'utf8').split('\n').filter((l) => l.startsWith('Udp: '));
+  const [names, values] = lines.map((l) => l.split(' ').slice(1));
+  return Number(values?.[names?.indexOf('RcvbufErrors') ?? -1] ?? NaN);
 }
 
 /**
@@ -152,14 +146,17 @@ async function nativeToPage(receiver, raw) {
     writeFileSync(file, randomBytes(NATIVE_BYTES));
   }
   const seeder = await start(bin('ppspp'), ['seed', file, '--signal', signalUrl, '--bind', '127.0.0.1:0',
-    '--chunk-size', String(DEFAULT_CHUNK), '--hash', 'sha1', ...(process.env.BENCH_DEBUG ? ['--stats-json'] : []), ...(process.env.BENCH_NATIVE_STACK ? ['--webrtc-stack', process.env.BENCH_NATIVE_STACK] : [])],
+    '--chunk-size', String(DEFAULT_CHUNK), '--hash', 'sha1', '--stats-json', ...(process.env.BENCH_NATIVE_STACK ? ['--webrtc-stack', process.env.BENCH_NATIVE_STACK] : [])],
     /^ppspp:\/\//);
   try {
     const mbps = [];
     const seederCpu = [];
+    const dropped = [];
     for (let r = 0; r < RUNS; r++) {
       const cpu0 = cpuSeconds(seeder.child.pid);
+      const drops0 = udpRcvbufErrors();
       const got = await receiver.evaluate((u) => window.ppsppFetch(u), seeder.line);
+      dropped.push(udpRcvbufErrors() - drops0);
       if (got.bytes !== NATIVE_BYTES) throw new Error(`fetched ${got.bytes} of ${NATIVE_BYTES} bytes from the native seeder`);
       if (process.env.BENCH_DEBUG) {
         log(`    ${JSON.stringify(got)}`);
@@ -169,8 +166,15 @@ async function nativeToPage(receiver, raw) {
       seederCpu.push((cpuSeconds(seeder.child.pid) - cpu0) / (got.bytes / 1e6));
     }
     const m = stats(mbps);
-    log(`  native seeder → page, ${DEFAULT_CHUNK} B: ${m.median.toFixed(1)} MB/s, ${(m.median / raw.median).toFixed(2)} of raw page → page`);
-    return { chunk_size: DEFAULT_CHUNK, content_bytes: NATIVE_BYTES, mbps: m, raw_mbps: raw, ratio: m.median / raw.median, seeder_cpu_s_per_mb: stats(seederCpu) };
+    // The seeder's last stats line (one a second) counts its retransmissions of all runs.
+    await new Promise((r) => setTimeout(r, 1200));
+    const last = [...seeder.lines].reverse().find((l) => l.startsWith('{'));
+    const resent = last ? JSON.parse(last).retransmissions / RUNS / Math.ceil(NATIVE_BYTES / DEFAULT_CHUNK) : null;
+    log(`  native seeder → page, ${DEFAULT_CHUNK} B: ${m.median.toFixed(1)} MB/s, ${(m.median / raw.median).toFixed(2)} of raw page → page; ${stats(dropped).median} datagrams dropped at a full UDP receive buffer per fetch, ${resent === null ? '?' : (100 * resent).toFixed(1)} % of chunks resent`);
+    return {
+      chunk_size: DEFAULT_CHUNK, content_bytes: NATIVE_BYTES, mbps: m, raw_mbps: raw, ratio: m.median / raw.median, seeder_cpu_s_per_mb: stats(seederCpu),
+      udp_rcvbuf_drops_per_fetch: stats(dropped), seeder_resent_ratio: resent,
+    };
   } finally {
     stop(seeder);
   }
@@ -213,7 +217,6 @@ try {
     const ppspp = [];
     for (let r = 0; r < RUNS; r++) {
       const uri = await sender.evaluate(([s, b, c, o]) => window.ppsppSeed(s, b, c, o), [signalUrl, GOODPUT_BYTES, cs, SEED_OPTIONS]);
-      const profiling = process.env.BENCH_PROFILE && r === 0 ? [await profileStart(sender), await profileStart(receiver)] : null;
       const fetching = receiver.evaluate((u) => window.ppsppFetch(u), uri);
       if (process.env.BENCH_DEBUG) {
         for (let i = 0; i < 6; i++) {
@@ -222,13 +225,23 @@ try {
         }
       }
       const got = await fetching;
-      if (profiling) {
-        await profileStop(profiling[0], 'sender');
-        await profileStop(profiling[1], 'receiver');
-      }
       if (got.bytes !== GOODPUT_BYTES) throw new Error(`fetched ${got.bytes} bytes`);
       if (process.env.BENCH_DEBUG) log(`    ${JSON.stringify(got)}`);
       ppspp.push(got.bytes / got.ms / 1000);
+    }
+    if (cs === DEFAULT_CHUNK) {
+      // What each page's main thread did in one more fetch, profiled (the sampling slows
+      // it, so it is not one of the timed runs).
+      const uri = await sender.evaluate(([s, b, c, o]) => window.ppsppSeed(s, b, c, o), [signalUrl, GOODPUT_BYTES, cs, SEED_OPTIONS]);
+      const profiling = [await profileStart(sender), await profileStart(receiver)];
+      const got = await receiver.evaluate((u) => window.ppsppFetch(u), uri);
+      const [sent, received] = [await profileStop(profiling[0]), await profileStop(profiling[1])];
+      if (got.bytes !== GOODPUT_BYTES) throw new Error(`fetched ${got.bytes} bytes`);
+      logProfile(sent, 'sender');
+      logProfile(received, 'receiver');
+      result.goodput_profile = { chunk_size: cs, mbps: got.bytes / got.ms / 1000, sender: profileShares(sent), receiver: profileShares(received) };
+      const shares = (s) => `idle ${(100 * s.idle).toFixed(0)} %, browser ${(100 * s.browser).toFixed(0)} %, hashing ${(100 * s.wasm_hash).toFixed(0)} %, allocator ${(100 * s.wasm_alloc).toFixed(0)} %, engine ${(100 * s.wasm_engine).toFixed(0)} %, send ${(100 * s.channel_send).toFixed(0)} %, JS ${(100 * s.js).toFixed(0)} %`;
+      log(`  profiled PPSPP fetch: sender ${shares(result.goodput_profile.sender)}; receiver ${shares(result.goodput_profile.receiver)}`);
     }
     await sender.context().close();
     const rawS = stats(raw);
@@ -281,8 +294,13 @@ try {
   const duplicates = [];
   const stalls = [];
   const longestStall = [];
+  // Per run: the pages' renderer processes' CPU (all threads; the main thread alone) per
+  // page per MB; per page: its main thread's task time per MB.
   const pageCpu = [];
+  const pageMainCpu = [];
+  const pageTask = [];
   const seederCpu = [];
+  let cpuByThread = null;
   // The HTTP origin: the same file on the page's static server (sirv answers Range), with
   // its tree file beside it.
   const origin = { ratios: [], walls: [], ttff: [] };
@@ -315,13 +333,26 @@ try {
         await new Promise((r) => setTimeout(r, 100));
       }
     }
-    if (profiling) await profileStop(profiling, 'the first swarm page');
+    if (profiling) logProfile(await profileStop(profiling), 'the first swarm page');
     return { pages, wall: (Date.now() - t0) / 1000 };
   };
   for (let run = 0; run < RUNS; run++) {
     const seeder = await start(bin('ppspp'), ['seed', video, '--signal', signalUrl, '--bind', '127.0.0.1:0',
       '--chunk-size', '8192', '--hash', 'sha256', '--stats-json'], /^ppspp:\/\//);
+    // Where the machine's CPU went: every thread of the browser, the seeder and the
+    // servers, from the first page's start until all pages held everything.
+    const cpuBefore = threadCpuSnapshot(process.pid);
     const { pages, wall } = await playAll(seeder.line);
+    const threads = threadCpuBetween(cpuBefore, threadCpuSnapshot(process.pid));
+    const cpuOf = (keep) => threads.filter(keep).reduce((a, g) => a + g.cpu_s, 0);
+    // Each page has a renderer process of its own (a browser context each).
+    pageCpu.push(cpuOf((g) => g.process === 'renderer') / SWARM_PAGES / (size / 1e6));
+    pageMainCpu.push(cpuOf((g) => g.process === 'renderer' && g.thread === 'main thread') / SWARM_PAGES / (size / 1e6));
+    if (run === 0) {
+      const total = cpuOf(() => true);
+      cpuByThread = { wall_s: wall, cores: availableParallelism(), total_cpu_s: total, threads };
+      log(`  run 1: ${total.toFixed(0)} CPU s in ${wall.toFixed(1)} s on ${availableParallelism()} cores; ${threads.slice(0, 6).map((g) => `${g.process} ${g.thread} ${g.cpu_s.toFixed(1)}`).join(', ')}`);
+    }
     walls.push(wall);
     await new Promise((r) => setTimeout(r, 1200)); // one more seeder stats line
     for (const p of pages) ttff.push(await p.evaluate(() => window.__t.firstFrameMs ?? window.__t.player.timeToFirstFrameMs));
@@ -333,7 +364,7 @@ try {
       longestStall.push(Math.max(0, ...durations));
     }
     // Each page verified the whole video.
-    for (const p of pages) pageCpu.push((await pageCpuSeconds(p)) / (size / 1e6));
+    for (const p of pages) pageTask.push((await pageTaskSeconds(p)) / (size / 1e6));
     const last = [...seeder.lines].reverse().find((l) => l.startsWith('{'));
     const uploaded = JSON.parse(last).bytes_uploaded;
     ratios.push(uploaded / size);
@@ -345,7 +376,7 @@ try {
     seederCpu.push(cpuSeconds(seeder.child.pid) / (uploaded / 1e6));
     for (const p of pages) await p.context().close();
     stop(seeder);
-    log(`  run ${run + 1}: seeder upload ${ratios.at(-1).toFixed(2)}× content, pages received ${duplicates.at(-1).toFixed(2)}× content twice, wall ${walls.at(-1).toFixed(1)} s, seeder ${seederCpu.at(-1).toFixed(3)} CPU s/MB sent, pages ${stats(pageCpu.slice(-SWARM_PAGES)).median.toFixed(3)} CPU s/MB verified (median)`);
+    log(`  run ${run + 1}: seeder upload ${ratios.at(-1).toFixed(2)}× content, pages received ${duplicates.at(-1).toFixed(2)}× content twice, wall ${walls.at(-1).toFixed(1)} s, seeder ${seederCpu.at(-1).toFixed(3)} CPU s/MB sent, a page ${pageCpu.at(-1).toFixed(3)} CPU s/MB verified (${pageMainCpu.at(-1).toFixed(3)} on its main thread; main-thread tasks ${stats(pageTask.slice(-SWARM_PAGES)).median.toFixed(3)} s/MB, median)`);
     // The same pages with the HTTP origin and no seeder: what the server sent is what the
     // pages' engines received from it.
     const http = await playAll(originUri);
@@ -365,8 +396,10 @@ try {
   result.swarm = {
     pages: SWARM_PAGES, content_bytes: size, seeder_upload_ratio: stats(ratios), duplicate_ratio: stats(duplicates), ttff_ms: stats(ttff), wall_s: stats(walls),
     stalls_over_1s_per_page: stats(stalls), longest_stall_ms: stats(longestStall),
-    page_cpu_s_per_mb: stats(pageCpu), seeder_cpu_s_per_mb: stats(seederCpu),
+    page_cpu_s_per_mb: stats(pageCpu), page_main_thread_cpu_s_per_mb: stats(pageMainCpu), page_task_s_per_mb: stats(pageTask),
+    seeder_cpu_s_per_mb: stats(seederCpu),
     startup_ms: Object.fromEntries(steps.map((k) => [k, stats(startup.map((s) => s[k]).filter((v) => v !== null))])),
+    cpu_by_thread: cpuByThread,
   };
   log(`  first frame median ${result.swarm.ttff_ms.median.toFixed(0)} ms over ${ttff.length} pages; stalls over 1 s: ${stalls.reduce((a, b) => a + b, 0)} in all, longest ${Math.max(...longestStall).toFixed(0)} ms`);
   log(`  startup, median (max) ms after attach(): ${steps.map((k) => `${k} ${result.swarm.startup_ms[k].median?.toFixed(0)} (${result.swarm.startup_ms[k].max?.toFixed(0)})`).join(', ')}`);

@@ -31,6 +31,12 @@ const stackFigures = Object.fromEntries(
 
 const goodput = Object.entries(browser.goodput ?? {}).map(([cs, g]) => ({ cs: Number(cs), ...g }));
 const best = goodput.reduce((a, g) => (!a || med(g.ppspp_mbps) > med(a.ppspp_mbps) ? g : a), null);
+// The package's default chunk size: issue 16's goodput target is taken there.
+const atDefault = goodput.find((g) => g.cs === 8192) ?? best;
+const gp = browser.goodput_profile;
+/** A profiled page's main thread: the share our code took (engine, bindings, sends). */
+const ourShare = (s) => (s ? s.wasm_hash + s.wasm_alloc + s.wasm_engine + s.js + s.channel_send : null);
+const cpu = browser.swarm?.cpu_by_thread;
 const verifyKeys = Object.keys(browser.verify_wasm ?? {});
 const verifyRatios = Object.fromEntries(
   verifyKeys.map((k) => [k, med(browser.verify_wasm[k]) / med(native.verify_native?.soft?.[k])]),
@@ -44,12 +50,19 @@ const summary = {
   date: browser.date,
   machine: native.machine,
   chromium: browser.chromium,
-  browser_goodput_ratio: best ? med(best.ppspp_mbps) / med(best.raw_mbps) : null,
-  browser_goodput_mbps: best ? med(best.ppspp_mbps) : null,
-  browser_goodput_chunk_size: best ? best.cs : null,
+  browser_goodput_ratio: atDefault ? med(atDefault.ppspp_mbps) / med(atDefault.raw_mbps) : null,
+  browser_goodput_mbps: atDefault ? med(atDefault.ppspp_mbps) : null,
+  browser_goodput_chunk_size: atDefault ? atDefault.cs : null,
+  browser_goodput_best_ratio: best ? med(best.ppspp_mbps) / med(best.raw_mbps) : null,
+  browser_goodput_best_chunk_size: best ? best.cs : null,
+  goodput_receiver_idle_share: gp?.receiver?.idle ?? null,
+  goodput_receiver_our_share: ourShare(gp?.receiver),
+  goodput_sender_idle_share: gp?.sender?.idle ?? null,
   native_to_page_mbps: med(browser.native_to_page?.mbps),
   native_to_page_ratio: browser.native_to_page?.ratio ?? null,
   native_to_page_seeder_cpu_s_per_mb: med(browser.native_to_page?.seeder_cpu_s_per_mb),
+  native_to_page_udp_drops_per_fetch: med(browser.native_to_page?.udp_rcvbuf_drops_per_fetch) ?? null,
+  native_to_page_resent_ratio: browser.native_to_page?.seeder_resent_ratio ?? null,
   wasm_vs_native_verify_ratio: ratios.length ? ratios[Math.floor((ratios.length - 1) / 2)] : null,
   wasm_vs_native_verify_ratio_min: ratios.length ? ratios[0] : null,
   udp_mbps_1k: med(native.udp?.mbps_1k),
@@ -62,7 +75,10 @@ const summary = {
   swarm_ttff_ms_max: browser.swarm?.ttff_ms?.max ?? null,
   swarm_wall_s: med(browser.swarm?.wall_s) ?? null,
   page_cpu_s_per_mb: med(browser.swarm?.page_cpu_s_per_mb) ?? null,
+  page_main_thread_cpu_s_per_mb: med(browser.swarm?.page_main_thread_cpu_s_per_mb) ?? null,
+  page_task_s_per_mb: med(browser.swarm?.page_task_s_per_mb) ?? null,
   seeder_cpu_s_per_mb: med(browser.swarm?.seeder_cpu_s_per_mb) ?? null,
+  swarm_machine_busy_ratio: cpu ? cpu.total_cpu_s / (cpu.wall_s * cpu.cores) : null,
   origin_swarm_bytes_ratio: med(browser.swarm_origin?.origin_ratio) ?? null,
   origin_swarm_ttff_ms_median: med(browser.swarm_origin?.ttff_ms),
   origin_swarm_ttff_ms_max: browser.swarm_origin?.ttff_ms?.max ?? null,
@@ -105,7 +121,7 @@ const summary = {
   scale_sim_rss_bytes: sc.sim?.rss_bytes ?? null,
   scale_sim_seeder_upload_ratio: sc.sim?.seeder_upload_ratio ?? null,
 };
-const missing = Object.entries(summary).filter(([k, v]) => k.match(/ratio|mbps|ms|_s$|_per_mb$|^signal_|^scale_/) && !Number.isFinite(v));
+const missing = Object.entries(summary).filter(([k, v]) => k.match(/ratio|mbps|ms|_s$|_per_mb$|_share$|_per_fetch$|^signal_|^scale_/) && !Number.isFinite(v));
 writeFileSync(join(bench, smoke ? 'summary-smoke.json' : 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
 if (missing.length) {
   console.error(`bench-report: no figure for ${missing.map(([k]) => k).join(', ')}`);
@@ -126,8 +142,18 @@ for (const g of goodput) lines.push(`| ${g.cs / 1024} KiB | ${mmm(g.raw_mbps)} |
 lines.push('', '![goodput](docs/bench/browser-goodput.png)', '');
 const ntp = browser.native_to_page;
 lines.push(`The native seeder → one page over WebRTC (\`ppspp seed\`, ${f((ntp?.content_bytes ?? 0) / 1e6, 0)} MB, ${(ntp?.chunk_size ?? 0) / 1024} KiB chunks, \`Peer.fetch\` in the receiving page of the row above):`, '');
-lines.push('| MB/s | ÷ raw page → page, same run | seeder CPU s per MB |', '|---|---|---|');
-lines.push(`| ${mmm(ntp?.mbps)} | ${f(ntp?.ratio, 2)} | ${mmm(ntp?.seeder_cpu_s_per_mb, 3)} |`, '');
+lines.push('| MB/s | ÷ raw page → page, same run | seeder CPU s per MB | datagrams dropped at the page\'s full UDP receive buffer, per fetch | chunks the seeder resent |', '|---|---|---|---|---|');
+lines.push(`| ${mmm(ntp?.mbps)} | ${f(ntp?.ratio, 2)} | ${mmm(ntp?.seeder_cpu_s_per_mb, 3)} | ${mmm(ntp?.udp_rcvbuf_drops_per_fetch, 0)} | ${f(100 * ntp?.seeder_resent_ratio, 1)} % |`, '');
+if (gp) {
+  const pc = (x) => `${f(100 * x, 0)} %`;
+  lines.push(`Where each page's main thread went in one more PPSPP fetch at ${gp.chunk_size / 1024} KiB (${f(gp.mbps)} MB/s while profiled; CDP CPU profile, self time, a sample every 200 µs):`, '');
+  lines.push('| page | idle | the browser\'s own work | garbage collection | hashing (Wasm) | allocator (Wasm) | rest of the engine (Wasm) | `RTCDataChannel.send` | JavaScript and bindings | other browser APIs |', '|---|---|---|---|---|---|---|---|---|---|');
+  for (const who of ['sender', 'receiver']) {
+    const s = gp[who];
+    lines.push(`| ${who} | ${pc(s.idle)} | ${pc(s.browser)} | ${pc(s.gc)} | ${pc(s.wasm_hash)} | ${pc(s.wasm_alloc)} | ${pc(s.wasm_engine)} | ${pc(s.channel_send)} | ${pc(s.js)} | ${pc(s.other)} |`);
+  }
+  lines.push('');
+}
 lines.push('### 2. Verification throughput (MB/s): native vs Wasm in Chromium', '');
 lines.push('| hash, chunk | native, software hashing | native, CPU SHA extensions | Wasm in Chromium | Wasm ÷ native software | crypto.subtle digest only |', '|---|---|---|---|---|---|');
 for (const k of verifyKeys) lines.push(`| ${k.replace('_', ', ')} | ${mmm(native.verify_native?.soft?.[k], 0)} | ${mmm(native.verify_native?.[k], 0)} | ${mmm(browser.verify_wasm[k], 0)} | ${f(verifyRatios[k], 2)} | ${mmm(browser.digest_subtle?.[k], 0)} |`);
@@ -139,13 +165,21 @@ for (const k of ['1k', '8k']) {
   lines.push(`| ${k.replace('k', ' KiB')} | ${mmm(u[`mbps_${k}`])} | ${mmm(u[`fetch_cpu_s_${k}`], 2)} | ${f(med(u[`fetch_rss_kb_${k}`]) / 1024, 1)} MiB | ${mmm(u[`seed_cpu_s_${k}`], 2)} | ${f(med(u[`seed_rss_kb_${k}`]) / 1024, 1)} MiB |`);
 }
 lines.push('', `### 4. Swarm: 1 native seeder + ${browser.swarm?.pages} headless pages, ${f((browser.swarm?.content_bytes ?? 0) / 1e6, 1)} MB video`, '');
-lines.push('| seeder upload ÷ content | received twice by the pages ÷ content | first frame after attach(), median (min–max) | stalls over 1 s per page, most; longest stall | all pages complete | page CPU s per MB verified (main thread) | seeder CPU s per MB sent |', '|---|---|---|---|---|---|---|');
-lines.push(`| ${mmm(browser.swarm?.seeder_upload_ratio, 2)} | ${mmm(browser.swarm?.duplicate_ratio, 2)} | ${mmm(browser.swarm?.ttff_ms, 0)} ms (all pages of all runs) | ${f(browser.swarm?.stalls_over_1s_per_page?.max, 0)}; ${f(browser.swarm?.longest_stall_ms?.max, 0)} ms | ${mmm(browser.swarm?.wall_s, 1)} s | ${mmm(browser.swarm?.page_cpu_s_per_mb, 3)} | ${mmm(browser.swarm?.seeder_cpu_s_per_mb, 3)} |`, '');
+lines.push('| seeder upload ÷ content | received twice by the pages ÷ content | first frame after attach(), median (min–max) | stalls over 1 s per page, most; longest stall | all pages complete | page CPU s per MB verified: renderer; its main thread | page main-thread task time (wall) s per MB | seeder CPU s per MB sent |', '|---|---|---|---|---|---|---|---|');
+lines.push(`| ${mmm(browser.swarm?.seeder_upload_ratio, 2)} | ${mmm(browser.swarm?.duplicate_ratio, 2)} | ${mmm(browser.swarm?.ttff_ms, 0)} ms (all pages of all runs) | ${f(browser.swarm?.stalls_over_1s_per_page?.max, 0)}; ${f(browser.swarm?.longest_stall_ms?.max, 0)} ms | ${mmm(browser.swarm?.wall_s, 1)} s | ${mmm(browser.swarm?.page_cpu_s_per_mb, 3)}; ${mmm(browser.swarm?.page_main_thread_cpu_s_per_mb, 3)} | ${mmm(browser.swarm?.page_task_s_per_mb, 3)} | ${mmm(browser.swarm?.seeder_cpu_s_per_mb, 3)} |`, '');
 const su = browser.swarm?.startup_ms;
 if (su) {
   lines.push('Where the time to the first frame went (`Player.startup`), ms after `attach()`, median (min–max) over all pages:', '');
   lines.push('| Wasm and URI ready | signaling welcome | first peer | first verified chunk | first append | first frame |', '|---|---|---|---|---|---|');
   lines.push(`| ${['engineMs', 'joinedMs', 'firstPeerMs', 'firstChunkMs', 'firstAppendMs', 'firstFrameMs'].map((k) => mmm(su[k], 0)).join(' | ')} |`, '');
+}
+if (cpu) {
+  const top = cpu.threads.slice(0, 10);
+  const rest = cpu.threads.slice(10).reduce((a, g) => a + g.cpu_s, 0);
+  lines.push(`Where the machine's CPU went in the first run: ${f(cpu.total_cpu_s, 0)} CPU s in ${f(cpu.wall_s, 1)} s on ${cpu.cores} cores (${f((100 * cpu.total_cpu_s) / (cpu.wall_s * cpu.cores), 0)} % of the machine), from the first page's start until all held everything; every thread of the browser, the seeder and the servers from /proc, summed over processes of one type:`, '');
+  lines.push('| process | thread | CPU s | share |', '|---|---|---|---|');
+  for (const g of top) lines.push(`| ${g.process} | ${g.thread} | ${f(g.cpu_s, 1)} | ${f((100 * g.cpu_s) / cpu.total_cpu_s, 0)} % |`);
+  lines.push(`| everything else | ${cpu.threads.length - top.length} threads | ${f(rest, 1)} | ${f((100 * rest) / cpu.total_cpu_s, 0)} % |`, '');
 }
 lines.push(`The same pages, each run right after, with the file on the static web server as an HTTP origin (\`ppspp root --tree\`) and no seeder:`, '');
 lines.push('| origin bytes ÷ content | first frame after attach(), median (min–max) | all pages complete |', '|---|---|---|');

@@ -1,0 +1,161 @@
+// Where the CPU went, for `make bench` (scripts/bench-browser.mjs): a page's CPU profile
+// (CDP) summed into the shares BENCHMARKS.md discusses, and the CPU of every thread of the
+// browser and of our processes from /proc, summed by process type and thread name.
+import { execFileSync } from 'node:child_process';
+import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+
+const TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+
+/** Starts sampling `p`'s main thread every 200 µs (CDP Profiler). */
+export async function profileStart(p) {
+  const cdp = await p.context().newCDPSession(p);
+  await cdp.send('Profiler.enable');
+  await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
+  await cdp.send('Profiler.start');
+  return cdp;
+}
+
+/** Stops the profile and returns the self time (ms) of each function, largest first. */
+export async function profileStop(cdp) {
+  const { profile } = await cdp.send('Profiler.stop');
+  await cdp.detach();
+  const byId = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
+  const self = new Map();
+  for (let i = 0; i < profile.samples.length; i++) {
+    const f = byId.get(profile.samples[i]);
+    const key = JSON.stringify([f.functionName, f.url.split('/').pop(), f.lineNumber]);
+    self.set(key, (self.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000);
+  }
+  return [...self.entries()]
+    .map(([key, ms]) => {
+      const [name, file, line] = JSON.parse(key);
+      return { name, file, line, ms };
+    })
+    .sort((a, b) => b.ms - a.ms);
+}
+
+/**
+ * The share of the sampled time in each part of a page's main thread: idle; the browser's
+ * own work (`(program)`: event dispatch, IPC); garbage collection; the Wasm engine's
+ * hashing, its allocator and the rest of it; `RTCDataChannel.send`; the package's
+ * JavaScript and the Wasm bindings; other browser APIs.
+ */
+export function profileShares(functions) {
+  const shares = { idle: 0, browser: 0, gc: 0, wasm_hash: 0, wasm_alloc: 0, wasm_engine: 0, channel_send: 0, js: 0, other: 0 };
+  let total = 0;
+  for (const { name, file, ms } of functions) {
+    total += ms;
+    shares[partOf(name, file)] += ms;
+  }
+  for (const k of Object.keys(shares)) shares[k] = total > 0 ? shares[k] / total : 0;
+  return { sampled_ms: total, ...shares };
+}
+
+function partOf(name, file) {
+  if (name === '(idle)') return 'idle';
+  if (name === '(program)') return 'browser';
+  if (name === '(garbage collector)') return 'gc';
+  if (file.endsWith('.wasm')) {
+    if (/sha1::|sha2::|sha256|sha1_|compress/i.test(name)) return 'wasm_hash';
+    if (/dlmalloc|__rdl_|__rust_(alloc|dealloc|realloc)|\bmalloc\b|\bfree\b/.test(name)) return 'wasm_alloc';
+    if (/^(js-to-wasm|wasm-to-js)/.test(name)) return 'js';
+    return 'wasm_engine';
+  }
+  if (name === 'send' && file === '') return 'channel_send';
+  if (/\.m?js$/.test(file) || /^(js-to-wasm|wasm-to-js)/.test(name)) return 'js';
+  return 'other';
+}
+
+/** CPU seconds of every thread of `rootPid`'s descendants, keyed `pid/tid`, with labels. */
+export function threadCpuSnapshot(rootPid) {
+  const parent = new Map();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    const stat = readStat(`/proc/${d}/stat`);
+    if (stat) parent.set(Number(d), stat.ppid);
+  }
+  const mine = (pid) => {
+    for (let p = pid, hops = 0; p > 1 && hops < 64; p = parent.get(p) ?? 0, hops++) {
+      if (p === rootPid) return true;
+    }
+    return false;
+  };
+  const threads = new Map();
+  for (const pid of parent.keys()) {
+    if (pid === rootPid || !mine(pid)) continue;
+    const process = processLabel(pid);
+    if (!process) continue;
+    let tasks;
+    try {
+      tasks = readdirSync(`/proc/${pid}/task`);
+    } catch {
+      continue;
+    }
+    for (const tid of tasks) {
+      const s = readStat(`/proc/${pid}/task/${tid}/stat`);
+      if (s) threads.set(`${pid}/${tid}`, { process, thread: tid === String(pid) ? 'main thread' : s.comm, cpu_s: s.cpu_s });
+    }
+  }
+  return threads;
+}
+
+/**
+ * The CPU each (process type, thread name) spent between two snapshots, largest first
+ * (threads that ended between them are not counted).
+ */
+export function threadCpuBetween(before, after) {
+  const groups = new Map();
+  for (const [key, t] of after) {
+    const spent = t.cpu_s - (before.get(key)?.cpu_s ?? 0);
+    const g = `${t.process}\u0000${t.thread}`;
+    groups.set(g, (groups.get(g) ?? 0) + spent);
+  }
+  return [...groups.entries()]
+    .map(([g, cpu_s]) => {
+      const [process, thread] = g.split('\u0000');
+      return { process, thread, cpu_s };
+    })
+    .filter((g) => g.cpu_s > 0)
+    .sort((a, b) => b.cpu_s - a.cpu_s);
+}
+
+function readStat(path) {
+  let stat;
+  try {
+    stat = readFileSync(path, 'utf8');
+  } catch {
+    return null;
+  }
+  const close = stat.lastIndexOf(')');
+  const comm = stat.slice(stat.indexOf('(') + 1, close);
+  // Fields after the command name: state, ppid, …; utime and stime are the 12th and 13th.
+  const fields = stat.slice(close + 2).split(' ');
+  return { comm, ppid: Number(fields[1]), cpu_s: (Number(fields[11]) + Number(fields[12])) / TICKS };
+}
+
+/** Chromium's process types by their command line; our programs by name. */
+function processLabel(pid) {
+  let exe;
+  let cmd;
+  try {
+    exe = readlinkSync(`/proc/${pid}/exe`).split('/').pop();
+    // Chromium's children rewrite their command line as one string (the process title).
+    cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\u0000').join(' ');
+  } catch {
+    return null;
+  }
+  if (/^(chromium|chrome|headless_shell)/.test(exe)) {
+    const type = /--type=(\S+)/.exec(cmd)?.[1];
+    if (!type) return 'browser process';
+    if (type === 'utility') {
+      const sub = /--utility-sub-type=(\S+)/.exec(cmd)?.[1] ?? '?';
+      return sub.includes('NetworkService') ? 'network service' : `utility (${sub.split('.').pop()})`;
+    }
+    return type === 'gpu-process' ? 'GPU process' : type;
+  }
+  if (exe === 'node') {
+    const script = /(\S+\.m?js)\b/.exec(cmd)?.[1];
+    return script ? `node ${script.split('/').pop()}` : 'node';
+  }
+  return exe || null;
+}
