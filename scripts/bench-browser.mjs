@@ -392,13 +392,13 @@ try {
   }
   result.swarm_origin = { pages: SWARM_PAGES, content_bytes: size, origin_ratio: stats(origin.ratios), ttff_ms: stats(origin.ttff), wall_s: stats(origin.walls) };
   log(`  HTTP origin: first frame median ${result.swarm_origin.ttff_ms.median.toFixed(0)} ms over ${origin.ttff.length} pages`);
-  const steps = ['engineMs', 'joinedMs', 'firstPeerMs', 'firstChunkMs', 'firstAppendMs', 'firstFrameMs'];
+  const steps = ['engineMs', 'joinedMs', 'firstPeerMs', 'firstChunkMs', 'firstAppendMs', 'firstBufferedMs', 'firstFrameMs'];
   result.swarm = {
     pages: SWARM_PAGES, content_bytes: size, seeder_upload_ratio: stats(ratios), duplicate_ratio: stats(duplicates), ttff_ms: stats(ttff), wall_s: stats(walls),
     stalls_over_1s_per_page: stats(stalls), longest_stall_ms: stats(longestStall),
     page_cpu_s_per_mb: stats(pageCpu), page_main_thread_cpu_s_per_mb: stats(pageMainCpu), page_task_s_per_mb: stats(pageTask),
     seeder_cpu_s_per_mb: stats(seederCpu),
-    startup_ms: Object.fromEntries(steps.map((k) => [k, stats(startup.map((s) => s[k]).filter((v) => v !== null))])),
+    startup_ms: Object.fromEntries(steps.map((k) => [k, stats(startup.map((s) => s[k]).filter((v) => v !== null && v !== undefined))])),
     cpu_by_thread: cpuByThread,
   };
   log(`  first frame median ${result.swarm.ttff_ms.median.toFixed(0)} ms over ${ttff.length} pages; stalls over 1 s: ${stalls.reduce((a, b) => a + b, 0)} in all, longest ${Math.max(...longestStall).toFixed(0)} ms`);

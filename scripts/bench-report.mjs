@@ -170,8 +170,11 @@ lines.push(`| ${mmm(browser.swarm?.seeder_upload_ratio, 2)} | ${mmm(browser.swar
 const su = browser.swarm?.startup_ms;
 if (su) {
   lines.push('Where the time to the first frame went (`Player.startup`), ms after `attach()`, median (min–max) over all pages:', '');
-  lines.push('| Wasm and URI ready | signaling welcome | first peer | first verified chunk | first append | first frame |', '|---|---|---|---|---|---|');
-  lines.push(`| ${['engineMs', 'joinedMs', 'firstPeerMs', 'firstChunkMs', 'firstAppendMs', 'firstFrameMs'].map((k) => mmm(su[k], 0)).join(' | ')} |`, '');
+  // firstBufferedMs is measured since 2026-11-28 afternoon: older browser.json files lack it.
+  const steps = [['engineMs', 'Wasm and URI ready'], ['joinedMs', 'signaling welcome'], ['firstPeerMs', 'first peer'], ['firstChunkMs', 'first verified chunk'],
+    ['firstAppendMs', 'first append'], ['firstBufferedMs', 'first keyframe buffered'], ['firstFrameMs', 'first frame']].filter(([k]) => Number.isFinite(su[k]?.median));
+  lines.push(`| ${steps.map(([, name]) => name).join(' | ')} |`, `|${steps.map(() => '---|').join('')}`);
+  lines.push(`| ${steps.map(([k]) => mmm(su[k], 0)).join(' | ')} |`, '');
 }
 if (cpu) {
   const top = cpu.threads.slice(0, 10);

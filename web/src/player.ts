@@ -68,6 +68,11 @@ export interface StartupTimes {
   firstChunkMs: number | null;
   /** The first bytes were handed to MediaSource. */
   firstAppendMs: number | null;
+  /**
+   * The video element first held media it could play (`buffered` not empty once an append
+   * finished): the first keyframe was in. What follows is decoding it.
+   */
+  firstBufferedMs: number | null;
   /** The first frame was decoded (`loadeddata`), as `timeToFirstFrameMs`. */
   firstFrameMs: number | null;
 }
@@ -116,6 +121,7 @@ export class Player extends Emitter<PlayerEvents> {
     firstPeerMs: null,
     firstChunkMs: null,
     firstAppendMs: null,
+    firstBufferedMs: null,
     firstFrameMs: null,
   };
   private readonly mediaSource: MediaSource;
@@ -574,6 +580,14 @@ export class Player extends Emitter<PlayerEvents> {
         this.fail(new PpsppError('media-error', `MediaSource append failed: ${err.message}`, { cause: err }));
       },
     });
+    // The first append after which the element holds playable media: the first keyframe is in.
+    const buffered = (): void => {
+      if (this.video.buffered.length === 0) return;
+      this.mark('firstBufferedMs');
+      sb.removeEventListener('updateend', buffered);
+    };
+    sb.addEventListener('updateend', buffered);
+    this.cleanup.push(() => sb.removeEventListener('updateend', buffered));
     // A live stream has no duration (the header's, if any, is of nothing yet).
     if (!this.live && info.durationSeconds !== null && Number.isFinite(info.durationSeconds)) {
       this.mediaSource.duration = info.durationSeconds;
