@@ -142,7 +142,7 @@ for (const g of goodput) lines.push(`| ${g.cs / 1024} KiB | ${mmm(g.raw_mbps)} |
 lines.push('', '![goodput](docs/bench/browser-goodput.png)', '');
 const ntp = browser.native_to_page;
 lines.push(`The native seeder → one page over WebRTC (\`ppspp seed\`, ${f((ntp?.content_bytes ?? 0) / 1e6, 0)} MB, ${(ntp?.chunk_size ?? 0) / 1024} KiB chunks, \`Peer.fetch\` in the receiving page of the row above):`, '');
-lines.push('| MB/s | ÷ raw page → page, same run | seeder CPU s per MB | datagrams dropped at the page\'s full UDP receive buffer, per fetch | chunks the seeder resent |', '|---|---|---|---|---|');
+lines.push('| MB/s | ÷ raw page → page, same run | seeder CPU s per MB | UDP datagrams dropped at a full receive buffer, per fetch | chunks the seeder resent |', '|---|---|---|---|---|');
 lines.push(`| ${mmm(ntp?.mbps)} | ${f(ntp?.ratio, 2)} | ${mmm(ntp?.seeder_cpu_s_per_mb, 3)} | ${mmm(ntp?.udp_rcvbuf_drops_per_fetch, 0)} | ${f(100 * ntp?.seeder_resent_ratio, 1)} % |`, '');
 if (gp) {
   const pc = (x) => `${f(100 * x, 0)} %`;
