@@ -93,6 +93,8 @@ export class PageWatch {
           left: t.left,
           peersJoined: t.peersJoined,
           currentTime: v?.currentTime,
+          buffered: v && Array.from({ length: v.buffered.length }, (_, i) => [v.buffered.start(i), v.buffered.end(i)]),
+          videoReadyState: v?.readyState,
           videoError: v?.error?.message ?? null,
           stats: stats && {
             connections: stats.connections,

@@ -224,13 +224,24 @@ export async function startSwarm(opts: { uploadLimit?: number; chunkSize?: numbe
   };
 }
 
-/** `n` pages, each in its own browser context (its own WebRTC stack), playing `uri`. */
-export async function openPages(browser: Browser, web: string, uri: string, n: number, query = ''): Promise<Page[]> {
+/**
+ * `n` pages, each in its own browser context (its own WebRTC stack), playing `uri`;
+ * `beforeGoto` runs on each before it loads (to watch it: tests/diagnose.ts).
+ */
+export async function openPages(
+  browser: Browser,
+  web: string,
+  uri: string,
+  n: number,
+  query = '',
+  beforeGoto?: (page: Page) => Promise<unknown>,
+): Promise<Page[]> {
   const pages: Page[] = [];
   for (let i = 0; i < n; i++) {
     const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
     const page = await context.newPage();
     page.on('pageerror', (e) => console.log(`page ${i}: ${e.message}`));
+    await beforeGoto?.(page);
     await page.goto(`${web}/e2e/player.html?uri=${encodeURIComponent(uri)}${query}`);
     pages.push(page);
   }
