@@ -7,7 +7,7 @@
  */
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { Page, TestInfo } from '@playwright/test';
+import { type Page, type TestInfo, test } from '@playwright/test';
 import { ROOT, type Proc } from './swarm.js';
 
 const LOG = join(ROOT, 'target', 'e2e', 'failures.log');
@@ -130,4 +130,33 @@ export async function reportIfFailed(info: TestInfo, watches: PageWatch[], procs
   mkdirSync(dirname(LOG), { recursive: true });
   appendFileSync(LOG, text);
   console.log(text);
+}
+
+/**
+ * The pages and servers of a spec file's running test, reported ({@link reportIfFailed})
+ * after it; create one at the top of the file.
+ */
+export class FailureReport {
+  private watches: PageWatch[] = [];
+  private procs: Record<string, Proc> = {};
+
+  constructor() {
+    test.afterEach(async ({}, info) => {
+      await reportIfFailed(info, this.watches, this.procs);
+      this.watches = [];
+      this.procs = {};
+    });
+  }
+
+  /** Watches a page under `label` (numbered): pass to `openPages`, which calls it before the page loads. */
+  watch(label: string): (page: Page) => Promise<void> {
+    return async (page) => {
+      this.watches.push(await PageWatch.start(page, `${label} ${this.watches.length}`));
+    };
+  }
+
+  /** Reports `proc`'s last lines under `name`. */
+  keep(name: string, proc: Proc): void {
+    this.procs[name] = proc;
+  }
 }

@@ -3,12 +3,12 @@
  * server, and headless Chromium (and Firefox) pages playing the live URI through
  * `Player.attach`.
  */
-import { type Page, expect, test } from '@playwright/test';
+import { expect, test } from '@playwright/test';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PageWatch, reportIfFailed } from './diagnose.js';
+import { FailureReport } from './diagnose.js';
 import { type FirefoxPage, longestStall, openFirefoxPage, watchStalls } from './firefox.js';
 import { BIN, type Evaluable, type Proc, openPages, run, startSignal, startWeb } from './swarm.js';
 
@@ -22,16 +22,7 @@ test.afterAll(async () => {
 });
 
 // The Chromium pages and the source of the running test, reported if it fails.
-let watches: PageWatch[] = [];
-let procs: Record<string, Proc> = {};
-const watched = (label: string) => async (page: Page) => {
-  watches.push(await PageWatch.start(page, `${label} ${watches.length}`));
-};
-test.afterEach(async ({}, info) => {
-  await reportIfFailed(info, watches, procs);
-  watches = [];
-  procs = {};
-});
+const report = new FailureReport();
 
 interface LiveSource {
   live: Proc;
@@ -96,19 +87,19 @@ test('six pages play a live stream near its edge, a late one joins at the edge, 
   const signal = await startSignal();
   // Ends 3 s after the late page joins.
   const source = startLive(signal.url, 33, dir);
-  procs = { live: source.live };
+  report.keep('live', source.live);
   try {
     const uri = await source.live.waitLine((l) => l.startsWith('ppspp://live/'));
     const query = '&appends=1&liveEnd=3000';
     // The forger: a test-only build that corrupts every chunk it serves.
-    const [forger] = await openPages(browser, web.url, uri, 1, `${query}&wasm=/wasm-poison/ppspp_wasm_bg.wasm`, watched('forger'));
-    const honest = await openPages(browser, web.url, uri, 4, query, watched('honest'));
+    const [forger] = await openPages(browser, web.url, uri, 1, `${query}&wasm=/wasm-poison/ppspp_wasm_bg.wasm`, report.watch('forger'));
+    const honest = await openPages(browser, web.url, uri, 4, query, report.watch('honest'));
     for (const page of honest) {
       await expect.poll(async () => (await state(page)).firstFrameMs ?? (await state(page)).error, { timeout: 15_000 }).toBeLessThan(6000);
     }
     // A page 30 s into the stream starts at its edge, not at the start of the window.
     await new Promise((r) => setTimeout(r, Math.max(0, source.startedAt + 30_000 - Date.now())));
-    const [late] = await openPages(browser, web.url, uri, 1, query, watched('late'));
+    const [late] = await openPages(browser, web.url, uri, 1, query, report.watch('late'));
     await expect.poll(async () => (await state(late!)).firstFrameMs ?? (await state(late!)).error, { timeout: 15_000 }).toBeLessThan(6000);
     const lateStart = await late!.evaluate(() => (window as unknown as { __t: { bufferedStartAtFirstFrame: number | null } }).__t.bufferedStartAtFirstFrame);
     expect(lateStart, 'media time where the late page starts').toBeGreaterThan(22);
@@ -151,14 +142,14 @@ test('a Firefox page and a Chromium page play a stream signed chunk by chunk (Si
   const dir = mkdtempSync(join(tmpdir(), 'ppspp-live-'));
   const signal = await startSignal();
   const source = startLive(signal.url, 20, dir, ['--chunks-per-signature', '1']);
-  procs = { live: source.live };
+  report.keep('live', source.live);
   let firefox: FirefoxPage | null = null;
   try {
     const uri = await source.live.waitLine((l) => l.startsWith('ppspp://live/'));
     expect(uri).toContain('sig=1');
     const query = '&appends=1&liveEnd=3000';
     firefox = await openFirefoxPage(`${web.url}/e2e/player.html?uri=${encodeURIComponent(uri)}${query}`);
-    const [chromium] = await openPages(browser, web.url, uri, 1, query, watched('chromium'));
+    const [chromium] = await openPages(browser, web.url, uri, 1, query, report.watch('chromium'));
     const pages: Evaluable[] = [firefox, chromium!];
     for (const page of pages) {
       await expect.poll(async () => (await state(page)).firstFrameMs ?? (await state(page)).error, { timeout: 15_000 }).toBeLessThan(6000);

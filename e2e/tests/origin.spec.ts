@@ -7,6 +7,7 @@ import { type Page, expect, test } from '@playwright/test';
 import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeRepeatedWebm } from './big-video.js';
+import { FailureReport } from './diagnose.js';
 import { type OriginServer, serveOnOrigin } from './origin.js';
 import {
   BIN, ROOT, VIDEO_ORIGIN, VIDEO_ORIGIN_LONG, completeHash, expectPlayedPast, makeOriginVideos, openPages, run, sha256,
@@ -15,6 +16,9 @@ import {
 
 let web: { url: string; stop(): Promise<void> };
 const stops: (() => Promise<void>)[] = [];
+
+// The pages of the running test, reported if it fails.
+const report = new FailureReport();
 
 test.beforeAll(async () => {
   makeOriginVideos();
@@ -55,7 +59,7 @@ test('six pages play from a static web server and each other; the server sends a
   const video = new Uint8Array(readFileSync(VIDEO_ORIGIN_LONG));
   const { server, uri } = await serve(video, { file: VIDEO_ORIGIN_LONG });
   const swarmUri = await uri(await signaling());
-  const pages = await openPages(browser, web.url, swarmUri, 6);
+  const pages = await openPages(browser, web.url, swarmUri, 6, '', report.watch('page'));
   for (const page of pages) await expectPlayedPast(page, 5);
   const expected = sha256(video);
   for (const page of pages) expect(await completeHash(page, 120_000)).toBe(expected);
@@ -85,7 +89,7 @@ test('a tampered byte on the server: origin-corrupt, the chunk from peers, nothi
   const seeder = run(join(BIN, 'ppspp'), ['seed', VIDEO_ORIGIN, '--signal', signal, '--bind', '127.0.0.1:0', '--chunk-size', '8192', '--hash', 'sha256', '--upload-limit', '300000']);
   stops.push(() => seeder.stop());
   await seeder.waitLine((l) => l.startsWith('ppspp://'));
-  const pages = await openPages(browser, web.url, swarmUri, 3, '&appends=1');
+  const pages = await openPages(browser, web.url, swarmUri, 3, '&appends=1', report.watch('page'));
   const expected = sha256(video);
   for (const page of pages) {
     await expectPlayedPast(page, 15);
@@ -127,7 +131,7 @@ test('within maxMemoryBytes a page plays and seeks an 11 MB video holding at mos
   const video = new Uint8Array(readFileSync(VIDEO_ORIGIN_LONG));
   const { server, uri } = await serve(video, { file: VIDEO_ORIGIN_LONG });
   const bound = 1 << 20;
-  const [page] = await openPages(browser, web.url, await uri(), 1, `&memory=${bound}&readahead=${256 * 1024}`);
+  const [page] = await openPages(browser, web.url, await uri(), 1, `&memory=${bound}&readahead=${256 * 1024}`, report.watch('page'));
   const held = (): Promise<number> => t(page!, (x) => (x.player as { stats(): { chunksHave: number } }).stats().chunksHave * 8192);
   let most = 0;
   const watch = setInterval(() => void held().then((h) => (most = Math.max(most, h)), () => {}), 200);
@@ -168,7 +172,7 @@ test('a 1 GiB video plays and seeks with the page holding at most its bound and 
   const isolated = await startWebWith([], ['--isolate']);
   stops.push(() => isolated.stop());
   const bound = 16 << 20;
-  const [page] = await openPages(browser, isolated.url, await served.uri(), 1, `&memory=${bound}`);
+  const [page] = await openPages(browser, isolated.url, await served.uri(), 1, `&memory=${bound}`, report.watch('page'));
   const held = (): Promise<number> => t(page!, (x) => (x.player as { stats(): { chunksHave: number } }).stats().chunksHave * 8192);
   // The browser's figure for the page's JavaScript heap and DOM (it leaves out the Wasm
   // memory, an ArrayBuffer), plus the Wasm memory, where the engine holds the video.
@@ -237,7 +241,7 @@ test('storage: opfs — a page reloaded mid-video reads back what it saved, fetc
   const video = new Uint8Array(readFileSync(VIDEO_ORIGIN));
   const { server, uri } = await serve(video);
   const swarmUri = await uri(await signaling());
-  const [page] = await openPages(browser, web.url, swarmUri, 1, '&storage=opfs');
+  const [page] = await openPages(browser, web.url, swarmUri, 1, '&storage=opfs', report.watch('page'));
   await expectPlayedPast(page!, 4);
   const stats = (): Promise<Record<string, number>> =>
     t(page!, (x) => (x.player as { stats(): Record<string, number> }).stats());
@@ -261,7 +265,7 @@ test('storage: opfs — a page reloaded mid-video reads back what it saved, fetc
   expect(await t(page!, (x) => x.errors)).toEqual([]);
 
   // A page that does not use the origin gets the video from the reloaded one.
-  const [peer] = await openPages(browser, web.url, swarmUri, 1, '&origin=0');
+  const [peer] = await openPages(browser, web.url, swarmUri, 1, '&origin=0', report.watch('page'));
   await expectPlayedPast(peer!, 3);
   expect(await completeHash(peer!)).toBe(sha256(video));
   expect(server.bytesSent('/v.webm') - sentBefore - again, 'the origin sent it nothing').toBe(0);
@@ -270,7 +274,7 @@ test('storage: opfs — a page reloaded mid-video reads back what it saved, fetc
 test('HTTP only: no signaling server, no peers; a server without CORS is origin-unreachable', async ({ browser }) => {
   const video = new Uint8Array(readFileSync(VIDEO_ORIGIN));
   const { server, uri } = await serve(video);
-  const [page] = await openPages(browser, web.url, await uri(), 1);
+  const [page] = await openPages(browser, web.url, await uri(), 1, '', report.watch('page'));
   await expectPlayedPast(page!, 3);
   expect(await completeHash(page!)).toBe(sha256(video));
   expect(server.bytesSent('/v.webm')).toBe(video.length);
@@ -278,7 +282,7 @@ test('HTTP only: no signaling server, no peers; a server without CORS is origin-
   expect(await t(page!, (x) => x.peersJoined)).toBe(0);
 
   const blocked = await serve(video, { cors: false });
-  const [refused] = await openPages(browser, web.url, await blocked.uri(), 1);
+  const [refused] = await openPages(browser, web.url, await blocked.uri(), 1, '', report.watch('page'));
   await expect
     .poll(() => t(refused!, (x) => (x.errors as string[]).join('\n')), { timeout: 20_000 })
     .toMatch(/^origin-unreachable: .*CORS/);
