@@ -100,7 +100,10 @@ shape() {
     [ -x "$linkem" ] || { echo "wan: $linkem not found (cargo build -p ppspp-linkem)" >&2; exit 1; }
     mkdir -p "$run_dir"
     local log="$run_dir/$r.log"
-    ip netns exec "$r" "$linkem" --queue 0 --delay-ms "$delay" --jitter-ms "$jitter" \
+    # Real-time priority where permitted: the link keeps its delay while browsers load the CPU.
+    local prio=()
+    chrt -f 10 true 2>/dev/null && prio=(chrt -f 10)
+    ip netns exec "$r" "${prio[@]}" "$linkem" --queue 0 --delay-ms "$delay" --jitter-ms "$jitter" \
         --loss-percent "$loss" --seed "$((seed + $1))" > "$log" 2>&1 &
     echo $! > "$run_dir/$r.pid"
     for _ in $(seq 100); do
