@@ -631,7 +631,9 @@ export class Player extends Emitter<PlayerEvents> {
     const info = this.info;
     if (!seek || !info) return true;
     const { length } = this.content;
-    const want = Math.min(length, seek.start + seek.probe);
+    // No further than the engine fetches from the seek's start (under maxMemoryBytes).
+    const reach = Math.min(length, this.swarm.wantedEnd());
+    const want = Math.min(reach, seek.start + seek.probe);
     const verified = this.swarm.verifiedEnd(seek.start);
     if (verified < want) {
       // Playback waits for the probe: an HTTP origin serves it if no peer holds it.
@@ -641,8 +643,9 @@ export class Player extends Emitter<PlayerEvents> {
     const bytes = this.swarm.read(seek.start, want);
     const at = findSegmentStart(info, bytes, 0);
     if (at === null) {
-      if (want >= length) {
-        // No segment start after the estimate: look further back.
+      if (want >= reach) {
+        // No segment start from the estimate to the end or as far as the engine fetches
+        // from it: look further back.
         this.beginSeek({ ...seek, back: seek.back * 2, start: seek.start + seek.back });
       } else {
         seek.probe *= 2;
@@ -661,6 +664,8 @@ export class Player extends Emitter<PlayerEvents> {
     this.appendPos = seek.start + at;
     this.segmentWait = null;
     this.openCluster = null;
+    // The engine fetches on from the segment found (its window may end inside it).
+    this.followPlayback();
     return true;
   }
 

@@ -435,6 +435,11 @@ export class Swarm extends Emitter<SwarmEvents> {
     return Math.min(length, this.engine.firstMissing(Math.floor(offset / chunkSize)) * chunkSize);
   }
 
+  /** Where the bytes the engine fetches from its playhead end (the memory bound's window). */
+  wantedEnd(): number {
+    return Math.min(this.content.length, this.engine.wantedEnd() * this.content.chunkSize);
+  }
+
   /** Verified bytes `start..end`. */
   read(start: number, end: number): Uint8Array {
     return this.engine.read(start, end);

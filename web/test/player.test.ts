@@ -454,6 +454,45 @@ describe('Player over fake WebRTC and MediaSource, with the real engine', () => 
     expect(log.error).toEqual([]);
   }, 40_000);
 
+  it('within maxMemoryBytes, a seek probes no further than the engine fetches, which then fetches on from the Cluster found', async () => {
+    // 600 KB Clusters against a 1 MiB bound: the engine fetches 768 KiB from its playhead,
+    // and the Player's 512 KiB probe at some targets lies inside one Cluster. Doubled, the
+    // probe would wait for bytes beyond that window forever; and the Cluster found ends
+    // beyond it, so the engine must fetch on from the Cluster.
+    const media = syntheticWebm(12, 600_000);
+    const { uri } = await seed(media.file);
+    const { video, mediaSource, log } = await attach(uri, { maxMemoryBytes: 1 << 20 });
+    const sb = await sourceBuffer(mediaSource);
+    await until(() => sb.appends.length >= 2, 'a first media segment');
+    // A target whose probe (the estimate less 512 KiB, chunk-aligned, 512 KiB long) holds
+    // no Cluster start.
+    const { file, initLength, clusters, durationSeconds } = media;
+    const probe = 512 << 10;
+    const probeStart = (t: number): number => {
+      const estimate = initLength + Math.floor((t / durationSeconds) * (file.length - initLength));
+      return Math.floor(Math.max(initLength, estimate - probe) / CHUNK) * CHUNK;
+    };
+    let target: number | null = null;
+    for (let t = 6; t < durationSeconds && target === null; t += 0.01) {
+      const start = probeStart(t);
+      if (!clusters.some((c) => c.offset >= start && c.offset < start + probe)) target = t;
+    }
+    if (target === null) throw new Error('no target with a probe inside one Cluster');
+    let resumed: number | null = null;
+    sb.onAppend = () => {
+      if (resumed === null && sb.ops.some((o) => o.op === 'abort')) resumed = sb.ops.length;
+    };
+    video.seekTo(target);
+    await until(() => resumed !== null, 'an append after the seek', 15_000);
+    const first = sb.ops[resumed! - 1];
+    if (first?.op !== 'append') throw new Error('no append after the abort');
+    // A Cluster start at or before the target.
+    const cluster = clusters.find((c) => differsAt(first.bytes.subarray(0, 64), file.subarray(c.offset, c.offset + 64)) === null);
+    expect(cluster, 'the first append after the seek starts a Cluster').toBeDefined();
+    expect(cluster!.time).toBeLessThanOrEqual(target);
+    expect(log.error).toEqual([]);
+  }, 30_000);
+
   it('destroy leaves the swarm and lets go of the video element', async () => {
     const media = syntheticWebm(5, 10_000);
     const { uri, peer } = await seed(media.file);

@@ -427,6 +427,13 @@ impl WasmPeer {
             .map_or(count, |bin| bin.base_offset().max(from)) as f64
     }
 
+    /// Where the chunks wanted now end (exclusive): under `maxHeldBytes` the end of the
+    /// window from the playhead, else the chunk count.
+    #[wasm_bindgen(js_name = wantedEnd)]
+    pub fn wanted_end(&self) -> f64 {
+        self.engine.inner.wanted_end() as f64
+    }
+
     /// Verified bytes `start..end` of the content; throws if any chunk of it is missing.
     pub fn read(&self, start: f64, end: f64) -> Result<Vec<u8>, JsError> {
         let len = self.engine.inner.content().content_len;

@@ -100,7 +100,9 @@ fn a_seek_back_fetches_what_was_let_go_of_and_nothing_beyond_the_window() {
     net.run(&mut nodes, now + Duration::from_secs(5), |_| false);
     // The window from chunk 10, three quarters of the bound, and nothing else.
     let window = (bound / 4 * 3) / CS as u64;
+    assert_eq!(nodes[1].wanted_end(), 10 + window);
     assert!((10..10 + window).all(|c| nodes[1].store().holds(c)));
+    assert!(!nodes[1].store().holds(10 + window));
     assert_eq!(nodes[1].stats().chunks_verified - verified, window);
     assert!(nodes[1].store().held_bytes() <= bound);
 }
@@ -116,6 +118,7 @@ fn without_a_bound_everything_is_held_as_before() {
         n[1].is_complete()
     });
     assert!(nodes[1].is_complete());
+    assert_eq!(nodes[1].wanted_end(), nodes[1].chunk_count());
     assert_eq!(nodes[1].store().held_bytes(), data.len() as u64);
     assert_eq!(nodes[1].stats().chunks_evicted, 0);
 }

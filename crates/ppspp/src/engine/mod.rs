@@ -459,6 +459,13 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.move_window(old);
     }
 
+    /// Where the chunks wanted now end (exclusive): under
+    /// [`EngineConfig::max_held_bytes`] the end of the window from the playhead, else the
+    /// chunk count. Chunks from there on are not fetched until the playhead moves.
+    pub fn wanted_end(&self) -> u64 {
+        self.wanted().end
+    }
+
     /// Connected (or connecting) peers.
     pub fn peers(&self) -> impl Iterator<Item = &A> {
         self.by_addr.keys()
