@@ -96,6 +96,8 @@ export class PageWatch {
           buffered: v && Array.from({ length: v.buffered.length }, (_, i) => [v.buffered.start(i), v.buffered.end(i)]),
           videoReadyState: v?.readyState,
           videoError: v?.error?.message ?? null,
+          // A live page: its first edges (where it joins follows from them).
+          firstEdges: Array.isArray(t.edgeLog) && t.edgeLog.length > 0 ? t.edgeLog : undefined,
           stats: stats && {
             connections: stats.connections,
             chunksHave: stats.chunksHave,
