@@ -68,9 +68,10 @@ test-web: web
 
 # Playwright swarm tests with Debian's Chromium, in a network namespace of loopback only.
 test-e2e: web web-poison native
-	rm -f target/e2e/failures.log
+	rm -f target/e2e/failures.log target/e2e/failed-tests.txt
 	cd e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 ../scripts/netns.sh npx playwright test || \
-	  { [ ! -s ../target/e2e/failures.log ] || { echo '--- what the failed tests saw (target/e2e/failures.log) ---'; tail -c 8000 ../target/e2e/failures.log; }; exit 1; }
+	  { [ ! -s ../target/e2e/failures.log ] || { echo '--- what the failed tests saw (target/e2e/failures.log) ---'; tail -c 8000 ../target/e2e/failures.log; }; \
+	    [ ! -s ../target/e2e/failed-tests.txt ] || { echo '--- failed e2e tests (target/e2e/failed-tests.txt) ---'; tail -n 30 ../target/e2e/failed-tests.txt; }; exit 1; }
 
 fuzz:
 	@scripts/setup.sh fuzz

@@ -17,7 +17,8 @@ export default defineConfig({
   timeout: 120_000,
   expect: { timeout: 30_000 },
   retries: 0,
-  reporter: process.env.CI ? [['list'], ['html', { open: 'never', outputFolder: '../target/e2e/report' }]] : [['list']],
+  // short-failures: each failed test's title and first error lines, printed last by `make test-e2e`.
+  reporter: [['list'], ['./tests/short-failures.ts'], ...(process.env.CI ? [['html', { open: 'never', outputFolder: '../target/e2e/report' }] as const] : [])],
   outputDir: '../target/e2e/results',
   globalSetup: './tests/global-setup.ts',
   use: {

@@ -48,18 +48,26 @@ export class WanRun {
    * flag set), watched under `label`.
    */
   async page(home: number, url: string, options: { label?: string; browserArgs?: string[]; ignoreHttpsErrors?: boolean } = {}): Promise<Page> {
-    const args = options.browserArgs ?? [];
+    const browser = await this.browser(home, options.browserArgs);
+    const context = await browser.newContext({ permissions: ['camera', 'microphone'], ignoreHTTPSErrors: options.ignoreHttpsErrors ?? false });
+    const page = await context.newPage();
+    this.watches.push(await PageWatch.start(page, options.label ?? `page in home${home}`));
+    await page.goto(url);
+    return page;
+  }
+
+  /**
+   * Home `home`'s browser for flag set `args`, launched on first use. A test whose pages
+   * must not share the CPU with browser launches starts them all first.
+   */
+  async browser(home: number, args: string[] = []): Promise<Browser> {
     const key = `${home} ${args.join(' ')}`;
     let browser = this.browsers.get(key);
     if (!browser) {
       browser = await this.wan.browser(home, args);
       this.browsers.set(key, browser);
     }
-    const context = await browser.newContext({ permissions: ['camera', 'microphone'], ignoreHTTPSErrors: options.ignoreHttpsErrors ?? false });
-    const page = await context.newPage();
-    this.watches.push(await PageWatch.start(page, options.label ?? `page in home${home}`));
-    await page.goto(url);
-    return page;
+    return browser;
   }
 
   private ended = false;

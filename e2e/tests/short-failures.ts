@@ -1,0 +1,39 @@
+/**
+ * A Playwright reporter that writes one short entry per failed test (its title and the
+ * first lines of its error) to target/e2e/failed-tests.txt, which `make test-e2e` prints
+ * last: CI shows only the end of its log, after the failed tests' long reports.
+ */
+import { appendFileSync, mkdirSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { Reporter, TestCase, TestResult } from '@playwright/test/reporter';
+import { ROOT } from './swarm.js';
+
+const FILE = join(ROOT, 'target', 'e2e', 'failed-tests.txt');
+/** Lines of each error kept, and characters per line. */
+const LINES = 4;
+const WIDTH = 400;
+// eslint-disable-next-line no-control-regex
+const ANSI = /\u001b\[[0-9;]*m/g;
+
+export default class ShortFailures implements Reporter {
+  onBegin(): void {
+    rmSync(FILE, { force: true });
+  }
+
+  onTestEnd(test: TestCase, result: TestResult): void {
+    if (result.status === test.expectedStatus || result.status === 'skipped') return;
+    const where = `${test.location.file.split('/').pop()}:${test.location.line}`;
+    const lines = [`✘ ${where} ${test.title} (${result.status}, ${(result.duration / 1000).toFixed(0)} s)`];
+    for (const error of result.errors.slice(0, 2)) {
+      const text = (error.message ?? error.value ?? '').replace(ANSI, '');
+      const kept = text
+        .split('\n')
+        .map((l) => l.trim())
+        .filter((l) => l !== '')
+        .slice(0, LINES);
+      lines.push(...kept.map((l) => `    ${l.slice(0, WIDTH)}`));
+    }
+    mkdirSync(dirname(FILE), { recursive: true });
+    appendFileSync(FILE, lines.join('\n') + '\n');
+  }
+}
