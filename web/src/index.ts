@@ -9,6 +9,7 @@
  */
 export { Player, type PlayerEvents, type PlayerStats, type StartupTimes } from './player.js';
 export type { Stall, StallCause } from './media/stall-watch.js';
+export type { LiveJoin } from './media/live-feed.js';
 export { Peer, type PeerEvents, type SeedOptions, type FetchOptions } from './peer.js';
 export { PpsppError, type ErrorCode } from './errors.js';
 export type { PeerOptions, PlayerOptions, HttpOriginOptions } from './options.js';

@@ -20,7 +20,7 @@ import {
   segmentStartTime,
   wholeSegmentsLength,
 } from './media/container.js';
-import { LiveFeed } from './media/live-feed.js';
+import { LiveFeed, type LiveJoin } from './media/live-feed.js';
 import { LiveLatency } from './media/live-latency.js';
 import { completeChildrenEnd, openClusterHead } from './media/webm.js';
 import { type PlayerOptions, type ResolvedPlayerOptions, resolveHttpOrigin, resolvePlayerOptions } from './options.js';
@@ -36,7 +36,8 @@ export interface PlayerEvents extends SwarmEvents {
   /**
    * Playback stood still and went on again: when, for how long, where, and why (no data
    * yet, a decoder that did not go on with media buffered, or MediaSource refusing an
-   * append). A decode stall past `stuckTimeoutMs` is also a `playback-stuck` error.
+   * append). Still for `stuckTimeoutMs` with media buffered ahead is also a
+   * `playback-stuck` error.
    */
   stall: Stall;
   /**
@@ -49,6 +50,12 @@ export interface PlayerEvents extends SwarmEvents {
   behind: { latencySeconds: number; catchUp: 'rate' | 'jump' };
   /** Live: playback is back at its latency target. */
   'caught-up': { latencySeconds: number };
+  /**
+   * Live: where playback starts (and starts again after a gap): at `chunk`, with the edge
+   * at `edge`, gone back by the stream's rate (`chunksPerSecond`; null when no rate was
+   * known in time and it went back a fixed 256 chunks).
+   */
+  'live-joined': LiveJoin;
   /** Live: no new signed chunk came for `liveEndAfterMs`: what was here is played, and the stream is ended. */
   'live-ended': Record<string, never>;
 }
@@ -145,6 +152,8 @@ export class Player extends Emitter<PlayerEvents> {
   /** Live: when the edge last moved, and the signing time of the newest appended media. */
   private lastEdgeAtMs = performance.now();
   private appendedSignedAtMs: number | null = null;
+  /** The live join last reported as `live-joined`. */
+  private joinReported: LiveJoin | null = null;
   private destroyed = false;
   private failed = false;
   private readonly cleanup: (() => void)[] = [];
@@ -499,6 +508,10 @@ export class Player extends Emitter<PlayerEvents> {
     const queue = this.queue;
     if (!queue || queue.pendingBytes >= MAX_PENDING) return;
     const bytes = live.take(performance.now());
+    if (live.lastJoin && live.lastJoin !== this.joinReported) {
+      this.joinReported = live.lastJoin;
+      this.emit('live-joined', { ...live.lastJoin });
+    }
     if (!bytes) return;
     queue.push(bytes);
     this.appendedSignedAtMs = live.newestSignedAtMs();

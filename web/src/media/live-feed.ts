@@ -37,6 +37,16 @@ interface Edge {
   signedAtMs: number;
 }
 
+/** Where the feed started playing, or started again after a gap. */
+export interface LiveJoin {
+  /** The chunk it starts at (the first segment start it found). */
+  chunk: number;
+  /** The live edge when it chose where to look. */
+  edge: number;
+  /** The stream's rate it went back by, in chunks per second; null: not known in time, guessed. */
+  chunksPerSecond: number | null;
+}
+
 export class LiveFeed {
   /** The next chunk to append, and the offset in it (null: joining). */
   private next: { chunk: number; offset: number } | null = null;
@@ -46,6 +56,10 @@ export class LiveFeed {
   private edges: Edge[] = [];
   /** Times the feed had to join again after a gap. */
   gaps = 0;
+  /** The latest join, once found. */
+  lastJoin: LiveJoin | null = null;
+  /** The edge and rate the join in progress aimed from. */
+  private aim: { edge: number; chunksPerSecond: number | null } | null = null;
 
   constructor(
     private readonly chunks: LiveChunks,
@@ -130,6 +144,7 @@ export class LiveFeed {
       if (rate === null && !waited) return false;
       const back =
         rate === null ? JOIN_BACK_CHUNKS : Math.ceil(rate * (this.latencySeconds + JOIN_MARGIN_SECONDS));
+      this.aim = { edge, chunksPerSecond: rate };
       this.scanFrom = Math.max(this.chunks.liveFloor(), edge - back, 0);
       this.chunks.setPlayhead(this.scanFrom);
     }
@@ -142,6 +157,7 @@ export class LiveFeed {
       }
       if (findSegmentStart(this.info, data, 0) === 0) {
         this.next = { chunk: c, offset: 0 };
+        this.lastJoin = { chunk: c, edge: this.aim?.edge ?? edge, chunksPerSecond: this.aim?.chunksPerSecond ?? null };
         return true;
       }
     }

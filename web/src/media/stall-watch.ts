@@ -19,9 +19,9 @@ export interface VideoLike {
 }
 
 /**
- * Why playback stood still: `no-data`, nothing buffered at the playhead (the swarm was
- * late); `decode`, media buffered ahead but the playhead did not move; `mse-refused`,
- * MediaSource rejected an append, so nothing more can play.
+ * Why playback stood still: `no-data`, nothing buffered at the playhead when it stopped
+ * (the swarm was late); `decode`, media buffered ahead but the playhead did not move;
+ * `mse-refused`, MediaSource rejected an append, so nothing more can play.
  */
 export type StallCause = 'no-data' | 'decode' | 'mse-refused';
 
@@ -33,6 +33,11 @@ export interface Stall {
   /** Media time where it stood, in seconds. */
   position: number;
   cause: StallCause;
+  /**
+   * Of `durationMs`, how long it waited for media at the playhead (a `no-data` stall until
+   * the media came; 0 for other causes). The rest is the player resuming.
+   */
+  noDataMs: number;
 }
 
 export interface StallWatchOptions {
@@ -40,7 +45,7 @@ export interface StallWatchOptions {
   minStallMs: number;
   /** Buffered media ahead of the playhead that makes a still playhead a decode stall (s). */
   decodeAheadSeconds: number;
-  /** A decode stall this long is reported as stuck (ms). Default 8000. */
+  /** A still playhead with media buffered ahead this long is reported as stuck (ms). Default 8000. */
   stuckAfterMs: number;
   onStall?: (stall: Stall) => void;
   onStuck?: (stall: Stall) => void;
@@ -66,8 +71,10 @@ export class StallWatch {
   /** When the playhead was last seen moving (or playback last was not expected). */
   private movedAt: number | null = null;
   private last = -1;
-  /** The cause decided while the stall lasts (a decode stall stays one). */
+  /** The cause, decided when a still playhead becomes a stall. */
   private cause: StallCause | null = null;
+  /** When media ahead of the playhead was first seen in this stall (null: not yet). */
+  private dataAt: number | null = null;
   private stuckReported = false;
   private refused = false;
   private started = false;
@@ -110,12 +117,19 @@ export class StallWatch {
     }
     const still = now - this.movedAt;
     if (still < this.opts.minStallMs) return;
-    if (this.cause === null || this.cause === 'no-data') {
-      this.cause = this.refused ? 'mse-refused' : bufferedAhead(v, t) >= this.opts.decodeAheadSeconds ? 'decode' : 'no-data';
-    }
-    if (this.cause !== 'no-data' && still >= this.opts.stuckAfterMs && !this.stuckReported) {
+    const ahead = bufferedAhead(v, t) >= this.opts.decodeAheadSeconds;
+    // A refused append decides the cause whenever it comes; otherwise the first look does.
+    if (this.refused) this.cause = 'mse-refused';
+    else this.cause ??= ahead ? 'decode' : 'no-data';
+    if (this.cause === 'decode') this.dataAt ??= this.movedAt;
+    else if (this.cause === 'no-data' && ahead) this.dataAt ??= now;
+    // Stuck: still for that long with media buffered ahead (there all along, or since it
+    // came), or after a refused append.
+    const since = this.cause === 'mse-refused' ? this.movedAt : this.dataAt;
+    if (since !== null && now - since >= this.opts.stuckAfterMs && !this.stuckReported) {
       this.stuckReported = true;
-      this.opts.onStuck?.({ start: this.movedAt, end: now, durationMs: still, position: t, cause: this.cause });
+      const noDataMs = this.cause === 'no-data' ? since - this.movedAt : 0;
+      this.opts.onStuck?.({ start: this.movedAt, end: now, durationMs: still, position: t, cause: this.cause, noDataMs });
     }
   }
 
@@ -128,8 +142,10 @@ export class StallWatch {
       durationMs: now - this.movedAt,
       position: this.last,
       cause: this.cause,
+      noDataMs: this.cause === 'no-data' ? (this.dataAt ?? now) - this.movedAt : 0,
     };
     this.cause = null;
+    this.dataAt = null;
     this.stuckReported = false;
     this.totalMs += stall.durationMs;
     this.count++;

@@ -66,6 +66,7 @@ describe('LiveFeed', () => {
     const starts = s.chunks.map((_, i) => i).filter((i) => i % 3 === 0);
     const joinAt = starts.find((i) => i >= s.edge - 15) ?? -1;
     expect(feed.joined).toBe(true);
+    expect(feed.lastJoin).toEqual({ chunk: joinAt, edge: s.edge, chunksPerSecond: 3 });
     // Whole Clusters only: the last one held in part waits.
     const wholeChunks = Math.floor((s.edge - 4 - joinAt) / 3) * 3;
     expect(first).toEqual(concat(...s.chunks.slice(joinAt, joinAt + wholeChunks)));
@@ -88,6 +89,8 @@ describe('LiveFeed', () => {
     s.deliver(27, s.chunks.length);
     expect(feed.take(0)).toEqual(concat(...s.chunks.slice(27)));
     expect(feed.gaps).toBe(1);
+    // The join after the gap, aimed from the edge as it was then.
+    expect(feed.lastJoin).toEqual({ chunk: 27, edge: s.chunks.length, chunksPerSecond: 3 });
   });
 
   it('guesses how far back to join when the rate does not come', () => {
@@ -99,6 +102,9 @@ describe('LiveFeed', () => {
     expect(s.playhead).toBe(-1);
     feed.take(3000);
     expect(s.playhead).toBe(0);
+    s.deliver(0, s.edge);
+    expect(feed.take(3100)).not.toBeNull();
+    expect(feed.lastJoin).toEqual({ chunk: 0, edge: s.edge, chunksPerSecond: null });
   });
 });
 

@@ -50,6 +50,7 @@ describe('StallWatch', () => {
     expect(stalls).toHaveLength(1);
     const s = stalls[0]!;
     expect(s.cause).toBe('no-data');
+    expect(s.noDataMs).toBe(s.durationMs);
     expect(s.position).toBeCloseTo(5, 5);
     expect(s.durationMs).toBeGreaterThanOrEqual(1500);
     expect(s.durationMs).toBeLessThan(1800);
@@ -57,6 +58,46 @@ describe('StallWatch', () => {
     expect(w.rebufferMs).toBe(s.durationMs);
     expect(w.stalls).toBe(1);
     expect(stuck).toHaveLength(0);
+  });
+
+  it('keeps a stall that waited for data one for lack of data, and says how long it waited', () => {
+    const { v, w, stalls, stuck } = setup(3000);
+    v.ranges = [[0, 5]];
+    let now = play(v, w, 0, 2000);
+    v.currentTime = 5;
+    const stopped = now;
+    now = standStill(w, now, 1200);
+    // The media comes; the playhead takes a while to go on (the decoder resuming).
+    v.ranges = [[0, 10]];
+    const came = now;
+    now = standStill(w, now, 600);
+    play(v, w, now, 300);
+    expect(stalls).toHaveLength(1);
+    const s = stalls[0]!;
+    expect(s.cause).toBe('no-data');
+    expect(s.noDataMs).toBe(came - stopped);
+    expect(s.durationMs - s.noDataMs).toBeGreaterThanOrEqual(600);
+    expect(stuck).toHaveLength(0);
+  });
+
+  it('reports a stall stuck once its media has been there for the limit, however long it waited for it', () => {
+    const { v, w, stalls, stuck } = setup(3000);
+    v.ranges = [[0, 5]];
+    let now = play(v, w, 0, 1000);
+    v.currentTime = 5;
+    const stopped = now;
+    now = standStill(w, now, 2500);
+    v.ranges = [[0, 10]];
+    const came = now;
+    now = standStill(w, now, 2800);
+    expect(stuck).toHaveLength(0);
+    now = standStill(w, now, 500);
+    expect(stuck).toHaveLength(1);
+    expect(stuck[0]!.cause).toBe('no-data');
+    expect(stuck[0]!.noDataMs).toBe(came - stopped);
+    expect(stuck[0]!.end - came).toBeGreaterThanOrEqual(3000);
+    play(v, w, now, 300);
+    expect(stalls.map((s) => [s.cause, s.noDataMs])).toEqual([['no-data', came - stopped]]);
   });
 
   it('calls a still playhead with media buffered ahead a decode stall, and stuck past the limit, once', () => {
@@ -68,7 +109,7 @@ describe('StallWatch', () => {
     expect(stuck[0]!.cause).toBe('decode');
     expect(stuck[0]!.durationMs).toBeGreaterThanOrEqual(3000);
     play(v, w, now, 300);
-    expect(stalls.map((s) => s.cause)).toEqual(['decode']);
+    expect(stalls.map((s) => [s.cause, s.noDataMs])).toEqual([['decode', 0]]);
   });
 
   it('does not count start-up, pauses, seeks or the end', () => {
