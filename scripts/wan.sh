@@ -24,7 +24,10 @@
 #   --host NAME=IP every node resolves NAME to IP (repeatable): /etc/netns/<node>/hosts,
 #                  which `ip netns exec` puts in place of /etc/hosts
 # Delay, jitter and loss come from ppspp-linkem (crates/ppspp-linkem) on a netfilter queue
-# in each router: $PPSPP_LINKEM, else target/debug/ppspp-linkem.
+# in each router: $PPSPP_LINKEM, else target/debug/ppspp-linkem. It runs at real-time
+# priority where chrt is permitted (WAN_LINK_NORMAL_PRIORITY=1: at normal priority, as where
+# it is not); its log, /run/ppspp-wan/NAME-rN.log, says which, and how many packets it
+# released late.
 # Names stay short: interface names hold at most 15 bytes.
 set -euo pipefail
 
@@ -101,10 +104,12 @@ shape() {
     mkdir -p "$run_dir"
     local log="$run_dir/$r.log"
     # Real-time priority where permitted: the link keeps its delay while browsers load the CPU.
-    local prio=()
-    chrt -f 10 true 2>/dev/null && prio=(chrt -f 10)
+    local prio=() level=normal
+    if [ -z "${WAN_LINK_NORMAL_PRIORITY:-}" ] && chrt -f 10 true 2>/dev/null; then prio=(chrt -f 10) level=real-time; fi
+    # The log's first line says which priority it got (the tests' failure reports show it).
+    echo "link emulator at $level priority" > "$log"
     ip netns exec "$r" "${prio[@]}" "$linkem" --queue 0 --delay-ms "$delay" --jitter-ms "$jitter" \
-        --loss-percent "$loss" --seed "$((seed + $1))" > "$log" 2>&1 &
+        --loss-percent "$loss" --seed "$((seed + $1))" >> "$log" 2>&1 &
     echo $! > "$run_dir/$r.pid"
     for _ in $(seq 100); do
         grep -q ready "$log" && break

@@ -96,8 +96,9 @@ export class PageWatch {
           buffered: v && Array.from({ length: v.buffered.length }, (_, i) => [v.buffered.start(i), v.buffered.end(i)]),
           videoReadyState: v?.readyState,
           videoError: v?.error?.message ?? null,
-          // A live page: its first edges (where it joins follows from them).
+          // A live page: its first edges, and where it joined ([ms, chunk, edge, chunks/s or null: guessed]).
           firstEdges: Array.isArray(t.edgeLog) && t.edgeLog.length > 0 ? t.edgeLog : undefined,
+          joins: Array.isArray(t.liveJoins) && t.liveJoins.length > 0 ? t.liveJoins : undefined,
           stats: stats && {
             connections: stats.connections,
             chunksHave: stats.chunksHave,
@@ -116,9 +117,9 @@ export class PageWatch {
  * When `info`'s test failed (or always, with E2E_DIAGNOSE=1): appends the pages' descriptions and the last lines of each
  * server (stdout and stderr) to the failures log, and prints them.
  */
-export async function reportIfFailed(info: TestInfo, watches: PageWatch[], procs: Record<string, Proc>): Promise<void> {
+export async function reportIfFailed(info: TestInfo, watches: PageWatch[], procs: Record<string, Proc>, notes: string[] = []): Promise<void> {
   if (info.status === info.expectedStatus && !process.env.E2E_DIAGNOSE) return;
-  const parts = [`=== ${info.titlePath.join(' › ')} (${info.status})`];
+  const parts = [`=== ${info.titlePath.join(' › ')} (${info.status})`, ...notes];
   for (const w of watches) parts.push(await w.describe());
   const logs = join(dirname(LOG), 'logs');
   mkdirSync(logs, { recursive: true });

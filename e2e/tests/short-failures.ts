@@ -5,6 +5,7 @@
  */
 import { appendFileSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { stripVTControlCharacters } from 'node:util';
 import type { Reporter, TestCase, TestResult } from '@playwright/test/reporter';
 import { ROOT } from './swarm.js';
 
@@ -12,8 +13,6 @@ const FILE = join(ROOT, 'target', 'e2e', 'failed-tests.txt');
 /** Lines of each error kept, and characters per line. */
 const LINES = 4;
 const WIDTH = 400;
-// eslint-disable-next-line no-control-regex
-const ANSI = /\u001b\[[0-9;]*m/g;
 
 export default class ShortFailures implements Reporter {
   onBegin(): void {
@@ -21,11 +20,12 @@ export default class ShortFailures implements Reporter {
   }
 
   onTestEnd(test: TestCase, result: TestResult): void {
+    // Skipped though expected to pass: not run (after maxFailures), not failed.
     if (result.status === test.expectedStatus || result.status === 'skipped') return;
     const where = `${test.location.file.split('/').pop()}:${test.location.line}`;
     const lines = [`✘ ${where} ${test.title} (${result.status}, ${(result.duration / 1000).toFixed(0)} s)`];
     for (const error of result.errors.slice(0, 2)) {
-      const text = (error.message ?? error.value ?? '').replace(ANSI, '');
+      const text = stripVTControlCharacters(error.message ?? error.value ?? '');
       const kept = text
         .split('\n')
         .map((l) => l.trim())

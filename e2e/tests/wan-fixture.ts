@@ -76,7 +76,7 @@ export class WanRun {
   async end(info: Parameters<typeof reportIfFailed>[0]): Promise<void> {
     if (this.ended) return;
     this.ended = true;
-    await reportIfFailed(info, this.watches.splice(0), this.named);
+    await reportIfFailed(info, this.watches.splice(0), this.named, this.wanValue?.linkLines());
     for (const p of this.procs.splice(0).reverse()) await p.stop();
     await this.wanValue?.down();
     this.wanValue = null;

@@ -4,13 +4,15 @@
  * launched inside a home through a wrapper that enters its namespace first.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser } from '@playwright/test';
 import { CHROMIUM_ARGS } from '../playwright.config.js';
 import { BIN, type Proc, ROOT, run } from './swarm.js';
 
 const SCRIPT = join(ROOT, 'scripts', 'wan.sh');
+/** Where scripts/wan.sh keeps its link emulators' pids and logs. */
+const RUN_DIR = '/run/ppspp-wan';
 /** Where the public services listen. */
 export const PUBLIC_IP = '198.51.100.10';
 
@@ -20,6 +22,8 @@ export interface Wan {
   exec(node: string, cmd: string, args: string[]): Proc;
   /** Chromium inside home `n` (with `args` added to the tests' flags). */
   browser(home: number, args?: string[]): Promise<Browser>;
+  /** Each link emulator's priority, how many packets it released late, and its errors. */
+  linkLines(): string[];
   /** Closes its browsers, then removes it with whatever still runs inside. */
   down(): Promise<void>;
 }
@@ -49,6 +53,17 @@ export function wanUp(tag: string, link: string[] = []): Wan | string {
       const b = await chromium.launch({ executablePath: wrapper, headless: true, args: [...CHROMIUM_ARGS, ...args] });
       browsers.push(b);
       return b;
+    },
+    linkLines() {
+      return [1, 2, 3].flatMap((r) => {
+        const log = join(RUN_DIR, `${name}-r${r}.log`);
+        if (!existsSync(log)) return [];
+        const lines = readFileSync(log, 'utf8').split('\n');
+        // The priority line, the last total of late releases, and any error.
+        const late = [...lines].reverse().find((l) => l.startsWith('linkem: ') && l.includes(' late '))?.slice('linkem: '.length) ?? 'nothing late';
+        const errors = lines.filter((l) => l.startsWith('ppspp-linkem: '));
+        return [`r${r}: ${lines[0]}; ${late}`, ...errors];
+      });
     },
     async down() {
       for (const b of browsers.splice(0)) await b.close().catch(() => {});

@@ -79,10 +79,11 @@ impl<P> Link<P> {
         self.held.push_back((due, packet));
     }
 
-    /// The next packet whose time has come, if any.
-    pub fn release(&mut self, now: Duration) -> Option<P> {
+    /// The next packet whose time has come, if any, with how late it leaves (`now` past
+    /// its time: a process held off the CPU releases late, which lengthens the path).
+    pub fn release(&mut self, now: Duration) -> Option<(P, Duration)> {
         if self.held.front().is_some_and(|(due, _)| *due <= now) {
-            return self.held.pop_front().map(|(_, p)| p);
+            return self.held.pop_front().map(|(due, p)| (p, now - due));
         }
         None
     }
@@ -111,7 +112,8 @@ mod tests {
         let mut out = Vec::new();
         let mut last = Duration::ZERO;
         for t in 0..200u64 {
-            while let Some(p) = link.release(ms(t)) {
+            while let Some((p, late)) = link.release(ms(t)) {
+                assert!(late < ms(1), "packet {p} released {late:?} after its time");
                 assert!(ms(t) >= ms(p) + ms(20), "packet {p} left at {t} ms");
                 assert!(
                     ms(t) <= ms(p) + ms(31) || ms(t) <= last + ms(1),

@@ -34,6 +34,48 @@ struct Args {
 
 /// How long to sleep when nothing is queued or due sooner: the granularity of the delays.
 const POLL: Duration = Duration::from_micros(500);
+/// A release this late is counted: the path was that much longer than asked.
+const LATE: Duration = Duration::from_millis(10);
+/// How often a line on late releases may be printed.
+const REPORT_EVERY: Duration = Duration::from_secs(5);
+
+/// Late releases so far.
+#[derive(Default)]
+struct Lateness {
+    released: u64,
+    late: u64,
+    worst: Duration,
+    reported_at: Duration,
+    reported_late: u64,
+}
+
+impl Lateness {
+    fn count(&mut self, late: Duration) {
+        self.released += 1;
+        if late >= LATE {
+            self.late += 1;
+            self.worst = self.worst.max(late);
+        }
+    }
+
+    /// At most every few seconds, and only after new late releases, a line with the
+    /// totals so far (the tests' failure reports show the last one).
+    fn report(&mut self, now: Duration) {
+        if self.late == self.reported_late || now - self.reported_at < REPORT_EVERY {
+            return;
+        }
+        println!(
+            "linkem: {} of {} packets {}+ ms late by {:.0} s, worst {} ms (short of CPU)",
+            self.late,
+            self.released,
+            LATE.as_millis(),
+            now.as_secs_f64(),
+            self.worst.as_millis()
+        );
+        self.reported_at = now;
+        self.reported_late = self.late;
+    }
+}
 
 fn main() {
     let args = Args::parse();
@@ -57,6 +99,7 @@ fn run(args: &Args) -> Result<(), String> {
     // Ready: the script waits for this line before it sends traffic through the queue.
     println!("linkem: queue {} ready", args.queue);
     let mut link = Link::new(config);
+    let mut lateness = Lateness::default();
     let start = Instant::now();
     loop {
         loop {
@@ -75,10 +118,12 @@ fn run(args: &Args) -> Result<(), String> {
             }
         }
         let now = start.elapsed();
-        while let Some(mut msg) = link.release(now) {
+        while let Some((mut msg, late)) = link.release(now) {
+            lateness.count(late);
             msg.set_verdict(nfq::Verdict::Accept);
             queue.verdict(msg).map_err(|e| format!("verdict: {e}"))?;
         }
+        lateness.report(now);
         let wait = link
             .next_due()
             .map_or(POLL, |due| due.saturating_sub(now).min(POLL));
