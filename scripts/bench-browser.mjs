@@ -16,7 +16,8 @@
 // Diagnostics: BENCH_DEBUG=1 (sender/receiver state), BENCH_PROFILE=1 (the profiled fetch's
 // costliest functions, and a CPU profile of the first swarm page), BENCH_CHUNK_SIZES, BENCH_SEED_OPTIONS, BENCH_RUNS,
 // BENCH_GOODPUT_MIB (page → page content, default 32), BENCH_LIVE_PAGES, BENCH_LIVE_UNCHOKED,
-// BENCH_NATIVE_STACK (the native seeder's --webrtc-stack).
+// BENCH_NATIVE_STACK (the native seeder's --webrtc-stack), BENCH_HIDDEN_VIDEOS=1 (the swarm
+// pages' videos not displayed: what compositing them costs the others).
 import { chromium } from '@playwright/test';
 import { spawn, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -319,7 +320,7 @@ try {
     const pages = [];
     let profiling = null;
     for (let i = 0; i < SWARM_PAGES; i++) {
-      pages.push(await page(`/e2e/player.html?uri=${encodeURIComponent(uri)}`));
+      pages.push(await page(`/e2e/player.html?uri=${encodeURIComponent(uri)}${process.env.BENCH_HIDDEN_VIDEOS ? '&hidden=1' : ''}`));
       if (!profiled) {
         profiled = true;
         profiling = await profileStart(pages[0]);
