@@ -114,8 +114,9 @@ export class PageWatch {
 }
 
 /**
- * When `info`'s test failed (or always, with E2E_DIAGNOSE=1): appends the pages' descriptions and the last lines of each
- * server (stdout and stderr) to the failures log, and prints them.
+ * When `info`'s test failed (or always, with E2E_DIAGNOSE=1): appends `notes` (the
+ * harness's own lines, such as the link emulators'), the pages' descriptions and the last
+ * lines of each server (stdout and stderr) to the failures log, and prints them.
  */
 export async function reportIfFailed(info: TestInfo, watches: PageWatch[], procs: Record<string, Proc>, notes: string[] = []): Promise<void> {
   if (info.status === info.expectedStatus && !process.env.E2E_DIAGNOSE) return;

@@ -193,7 +193,7 @@ export class Player extends Emitter<PlayerEvents> {
           'error',
           new PpsppError(
             'playback-stuck',
-            `playback stopped at ${stall.position.toFixed(2)} s for ${(stall.durationMs / 1000).toFixed(1)} s (${stall.cause}) with ${bufferedAhead(video, stall.position).toFixed(1)} s buffered ahead`,
+            `playback stopped at ${stall.position.toFixed(2)} s for ${(stall.durationMs / 1000).toFixed(1)} s (${stall.cause}${stall.noDataMs > 0 ? `; the media came after ${(stall.noDataMs / 1000).toFixed(1)} s` : ''}) with ${bufferedAhead(video, stall.position).toFixed(1)} s buffered ahead`,
           ),
         ),
     });

@@ -25,6 +25,8 @@ const RATE_WAIT_MS = 3000;
 /** Signing times this far apart at least give the rate: sources write a segment at a
  * time (a second or so), so munros come in bursts, and a shorter span misjudges it. */
 const RATE_SPAN_MS = 1000;
+/** Munros signed this close together are one burst (a segment signed as it is written). */
+const BURST_MS = 100;
 /** Seconds fetched behind the edge beyond the latency target: a segment's worth. */
 const JOIN_MARGIN_SECONDS = 2;
 /** Chunks joined behind the edge when the rate is not known in time. */
@@ -78,8 +80,18 @@ export class LiveFeed {
   chunksPerSecond(): number | null {
     const first = this.edges[0];
     const last = this.edges[this.edges.length - 1];
-    if (!first || !last || last.signedAtMs - first.signedAtMs < RATE_SPAN_MS) return null;
-    return ((last.end - first.end) * 1000) / (last.signedAtMs - first.signedAtMs);
+    if (!first || !last) return null;
+    // From the end of the first burst (the last munro signed with the first one): counted
+    // from a burst's first munro, the chunks of the rest of it would fall in the span
+    // without its time, up to twice the rate over a span of one segment.
+    let from = first;
+    for (const e of this.edges) {
+      if (e.signedAtMs - first.signedAtMs > BURST_MS) break;
+      from = e;
+    }
+    const span = last.signedAtMs - from.signedAtMs;
+    if (span < RATE_SPAN_MS) return null;
+    return ((last.end - from.end) * 1000) / span;
   }
 
   /** The signing time of the newest munro, in Unix ms (the source's clock). */

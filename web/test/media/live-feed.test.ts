@@ -76,6 +76,18 @@ describe('LiveFeed', () => {
     expect(rest).toEqual(concat(...s.chunks.slice(joinAt + wholeChunks)));
   });
 
+  it('measures the rate between the ends of signing bursts', () => {
+    const s = new FakeStream(cut(clusters, 40));
+    const feed = new LiveFeed(s, init, 3);
+    // Two munros of 16 chunks signed together each second: 32 chunks a second.
+    feed.onEdge(32, 10_000, 0);
+    feed.onEdge(48, 10_005, 0);
+    feed.onEdge(64, 11_000, 0);
+    expect(feed.chunksPerSecond()).toBeNull(); // less than a second from the first burst's end
+    feed.onEdge(80, 11_005, 0);
+    expect(feed.chunksPerSecond()).toBe(32);
+  });
+
   it('joins again when what comes next leaves the window first', () => {
     const s = new FakeStream(cut(clusters, 40));
     const feed = new LiveFeed(s, init, 1);
