@@ -6,9 +6,7 @@ use std::process::{Command, Output};
 fn m74() -> PathBuf {
     let dir = std::env::var_os("PPSPP_VECTORS_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors")
-        });
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors"));
     let file = dir.join("m74.jpg");
     assert!(file.is_file(), "missing vector {}", file.display());
     file

@@ -1,4 +1,4 @@
-//! Bin numbers: every `bins` vector of `shared/vectors/ppspp-vectors.json`, read from the
+//! Bin numbers: every `bins` vector of `tests/vectors/ppspp-vectors.json`, read from the
 //! file, and properties against a naive model where a bin is the chunk range it covers.
 
 mod common;

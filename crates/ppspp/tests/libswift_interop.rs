@@ -1,5 +1,5 @@
 //! Interoperability with libswift, from a recorded real session in which one libswift
-//! peer fetched m74.jpg from another (`shared/vectors/libswift-m74-session.json`).
+//! peer fetched m74.jpg from another (`tests/vectors/libswift-m74-session.json`).
 //!
 //! The seeder's datagrams are replayed into our leecher engine, with only the destination
 //! channel ID rewritten to the one our engine chose: our engine must accept libswift's

@@ -1,4 +1,4 @@
-//! Known-answer Merkle roots, peaks and nodes from `shared/vectors/ppspp-vectors.json`.
+//! Known-answer Merkle roots, peaks and nodes from `tests/vectors/ppspp-vectors.json`.
 
 mod common;
 

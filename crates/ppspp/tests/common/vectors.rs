@@ -1,15 +1,14 @@
-//! Finds `../shared/vectors` and decodes its content specs. A missing vectors folder fails
-//! the test run; it never skips.
+//! Finds the repository's `tests/vectors` and decodes its content specs. A missing vectors
+//! folder fails the test run; it never skips.
 
 use std::path::PathBuf;
 
-/// `$PPSPP_VECTORS_DIR`, else `shared/vectors` beside the repository.
+/// `$PPSPP_VECTORS_DIR`, else the repository's own `tests/vectors`.
 pub fn vectors_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("PPSPP_VECTORS_DIR") {
         return PathBuf::from(dir);
     }
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let dir = repo.join("../shared/vectors");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors");
     assert!(
         dir.is_dir(),
         "test vectors not found at {} (set PPSPP_VECTORS_DIR)",
@@ -58,7 +57,7 @@ pub fn unhex(s: &str) -> Vec<u8> {
     hex::decode(compact).unwrap_or_else(|e| panic!("bad hex {s:?}: {e}"))
 }
 
-/// One UDP datagram of a capture in `shared/vectors`: seconds since the first, ports and
+/// One UDP datagram of a capture in `tests/vectors`: seconds since the first, ports and
 /// payload.
 pub struct Captured {
     pub t: f64,
