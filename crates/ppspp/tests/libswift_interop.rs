@@ -478,3 +478,139 @@ fn timestamps_count_from_the_unix_epoch_like_libswift() {
         "delay samples {delays:?}"
     );
 }
+
+/// A libswift leecher on a fast path asks for a whole 5,000,000-byte file within its first
+/// millisecond (`libswift-leecher-requests-5mb.pcap`: its first 22 datagrams to our seeder,
+/// 18 REQUESTs covering all 4,883 chunks) and asks again only when its picker gives up on
+/// them, 2 s later. Our seeder must serve every chunk from those requests alone: it once
+/// queued the first 4,096 and dropped the rest, so the leecher sat idle for 2 s.
+#[test]
+fn a_libswift_leecher_that_asks_for_the_whole_file_at_once_gets_all_of_it() {
+    const LEN: usize = 5_000_000;
+    const CHUNKS: u64 = (LEN as u64).div_ceil(1024);
+    let mut rng = ppspp::rng::Rng::new(7);
+    let content: Vec<u8> = (0..LEN).map(|_| rng.next_u64() as u8).collect();
+    let tree =
+        ppspp::merkle::MerkleTree::from_content(HashAlgorithm::Sha1, 1024, &content).unwrap();
+    let mut seeder: Engine<u32, MemoryStore> = Engine::new_seeder(
+        EngineConfig::default(),
+        &tree,
+        MemoryStore::with_content(content, 1024),
+        Time::ZERO,
+    )
+    .unwrap();
+    let codec = CodecConfig::default();
+    // The recorded requests, with the handshake naming this content's root: the HAVEs and
+    // ACKs beside them are left out, this leecher acknowledges what our seeder sends it.
+    let root = tree.root();
+    let mut replay: Vec<(Time, Vec<u8>)> = Vec::new();
+    let mut requested = 0;
+    for d in common::read_pcap("libswift-leecher-requests-5mb.pcap") {
+        let dg = decode_datagram(&d.payload, &codec).unwrap();
+        let kept: Vec<Message> = dg
+            .collect_messages()
+            .unwrap()
+            .into_iter()
+            .filter_map(|m| match m {
+                Message::Handshake(mut h) => {
+                    h.options.swarm_id = Some(root.as_bytes());
+                    Some(Message::Handshake(h))
+                }
+                Message::Request(spec) => {
+                    let (first, last) = spec.chunk_range(1024).unwrap();
+                    requested += last - first + 1;
+                    Some(Message::Request(spec))
+                }
+                m @ Message::PexReq => Some(m),
+                _ => None,
+            })
+            .collect();
+        if kept.is_empty() {
+            continue;
+        }
+        let mut bytes = Vec::new();
+        ppspp::codec::encode_datagram(dg.channel, &kept, &codec, &mut bytes).unwrap();
+        replay.push((Time::from_micros((d.t * 1e6) as u64), bytes));
+    }
+    assert_eq!(
+        requested, CHUNKS,
+        "the recorded leecher asks for every chunk"
+    );
+
+    // Loopback: each datagram arrives 20 µs after it was sent; every DATA is acknowledged
+    // (with a HAVE, as libswift does) as it arrives.
+    let one_way = core::time::Duration::from_micros(20);
+    let deadline = Time::from_micros(1_000_000);
+    let mut to_seeder: std::collections::VecDeque<(Time, Vec<u8>)> = replay.into();
+    let mut our_id = None;
+    let mut served = ppspp::binmap::Binmap::new();
+    let mut data_sent = 0u64;
+    let mut now = Time::ZERO;
+    while now <= deadline {
+        while let Some((at, _)) = to_seeder.front()
+            && *at <= now
+        {
+            let (_, mut bytes) = to_seeder.pop_front().unwrap();
+            if let Some(id) = our_id {
+                bytes[..4].copy_from_slice(&u32::to_be_bytes(id));
+            }
+            seeder.handle_datagram(now, 2, &bytes);
+        }
+        seeder.handle_timeout(now);
+        while let Some(t) = poll(&mut seeder, now) {
+            let dg = decode_datagram(&t.payload, &codec).unwrap();
+            for m in dg.messages().map(Result::unwrap) {
+                match m {
+                    Message::Handshake(h) if our_id.is_none() => our_id = Some(h.source_channel),
+                    Message::Data { chunks, .. } => {
+                        let (c, _) = chunks.chunk_range(1024).unwrap();
+                        served.set(ppspp::Bin::chunk(c).unwrap());
+                        data_sent += 1;
+                        let spec = ppspp::codec::ChunkSpec::Chunk32 {
+                            start: c as u32,
+                            end: c as u32,
+                        };
+                        let mut ack = Vec::new();
+                        ppspp::codec::encode_datagram(
+                            our_id.unwrap_or(0),
+                            &[
+                                Message::Have(spec),
+                                Message::Ack {
+                                    chunks: spec,
+                                    delay_us: 30,
+                                },
+                            ],
+                            &codec,
+                            &mut ack,
+                        )
+                        .unwrap();
+                        let at = now + one_way + one_way;
+                        let i = to_seeder.partition_point(|(t, _)| *t <= at);
+                        to_seeder.insert(i, (at, ack));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let next_timer = seeder.poll_timeout().unwrap_or(deadline);
+        let next_in = to_seeder.front().map_or(deadline, |(t, _)| *t);
+        let next = next_timer.min(next_in).min(deadline);
+        now = if next > now {
+            next
+        } else if now == deadline {
+            break;
+        } else {
+            now + core::time::Duration::from_micros(1)
+        };
+    }
+    let missing: Vec<u64> = (0..CHUNKS)
+        .filter(|&c| !served.is_filled(ppspp::Bin::chunk(c).unwrap()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} of {CHUNKS} requested chunks never sent within 1 s, the first {:?}",
+        missing.len(),
+        &missing[..missing.len().min(5)]
+    );
+    assert_eq!(data_sent, CHUNKS, "a lossless path needs no chunk twice");
+}

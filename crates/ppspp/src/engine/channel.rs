@@ -133,6 +133,11 @@ pub(crate) struct Channel<A> {
     pub serve: VecDeque<(u64, Time)>,
     /// Chunks waiting in `serve` or `retransmit`.
     pub queued: Binmap,
+    /// Requested chunks that found `serve` full: they enter it as it drains. A peer that
+    /// asks for more than the queue holds (libswift asks for a whole file at once on a
+    /// fast path) is served all of it, not only the first `max_serve_queue` chunks, and a
+    /// binmap costs what the ranges asked cost, not 16 bytes a chunk.
+    pub deferred: Binmap,
     /// Chunks of `in_flight`: sent, and neither acknowledged nor taken for lost. With
     /// `queued` it lets a REQUEST skip what is already on its way by a binmap search, so
     /// its cost follows the ranges asked, not the chunks in them.
@@ -281,6 +286,7 @@ impl<A> Channel<A> {
             answered_only: false,
             serve: VecDeque::new(),
             queued: Binmap::new(),
+            deferred: Binmap::new(),
             sent: Binmap::new(),
             last_loss: None,
             newest_acked_sent: None,

@@ -62,7 +62,9 @@ pub struct EngineConfig {
     pub max_half_open: usize,
     /// Most peers we serve at once; the rest are choked.
     pub max_unchoked: usize,
-    /// Chunks queued for one peer; REQUESTs beyond are ignored (bounded memory).
+    /// Chunks queued one by one for one peer; what a peer asks beyond waits in a binmap
+    /// (bounded by the content's size, like the other per-peer maps) until the queue
+    /// drains.
     pub max_serve_queue: usize,
     /// Chunks requested from one peer before its rate is known, and at most ever.
     pub min_request_pipeline: u64,

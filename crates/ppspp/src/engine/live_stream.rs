@@ -738,6 +738,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 ch.have_out.reset(b);
                 ch.sent.reset(b);
                 ch.queued.reset(b);
+                ch.deferred.reset(b);
             }
         }
         self.move_window(old);

@@ -342,6 +342,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 if let Some((first, last)) = self.clip(&spec) {
                     for b in Bin::from_chunk_range(first, last) {
                         ch.queued.reset(b);
+                        ch.deferred.reset(b);
                     }
                 }
             }
@@ -596,33 +597,57 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let Some((first, last)) = self.clip(spec) else {
             return;
         };
-        let max = self.config.max_serve_queue;
         for range in Bin::from_chunk_range(first, last) {
             // A peer asks for what it lacks: what it announced and asks for again, it let go
             // of (a peer within a memory bound).
             self.peer_let_go(ch, range);
-            while ch.serve.len() < max {
-                let Some(run) = Binmap::find_all(
-                    [
-                        (&self.have, true),
-                        (&ch.peer_have, false),
-                        (&ch.queued, false),
-                        (&ch.sent, false),
-                    ],
-                    range,
-                    0,
-                ) else {
-                    break;
-                };
-                let room = (max - ch.serve.len()) as u64;
-                let start = run.base_offset();
-                let end = run.last_chunk().min(start + room - 1);
-                for chunk in start..=end {
-                    ch.serve.push_back((chunk, now));
+            if !self.queue_to_serve(now, ch, range, None) {
+                // The queue is full: the rest waits in `deferred`, what is already queued
+                // or sent in it is skipped when it comes up.
+                ch.deferred.set(range);
+            }
+        }
+    }
+
+    /// Appends to `serve` the chunks of `range` that we hold, the peer lacks and are not
+    /// queued or on their way (and, with `among`, are set in that map), until the queue
+    /// holds `max_serve_queue`. False when it filled up before `range` was done.
+    pub(super) fn queue_to_serve(
+        &self,
+        now: Time,
+        ch: &mut Channel<A>,
+        range: Bin,
+        among: Option<&Binmap>,
+    ) -> bool {
+        let max = self.config.max_serve_queue;
+        loop {
+            if ch.serve.len() >= max {
+                return false;
+            }
+            let wanted = [
+                (&self.have, true),
+                (&ch.peer_have, false),
+                (&ch.queued, false),
+                (&ch.sent, false),
+            ];
+            let run = match among {
+                None => Binmap::find_all(wanted, range, 0),
+                Some(m) => {
+                    let [a, b, c, d] = wanted;
+                    Binmap::find_all([a, b, c, d, (m, true)], range, 0)
                 }
-                for b in Bin::from_chunk_range(start, end) {
-                    ch.queued.set(b);
-                }
+            };
+            let Some(run) = run else {
+                return true;
+            };
+            let room = (max - ch.serve.len()) as u64;
+            let start = run.base_offset();
+            let end = run.last_chunk().min(start + room - 1);
+            for chunk in start..=end {
+                ch.serve.push_back((chunk, now));
+            }
+            for b in Bin::from_chunk_range(start, end) {
+                ch.queued.set(b);
             }
         }
     }

@@ -489,7 +489,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if ch.in_flight.len() >= ch.window() || now + slack < ch.next_data {
             return false;
         }
-        let Some((chunk, retransmission)) = self.next_chunk(ch) else {
+        let Some((chunk, retransmission)) = self.next_chunk(now, ch) else {
             return false;
         };
         let len = self.chunk_len(chunk) as u64;
@@ -585,24 +585,45 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// The next chunk to send: retransmissions first, then requests in arrival order,
     /// skipping entries no longer queued (cancelled, acknowledged) and what the peer got
     /// meanwhile or we cannot serve.
-    fn next_chunk(&mut self, ch: &mut Channel<A>) -> Option<(u64, bool)> {
+    fn next_chunk(&mut self, now: Time, ch: &mut Channel<A>) -> Option<(u64, bool)> {
         while let Some(c) = ch.retransmit.pop_front() {
             if ch.unqueue(c) && self.peer_lacks(ch, c) {
                 return Some((c, true));
             }
         }
-        if let Some(i) = self.least_sent_queued(ch)
-            && let Some((c, _)) = ch.serve.remove(i)
-        {
-            ch.unqueue(c);
-            return Some((c, false));
-        }
-        while let Some((c, _)) = ch.serve.pop_front() {
-            if ch.unqueue(c) && self.peer_lacks(ch, c) {
+        loop {
+            self.refill_serve(now, ch);
+            if let Some(i) = self.least_sent_queued(ch)
+                && let Some((c, _)) = ch.serve.remove(i)
+            {
+                ch.unqueue(c);
                 return Some((c, false));
             }
+            while let Some((c, _)) = ch.serve.pop_front() {
+                if ch.unqueue(c) && self.peer_lacks(ch, c) {
+                    return Some((c, false));
+                }
+            }
+            // Every entry was stale; `refill_serve` either queues a chunk of `deferred`
+            // now or finds none and clears it.
+            if ch.deferred.is_clear() {
+                return None;
+            }
         }
-        None
+    }
+
+    /// Moves requested chunks that found the queue full into it once it is half empty;
+    /// when none is left that we could send, `deferred` is cleared.
+    fn refill_serve(&self, now: Time, ch: &mut Channel<A>) {
+        if ch.deferred.is_clear() || ch.serve.len() > self.config.max_serve_queue / 2 {
+            return;
+        }
+        let deferred = core::mem::replace(&mut ch.deferred, Binmap::new());
+        let exhausted = Bin::covering(self.addressable().end)
+            .is_none_or(|all| self.queue_to_serve(now, ch, all, Some(&deferred)));
+        if !exhausted {
+            ch.deferred = deferred;
+        }
     }
 
     pub(super) fn peer_lacks(&self, ch: &Channel<A>, chunk: u64) -> bool {

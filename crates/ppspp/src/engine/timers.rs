@@ -370,6 +370,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     while let Some((c, _)) = ch.serve.pop_front() {
                         ch.unqueue(c);
                     }
+                    ch.deferred.clear();
                     excess -= 1;
                 }
             }
