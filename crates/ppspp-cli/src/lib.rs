@@ -30,6 +30,19 @@ pub fn random_seed() -> u64 {
     h.finish()
 }
 
+/// Writes `line` and a newline to standard output. A reader that went away before it
+/// (`ppspp root FILE | head -1`) is not an error: it read what it wanted.
+pub fn print_line(line: impl std::fmt::Display) -> Result<(), String> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{line}").and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(format!("cannot write to standard output: {e}"))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Resolves on Ctrl-C or SIGTERM (the trigger shared with the signaling server).
 pub async fn shutdown_signal() {
     ppspp_shutdown::shutdown_signal().await;

@@ -56,20 +56,19 @@ pub fn parse_chunk_size(s: &str) -> Result<usize, String> {
 
 pub fn run(args: &RootArgs) -> Result<(), String> {
     let tree = hash_with_progress(&args.file, args.hash, args.chunk_size)?;
-    println!(
+    crate::print_line(format_args!(
         "{} {} chunks ({} bytes, {} B chunks, {})",
         tree.root().to_hex(),
         tree.chunk_count(),
         tree.content_len(),
         tree.chunk_size(),
         tree.algorithm()
-    );
+    ))?;
     if let Some(out) = &args.tree {
         let written = write_tree_file(&tree, out)?;
         eprintln!("wrote the hash tree to {} ({written} bytes)", out.display());
     }
-    println!("{}", swarm_uri(&tree, args)?);
-    Ok(())
+    crate::print_line(swarm_uri(&tree, args)?)
 }
 
 /// The swarm URI of `tree`, with what the arguments name (signaling, HTTP origin, name),
@@ -145,13 +144,18 @@ pub fn hash_with_progress(
     chunk_size: usize,
 ) -> Result<MerkleTree, String> {
     let shown = path.display();
-    let mut file = File::open(path).map_err(|e| format!("cannot open {shown}: {e}"))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    // Asked before opening: opening a FIFO waits for a writer, and a device such as
+    // /dev/zero never ends, so neither has a length to hash or seed.
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot open {shown}: {e}"))?;
     if meta.is_dir() {
         return Err(format!("{shown} is a directory, not a file"));
     }
+    if !meta.is_file() {
+        return Err(format!(
+            "{shown} is not a regular file (a device, FIFO or socket has no fixed length to hash)"
+        ));
+    }
+    let mut file = File::open(path).map_err(|e| format!("cannot open {shown}: {e}"))?;
     let progress = crate::progress::hashing_bar(meta.len());
     let mut builder = MerkleTree::builder(hash, chunk_size);
     let mut buf = vec![0u8; 1 << 16];

@@ -11,7 +11,6 @@ use clap::Args;
 use ppspp::engine::{Engine, EngineConfig};
 use ppspp::merkle::HashAlgorithm;
 use ppspp::uri::SwarmUri;
-use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -150,8 +149,7 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
             .file
             .file_name()
             .map(|n| n.to_string_lossy().into_owned());
-        println!("{uri}");
-        let _ = std::io::stdout().flush();
+        crate::print_line(&uri)?;
         eprintln!(
             "seeding {} on {}; Ctrl-C stops",
             args.file.display(),

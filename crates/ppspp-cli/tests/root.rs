@@ -100,6 +100,69 @@ fn bad_flags_are_rejected() {
     }
 }
 
+/// Runs `ppspp ARGS` and waits at most 10 s for it: a command that blocks fails the test
+/// instead of hanging it.
+fn ppspp_bounded(args: &[&str]) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_ppspp"))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run ppspp");
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(10)) {
+        Ok(out) => out.expect("wait for ppspp"),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("ppspp {args:?} still running after 10 s");
+        }
+    }
+}
+
+#[test]
+fn devices_and_fifos_are_refused_at_once() {
+    let dir = std::env::temp_dir().join(format!("ppspp-root-fifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("pipe");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let fifo = fifo.to_str().unwrap();
+    // A FIFO with no writer made `root` wait forever; /dev/zero made `seed` read forever.
+    for args in [
+        vec!["root", fifo],
+        vec!["root", "/dev/zero"],
+        vec!["seed", fifo, "--udp", "127.0.0.1:0"],
+        vec!["seed", "/dev/zero", "--udp", "127.0.0.1:0"],
+    ] {
+        let out = ppspp_bounded(&args);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        let err = stderr(&out);
+        assert!(err.contains("is not a regular file"), "{args:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_reader_that_stops_early_is_no_error() {
+    // `ppspp root FILE | head -1` with `head` gone before the first line: the pipe's read
+    // end is closed before the command starts, so every write meets a broken pipe.
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_ppspp"))
+        .args(["root", m74().to_str().unwrap()])
+        .stdout(writer)
+        .output()
+        .expect("run ppspp");
+    let err = stderr(&out);
+    assert!(out.status.success(), "{:?}: {err}", out.status);
+    assert!(!err.contains("panicked"), "{err}");
+}
+
 #[test]
 fn empty_file_is_a_clear_error() {
     let dir = std::env::temp_dir().join(format!("ppspp-root-test-{}", std::process::id()));

@@ -19,7 +19,7 @@ use ppspp::live::{LiveAlgorithm, LiveSigningKey};
 use ppspp::merkle::HashAlgorithm;
 use ppspp::store::SparseStore;
 use segmenter::{Chunker, Segmenter};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -235,8 +235,7 @@ pub fn run(args: &LiveArgs) -> Result<(), String> {
         uri.udp.extend(on.udp);
         uri.signal = args.signal.first().cloned();
         let (mut rtc, serving) = (on.rtc, on.described);
-        println!("{uri}");
-        let _ = std::io::stdout().flush();
+        crate::print_line(&uri)?;
         eprintln!("live: streaming on {}; Ctrl-C stops", serving.join(" and "));
         let linger = Duration::from_secs(args.linger);
         let stop = async move {
