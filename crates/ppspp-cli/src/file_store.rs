@@ -105,11 +105,9 @@ impl FileStore {
         }
     }
 
-    /// Removes the temporary file of an unfinished fetch.
+    /// Removes the temporary file of an unfinished fetch (as dropping the store does).
     pub fn abandon(self) {
-        if let Some((part, _)) = &self.paths {
-            let _ = std::fs::remove_file(part);
-        }
+        drop(self);
     }
 
     fn span(&self, chunk: u64) -> Result<std::ops::Range<u64>, StoreError> {
@@ -160,7 +158,7 @@ fn free_space(dir: &Path) -> io::Result<u64> {
 
 /// Creates `NAME.<random>.part` beside `output`, new: an existing path (a symlink planted
 /// there included) makes it try another name, never write through it.
-fn create_temporary(output: &Path) -> io::Result<(PathBuf, File)> {
+pub(crate) fn create_temporary(output: &Path) -> io::Result<(PathBuf, File)> {
     let mut last = None;
     for _ in 0..16 {
         let mut name = output.as_os_str().to_owned();
@@ -220,5 +218,15 @@ impl ChunkStore for FileStore {
             .map_err(backend)?;
         self.file.read_exact(&mut out[start..]).map_err(backend)?;
         Ok(true)
+    }
+}
+
+/// An unfinished fetch leaves nothing behind, whichever way it ends: a fetch that could
+/// not start (an engine that refused the content) once left its `fallocate`d `.part`.
+impl Drop for FileStore {
+    fn drop(&mut self) {
+        if let Some((part, _)) = self.paths.take() {
+            let _ = std::fs::remove_file(part);
+        }
     }
 }

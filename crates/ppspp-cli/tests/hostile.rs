@@ -169,6 +169,75 @@ fn impossible_lengths_are_refused_up_front() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A chunk size the engine refuses (a chunk and its hashes must fit a datagram) fails at
+/// once and leaves no reserved `.part` behind: 60 MB of one filled a small tmpfs.
+#[test]
+fn a_fetch_that_cannot_start_leaves_no_part_file() {
+    let dir = temp_dir("cannot-start");
+    let root = "c89800bfc82ed01ed6e3bfd5408c51274491f7d4";
+    let uri = format!("ppspp://{root}?len=60000000&cs=65536&udp=127.0.0.1:9");
+    let out = dir.join("v.bin");
+    let o = run(
+        &["fetch", &uri, "-o", out.to_str().unwrap()],
+        Duration::from_secs(20),
+    );
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("cannot start"), "{err}");
+    assert!(
+        files_in(&dir).is_empty(),
+        "left behind: {:?}",
+        files_in(&dir)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `fetch --live -o PATH` with a symlink planted at PATH: the file it points to is not
+/// truncated, even when nothing is ever recorded, and no `.part` stays.
+#[test]
+fn a_live_recording_never_writes_through_a_planted_symlink() {
+    let dir = temp_dir("live-symlink");
+    let victim = dir.join("victim.txt");
+    std::fs::write(&victim, b"keep me").unwrap();
+    let link = dir.join("recording.webm");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let key =
+        ppspp::live::LiveSigningKey::from_secret(ppspp::live::LiveAlgorithm::Ed25519, &[7u8; 32])
+            .unwrap();
+    // A WebM init segment (EBML header magic), and a peer that never answers.
+    let uri = format!(
+        "ppspp://live/{}?udp=127.0.0.1:9&init=1a45dfa3",
+        ppspp::hex::encode(key.public_key().swarm_id())
+    );
+    let o = run(
+        &[
+            "fetch",
+            "--live",
+            &uri,
+            "-o",
+            link.to_str().unwrap(),
+            "--give-up-after",
+            "2",
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(!o.status.success());
+    assert_eq!(
+        std::fs::read(&victim).unwrap(),
+        b"keep me",
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(files_in(&dir), ["recording.webm", "victim.txt"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Row 10: `-o` naming a directory fails before the download, not after it.
 #[test]
 fn an_output_directory_is_refused_before_the_download() {

@@ -117,8 +117,12 @@ pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
             rtc.as_ref().map_or("?", |r| r.signal_url())
         ));
     }
-    let file = std::fs::File::create(req.output)
+    // Recorded into a new `NAME.<random>.part` (never through a path planted there) and
+    // renamed over NAME once something was recorded: an existing file is not touched by a
+    // recording that gets nothing.
+    let (part, file) = crate::file_store::create_temporary(req.output)
         .map_err(|e| format!("cannot write {}: {e}", req.output.display()))?;
+    let part = Unfinished(Some(part));
     let mut recorder = Recorder {
         container,
         file: std::io::BufWriter::new(file),
@@ -132,7 +136,7 @@ pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
         .write_all(&init)
         .map_err(|e| format!("cannot write {}: {e}", req.output.display()))?;
     let bind = req.bind.unwrap_or_else(|| default_bind(&peers));
-    let stats = runtime.block_on(async {
+    let (stats, failed) = runtime.block_on(async {
         let socket = match peers.is_empty() {
             true => None,
             false => Some(udp::bind(bind).map_err(|e| format!("cannot bind UDP {bind}: {e}"))?),
@@ -194,16 +198,22 @@ pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
             give_up(req.give_up_after, &progressed),
         )
         .await;
-        if let Some(e) = failed {
-            return Err(e);
-        }
-        Ok(engine.stats())
+        Ok::<_, String>((engine.stats(), failed))
     })?;
     if recorder.chunks == 0 {
-        return Err(format!(
-            "nothing recorded: no media segment arrived ({} chunks verified, {} rejected)",
-            stats.chunks_verified, stats.chunks_rejected
-        ));
+        return Err(failed.unwrap_or_else(|| {
+            format!(
+                "nothing recorded: no media segment arrived ({} chunks verified, {} rejected)",
+                stats.chunks_verified, stats.chunks_rejected
+            )
+        }));
+    }
+    // What was recorded is kept even when writing failed later: it plays up to there.
+    let _ = recorder.file.flush();
+    part.keep_as(req.output)
+        .map_err(|e| format!("cannot write {}: {e}", req.output.display()))?;
+    if let Some(e) = failed {
+        return Err(e);
     }
     eprintln!(
         "recorded {}: {} bytes of media in {} chunks after the {}-byte header; {} gap(s); {} chunks verified, {} rejected",
@@ -216,4 +226,26 @@ pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
         stats.chunks_rejected
     );
     Ok(())
+}
+
+/// A recording's `.part` file: removed unless it is kept under its final name.
+struct Unfinished(Option<std::path::PathBuf>);
+
+impl Unfinished {
+    fn keep_as(mut self, output: &Path) -> std::io::Result<()> {
+        match self.0.take() {
+            Some(part) => std::fs::rename(&part, output).inspect_err(|_| {
+                let _ = std::fs::remove_file(&part);
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if let Some(part) = self.0.take() {
+            let _ = std::fs::remove_file(part);
+        }
+    }
 }
