@@ -6,6 +6,9 @@ use std::time::Duration;
 use crate::ice::{self, MAX_ICE_URLS, MAX_TURN_CREDENTIAL_TTL, TurnSecret};
 use crate::redis_config::RedisConfig;
 
+/// The shortest TURN secret accepted, in bytes: 128 bits if they are random.
+pub const MIN_TURN_SECRET_LEN: usize = 16;
+
 /// Limits and timers of a signaling server. `Config::default()` is what the binary runs
 /// with when no flag or environment variable says otherwise.
 #[derive(Debug, Clone, PartialEq)]
@@ -210,6 +213,16 @@ impl Config {
             (Some(secret), false) if secret.is_empty() => {
                 return Err("turn_secret must not be empty".into());
             }
+            (Some(secret), false) if secret.len() < MIN_TURN_SECRET_LEN => {
+                // Every welcome hands out a username and its HMAC: an offline oracle that
+                // gives a short secret away, and with it credentials of any lifetime.
+                return Err(format!(
+                    "turn_secret is {} bytes; at least {MIN_TURN_SECRET_LEN} are needed, since \
+                     anyone can guess a short one from one welcome's TURN credential (make \
+                     one with: openssl rand -hex 32)",
+                    secret.len()
+                ));
+            }
             _ => {}
         }
         let ttl = self.turn_credential_ttl;
@@ -260,7 +273,7 @@ mod tests {
         let err = |c: Config| c.validate().unwrap_err();
         let turn = Config {
             turn_urls: vec!["turn:198.51.100.1:3478".into()],
-            turn_secret: Some(TurnSecret::new("s")),
+            turn_secret: Some(TurnSecret::new("0123456789abcdef")),
             ..Config::default()
         };
         assert_eq!(turn.validate(), Ok(()));
@@ -279,6 +292,16 @@ mod tests {
             ..turn.clone()
         });
         assert!(e.contains("must not be empty"), "{e}");
+        for short in ["x", "abcd", "0123456789abcde"] {
+            let e = err(Config {
+                turn_secret: Some(TurnSecret::new(short)),
+                ..turn.clone()
+            });
+            assert!(
+                e.contains("at least 16") && e.contains("openssl rand"),
+                "{e}"
+            );
+        }
         for bad in [
             Duration::ZERO,
             Duration::from_millis(999),

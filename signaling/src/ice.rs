@@ -57,6 +57,11 @@ impl TurnSecret {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// Its length in bytes (under [`crate::config::MIN_TURN_SECRET_LEN`] is refused).
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
 }
 
 impl fmt::Debug for TurnSecret {

@@ -460,6 +460,19 @@ fn binary_refuses_bad_ice_settings() {
     );
     assert!(e.contains("empty"), "{e}");
 
+    // A short secret falls to an offline guess from one welcome's credential.
+    for short in ["k", "abcd\n", "fifteen-bytes!!"] {
+        let weak = TempFile::new("weak", short);
+        let e = refused(
+            &["--turn-url", TURN_UDP, "--turn-secret-file", weak.arg()],
+            &[],
+        );
+        assert!(
+            e.contains("at least 16") && e.contains("openssl rand -hex 32"),
+            "{short:?}: {e}"
+        );
+    }
+
     let secret = TempFile::new("secret", SECRET);
     let turn = ["--turn-url", TURN_UDP, "--turn-secret-file", secret.arg()];
     let e = refused(&[&turn[..], &["--turn-ttl", "0"]].concat(), &[]);

@@ -255,7 +255,7 @@ mod tests {
         let config = ppspp_signal::Config {
             stun_urls: vec!["stun:198.51.100.1:3478".into()],
             turn_urls: vec!["turn:198.51.100.1:3478?transport=udp".into()],
-            turn_secret: Some(ppspp_signal::TurnSecret::new("cli-test-secret")),
+            turn_secret: Some(ppspp_signal::TurnSecret::new("cli-test-secret-0123")),
             ..ppspp_signal::Config::default()
         };
         let server = ppspp_signal::spawn("127.0.0.1:0".parse().unwrap(), config)
@@ -282,7 +282,7 @@ mod tests {
             (before + 86_400..=before + 86_400 + 5).contains(&expiry),
             "{expiry}"
         );
-        let secret = ppspp_signal::TurnSecret::new("cli-test-secret");
+        let secret = ppspp_signal::TurnSecret::new("cli-test-secret-0123");
         assert_eq!(
             servers[1].credential.as_deref(),
             Some(ppspp_signal::ice::turn_credential(&secret, username).as_str())
