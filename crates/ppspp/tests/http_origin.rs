@@ -702,3 +702,43 @@ fn where_playback_waits_the_origin_serves_as_many_chunks_as_are_due() {
     run_alone(&mut nodes, &mut net, &mut server, Time::from_millis(1500));
     assert_eq!(held(&nodes[0]), vec![0..8, 100..108]);
 }
+
+/// A silent origin (its answers take 10 s, an adapter's request timeout) holds up nothing a
+/// connected seeder holds: after `origin_deadline` the chunks asked of it are asked of the
+/// seeder too. Before, the head and the first runs waited the 10 s, for the whole-file
+/// picker of `ppspp fetch` and a page's video picker alike.
+#[test]
+fn a_silent_origin_delays_nothing_a_peer_holds() {
+    for picker in [PickerKind::RarestFirst, PickerKind::Vod { window: 256 }] {
+        let data = content(1500 * CS);
+        let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
+        let mut server = Server::new(&data, tree_file(&tree, 6));
+        server.latency = Duration::from_secs(10);
+        let mut nodes = vec![leecher(&tree, picker.clone(), 2), seeder(&tree, &data)];
+        nodes[0].enable_http_origin(HttpOriginConfig::default(), Time::ZERO);
+        nodes[0].connect(1, Time::ZERO);
+        let mut net = Net::new(Duration::from_millis(5), 0, 1);
+        let end = run(
+            &mut nodes,
+            &mut net,
+            &mut server,
+            0,
+            Time::from_millis(5_000),
+            |n| n[0].is_complete(),
+        );
+        assert!(
+            nodes[0].is_complete(),
+            "{picker:?}: {} of 1500 chunks by {end:?}, {} origin requests unanswered",
+            nodes[0].have().count_filled(),
+            server.pending.len()
+        );
+        assert!(
+            server
+                .requests
+                .iter()
+                .any(|r| r.file == OriginFile::Content),
+            "{picker:?}"
+        );
+        assert_eq!(nodes[0].store().bytes(), &data[..]);
+    }
+}

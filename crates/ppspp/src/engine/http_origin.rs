@@ -16,6 +16,10 @@
 //! - with a picker that has no playhead (whole files), whatever no connected peer holds,
 //!   once a peer is connected or none has been for a while.
 //!
+//! What was asked of the origin is kept from the pickers for `origin_deadline` only; after
+//! it a peer that holds it may be asked too, so a slow or silent origin holds up nothing
+//! a peer can deliver.
+//!
 //! Everything else comes from peers, so the origin serves about one copy to the swarm; what
 //! came from it is announced and served on to peers like any verified chunk. A chunk that
 //! fails verification is never asked of the origin again (peers still are); a tree file
@@ -46,6 +50,10 @@ pub struct HttpOriginConfig {
     pub head_bytes: u64,
     /// A due chunk asked of a peer and not delivered for this long is asked of the origin.
     pub peer_deadline: Duration,
+    /// Chunks asked of the origin and not delivered for this long may be asked of peers
+    /// too (whichever copy comes first is kept): a slow or silent origin holds nothing up
+    /// that a peer can deliver.
+    pub origin_deadline: Duration,
     /// With no peer connected (or coming) for this long, the origin serves the whole urgent
     /// span (zero: from the start, as an HTTP-only page wants).
     pub alone_after: Duration,
@@ -64,6 +72,7 @@ impl Default for HttpOriginConfig {
             max_request_bytes: 256 << 10,
             head_bytes: 64 << 10,
             peer_deadline: Duration::from_millis(1000),
+            origin_deadline: Duration::from_millis(1000),
             alone_after: Duration::from_secs(3),
             retry_base: Duration::from_millis(500),
             retry_max: Duration::from_secs(30),
@@ -166,6 +175,15 @@ enum Wanted {
     Chunks(Range<u64>),
 }
 
+/// A request in flight: what for, since when, and whether its chunks were left to peers
+/// as well (`origin_deadline`).
+#[derive(Clone, Debug)]
+struct Issued {
+    wanted: Wanted,
+    at: Time,
+    shared: bool,
+}
+
 /// The engine's side of an HTTP origin.
 #[derive(Debug)]
 pub(super) struct HttpOrigin {
@@ -176,7 +194,7 @@ pub(super) struct HttpOrigin {
     /// these maps).
     records: Binmap,
     records_requested: Binmap,
-    requests: BTreeMap<u64, Wanted>,
+    requests: BTreeMap<u64, Issued>,
     next_id: u64,
     /// Chunks asked of the origin and not answered yet.
     fetching: Binmap,
@@ -254,11 +272,33 @@ impl HttpOrigin {
         }
     }
 
-    fn issue(&mut self, wanted: Wanted, file: OriginFile, range: Range<u64>) -> OriginRequest {
+    fn issue(
+        &mut self,
+        now: Time,
+        wanted: Wanted,
+        file: OriginFile,
+        range: Range<u64>,
+    ) -> OriginRequest {
         let id = self.next_id;
         self.next_id += 1;
-        self.requests.insert(id, wanted);
+        self.requests.insert(
+            id,
+            Issued {
+                wanted,
+                at: now,
+                shared: false,
+            },
+        );
         OriginRequest { id, file, range }
+    }
+
+    /// When the oldest chunk request not yet shared with peers reaches its deadline.
+    fn next_share_at(&self) -> Option<Time> {
+        self.requests
+            .values()
+            .filter(|r| !r.shared && matches!(r.wanted, Wanted::Chunks(_)))
+            .map(|r| r.at + self.config.origin_deadline)
+            .min()
     }
 
     /// When the origin wants a poll again without anything else happening: a retry's time,
@@ -276,7 +316,7 @@ impl HttpOrigin {
             .map(|&t| t + self.config.peer_deadline)
             .filter(|&t| t > self.polled_at)
             .min();
-        [self.retry_at, alone, overdue]
+        [self.retry_at, alone, overdue, self.next_share_at()]
             .into_iter()
             .flatten()
             .filter(|&t| t > self.polled_at)
@@ -394,7 +434,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 origin.header_requested = true;
                 let len = TreeFileHeader::first_read_len(alg, chunk_size, content_len)?;
                 self.stats.origin_requests += 1;
-                return Some(origin.issue(Wanted::Header, OriginFile::Tree, 0..len));
+                return Some(origin.issue(now, Wanted::Header, OriginFile::Tree, 0..len));
             }
         }
         // Records for parked chunks first (their request failed, say): they hold memory.
@@ -406,7 +446,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             Some(h.group_of(first)..h.group_of(first) + 1)
         });
         if let Some(groups) = parked_groups {
-            return self.request_records(groups);
+            return self.request_records(now, groups);
         }
         let alone = self.origin.as_deref().is_some_and(|o| {
             o.alone_since
@@ -423,7 +463,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 let end = (first..groups.end)
                     .find(|&g| is(&origin.records, g) || is(&origin.records_requested, g))
                     .unwrap_or(groups.end);
-                return self.request_records(first..end);
+                return self.request_records(now, first..end);
             }
         }
         let origin = self.origin.as_deref_mut()?;
@@ -434,11 +474,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let cs = u64::from(chunk_size);
         let bytes = run.start * cs..(run.end * cs).min(content_len);
         self.stats.origin_requests += 1;
-        Some(origin.issue(Wanted::Chunks(run), OriginFile::Content, bytes))
+        Some(origin.issue(now, Wanted::Chunks(run), OriginFile::Content, bytes))
     }
 
     /// A request for the records of `groups` (known to the header, none loaded or asked).
-    fn request_records(&mut self, groups: Range<u64>) -> Option<OriginRequest> {
+    fn request_records(&mut self, now: Time, groups: Range<u64>) -> Option<OriginRequest> {
         let origin = self.origin.as_deref_mut()?;
         let h = origin.header.as_ref()?;
         let start = h.record_range(groups.start).ok()?.start;
@@ -447,7 +487,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             set(&mut origin.records_requested, g);
         }
         self.stats.origin_requests += 1;
-        Some(origin.issue(Wanted::Records(groups), OriginFile::Tree, start..end))
+        Some(origin.issue(now, Wanted::Records(groups), OriginFile::Tree, start..end))
     }
 
     /// The chunks to ask of the origin next: a run of consecutive chunks it may serve, or
@@ -596,7 +636,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let Some(origin) = self.origin.as_deref_mut() else {
             return;
         };
-        let Some(wanted) = origin.requests.remove(&id) else {
+        let Some(Issued { wanted, .. }) = origin.requests.remove(&id) else {
             return; // answered after a failure was reported, or after a restart
         };
         let expected = self.expected_len(&wanted);
@@ -823,6 +863,29 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
     }
 
+    /// Chunk requests in flight for `origin_deadline` are left to peers as well: the
+    /// pickers may ask a peer that holds them, and the origin's answer, should it come
+    /// first, is kept as usual. Called from `handle_timeout`.
+    pub(super) fn share_slow_origin_chunks(&mut self, now: Time) {
+        let Some(origin) = self.origin.as_deref_mut() else {
+            return;
+        };
+        let deadline = origin.config.origin_deadline;
+        let mut late = Vec::new();
+        for r in origin.requests.values_mut() {
+            if let Wanted::Chunks(run) = &r.wanted
+                && !r.shared
+                && now.saturating_since(r.at) >= deadline
+            {
+                r.shared = true;
+                late.push(run.clone());
+            }
+        }
+        for c in late.into_iter().flatten() {
+            self.release_request(c);
+        }
+    }
+
     /// Request `id` failed. A permanent failure (or too many in a row) ends the origin's
     /// use; otherwise requests wait, doubling the wait per failure in a row.
     pub fn handle_origin_failure(&mut self, now: Time, id: u64, error: OriginError) {
@@ -833,7 +896,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         else {
             return;
         };
-        self.origin_failed(now, wanted, error);
+        self.origin_failed(now, wanted.wanted, error);
     }
 
     fn origin_failed(&mut self, now: Time, wanted: Wanted, error: OriginError) {
@@ -891,8 +954,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         origin.disabled = true;
         let mut chunks: Vec<u64> = origin.parked.keys().copied().collect();
         origin.parked.clear();
-        for w in core::mem::take(&mut origin.requests).into_values() {
-            if let Wanted::Chunks(run) = w {
+        for r in core::mem::take(&mut origin.requests).into_values() {
+            if let Wanted::Chunks(run) = r.wanted {
                 chunks.extend(run);
             }
         }

@@ -618,7 +618,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if ch.deferred.is_clear() || ch.serve.len() > self.config.max_serve_queue / 2 {
             return;
         }
-        let deferred = core::mem::replace(&mut ch.deferred, Binmap::new());
+        let deferred = core::mem::take(&mut ch.deferred);
         let exhausted = Bin::covering(self.addressable().end)
             .is_none_or(|all| self.queue_to_serve(now, ch, all, Some(&deferred)));
         if !exhausted {

@@ -186,6 +186,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             self.push_event(Event::Stats(stats));
         }
         self.half_open.expire(now, UNANSWERED_RESPONSE);
+        self.share_slow_origin_chunks(now);
         self.redial(now);
         let ids: Vec<u32> = self.channels.keys().copied().collect();
         for id in ids {
