@@ -632,3 +632,71 @@ fn a_spoofed_handshake_cannot_end_an_established_channel() {
         "{evs:?}"
     );
 }
+
+/// A public peer's PEX names private, link-local, loopback, broadcast and multicast
+/// addresses: none is contacted (a fetcher once sent handshakes to 169.254.169.254:80,
+/// 127.0.0.1:22 and the LAN); a public address it names is. A peer on the LAN may name
+/// LAN peers.
+#[test]
+fn pex_from_a_public_peer_never_points_us_at_our_lan_or_ourselves() {
+    use std::net::SocketAddr;
+    let data = content(8 * 1024);
+    let cs = 1024u32;
+    let discovered = |from: &str, named: &[&str]| -> Vec<SocketAddr> {
+        let mut victim: Engine<SocketAddr, MemoryStore> = Engine::new(
+            EngineConfig::default(),
+            info(&data, cs as usize),
+            MemoryStore::new(data.len(), cs as usize),
+            Time::ZERO,
+        )
+        .unwrap();
+        let from: SocketAddr = from.parse().unwrap();
+        let root = victim.content().root;
+        victim.handle_datagram(Time::ZERO, from, &opening(&root, 0x5150, cs));
+        let answer = poll(&mut victim, Time::ZERO).unwrap();
+        let ch = answered_channel(&answer.payload, cs);
+        let mut b = DatagramBuilder::new(ch, &codec(cs));
+        for a in named {
+            b.push(&match a.parse::<SocketAddr>().unwrap() {
+                SocketAddr::V4(v4) => Message::PexResV4(v4),
+                SocketAddr::V6(v6) => Message::PexResV6(v6),
+            })
+            .unwrap();
+        }
+        victim.handle_datagram(Time::from_millis(1), from, &b.finish());
+        let mut found = Vec::new();
+        while let Some(e) = victim.poll_event() {
+            if let Event::PeerDiscovered { peer } = e {
+                found.push(peer);
+            }
+        }
+        // Nothing but the sender is ever sent to.
+        while let Some(t) = poll(&mut victim, Time::from_millis(1)) {
+            assert!(t.to == from || found.contains(&t.to), "sent to {}", t.to);
+        }
+        found
+    };
+    let probes = [
+        "10.0.0.1:6778",
+        "192.168.1.1:80",
+        "172.16.0.1:6778",
+        "169.254.169.254:80",
+        "255.255.255.255:6778",
+        "224.0.0.251:5353",
+        "0.0.0.0:6778",
+        "127.0.0.1:22",
+    ];
+    let mut named = probes.to_vec();
+    named.push("198.51.100.7:6778");
+    assert_eq!(
+        discovered("203.0.113.5:7000", &named),
+        ["198.51.100.7:6778".parse::<SocketAddr>().unwrap()]
+    );
+    assert_eq!(
+        discovered(
+            "192.168.1.2:7000",
+            &["192.168.1.3:7000", "224.0.0.251:5353"]
+        ),
+        ["192.168.1.3:7000".parse::<SocketAddr>().unwrap()]
+    );
+}

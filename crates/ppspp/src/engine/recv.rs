@@ -361,8 +361,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 payload,
             } => return self.on_data(now, ch, &chunks, timestamp, payload, hashes),
             Message::PexReq => self.on_pex_request(now, ch),
-            Message::PexResV4(a) => self.on_pex_peer(now, SocketAddr::V4(a)),
-            Message::PexResV6(a) => self.on_pex_peer(now, SocketAddr::V6(a)),
+            Message::PexResV4(a) => self.on_pex_peer(now, ch, SocketAddr::V4(a)),
+            Message::PexResV6(a) => self.on_pex_peer(now, ch, SocketAddr::V6(a)),
             Message::Choke => {
                 ch.choked_by_peer = true;
                 for c in std::mem::take(&mut ch.requests).into_keys() {
@@ -973,7 +973,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         ch.pending_pex_res = candidates;
     }
 
-    fn on_pex_peer(&mut self, now: Time, addr: SocketAddr) {
+    fn on_pex_peer(&mut self, now: Time, ch: &Channel<A>, addr: SocketAddr) {
+        if !super::addr::pex_address_usable(&addr, ch.addr.socket_addr().as_ref()) {
+            return;
+        }
         let Some(peer) = A::from_socket_addr(addr) else {
             return;
         };
