@@ -491,3 +491,123 @@ fn a_false_claim_of_the_edge_does_not_hold_a_newcomer_back() {
         "the window follows verified chunks only"
     );
 }
+
+/// What the first run of a restarted source streamed: other bytes at the same numbers.
+fn earlier_chunk(i: u64) -> Vec<u8> {
+    chunk(i).iter().map(|b| b ^ 0x5a).collect()
+}
+
+/// A source restarted with the same key numbers its chunks from 0 again. A peer that kept
+/// the first run (here the first run's own engine, still holding its window) offers a
+/// viewer of the second run the first run's munros and chunks, signed 5–25 s earlier and
+/// so within `live_max_age`: whether the viewer meets it before or after the real source,
+/// it takes none of them, bans neither peer, and plays the second run. Before munros named
+/// their run, the viewer took the first run's edge and lost the real stream.
+#[test]
+fn an_earlier_run_of_the_source_fools_no_viewer() {
+    let alg = LiveAlgorithm::Ed25519;
+    for per_sig in SIGNINGS {
+        for earlier_first in [true, false] {
+            let run = |seed| {
+                Engine::new_live_source(
+                    EngineConfig {
+                        seed,
+                        ..EngineConfig::default()
+                    },
+                    key(alg),
+                    params(per_sig),
+                    SparseStore::live(CS),
+                    Time::ZERO,
+                )
+                .unwrap()
+            };
+            let mut net = VirtualNet::new(Duration::from_millis(10), 0, 1);
+            // 0: the second (current) run, 1: a viewer, 2: the first run.
+            let mut nodes = vec![
+                run(2),
+                viewer(alg, EngineConfig::default(), per_sig),
+                run(1),
+            ];
+            let mut earlier = 0;
+            while net.now < Time::from_millis(20_000) {
+                let now = net.now;
+                for _ in 0..PER_STEP {
+                    nodes[2]
+                        .push_live_chunk(&earlier_chunk(earlier), now)
+                        .unwrap();
+                    earlier += 1;
+                }
+                net.drain(now, 2, &mut nodes[2]);
+                net.run(&mut nodes, now + Duration::from_millis(100), |_| false);
+            }
+            let next = stream(&mut net, &mut nodes, 0, Time::from_millis(25_000));
+            assert!(earlier > next + 2 * WINDOW, "the first run ran further");
+            let (first, second) = if earlier_first { (2, 0) } else { (0, 2) };
+            nodes[1].connect(first, net.now);
+            let next = stream(&mut net, &mut nodes, next, Time::from_millis(25_500));
+            nodes[1].connect(second, net.now);
+            let next = stream(&mut net, &mut nodes, next, Time::from_millis(40_000));
+            let case =
+                format!("{per_sig} chunks a signature, earlier run met first: {earlier_first}");
+            for e in events(&mut nodes[1]) {
+                assert!(
+                    !matches!(
+                        e,
+                        Event::PeerClosed {
+                            reason: CloseReason::Misbehaving(_),
+                            ..
+                        }
+                    ),
+                    "{case}: {e:?}"
+                );
+            }
+            let held = holds_only_the_stream(&mut nodes[1]);
+            let edge = nodes[1].live_edge().unwrap();
+            assert!(
+                edge <= next && edge + 2 * PER_SIG + 2 * PER_STEP >= next,
+                "{case}: the viewer's edge {edge}, the source's {next}"
+            );
+            assert!(held >= WINDOW / 2, "{case}: {held} chunks held");
+        }
+    }
+}
+
+/// Signatures dated ahead of the viewer's clock by more than `live_max_ahead` are not
+/// taken (one dated a year ahead was, and would never have gone stale), and no peer is
+/// blamed: clocks differ.
+#[test]
+fn munros_dated_far_ahead_are_not_taken() {
+    let alg = LiveAlgorithm::Ed25519;
+    for per_sig in SIGNINGS {
+        let mut net = VirtualNet::new(Duration::from_millis(10), 0, 1);
+        let year_ahead = EngineConfig {
+            wall_clock_offset: Duration::from_secs(365 * 86_400),
+            ..EngineConfig::default()
+        };
+        let src = Engine::new_live_source(
+            year_ahead,
+            key(alg),
+            params(per_sig),
+            SparseStore::live(CS),
+            Time::ZERO,
+        )
+        .unwrap();
+        let mut nodes = vec![src, viewer(alg, EngineConfig::default(), per_sig)];
+        nodes[1].connect(0, Time::ZERO);
+        stream(&mut net, &mut nodes, 0, Time::from_millis(5_000));
+        assert_eq!(nodes[1].live_edge(), Some(0), "{per_sig}");
+        assert_eq!(nodes[1].have().count_filled(), 0, "{per_sig}");
+        for e in events(&mut nodes[1]) {
+            assert!(
+                !matches!(
+                    e,
+                    Event::PeerClosed {
+                        reason: CloseReason::Misbehaving(_),
+                        ..
+                    }
+                ),
+                "{per_sig}: {e:?}"
+            );
+        }
+    }
+}

@@ -106,6 +106,10 @@ pub struct EngineConfig {
     /// §6.1.2 drops too old timestamps). It covers the discard window's span, the time a
     /// munro takes through the swarm and clock differences between hosts.
     pub live_max_age: core::time::Duration,
+    /// Live: how far past our wall clock a signature may be dated (clocks differ between
+    /// hosts); one dated later is not taken, so a munro stamped ahead cannot stay
+    /// acceptable for longer than `live_max_age` after it is signed.
+    pub live_max_ahead: core::time::Duration,
     /// Verified chunks acknowledged together: a datagram that would carry only ACKs and
     /// REQUESTs waits until this many chunks are to be acknowledged or `max_ack_delay`
     /// has passed (TCP's and QUIC's delayed acknowledgements); anything else for that peer
@@ -146,6 +150,7 @@ impl Default for EngineConfig {
             wall_clock_offset: core::time::Duration::ZERO,
             max_held_bytes: None,
             live_max_age: core::time::Duration::from_secs(120),
+            live_max_ahead: core::time::Duration::from_secs(30),
             ack_every: 2,
             max_ack_delay: core::time::Duration::from_millis(10),
             max_have_delay: core::time::Duration::from_millis(25),

@@ -32,7 +32,8 @@ use super::{Engine, PeerAddr};
 use crate::Bin;
 use crate::codec::{CodecConfig, ContentIntegrity, signature_size};
 use crate::live::{
-    LiveError, LivePublicKey, LiveSigningKey, LiveSource, LiveVerifier, SignedMunro, SpecFormat,
+    LiveError, LivePublicKey, LiveSigningKey, LiveSource, LiveVerifier, SignedMunro, SignedWithin,
+    SpecFormat,
 };
 use crate::merkle::{Hash, HashAlgorithm, VerifyingTree};
 use crate::store::ChunkStore;
@@ -110,7 +111,17 @@ pub(super) struct LiveStream {
     /// Sign All, before a chunk verified: one past the newest chunk peers claim
     /// (unverified, the tune-in); chunks up to it may be asked for.
     claimed: u64,
+    /// Sign All: the timestamp of the newest signature heard of a newer run of the
+    /// source, unchecked: followed once ours brings nothing for `QUIET_RUN`.
+    newer_run: Option<u64>,
+    /// When a chunk was last taken (Sign All).
+    last_taken: Option<Time>,
 }
+
+/// Sign All: how long the run followed must bring nothing before an unchecked claim of a
+/// newer run is followed (a live run brings chunks every fraction of a second, so a
+/// forged claim cannot take a viewer off it).
+const QUIET_RUN: core::time::Duration = core::time::Duration::from_secs(3);
 
 /// Sign All: a chunk's signature received ahead of the chunk.
 #[derive(Clone, Debug)]
@@ -248,17 +259,36 @@ impl LiveStream {
         bin: Bin,
         timestamp: u64,
         signature: &[u8],
-        not_before: u64,
+        within: SignedWithin,
     ) -> Result<(), LiveError> {
         let Some((chunk, last)) = bin.chunk_range() else {
             return Ok(());
         };
-        if chunk != last || chunk < self.floor {
-            // Not one chunk's signature, or one we let go of: nothing to check it with.
+        if chunk != last {
             return Ok(());
         }
-        if timestamp < not_before {
+        let newer_run = match &self.side {
+            Side::Viewer(v) => v.claims_newer_run(timestamp),
+            Side::Source(_) => false,
+        };
+        if newer_run {
+            if (within.not_before..=within.not_after).contains(&timestamp)
+                && self.newer_run.is_none_or(|t| t < timestamp)
+            {
+                self.newer_run = Some(timestamp);
+            }
+            return Ok(());
+        }
+        if chunk < self.floor {
+            // One we let go of: nothing to check it with.
+            return Ok(());
+        }
+        if timestamp < within.not_before {
             return Err(LiveError::Stale { bin, timestamp });
+        }
+        if timestamp > within.not_after {
+            // Dated ahead of our clock: perhaps the clocks differ; not kept, no fault.
+            return Ok(());
         }
         ch.pending_signatures.retain(|s| s.chunk != chunk);
         if ch.pending_signatures.len() >= PENDING_SIGNATURES {
@@ -363,7 +393,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             key: key.public_key().clone(),
             params,
         };
-        let source = LiveSource::new(
+        let mut source = LiveSource::new(
             key,
             params.hash,
             format,
@@ -371,6 +401,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             params.discard_window,
         )
         .map_err(live_error)?;
+        // A run of its own, so viewers take no munro of an earlier run of the same key.
+        source.set_session(crate::live::session::session_from_seed(config.seed));
         config.picker = PickerKind::Live {
             discard_window: params.discard_window,
         };
@@ -396,6 +428,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             newest: None,
             copies_sent: BTreeMap::new(),
             claimed: 0,
+            newer_run: None,
+            last_taken: None,
         };
         Engine::with_integrity(
             config,
@@ -562,11 +596,92 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         });
     }
 
-    /// The oldest signature timestamp (NTP) accepted now: `live_max_age` before the wall
-    /// clock; an older signature is stale.
-    fn oldest_signature_accepted(&self, now: Time) -> u64 {
+    /// Sign All: when a claim of a newer run of the source is followed if ours stays quiet.
+    pub(super) fn newer_run_due(&self) -> Option<Time> {
+        let live = self.live()?;
+        live.newer_run?;
+        Some(live.last_taken.map_or(Time::ZERO, |t| t + QUIET_RUN))
+    }
+
+    /// Sign All: follows a claim of a newer run of the source once ours brought nothing
+    /// for `QUIET_RUN`. The claim is seconds old by then and peers do not announce again
+    /// what they announced, so until a chunk of the new run verifies, peers' announcements
+    /// are taken wherever they lie, as an unproven claim of the edge is at any tune-in
+    /// (see the module): the first chunk that verifies bounds them again.
+    pub(super) fn follow_newer_run(&mut self, now: Time) {
+        if self.newer_run_due().is_none_or(|t| now < t) {
+            return;
+        }
+        let Some(timestamp) = self.live_mut().and_then(|l| l.newer_run.take()) else {
+            return;
+        };
+        self.restart_live_viewer(None, timestamp);
+        if let Some(live) = self.live_mut() {
+            live.claimed = LIVE_CHUNKS;
+        }
+    }
+
+    /// The dates a signature may have now (NTP): from `live_max_age` before the wall clock
+    /// (older is stale) to `live_max_ahead` after it.
+    fn signed_within(&self, now: Time) -> SignedWithin {
         let wall = self.wall_clock(now).as_micros();
-        ntp_from_unix_micros(wall.saturating_sub(self.config.live_max_age.as_micros() as u64))
+        let micros = |d: core::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        SignedWithin {
+            not_before: ntp_from_unix_micros(wall.saturating_sub(micros(self.config.live_max_age))),
+            not_after: ntp_from_unix_micros(
+                wall.saturating_add(micros(self.config.live_max_ahead)),
+            ),
+        }
+    }
+
+    /// The source restarted (a genuine munro of a newer run of it came,
+    /// `live::session`): everything of the earlier run is let go of, here and in what we
+    /// know of peers (`ch`, the channel whose datagram brought it, included), and the
+    /// stream is joined anew, following only the run that signed at `timestamp`.
+    fn restart_live_viewer(&mut self, ch: Option<&mut Channel<A>>, timestamp: u64) {
+        let old = self.wanted();
+        let Some(live) = self.live_mut() else {
+            return;
+        };
+        if !matches!(live.side, Side::Viewer(_)) {
+            return;
+        }
+        let Ok(mut fresh) = LiveVerifier::new(
+            live.info.key.clone(),
+            live.info.params.hash,
+            live.format,
+            live.info.params.chunks_per_signature,
+        ) else {
+            return;
+        };
+        fresh.follow_session_of(timestamp);
+        live.side = Side::Viewer(fresh);
+        live.edge = 0;
+        live.floor = 0;
+        live.newest = None;
+        live.claimed = 0;
+        live.newer_run = None;
+        live.last_taken = None;
+        live.copies_sent.clear();
+        while let Some(b) = self.have.find_filled(0..LIVE_CHUNKS) {
+            for c in b.base_offset()..b.base_offset() + b.base_length() {
+                self.store.evict_chunk(c);
+            }
+            self.have_count = self.have_count.saturating_sub(b.base_length());
+            self.have.reset(b);
+        }
+        if let Some(ch) = ch {
+            forget_earlier_run(ch);
+        }
+        for other in self.channels.values_mut() {
+            forget_earlier_run(other);
+        }
+        // A picker as a newcomer's: it hooks in at the new run's edge.
+        self.picker = self.config.picker.build();
+        if self.signs_every_chunk() {
+            self.picker.unanchor();
+        }
+        self.move_window(old);
     }
 
     /// A SIGNED_INTEGRITY from a peer, with the INTEGRITY messages before it: a munro is
@@ -580,7 +695,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         signature: &[u8],
         hashes: &[(Bin, Hash)],
     ) -> Result<(), LiveError> {
-        let not_before = self.oldest_signature_accepted(now);
+        let within = self.signed_within(now);
         let Some(live) = self.live_mut() else {
             return Ok(());
         };
@@ -589,7 +704,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return Ok(());
         };
         if verifier.signs_every_chunk() {
-            return live.chunk_signature(ch, bin, timestamp, signature, not_before);
+            return live.chunk_signature(ch, bin, timestamp, signature, within);
         }
         let Some(&(_, hash)) = hashes.iter().find(|(b, _)| *b == bin) else {
             // Its hash was not sent first (RFC 7574 §6.1.2): it cannot be checked, and
@@ -602,15 +717,31 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             hash,
             signature: signature.to_vec(),
         };
-        match verifier.add_munro(&munro, not_before) {
+        let mut added = verifier.add_munro(&munro, within);
+        if let Err(LiveError::NewSession(_)) = added {
+            self.restart_live_viewer(Some(ch), munro.timestamp);
+            added = match self.live_mut().map(|l| &mut l.side) {
+                Some(Side::Viewer(v)) => v.add_munro(&munro, within),
+                _ => return Ok(()),
+            };
+        }
+        match added {
             Ok(true) => {
                 self.stats.munros_accepted += 1;
                 self.munro_accepted(munro);
                 self.discard_behind_window();
                 Ok(())
             }
-            // Known, or behind the window (a race with our window moving): harmless.
-            Ok(false) | Err(LiveError::BehindWindow(_)) => Ok(()),
+            // Known, or behind the window (a race with our window moving), of an earlier
+            // run of the source (replayed, or relayed by a peer still on it), or dated
+            // ahead of our clock: harmless, and not taken.
+            Ok(false)
+            | Err(
+                LiveError::BehindWindow(_)
+                | LiveError::OtherSession(_)
+                | LiveError::NewSession(_)
+                | LiveError::Ahead { .. },
+            ) => Ok(()),
             Err(e) => {
                 self.stats.munros_rejected += 1;
                 Err(e)
@@ -650,12 +781,23 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let Some(sig) = at.map(|i| ch.pending_signatures.remove(i)) else {
             return Err(LiveError::NoMunro(chunk));
         };
-        let not_before = self.oldest_signature_accepted(now);
+        let within = self.signed_within(now);
         let Some(Side::Viewer(v)) = self.live_mut().map(|l| &mut l.side) else {
             return Err(LiveError::NoMunro(chunk));
         };
-        let munro =
-            v.verify_signed_chunk(chunk, data, sig.timestamp, &sig.signature, not_before)?;
+        let mut verified =
+            v.verify_signed_chunk(chunk, data, sig.timestamp, &sig.signature, within);
+        if let Err(LiveError::NewSession(_)) = verified {
+            self.restart_live_viewer(Some(&mut *ch), sig.timestamp);
+            let Some(Side::Viewer(v)) = self.live_mut().map(|l| &mut l.side) else {
+                return Err(LiveError::NoMunro(chunk));
+            };
+            verified = v.verify_signed_chunk(chunk, data, sig.timestamp, &sig.signature, within);
+        }
+        let munro = verified?;
+        if let Some(live) = self.live_mut() {
+            live.last_taken = Some(now);
+        }
         self.stats.munros_accepted += 1;
         let first = self.live_edge() == Some(0);
         self.munro_accepted(munro);
@@ -760,6 +902,24 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             }
         }
     }
+}
+
+/// A channel after its peer's stream restarted (`restart_live_viewer`): requests are
+/// cancelled and what it and we announced is forgotten, as of chunks that do not exist.
+fn forget_earlier_run<A>(ch: &mut Channel<A>) {
+    for c in core::mem::take(&mut ch.requests).into_keys() {
+        if let Some(b) = Bin::chunk(c) {
+            ch.pending_cancels.push(b);
+        }
+    }
+    ch.request_order.clear();
+    ch.pending_signatures.clear();
+    ch.peer_have.clear();
+    ch.have_out.clear();
+    ch.sent.clear();
+    ch.queued.clear();
+    ch.deferred.clear();
+    ch.munro_told = 0;
 }
 
 /// Requests looked at when choosing the least-sent chunk to serve next.

@@ -872,7 +872,14 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         };
         match verified {
             Ok(()) => self.keep_delivered(now, ch, chunk, data, requested_at),
-            Err(LiveError::NoMunro(_) | LiveError::MissingHash(_) | LiveError::BehindWindow(_)) => {
+            Err(
+                LiveError::NoMunro(_)
+                | LiveError::MissingHash(_)
+                | LiveError::BehindWindow(_)
+                | LiveError::OtherSession(_)
+                | LiveError::NewSession(_)
+                | LiveError::Ahead { .. },
+            ) => {
                 self.stats.chunks_unverifiable += 1;
                 Ok(false)
             }

@@ -157,6 +157,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             self.next_stats,
             self.half_open.next_expiry(UNANSWERED_RESPONSE),
             self.origin.as_ref().and_then(|o| o.wake_at()),
+            self.newer_run_due(),
             self.redials.next_at(),
             self.pick_again.then_some(Time::ZERO),
         ]
@@ -187,6 +188,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         self.half_open.expire(now, UNANSWERED_RESPONSE);
         self.share_slow_origin_chunks(now);
+        self.follow_newer_run(now);
         self.redial(now);
         let ids: Vec<u32> = self.channels.keys().copied().collect();
         for id in ids {

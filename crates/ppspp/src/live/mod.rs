@@ -5,10 +5,11 @@
 
 pub mod key;
 pub mod munro;
+pub mod session;
 pub mod umt;
 pub mod uri;
 
 pub use key::{KeyError, LiveAlgorithm, LivePublicKey, LiveSigningKey};
 pub use munro::{SignedMunro, SpecFormat, signed_bytes, signed_chunk_bytes};
-pub use umt::{LiveError, LiveSource, LiveVerifier, SIGN_ALL};
+pub use umt::{LiveError, LiveSource, LiveVerifier, SIGN_ALL, SignedWithin};
 pub use uri::LiveUri;

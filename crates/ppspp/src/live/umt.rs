@@ -13,6 +13,7 @@
 
 use super::key::{LivePublicKey, LiveSigningKey};
 use super::munro::{SignedMunro, SpecFormat};
+use super::session::{session_of, stamp};
 use crate::Bin;
 use crate::codec::EncodeError;
 use crate::merkle::{Hash, HashAlgorithm};
@@ -51,6 +52,21 @@ pub enum LiveError {
     Finished,
     /// The munro's chunk specification cannot be written in the swarm's addressing.
     Encode(EncodeError),
+    /// A signature dated later than the newest time accepted (`not_after`).
+    Ahead {
+        /// The munro or chunk.
+        bin: Bin,
+        /// Its timestamp.
+        timestamp: u64,
+    },
+    /// A munro (or Sign All chunk) of another run of the source than the one followed
+    /// (`live::session`), no newer than what was accepted: an earlier run's, replayed or
+    /// relayed late. Not taken, and no fault of the peer's.
+    OtherSession(Bin),
+    /// A genuine munro (or chunk) of a run of the source newer than everything accepted:
+    /// the source restarted. The viewer must start over with it
+    /// ([`LiveVerifier::new`]); nothing was taken.
+    NewSession(Bin),
 }
 
 impl fmt::Display for LiveError {
@@ -78,6 +94,17 @@ impl fmt::Display for LiveError {
             LiveError::BehindWindow(c) => write!(f, "chunk {c} is behind the discard window"),
             LiveError::Finished => f.write_str("the live stream has ended"),
             LiveError::Encode(e) => write!(f, "{e}"),
+            LiveError::Ahead { bin, timestamp } => write!(
+                f,
+                "munro {} is dated ahead of our clock (NTP {timestamp:#x})",
+                bin.raw()
+            ),
+            LiveError::OtherSession(b) => {
+                write!(f, "munro {} is of an earlier run of the source", b.raw())
+            }
+            LiveError::NewSession(b) => {
+                write!(f, "munro {} is of a newer run of the source", b.raw())
+            }
         }
     }
 }
@@ -137,6 +164,8 @@ pub struct LiveSource {
     leaves: Vec<Hash>,
     signed: VecDeque<Signed>,
     finished: bool,
+    /// This run's tag, in every signature's timestamp (`live::session`).
+    session: u64,
 }
 
 impl LiveSource {
@@ -164,7 +193,14 @@ impl LiveSource {
             leaves: Vec::new(),
             signed: VecDeque::new(),
             finished: false,
+            session: 0,
         })
+    }
+
+    /// Names this run of the source in its signatures (`live::session`); pick it at
+    /// random when the source starts, before the first chunk.
+    pub fn set_session(&mut self, session: u64) {
+        self.session = session;
     }
 
     /// The public key (the swarm ID).
@@ -187,6 +223,7 @@ impl LiveSource {
         if self.finished {
             return Err(LiveError::Finished);
         }
+        let timestamp = stamp(timestamp, self.session);
         if data.is_empty() || data.len() > self.format.chunk_size as usize {
             return Err(LiveError::WrongLength(data.len()));
         }
@@ -217,6 +254,7 @@ impl LiveSource {
             return Err(LiveError::Finished);
         }
         self.finished = true;
+        let timestamp = stamp(timestamp, self.session);
         let mut leaves = std::mem::take(&mut self.leaves);
         let mut first = self.next_chunk - leaves.len() as u64;
         let mut out = Vec::new();
@@ -313,6 +351,27 @@ pub struct LiveVerifier {
     nodes: BTreeMap<Bin, Hash>,
     /// Chunks before this were discarded: nothing behind it is accepted again.
     floor: u64,
+    /// The run of the source followed (`live::session`): that of the first munro taken.
+    session: Option<u64>,
+    /// The newest signature timestamp taken.
+    newest_signed: u64,
+}
+
+/// The times a signature may be dated within (64-bit NTP), as the wall clock allows now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SignedWithin {
+    /// Older is stale.
+    pub not_before: u64,
+    /// Newer is dated ahead of our clock.
+    pub not_after: u64,
+}
+
+impl SignedWithin {
+    /// Any time at all (tests, and callers that check dates themselves).
+    pub const ANY: SignedWithin = SignedWithin {
+        not_before: 0,
+        not_after: u64::MAX,
+    };
 }
 
 impl LiveVerifier {
@@ -332,7 +391,73 @@ impl LiveVerifier {
             munros: BTreeMap::new(),
             nodes: BTreeMap::new(),
             floor: 0,
+            session: None,
+            newest_signed: 0,
         })
+    }
+
+    /// The run of the source this verifier follows, once it took a munro.
+    pub fn session(&self) -> Option<u64> {
+        self.session
+    }
+
+    /// Whether a signature dated `timestamp` (its signature not checked) claims a run of
+    /// the source newer than the one followed: a Sign All signature can be checked only
+    /// with its chunk, so such a claim is all a viewer on an ended run hears of the next.
+    pub fn claims_newer_run(&self, timestamp: u64) -> bool {
+        self.session
+            .is_some_and(|s| s != session_of(timestamp) && timestamp > self.newest_signed)
+    }
+
+    /// Follows the run of the source that signed at `timestamp` from the start (a viewer
+    /// starting over after [`LiveError::NewSession`]): no other run's munro is taken, not
+    /// even before the first of this run's.
+    pub fn follow_session_of(&mut self, timestamp: u64) {
+        self.session = Some(session_of(timestamp));
+    }
+
+    /// Whether a signature is of the run followed: `Ok` if so (or none is followed yet),
+    /// else why not. One of another run is checked with `verify` only if it is newer than
+    /// everything taken and within `within`, since only then does it matter (the source
+    /// restarted). Asked before the window: a new run's chunks start again from 0.
+    fn check_run(
+        &self,
+        bin: Bin,
+        timestamp: u64,
+        within: SignedWithin,
+        verify: impl FnOnce() -> bool,
+    ) -> Result<(), LiveError> {
+        match self.session {
+            Some(s) if s != session_of(timestamp) => {
+                if timestamp <= self.newest_signed || timestamp < within.not_before {
+                    Err(LiveError::OtherSession(bin))
+                } else if timestamp > within.not_after {
+                    Err(LiveError::Ahead { bin, timestamp })
+                } else if verify() {
+                    Err(LiveError::NewSession(bin))
+                } else {
+                    Err(LiveError::BadSignature(bin))
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether a signature's date is within `within`.
+    fn check_date(bin: Bin, timestamp: u64, within: SignedWithin) -> Result<(), LiveError> {
+        if timestamp < within.not_before {
+            return Err(LiveError::Stale { bin, timestamp });
+        }
+        if timestamp > within.not_after {
+            return Err(LiveError::Ahead { bin, timestamp });
+        }
+        Ok(())
+    }
+
+    /// A signature dated `timestamp` was taken.
+    fn took(&mut self, timestamp: u64) {
+        self.session = Some(session_of(timestamp));
+        self.newest_signed = self.newest_signed.max(timestamp);
     }
 
     /// Whether every chunk is signed itself (Sign All): chunks are then checked with
@@ -343,15 +468,16 @@ impl LiveVerifier {
 
     /// Sign All: checks `chunk` against the `signature` and `timestamp` sent before it,
     /// and keeps the signature for relaying the chunk. Refused: not Sign All, a wrong
-    /// length, a chunk behind the discard window, a timestamp before `not_before`, a bad
-    /// signature. Nothing changes on an error.
+    /// length, a chunk behind the discard window, a timestamp outside `within`, another
+    /// run of the source (`OtherSession`, `NewSession`), a bad signature. Nothing changes
+    /// on an error.
     pub fn verify_signed_chunk(
         &mut self,
         chunk: u64,
         data: &[u8],
         timestamp: u64,
         signature: &[u8],
-        not_before: u64,
+        within: SignedWithin,
     ) -> Result<SignedMunro, LiveError> {
         let bin = Bin::chunk(chunk).ok_or(LiveError::NoMunro(chunk))?;
         if !self.signs_every_chunk() {
@@ -360,37 +486,46 @@ impl LiveVerifier {
         if data.is_empty() || data.len() > self.format.chunk_size as usize {
             return Err(LiveError::WrongLength(data.len()));
         }
+        let verified = || {
+            SignedMunro::verified_chunk(
+                &self.key,
+                bin,
+                timestamp,
+                data,
+                signature,
+                self.alg,
+                self.format,
+            )
+        };
+        self.check_run(bin, timestamp, within, || verified().is_some())?;
         if chunk < self.floor {
             return Err(LiveError::BehindWindow(chunk));
         }
-        if timestamp < not_before {
-            return Err(LiveError::Stale { bin, timestamp });
-        }
-        let munro = SignedMunro::verified_chunk(
-            &self.key,
-            bin,
-            timestamp,
-            data,
-            signature,
-            self.alg,
-            self.format,
-        )
-        .ok_or(LiveError::BadSignature(bin))?;
+        Self::check_date(bin, timestamp, within)?;
+        let munro = verified().ok_or(LiveError::BadSignature(bin))?;
+        self.took(timestamp);
         self.munros.insert(chunk, munro.clone());
         self.nodes.insert(bin, munro.hash);
         Ok(munro)
     }
 
     /// Accepts a signed munro: true if new, false if already known. Refused: a bad
-    /// signature, a bin larger than a signing group or overlapping another munro, one
-    /// behind the discard window, or a timestamp before `not_before`. Nothing changes on an
-    /// error.
-    pub fn add_munro(&mut self, munro: &SignedMunro, not_before: u64) -> Result<bool, LiveError> {
+    /// signature, a bin larger than a signing group or overlapping another munro of the
+    /// same run, one behind the discard window, a timestamp outside `within`, or another
+    /// run of the source (`OtherSession`, `NewSession`). Nothing changes on an error.
+    pub fn add_munro(
+        &mut self,
+        munro: &SignedMunro,
+        within: SignedWithin,
+    ) -> Result<bool, LiveError> {
         let bin = munro.bin;
         // Under Sign All a signature covers a chunk's bytes: it is checked with them.
         if bin.is_none() || bin.layer() > self.layer || self.signs_every_chunk() {
             return Err(LiveError::NotAMunro(bin));
         }
+        self.check_run(bin, munro.timestamp, within, || {
+            munro.verify(&self.key, self.format)
+        })?;
         let first = bin.base_offset();
         if first + bin.base_length() <= self.floor {
             return Err(LiveError::BehindWindow(first));
@@ -401,6 +536,7 @@ impl LiveVerifier {
         {
             return Ok(false);
         }
+        Self::check_date(bin, munro.timestamp, within)?;
         let overlaps = self
             .munros
             .range(..first + bin.base_length())
@@ -409,15 +545,10 @@ impl LiveVerifier {
         if overlaps {
             return Err(LiveError::NotAMunro(bin));
         }
-        if munro.timestamp < not_before {
-            return Err(LiveError::Stale {
-                bin,
-                timestamp: munro.timestamp,
-            });
-        }
         if !munro.verify(&self.key, self.format) {
             return Err(LiveError::BadSignature(bin));
         }
+        self.took(munro.timestamp);
         self.munros.insert(first, munro.clone());
         Ok(true)
     }
@@ -543,6 +674,13 @@ mod tests {
         LiveSource::new(key, HashAlgorithm::Sha256, FORMAT, per_sig, window).unwrap()
     }
 
+    fn since(not_before: u64) -> SignedWithin {
+        SignedWithin {
+            not_before,
+            not_after: u64::MAX,
+        }
+    }
+
     fn verifier(src: &LiveSource, per_sig: u64) -> LiveVerifier {
         LiveVerifier::new(
             src.public_key().clone(),
@@ -576,9 +714,9 @@ mod tests {
         let mut viewer = verifier(&src, 8);
         let mut relay = verifier(&src, 8);
         for m in &munros {
-            assert_eq!(viewer.add_munro(m, 0), Ok(true));
-            assert_eq!(viewer.add_munro(m, 0), Ok(false));
-            relay.add_munro(m, 0).unwrap();
+            assert_eq!(viewer.add_munro(m, SignedWithin::ANY), Ok(true));
+            assert_eq!(viewer.add_munro(m, SignedWithin::ANY), Ok(false));
+            relay.add_munro(m, SignedWithin::ANY).unwrap();
         }
         for i in 0..21 {
             let uncles = src.uncles(i).unwrap();
@@ -589,6 +727,68 @@ mod tests {
                 .verify_chunk(i, &chunk(i), &viewer.uncles(i).unwrap())
                 .unwrap();
         }
+    }
+
+    /// Two runs of one source (the same key, chunks from 0 each time): a viewer of the
+    /// second takes no munro of the first, whatever chunks it covers, and blames nobody
+    /// for it; a viewer that took the first run's moves on when the second's come.
+    #[test]
+    fn munros_of_another_run_of_the_source_are_not_taken() {
+        let run = |session: u64, at: u64| {
+            let mut src = source(4, 1000);
+            src.set_session(session);
+            let munros: Vec<SignedMunro> = (0..16)
+                .flat_map(|i| src.push_chunk(&chunk(i + session), at << 32).unwrap())
+                .collect();
+            (src, munros)
+        };
+        let (src, first) = run(7, 1000);
+        let (_, second) = run(8, 1040);
+        let mut viewer = verifier(&src, 4);
+        viewer.add_munro(&second[0], SignedWithin::ANY).unwrap();
+        assert_eq!(viewer.session(), Some(8));
+        for m in &first {
+            assert_eq!(
+                viewer.add_munro(m, SignedWithin::ANY),
+                Err(LiveError::OtherSession(m.bin)),
+                "the earlier run's munro {:?}",
+                m.bin
+            );
+        }
+        viewer.add_munro(&second[1], SignedWithin::ANY).unwrap();
+        // Taken the earlier run first (its munros were all it had heard of): the later
+        // run's are genuine and newer, so the source restarted.
+        let mut late = verifier(&src, 4);
+        late.add_munro(&first[3], SignedWithin::ANY).unwrap();
+        assert_eq!(
+            late.add_munro(&second[0], SignedWithin::ANY),
+            Err(LiveError::NewSession(second[0].bin))
+        );
+        // A newer date under a forged signature proves nothing.
+        let forger = LiveSigningKey::from_secret(LiveAlgorithm::Ed25519, &[4; 32]).unwrap();
+        let forged = SignedMunro::sign(
+            &forger,
+            second[0].bin,
+            second[0].timestamp,
+            second[0].hash,
+            FORMAT,
+        )
+        .unwrap();
+        assert_eq!(
+            late.add_munro(&forged, SignedWithin::ANY),
+            Err(LiveError::BadSignature(forged.bin))
+        );
+        // Dated past the newest time allowed.
+        let mut fresh = verifier(&src, 4);
+        let ahead = SignedWithin {
+            not_before: 0,
+            not_after: (1040 << 32) - 1,
+        };
+        assert!(matches!(
+            fresh.add_munro(&second[0], ahead),
+            Err(LiveError::Ahead { .. })
+        ));
+        assert_eq!(fresh.session(), None);
     }
 
     #[test]
@@ -607,18 +807,18 @@ mod tests {
         let forger = LiveSigningKey::from_secret(LiveAlgorithm::Ed25519, &[4; 32]).unwrap();
         let forged = SignedMunro::sign(&forger, munros[0].bin, 10, munros[0].hash, FORMAT).unwrap();
         assert_eq!(
-            viewer.add_munro(&forged, 0),
+            viewer.add_munro(&forged, SignedWithin::ANY),
             Err(LiveError::BadSignature(munros[0].bin))
         );
         let mut changed = munros[0].clone();
         changed.hash = HashAlgorithm::Sha256.digest(b"evil");
         assert_eq!(
-            viewer.add_munro(&changed, 0),
+            viewer.add_munro(&changed, SignedWithin::ANY),
             Err(LiveError::BadSignature(munros[0].bin))
         );
         // Too old, or larger than a signing group.
         assert!(matches!(
-            viewer.add_munro(&munros[0], 11),
+            viewer.add_munro(&munros[0], since(11)),
             Err(LiveError::Stale { .. })
         ));
         let big = SignedMunro::sign(
@@ -630,21 +830,21 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            viewer.add_munro(&big, 0),
+            viewer.add_munro(&big, SignedWithin::ANY),
             Err(LiveError::NotAMunro(big.bin))
         );
-        viewer.add_munro(&munros[0], 0).unwrap();
-        // A munro overlapping an accepted one, even signed by the source.
+        viewer.add_munro(&munros[0], SignedWithin::ANY).unwrap();
+        // A munro overlapping an accepted one of the same run, even signed by the source.
         let inner = SignedMunro::sign(
             &src.key,
             Bin::new(1, 0).unwrap(),
-            10,
+            munros[0].timestamp,
             munros[0].hash,
             FORMAT,
         )
         .unwrap();
         assert_eq!(
-            viewer.add_munro(&inner, 0),
+            viewer.add_munro(&inner, SignedWithin::ANY),
             Err(LiveError::NotAMunro(inner.bin))
         );
 
@@ -698,7 +898,7 @@ mod tests {
         assert!(src.munro_of(24).is_some());
         let mut viewer = verifier(&src, 4);
         for m in &munros {
-            viewer.add_munro(m, 0).unwrap();
+            viewer.add_munro(m, SignedWithin::ANY).unwrap();
         }
         viewer
             .verify_chunk(25, &chunk(25), &src.uncles(25).unwrap())
@@ -708,7 +908,7 @@ mod tests {
         assert!(viewer.uncles(25).is_none());
         // Replayed, an old munro or chunk is refused: memory stays within the window.
         assert_eq!(
-            viewer.add_munro(&munros[6], 0),
+            viewer.add_munro(&munros[6], SignedWithin::ANY),
             Err(LiveError::BehindWindow(24))
         );
         assert_eq!(
@@ -741,25 +941,34 @@ mod tests {
                 (&chunk(i)[..], m.timestamp, &[0u8; 64][..]),
             ] {
                 assert_eq!(
-                    view.verify_signed_chunk(i, data, ts, sig, 0),
+                    view.verify_signed_chunk(i, data, ts, sig, SignedWithin::ANY),
                     Err(LiveError::BadSignature(m.bin))
                 );
             }
             assert_eq!(
-                view.verify_signed_chunk(i, &chunk(i), m.timestamp, &m.signature, m.timestamp + 1),
+                view.verify_signed_chunk(
+                    i,
+                    &chunk(i),
+                    m.timestamp,
+                    &m.signature,
+                    since(m.timestamp + 1)
+                ),
                 Err(LiveError::Stale {
                     bin: m.bin,
                     timestamp: m.timestamp
                 })
             );
             let kept = view
-                .verify_signed_chunk(i, &chunk(i), m.timestamp, &m.signature, 0)
+                .verify_signed_chunk(i, &chunk(i), m.timestamp, &m.signature, SignedWithin::ANY)
                 .unwrap();
             assert_eq!(kept, m);
             assert_eq!(view.munro_of(i), Some(&m), "kept for relaying");
             assert_eq!(view.uncles(i), Some(vec![]));
             // A signature alone proves nothing under Sign All.
-            assert_eq!(view.add_munro(&m, 0), Err(LiveError::NotAMunro(m.bin)));
+            assert_eq!(
+                view.add_munro(&m, SignedWithin::ANY),
+                Err(LiveError::NotAMunro(m.bin))
+            );
         }
         // The source keeps its window's signatures; the viewer lets go of what it is told.
         assert!(src.munro_of(1).is_none() && src.munro_of(2).is_some());
@@ -767,7 +976,7 @@ mod tests {
         assert!(view.munro_of(2).is_none() && view.munro_of(3).is_some());
         let m = src.push_chunk(&chunk(6), 106).unwrap().unwrap();
         assert_eq!(
-            view.verify_signed_chunk(2, &chunk(2), m.timestamp, &m.signature, 0),
+            view.verify_signed_chunk(2, &chunk(2), m.timestamp, &m.signature, SignedWithin::ANY),
             Err(LiveError::BehindWindow(2))
         );
         assert!(
