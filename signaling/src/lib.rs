@@ -32,6 +32,7 @@ pub mod protocol;
 mod redis_config;
 mod registry;
 mod rooms;
+mod send_buffer;
 
 use std::future::Future;
 use std::io;
@@ -174,6 +175,9 @@ pub async fn serve(
             continue;
         };
         let _ = stream.set_nodelay(true);
+        if let Err(e) = send_buffer::limit_unsent(&stream) {
+            tracing::debug!(%peer, error = %e, "TCP_NOTSENT_LOWAT not set");
+        }
         let service = TowerToHyperService::new(app.clone().layer(Extension(ClientAddr(peer))));
         let conn = http1::Builder::new()
             .timer(TokioTimer::new())

@@ -168,3 +168,69 @@ async fn one_sender_cannot_fill_a_peer_queue() {
     drop(sleeper);
     server.stop().await.expect("serve");
 }
+
+/// A member on a slow link reads steadily at `rate` bytes/s while another floods it with
+/// 15 KB signals at 45/s (within its rate limit; most are refused `peer-busy`) for `secs`:
+/// the reader is still connected at the end and got signals all along. Returns how many.
+async fn slow_reader_survives(rate: usize, secs: u64) -> usize {
+    let server = Server::start(Config::default()).await;
+    let room = swarm(23);
+    let mut reader = server.client().await;
+    reader.join(&room).await;
+    let reader_id = reader.id().to_owned();
+    let mut flooder = server.client().await;
+    flooder.join(&room).await;
+    let blob = "x".repeat(15_000);
+    let end = tokio::time::Instant::now() + Duration::from_secs(secs);
+    let flood = tokio::spawn(async move {
+        while tokio::time::Instant::now() < end {
+            let m = json!({"type": "signal", "to": reader_id, "data": blob});
+            if flooder.ws.send(Message::text(m.to_string())).await.is_err() {
+                break;
+            }
+            // Answers (peer-busy) are read so that the flooder's own link stays open.
+            while let Ok(Some(_)) = timeout(Duration::from_millis(1), flooder.ws.next()).await {}
+            tokio::time::sleep(Duration::from_millis(22)).await;
+        }
+        flooder
+    });
+    // Reading at `rate`: one message, then the time its bytes take at that rate.
+    let mut got = 0;
+    let mut last = tokio::time::Instant::now();
+    while tokio::time::Instant::now() < end {
+        match timeout(Duration::from_secs(12), reader.ws.next()).await {
+            Ok(Some(Ok(Message::Text(t)))) => {
+                got += 1;
+                last = tokio::time::Instant::now();
+                let pause = Duration::from_secs_f64(t.len() as f64 / rate as f64);
+                tokio::time::sleep(pause).await;
+            }
+            Ok(Some(Ok(_))) => {}
+            other => panic!(
+                "the reader at {rate} B/s was dropped after {got} signals, {:?} after the last: {other:?}",
+                last.elapsed()
+            ),
+        }
+    }
+    let flooder = flood.await.expect("flooder");
+    // Both still members.
+    let h = server.health().await;
+    assert_eq!(h["peers"], 2, "at {rate} B/s, after {got} signals: {h}");
+    drop((reader, flooder));
+    server.stop().await.expect("serve");
+    got
+}
+
+#[tokio::test]
+async fn a_reader_on_a_50_kb_s_link_is_not_dropped_by_a_sender_within_its_limits() {
+    let got = slow_reader_survives(50_000, 20).await;
+    eprintln!("50 KB/s reader: {got} signals of 15 KB in 20 s");
+    assert!(got >= 30, "{got} signals in 20 s at 50 KB/s");
+}
+
+#[tokio::test]
+async fn a_reader_on_a_25_kb_s_link_is_not_dropped_by_a_sender_within_its_limits() {
+    let got = slow_reader_survives(25_000, 20).await;
+    eprintln!("25 KB/s reader: {got} signals of 15 KB in 20 s");
+    assert!(got >= 15, "{got} signals in 20 s at 25 KB/s");
+}
