@@ -364,6 +364,10 @@ export class Swarm extends Emitter<SwarmEvents> {
           new PpsppError('storage-failed', `chunk ${event.chunk} could not be stored: ${event.message}`),
         );
         break;
+      case 'store-read-failed':
+        // A page's chunks are in memory, which does not fail to read; the native seeder
+        // (whose file can change under it) is what this event is for.
+        break;
       case 'peer-connected':
         // The channel's handshake completed. Users saw `peer-joined` when the data channel
         // opened; the handshake adds nothing they act on (a peer that never answers it is

@@ -288,6 +288,8 @@ export type EngineEvent =
   /** A live stream's edge moved on: chunks up to `end` are signed, at `signedAtMs` (Unix ms, the source's clock). */
   | { type: 'live-edge'; end: number; signedAtMs: number }
   | { type: 'store-failed'; chunk: number; message: string }
+  /** A chunk announced to peers could not be read back from the store to serve it. */
+  | { type: 'store-read-failed'; chunk: number; message: string }
   | { type: 'stats'; stats: EngineStats };
 
 /** The event of type `T`. */
@@ -318,6 +320,7 @@ export const ENGINE_EVENT_FIELDS = {
   complete: { type: 'string' },
   'live-edge': { type: 'string', end: 'number', signedAtMs: 'number' },
   'store-failed': { type: 'string', chunk: 'number', message: 'string' },
+  'store-read-failed': { type: 'string', chunk: 'number', message: 'string' },
   stats: { type: 'string', stats: 'object' },
 } as const satisfies { readonly [T in EngineEvent['type']]: Fields<EngineEventOf<T>> };
 

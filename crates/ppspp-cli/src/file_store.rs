@@ -25,13 +25,31 @@ pub struct FileStore {
     /// For a fetch: the temporary path and the final one, until committed.
     paths: Option<(PathBuf, PathBuf)>,
     committed: Option<PathBuf>,
+    /// For a seeder: the file as it was hashed, looked at again now and then.
+    watched: Option<Watched>,
 }
+
+/// A seeded file's length and modification time when it was opened: a file that shrinks
+/// or is rewritten would be served past its end or with bytes its hashes do not match.
+#[derive(Debug)]
+struct Watched {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    checked: std::time::Instant,
+    /// Set once a change is seen: every read fails from then on.
+    changed: Option<String>,
+}
+
+/// How often a seeded file's metadata is looked at again (a `fstat` per this, not per
+/// chunk served).
+const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 impl FileStore {
     /// Serves `path` as complete content.
     pub fn open_complete(path: &Path, chunk_size: usize) -> io::Result<FileStore> {
         let file = File::open(path)?;
-        let len = file.metadata()?.len();
+        let meta = file.metadata()?;
+        let len = meta.len();
         let chunks = ppspp::store::chunk_count(len, chunk_size);
         let mut held = Binmap::new();
         for b in Bin::from_chunk_range(0, chunks.saturating_sub(1)) {
@@ -45,7 +63,49 @@ impl FileStore {
             chunks,
             paths: None,
             committed: None,
+            watched: Some(Watched {
+                len,
+                modified: meta.modified().ok(),
+                checked: std::time::Instant::now(),
+                changed: None,
+            }),
         })
+    }
+
+    /// The content's length in bytes.
+    pub fn content_len(&self) -> u64 {
+        self.len
+    }
+
+    /// A seeded file that changed since it was opened: why, or `None`.
+    fn check_unchanged(&mut self) -> Result<(), StoreError> {
+        let Some(w) = self.watched.as_mut() else {
+            return Ok(());
+        };
+        if w.changed.is_none() && w.checked.elapsed() >= WATCH_EVERY {
+            w.checked = std::time::Instant::now();
+            match self.file.metadata() {
+                Ok(m) if m.len() != w.len => {
+                    w.changed = Some(format!(
+                        "the file changed while seeded: it is now {} bytes, it was {} when hashed",
+                        m.len(),
+                        w.len
+                    ));
+                }
+                Ok(m) if m.modified().ok() != w.modified => {
+                    w.changed = Some(
+                        "the file changed while seeded: it was written to since it was hashed"
+                            .into(),
+                    );
+                }
+                Ok(_) => {}
+                Err(e) => w.changed = Some(format!("the seeded file cannot be read: {e}")),
+            }
+        }
+        match &w.changed {
+            Some(why) => Err(StoreError::Backend(why.clone())),
+            None => Ok(()),
+        }
     }
 
     /// Prepares a temporary file beside `output` for content of `len` bytes, with its space
@@ -83,6 +143,7 @@ impl FileStore {
             chunks: ppspp::store::chunk_count(len, chunk_size),
             paths: Some((part, output.to_path_buf())),
             committed: None,
+            watched: None,
         })
     }
 
@@ -211,12 +272,27 @@ impl ChunkStore for FileStore {
         if !Bin::chunk(chunk).is_some_and(|b| self.held.is_filled(b)) {
             return Ok(false);
         }
+        self.check_unchanged()?;
         let start = out.len();
         out.resize(start + (span.end - span.start) as usize, 0);
-        self.file
+        let read = self
+            .file
             .seek(SeekFrom::Start(span.start))
-            .map_err(backend)?;
-        self.file.read_exact(&mut out[start..]).map_err(backend)?;
+            .and_then(|_| self.file.read_exact(&mut out[start..]));
+        if let Err(e) = read {
+            out.truncate(start);
+            if e.kind() == io::ErrorKind::UnexpectedEof
+                && let Some(w) = self.watched.as_mut()
+            {
+                // Shorter than when it was hashed: say so now, not at the next look.
+                w.changed = Some(format!(
+                    "the file changed while seeded: it ends before byte {} of {}",
+                    span.end, w.len
+                ));
+                return self.check_unchanged().map(|()| false);
+            }
+            return Err(backend(e));
+        }
         Ok(true)
     }
 }

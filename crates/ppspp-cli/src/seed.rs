@@ -1,14 +1,14 @@
 //! `ppspp seed FILE`: hash the file, print its swarm URI, serve it until interrupted.
 
 use crate::file_store::FileStore;
-use crate::net::{self, Links};
+use crate::net::{self, Flow, Links};
 use crate::root::{DEFAULT_CHUNK_SIZE, hash_with_progress, parse_chunk_size};
 use crate::rtc::RtcTransport;
 use crate::signal::join_any;
 use crate::stats::StatsPrinter;
 use crate::udp::{self, Clock};
 use clap::Args;
-use ppspp::engine::{Engine, EngineConfig};
+use ppspp::engine::{Engine, EngineConfig, Event};
 use ppspp::merkle::HashAlgorithm;
 use ppspp::uri::SwarmUri;
 use std::net::SocketAddr;
@@ -112,6 +112,14 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
     let tree = hash_with_progress(&args.file, args.hash, args.chunk_size)?;
     let store = FileStore::open_complete(&args.file, args.chunk_size)
         .map_err(|e| format!("cannot open {}: {e}", args.file.display()))?;
+    if store.content_len() != tree.content_len() {
+        return Err(format!(
+            "{} changed while it was hashed ({} bytes hashed, {} now): seed it again once it is complete",
+            args.file.display(),
+            tree.content_len(),
+            store.content_len()
+        ));
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -156,6 +164,9 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
             serving.join(" and ")
         );
         let stats = args.stats_json.then(StatsPrinter::new);
+        // A file that changed under us is no longer the content of this swarm: serving on
+        // would only get us banned by every fetcher, so the seeder stops and says why.
+        let mut changed = None;
         net::run(
             &mut engine,
             Links {
@@ -166,10 +177,22 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
             },
             &clock,
             stats,
-            net::report_peers,
+            |engine, event| match event {
+                Event::StoreReadFailed { error, .. } => {
+                    changed = Some(error);
+                    Flow::Stop
+                }
+                other => net::report_peers(engine, other),
+            },
             crate::shutdown_signal(),
         )
         .await;
-        Ok(())
+        match changed {
+            Some(e) => Err(format!(
+                "stopped seeding {}: {e}; run ppspp seed again to serve its new content (a new swarm)",
+                args.file.display()
+            )),
+            None => Ok(()),
+        }
     })
 }

@@ -325,3 +325,75 @@ fn a_full_disk_is_reported_as_such() {
     assert!(started.elapsed() < Duration::from_secs(15));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A seeded file that shrinks or is rewritten while seeded is no longer the swarm's
+/// content: the seeder stops with a message saying so instead of announcing chunks it
+/// cannot deliver (every fetcher stalled) or serving new bytes under the old hashes (every
+/// fetcher banned it).
+#[test]
+fn a_seeded_file_that_changes_stops_the_seeder_with_a_reason() {
+    type Change = fn(&std::path::Path);
+    let cases: [(&str, Change); 2] = [
+        ("truncated", |p: &std::path::Path| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_len(100 * 1024)
+                .unwrap()
+        }),
+        ("rewritten", |p: &std::path::Path| {
+            std::fs::write(p, content(400 * 1024, 99)).unwrap()
+        }),
+    ];
+    for (case, change) in cases {
+        let dir = temp_dir(&format!("changed-{case}"));
+        let file = dir.join("v.bin");
+        std::fs::write(&file, content(400 * 1024, 21)).unwrap();
+        let out = std::fs::File::create(dir.join("seed.out")).unwrap();
+        let err = std::fs::File::create(dir.join("seed.err")).unwrap();
+        let seeder = ppspp()
+            .args(["seed", file.to_str().unwrap(), "--udp", "127.0.0.1:0"])
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let uri = loop {
+            let text = std::fs::read_to_string(dir.join("seed.out")).unwrap();
+            if let Some(line) = text.lines().next().filter(|l| l.starts_with("ppspp://")) {
+                break line.to_owned();
+            }
+            assert!(Instant::now() < deadline, "{case}: no URI");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        change(&file);
+        // Past the seeder's next look at the file.
+        std::thread::sleep(Duration::from_millis(300));
+        let fetched = run(
+            &[
+                "fetch",
+                &uri,
+                "-o",
+                dir.join("copy.bin").to_str().unwrap(),
+                "--give-up-after",
+                "5",
+            ],
+            Duration::from_secs(30),
+        );
+        let said = stderr(&fetched);
+        assert!(!fetched.status.success(), "{case}: fetched a changed file");
+        assert!(
+            !said.contains("rejected chunk"),
+            "{case}: a bad chunk was served: {said}"
+        );
+        let o = finish(seeder, Duration::from_secs(20), "the seeder");
+        let err = std::fs::read_to_string(dir.join("seed.err")).unwrap();
+        assert!(!o.status.success(), "{case}: {err}");
+        assert!(
+            err.contains("stopped seeding") && err.contains("changed while seeded"),
+            "{case}: {err}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -229,6 +229,11 @@ pub fn event_object(event: &Event<u32>) -> JsValue {
             ("chunk", num(*chunk)),
             ("message", error.to_string().into()),
         ]),
+        Event::StoreReadFailed { chunk, error } => object(&[
+            ("type", "store-read-failed".into()),
+            ("chunk", num(*chunk)),
+            ("message", error.to_string().into()),
+        ]),
         Event::Stats(s) => object(&[("type", "stats".into()), ("stats", stats_object(s))]),
     }
 }

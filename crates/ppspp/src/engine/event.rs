@@ -144,6 +144,15 @@ pub enum Event<A> {
         /// What the store reported.
         error: StoreError,
     },
+    /// A chunk we announced could not be read back from the store to serve it (the file
+    /// behind a seeder changed or went away). Nothing is sent for it; the adapter decides
+    /// whether to go on serving the rest.
+    StoreReadFailed {
+        /// The chunk index.
+        chunk: u64,
+        /// What the store reported.
+        error: StoreError,
+    },
     /// The periodic figures, when [`EngineConfig::stats_interval`](super::EngineConfig) is set.
     Stats(Stats),
 }

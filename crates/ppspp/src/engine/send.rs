@@ -1,6 +1,7 @@
 //! Outgoing datagrams: handshakes, control messages, and DATA with its hashes.
 
 use super::channel::{Channel, InFlight, MAX_KEEPALIVE};
+use super::event::Event;
 use super::handshake::our_options;
 use super::recv::pex_message;
 use super::{Engine, PeerAddr};
@@ -510,6 +511,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if !matches!(read, Ok(true)) {
             // The store lost it (or never had it): nothing to send for this request.
             self.scratch = data;
+            if let Err(error) = read {
+                self.push_event(Event::StoreReadFailed { chunk, error });
+            }
             return false;
         }
         w.set_max_len(ch.codec.max_datagram_len);
