@@ -25,6 +25,7 @@
 mod cluster;
 mod config;
 mod conn;
+mod http_conns;
 pub mod ice;
 mod ip_limits;
 mod mailbox;
@@ -146,6 +147,7 @@ pub async fn serve(
         .unwrap_or(u32::MAX)
         .min(u32::try_from(Semaphore::MAX_PERMITS).unwrap_or(u32::MAX));
     let http_slots = Arc::new(Semaphore::new(http_capacity as usize));
+    let http_conns = Arc::new(http_conns::HttpConns::default());
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -170,9 +172,15 @@ pub async fn serve(
             tracing::debug!(%peer, "connection refused: max_http_connections_per_ip reached");
             continue;
         };
-        let Ok(slot) = http_slots.clone().try_acquire_owned() else {
-            tracing::debug!(%peer, "connection refused: max_http_connections reached");
-            continue;
+        // Every slot taken: the oldest connection makes room if it has been open long
+        // enough (`http_conns`), and this one waits for its slot.
+        let slot = match http_slots.clone().try_acquire_owned() {
+            Ok(slot) => Some(slot),
+            Err(_) if http_conns.evict_oldest() => None,
+            Err(_) => {
+                tracing::debug!(%peer, "connection refused: max_http_connections reached");
+                continue;
+            }
         };
         let _ = stream.set_nodelay(true);
         if let Err(e) = send_buffer::limit_unsent(&stream) {
@@ -185,7 +193,19 @@ pub async fn serve(
             .serve_connection(TokioIo::new(stream), service)
             .with_upgrades();
         let mut stop = shared.shutdown.clone();
+        let (slots, conns) = (http_slots.clone(), http_conns.clone());
         tokio::spawn(async move {
+            let slot = match slot {
+                Some(slot) => slot,
+                None => match tokio::time::timeout(http_conns::EVICT_AFTER, slots.acquire_owned())
+                    .await
+                {
+                    Ok(Ok(slot)) => slot,
+                    _ => return,
+                },
+            };
+            let registered = conns.register();
+            let mut evicted = registered.evicted;
             let mut conn = std::pin::pin!(conn);
             let result = tokio::select! {
                 r = conn.as_mut() => r,
@@ -194,7 +214,12 @@ pub async fn serve(
                     conn.as_mut().graceful_shutdown();
                     conn.await
                 }
+                _ = &mut evicted => {
+                    tracing::debug!(%peer, "HTTP connection closed to make room for a newer one");
+                    Ok(())
+                }
             };
+            conns.unregister(registered.id);
             if let Err(e) = result {
                 tracing::trace!(%peer, error = %e, "HTTP connection ended with an error");
             }

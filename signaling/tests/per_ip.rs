@@ -148,3 +148,37 @@ async fn pending_http_connections_per_address() {
     }
     server.stop().await.expect("serve");
 }
+
+/// Half-sent heads from nine addresses, 32 each (each within its per-address limit, 288 in
+/// all against 256 slots): once they have been held a second, `/health` and a WebSocket
+/// from a tenth address are served at once, since the oldest held connection is closed
+/// for each newcomer; before, both were refused for the 10 s header timeout.
+#[tokio::test]
+async fn half_sent_heads_from_several_addresses_leave_room_for_others() {
+    let server = Server::start(Config::default()).await;
+    let mut held = Vec::new();
+    for a in 10..19 {
+        for _ in 0..32 {
+            let mut s = connect_from(&format!("127.0.0.{a}"), server.addr)
+                .await
+                .expect("connect");
+            let _ = s
+                .write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\n")
+                .await;
+            held.push(s);
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let started = tokio::time::Instant::now();
+    let (status, h) = health_from("127.0.0.20", server.addr).await;
+    assert_eq!(status, 200, "{h}");
+    let mut c = Client::connect_from("127.0.0.20", server.addr).await;
+    c.join(&swarm(9)).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "served after {:?}",
+        started.elapsed()
+    );
+    drop(held);
+    server.stop().await.expect("serve");
+}
