@@ -106,7 +106,7 @@ fn describe_channels(ended: &[ChannelStats<net::Peer>]) -> String {
             )
         })
         .collect();
-    format!(" ({})", each.join("; "))
+    format!(" ({})", listed(&each))
 }
 
 /// Resolves once `progress` (the time of the last progress; `None`: never give up) is
@@ -260,7 +260,7 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
     }
     let bind = args.bind.unwrap_or_else(|| default_bind(&peers));
     let started = Instant::now();
-    let (outcome, engine, ended, closed) = runtime.block_on(async {
+    let (outcome, engine, ended, closed, origin_error) = runtime.block_on(async {
         // In the runtime: its client spawns there.
         let mut origin = origin_urls
             .as_ref()
@@ -358,6 +358,8 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
         let progress = crate::progress::download_bar(content.content_len);
         let mut outcome = Outcome::Interrupted;
         let mut closed: Vec<String> = Vec::new();
+        // What the HTTP origin last failed with, for the closing message.
+        let mut origin_error: Option<String> = None;
         let keep = args.keep_seeding;
         let stats = args.stats_json.then(StatsPrinter::new);
         let connected = std::cell::Cell::new(false);
@@ -394,6 +396,13 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
                     progress.suspend(|| eprintln!("rejected chunk {chunk} from {from}: {reason}"));
                     Flow::Continue
                 }
+                Event::OriginCorrupt { chunk, reason } if http_only => {
+                    // No peer to fetch it from: waiting would only run out the clock.
+                    outcome = Outcome::Failed(format!(
+                        "chunk {chunk} from the HTTP origin failed verification ({reason}), and no peer can provide it: the web server's file or tree is not this swarm's content"
+                    ));
+                    Flow::Stop
+                }
                 Event::OriginCorrupt { chunk, reason } => {
                     progress.suspend(|| {
                         eprintln!(
@@ -407,6 +416,7 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
                     retry_in,
                     disabled,
                 } => {
+                    origin_error = Some(error.to_string());
                     let then = match (disabled, retry_in) {
                         (true, _) if engine.peers().count() == 0 && http_only => {
                             outcome = Outcome::Failed(format!("the HTTP origin failed: {error}"));
@@ -485,7 +495,7 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
                 .collect();
             outcome = Outcome::NoPeers(tried);
         }
-        Ok::<_, String>((outcome, engine, ended, closed))
+        Ok::<_, String>((outcome, engine, ended, closed, origin_error))
     })?;
     let content = *engine.content();
     let stats = engine.stats();
@@ -497,28 +507,37 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
     }
     if !complete {
         store.abandon();
+        let origin_said = origin_error
+            .map(|e| format!("; the HTTP origin's last error: {e}"))
+            .unwrap_or_default();
         return Err(match outcome {
+            Outcome::NoPeers(_) if http_only => format!(
+                "could not complete the download from the HTTP origin; {} of {} chunks verified, {} rejected{origin_said}",
+                stats.chunks_have, stats.chunk_count, stats.chunks_rejected
+            ),
             Outcome::NoPeers(why) => format!(
-                "could not complete the download: no peer left ({}); {} of {} chunks verified, {} rejected",
-                why.join("; "),
+                "could not complete the download: no peer left ({}); {} of {} chunks verified, {} rejected{origin_said}",
+                listed(&why),
                 stats.chunks_have,
                 stats.chunk_count,
                 stats.chunks_rejected
             ),
-            Outcome::Stalled => format!(
-                "no chunk could be verified for {} s from the {} connected peer(s){}; {} of {} chunks verified, {} rejected{}",
-                args.give_up_after,
-                ended.len(),
-                describe_channels(&ended),
-                stats.chunks_have,
-                stats.chunk_count,
-                stats.chunks_rejected,
-                if closed.is_empty() {
-                    String::new()
-                } else {
-                    format!("; peers that left: {}", closed.join("; "))
-                }
-            ),
+            Outcome::Stalled => {
+                format!(
+                    "no chunk could be verified for {} s from the {} connected peer(s){}; {} of {} chunks verified, {} rejected{}",
+                    args.give_up_after,
+                    ended.len(),
+                    describe_channels(&ended),
+                    stats.chunks_have,
+                    stats.chunk_count,
+                    stats.chunks_rejected,
+                    if closed.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; peers that left: {}", listed(&closed))
+                    }
+                ) + &origin_said
+            }
             _ => "interrupted before the download completed".into(),
         });
     }
@@ -551,4 +570,22 @@ fn parse_target(text: &str) -> Result<Target, String> {
     text.parse::<SwarmUri>()
         .map(Target::Uri)
         .map_err(|e| format!("not a usable swarm URI ({e}): {text}"))
+}
+
+/// Items most messages need, in full: beyond, a count. Ten thousand dead peers once made a
+/// 260 KB error line.
+const LISTED: usize = 8;
+
+/// `items` joined by "; ", the first `LISTED` of them and how many more.
+fn listed(items: &[String]) -> String {
+    let mut text = items
+        .iter()
+        .take(LISTED)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join("; ");
+    if items.len() > LISTED {
+        text.push_str(&format!("; and {} more", items.len() - LISTED));
+    }
+    text
 }

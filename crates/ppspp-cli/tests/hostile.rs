@@ -397,3 +397,33 @@ fn a_seeded_file_that_changes_stops_the_seeder_with_a_reason() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// A URI naming many peers that never answer: the error names a few and counts the rest
+/// (ten thousand once made a 260 KB line).
+#[test]
+fn many_dead_peers_make_a_short_error() {
+    let dir = temp_dir("dead-peers");
+    let root = "c89800bfc82ed01ed6e3bfd5408c51274491f7d4";
+    let peers: String = (0..200)
+        .map(|i| format!("&udp=127.0.0.1:{}", 20_000 + i))
+        .collect();
+    let uri = format!("ppspp://{root}?len=26121{peers}");
+    let out = dir.join("v.bin");
+    let o = run(
+        &[
+            "fetch",
+            &uri,
+            "-o",
+            out.to_str().unwrap(),
+            "--give-up-after",
+            "2",
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    let last = err.lines().last().unwrap_or_default();
+    assert!(last.contains("and 192 more"), "{last}");
+    assert!(last.len() < 1_000, "{} bytes: {last}", last.len());
+    let _ = std::fs::remove_dir_all(&dir);
+}

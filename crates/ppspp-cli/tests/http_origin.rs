@@ -153,17 +153,20 @@ fn a_corrupt_origin_chunk_is_refused_and_comes_from_a_seeder() {
     let mut bad = data.clone();
     bad[5 * 4096 + 9] ^= 0x10;
     let (dir, uri, _) = publish("corrupt-origin", &data, Some(bad.clone()), Mode::Ranges);
-    // Alone, the fetch cannot complete: it says why and leaves nothing.
+    // Alone, the fetch cannot complete: it says why at once (not after --give-up-after's
+    // 30 s) and leaves nothing.
     let out = dir.join("copy.bin");
-    let err = fetch_fails(
-        &uri,
-        &out,
-        &["--give-up-after", "3"],
-        Duration::from_secs(60),
+    let started = std::time::Instant::now();
+    let err = fetch_fails(&uri, &out, &[], Duration::from_secs(60));
+    assert!(
+        err.contains("chunk 5 from the HTTP origin failed verification")
+            && err.contains("no peer can provide it"),
+        "{err}"
     );
     assert!(
-        err.contains("chunk 5 from the HTTP origin failed verification"),
-        "{err}"
+        started.elapsed() < Duration::from_secs(10),
+        "failed after {:?}",
+        started.elapsed()
     );
     assert_eq!(files_in(&dir), ["v.bin", "v.tree"], "nothing left behind");
     // With a seeder of the true file, it completes: chunk 5 from the seeder.
@@ -198,6 +201,32 @@ fn a_relative_origin_url_is_refused_before_anything_is_fetched() {
         err.contains("must be an absolute http:// or https:// URL"),
         "{err}"
     );
+    assert!(files_in(&dir).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An HTTP-only fetch whose server cannot be reached ends with that reason in its last
+/// line, not "no peer left ()".
+#[test]
+fn an_unreachable_origin_is_named_in_the_last_line() {
+    let dir = temp_dir("unreachable-origin");
+    let root = "c89800bfc82ed01ed6e3bfd5408c51274491f7d4";
+    let uri = format!(
+        "ppspp://{root}?len=26121&http=http://127.0.0.1:9/v.bin&tree=http://127.0.0.1:9/v.tree"
+    );
+    let out = dir.join("copy.bin");
+    let err = fetch_fails(
+        &uri,
+        &out,
+        &["--give-up-after", "3"],
+        Duration::from_secs(30),
+    );
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("from the HTTP origin") && last.contains("could not be reached"),
+        "{last}"
+    );
+    assert!(!last.contains("no peer left"), "{last}");
     assert!(files_in(&dir).is_empty());
     let _ = std::fs::remove_dir_all(&dir);
 }
