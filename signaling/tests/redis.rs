@@ -253,3 +253,75 @@ fn the_binary_refuses_an_unreachable_or_misconfigured_redis() {
         "a prefix without --redis is a mistake"
     );
 }
+
+/// Redis stalls (SIGSTOP) for longer than the peer ttl while clients of three instances
+/// stay connected. Before, when it woke, every peer had expired by Redis's clock, the
+/// first refresh swept the other instances' peers, and clients were told that peers still
+/// connected had left. Now nobody hears of a departure, and signals cross the instances
+/// again within a few seconds.
+#[tokio::test]
+async fn a_redis_stall_longer_than_the_peer_ttl_loses_nobody() {
+    let redis = RedisServer::start();
+    let ttl = Duration::from_secs(3);
+    let config = || Config {
+        redis: Some(RedisConfig {
+            peer_ttl: ttl,
+            ..RedisConfig::new(redis.url())
+        }),
+        ..Config::default()
+    };
+    let servers = [
+        Server::start(config()).await,
+        Server::start(config()).await,
+        Server::start(config()).await,
+    ];
+    let room = swarm(6);
+    let mut clients = Vec::new();
+    for s in &servers {
+        let mut c = s.client().await;
+        c.join(&room).await;
+        clients.push(c);
+    }
+    let [a, b, c] = &mut clients[..] else {
+        unreachable!()
+    };
+    offer_answer(a, b).await;
+    offer_answer(a, c).await;
+    offer_answer(b, c).await;
+
+    redis.stall(true);
+    tokio::time::sleep(ttl + Duration::from_secs(2)).await;
+    redis.stall(false);
+    let woke = Instant::now();
+    for s in &servers {
+        s.wait_health_for(Duration::from_secs(10), "redis answers", |h| {
+            h["status"] == "ok"
+        })
+        .await;
+    }
+    // Signals cross again soon (each instance puts its peers back as Redis answers): a
+    // probe answered `unknown-peer` is sent again.
+    let probe = json!({"sdp": "probe"});
+    loop {
+        a.signal(b.id(), probe.clone()).await;
+        match tokio::time::timeout(Duration::from_millis(300), a.recv()).await {
+            Err(_) => break,
+            Ok(m) => {
+                assert!(
+                    m["type"] == "error" && m["code"] == "unknown-peer",
+                    "a got {m}"
+                );
+                assert!(
+                    woke.elapsed() < Duration::from_secs(5),
+                    "b unknown {:?} after the stall",
+                    woke.elapsed()
+                );
+            }
+        }
+    }
+    b.expect_signal(a.id(), &probe).await;
+    // Nobody was told that another left.
+    for c in [a, b, c] {
+        c.expect_nothing(Duration::from_millis(1_500)).await;
+    }
+}

@@ -7,7 +7,7 @@
 -- status is "ok", "full" or "taken" (the id is in use: draw another).
 local now = now_ms()
 local ttl = tonumber(ARGV[3])
-local expired = sweep(KEYS[1], now, ARGV[6], ARGV[7])
+local expired = sweep(KEYS[1], now, ttl, ARGV[6], ARGV[7])
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then
   return {'full', expired, {}}
 end

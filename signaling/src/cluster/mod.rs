@@ -42,6 +42,9 @@ use inbox::{Inbox, departure_prefix, parse_departure};
 /// How long a Redis command or connection attempt may take before it counts as failed.
 const REDIS_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// How often a refresh is tried while Redis does not answer.
+const DOWN_RETRY: Duration = Duration::from_millis(250);
+
 /// Peer ids refreshed by one script call: bounds how long one call holds Redis.
 const REFRESH_BATCH: usize = 512;
 
@@ -533,15 +536,18 @@ async fn subscriber(node: Arc<Node>, ready: oneshot::Sender<()>) {
     }
 }
 
-/// Refreshes this instance's peers every third of the peer ttl, and at once after the
-/// subscription came back.
+/// Refreshes this instance's peers every third of the peer ttl, at once after the
+/// subscription came back, and every `DOWN_RETRY` while Redis does not answer, so that
+/// peers whose keys expired meanwhile are found again soon after it does.
 async fn refresher(node: Arc<Node>) {
     let mut tick = tokio::time::interval(node.ttl / 3);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        let down = !node.up.load(Ordering::Relaxed);
         tokio::select! {
             _ = tick.tick() => {}
             _ = node.resync.notified() => {}
+            _ = tokio::time::sleep(DOWN_RETRY), if down => {}
         }
         let up = node.refresh().await;
         if node.up.swap(up, Ordering::Relaxed) != up {

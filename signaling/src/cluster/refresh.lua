@@ -10,6 +10,6 @@ for i = 6, #ARGV do
   redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
   redis.call('SET', ARGV[2] .. ARGV[i], ARGV[3], 'PX', ttl)
 end
-local expired = sweep(KEYS[1], now, ARGV[4], ARGV[5])
+local expired = sweep(KEYS[1], now, ttl, ARGV[4], ARGV[5])
 redis.call('PEXPIRE', KEYS[1], 2 * ttl)
 return expired

@@ -74,6 +74,18 @@ impl RedisServer {
         }
     }
 
+    /// Stops it (SIGSTOP) or lets it go on (SIGCONT): a stall, with its connections
+    /// and data kept, as a swapped-out or overloaded Redis.
+    pub fn stall(&self, stopped: bool) {
+        let pid = self.child.as_ref().expect("running").id().to_string();
+        let signal = if stopped { "-STOP" } else { "-CONT" };
+        let ok = Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill {signal} {pid}");
+    }
+
     /// Starts it again, empty, on the same port.
     pub fn restart(&mut self) {
         self.kill();
