@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::{content, files_in, finish, ppspp, root_of, run, seed, stderr, temp_dir, udp_of};
+use common::{
+    content, fetch_fails, files_in, finish, ppspp, root_of, run, seed, stderr, temp_dir, udp_of,
+};
 use ppspp::codec::{
     ChunkAddressing, CodecConfig, ContentIntegrity, DatagramBuilder, Handshake, HandshakeOptions,
     Message, decode_datagram,
@@ -176,19 +178,9 @@ fn a_fetch_that_cannot_start_leaves_no_part_file() {
     let dir = temp_dir("cannot-start");
     let root = "c89800bfc82ed01ed6e3bfd5408c51274491f7d4";
     let uri = format!("ppspp://{root}?len=60000000&cs=65536&udp=127.0.0.1:9");
-    let out = dir.join("v.bin");
-    let o = run(
-        &["fetch", &uri, "-o", out.to_str().unwrap()],
-        Duration::from_secs(20),
-    );
-    assert!(!o.status.success());
-    let err = stderr(&o);
+    let err = fetch_fails(&uri, &dir.join("v.bin"), &[], Duration::from_secs(20));
     assert!(err.contains("cannot start"), "{err}");
-    assert!(
-        files_in(&dir).is_empty(),
-        "left behind: {:?}",
-        files_in(&dir)
-    );
+    assert_eq!(files_in(&dir), Vec::<String>::new(), "left behind");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -408,20 +400,12 @@ fn many_dead_peers_make_a_short_error() {
         .map(|i| format!("&udp=127.0.0.1:{}", 20_000 + i))
         .collect();
     let uri = format!("ppspp://{root}?len=26121{peers}");
-    let out = dir.join("v.bin");
-    let o = run(
-        &[
-            "fetch",
-            &uri,
-            "-o",
-            out.to_str().unwrap(),
-            "--give-up-after",
-            "2",
-        ],
+    let err = fetch_fails(
+        &uri,
+        &dir.join("v.bin"),
+        &["--give-up-after", "2"],
         Duration::from_secs(30),
     );
-    assert!(!o.status.success());
-    let err = stderr(&o);
     let last = err.lines().last().unwrap_or_default();
     assert!(last.contains("and 192 more"), "{last}");
     assert!(last.len() < 1_000, "{} bytes: {last}", last.len());
