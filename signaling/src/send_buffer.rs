@@ -1,9 +1,9 @@
 //! How much a connection's kernel send buffer may hold unsent. Linux grows a TCP send
 //! buffer to megabytes for a receiver that reads slowly, and wakes a blocked writer only
-//! once half of it has drained: at 50 KB/s that is tens of seconds, so one WebSocket write
-//! outlasted `write_timeout` and a client that read steadily was dropped as if it did not
-//! read at all. `TCP_NOTSENT_LOWAT` keeps the unsent bytes near one message, so a write
-//! waits for about one message's worth of the client's reading.
+//! once half of it has drained, which for a slow reader outlasts `write_timeout`: a client
+//! that read steadily was dropped as if it did not read at all. `TCP_NOTSENT_LOWAT` keeps
+//! the unsent bytes near one message, so a write waits for about one message's worth of
+//! the client's reading.
 
 /// Unsent bytes a connection's kernel buffer may hold before a write waits: a little over
 /// one signal (`max_message_bytes` is 16 KiB by default).

@@ -364,6 +364,17 @@ export class Swarm extends Emitter<SwarmEvents> {
           new PpsppError('storage-failed', `chunk ${event.chunk} could not be stored: ${event.message}`),
         );
         break;
+      case 'live-restarted':
+        // The source started a new run of the stream (chunks from 0, perhaps another
+        // initialisation segment): what was appended cannot go on into it.
+        this.emit(
+          'error',
+          new PpsppError(
+            'media-error',
+            'the live stream restarted (a new run of its source): attach again to play it',
+          ),
+        );
+        break;
       case 'store-read-failed':
         // A page's chunks are in memory, which does not fail to read; the native seeder
         // (whose file can change under it) is what this event is for.

@@ -288,6 +288,8 @@ export type EngineEvent =
   /** A live stream's edge moved on: chunks up to `end` are signed, at `signedAtMs` (Unix ms, the source's clock). */
   | { type: 'live-edge'; end: number; signedAtMs: number }
   | { type: 'store-failed'; chunk: number; message: string }
+  /** The live source restarted (a new run of it): the engine joined the new run afresh. */
+  | { type: 'live-restarted' }
   /** A chunk announced to peers could not be read back from the store to serve it. */
   | { type: 'store-read-failed'; chunk: number; message: string }
   | { type: 'stats'; stats: EngineStats };
@@ -321,6 +323,7 @@ export const ENGINE_EVENT_FIELDS = {
   'live-edge': { type: 'string', end: 'number', signedAtMs: 'number' },
   'store-failed': { type: 'string', chunk: 'number', message: 'string' },
   'store-read-failed': { type: 'string', chunk: 'number', message: 'string' },
+  'live-restarted': { type: 'string' },
   stats: { type: 'string', stats: 'object' },
 } as const satisfies { readonly [T in EngineEvent['type']]: Fields<EngineEventOf<T>> };
 

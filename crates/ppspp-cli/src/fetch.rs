@@ -572,8 +572,8 @@ fn parse_target(text: &str) -> Result<Target, String> {
         .map_err(|e| format!("not a usable swarm URI ({e}): {text}"))
 }
 
-/// Items most messages need, in full: beyond, a count. Ten thousand dead peers once made a
-/// 260 KB error line.
+/// Items an error line names in full: beyond, a count, so a URI naming thousands of dead
+/// peers still gives a line a person can read.
 const LISTED: usize = 8;
 
 /// `items` joined by "; ", the first `LISTED` of them and how many more.

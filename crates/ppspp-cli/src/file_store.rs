@@ -185,7 +185,7 @@ fn backend(e: io::Error) -> StoreError {
 
 /// Checks that `output` can become a file, before anything is fetched; returns its
 /// directory.
-fn check_output(output: &Path) -> io::Result<PathBuf> {
+pub(crate) fn check_output(output: &Path) -> io::Result<PathBuf> {
     if output.is_dir() {
         return Err(io::Error::new(
             io::ErrorKind::IsADirectory,

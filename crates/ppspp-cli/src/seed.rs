@@ -109,15 +109,17 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
                 .into(),
         );
     }
+    // Looked at before hashing and after opening: the store watches the file from then on,
+    // so a change while it was hashed is caught here.
+    let stamp = |p: &std::path::Path| std::fs::metadata(p).map(|m| (m.len(), m.modified().ok()));
+    let before = stamp(&args.file).ok();
     let tree = hash_with_progress(&args.file, args.hash, args.chunk_size)?;
     let store = FileStore::open_complete(&args.file, args.chunk_size)
         .map_err(|e| format!("cannot open {}: {e}", args.file.display()))?;
-    if store.content_len() != tree.content_len() {
+    if store.content_len() != tree.content_len() || stamp(&args.file).ok() != before {
         return Err(format!(
-            "{} changed while it was hashed ({} bytes hashed, {} now): seed it again once it is complete",
-            args.file.display(),
-            tree.content_len(),
-            store.content_len()
+            "{} changed while it was hashed: seed it again once it is complete",
+            args.file.display()
         ));
     }
     let runtime = tokio::runtime::Builder::new_current_thread()

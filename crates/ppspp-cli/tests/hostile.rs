@@ -227,6 +227,16 @@ fn a_live_recording_never_writes_through_a_planted_symlink() {
             .is_symlink()
     );
     assert_eq!(files_in(&dir), ["recording.webm", "victim.txt"]);
+    // A directory as the output is refused before anything is recorded.
+    let started = Instant::now();
+    let err = fetch_fails(
+        &uri,
+        &dir,
+        &["--live", "--give-up-after", "20"],
+        Duration::from_secs(30),
+    );
+    assert!(err.contains("is a directory"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(10), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -229,6 +229,7 @@ pub fn event_object(event: &Event<u32>) -> JsValue {
             ("chunk", num(*chunk)),
             ("message", error.to_string().into()),
         ]),
+        Event::LiveRestarted => object(&[("type", "live-restarted".into())]),
         Event::StoreReadFailed { chunk, error } => object(&[
             ("type", "store-read-failed".into()),
             ("chunk", num(*chunk)),

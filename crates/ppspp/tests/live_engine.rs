@@ -497,79 +497,125 @@ fn earlier_chunk(i: u64) -> Vec<u8> {
     chunk(i).iter().map(|b| b ^ 0x5a).collect()
 }
 
+/// A live source of `alg` and `per_sig` whose run is drawn from `seed`.
+fn run_of(alg: LiveAlgorithm, per_sig: u64, seed: u64) -> Node {
+    Engine::new_live_source(
+        EngineConfig {
+            seed,
+            ..EngineConfig::default()
+        },
+        key(alg),
+        params(per_sig),
+        SparseStore::live(CS),
+        Time::ZERO,
+    )
+    .unwrap()
+}
+
+/// Feeds node 2 (an earlier run of the source, its own bytes) until `until`.
+fn stream_earlier(net: &mut VirtualNet, nodes: &mut [Node], mut next: u64, until: Time) -> u64 {
+    while net.now < until {
+        let now = net.now;
+        for _ in 0..PER_STEP {
+            nodes[2].push_live_chunk(&earlier_chunk(next), now).unwrap();
+            next += 1;
+        }
+        net.drain(now, 2, &mut nodes[2]);
+        net.run(nodes, now + Duration::from_millis(100), |_| false);
+    }
+    next
+}
+
+/// No peer was banned, and the viewer holds only the current run and keeps up with it.
+fn follows_the_current_run(viewer: &mut Node, next: u64, case: &str) -> Vec<Event<u32>> {
+    let evs = events(viewer);
+    for e in &evs {
+        assert!(
+            !matches!(
+                e,
+                Event::PeerClosed {
+                    reason: CloseReason::Misbehaving(_),
+                    ..
+                }
+            ),
+            "{case}: {e:?}"
+        );
+    }
+    let held = holds_only_the_stream(viewer);
+    let edge = viewer.live_edge().unwrap();
+    assert!(
+        edge <= next && edge + 2 * PER_SIG + 2 * PER_STEP >= next,
+        "{case}: the viewer's edge {edge}, the source's {next}"
+    );
+    assert!(held >= WINDOW / 2, "{case}: {held} chunks held");
+    evs
+}
+
 /// A source restarted with the same key numbers its chunks from 0 again. A peer that kept
 /// the first run (here the first run's own engine, still holding its window) offers a
-/// viewer of the second run the first run's munros and chunks, signed 5–25 s earlier and
-/// so within `live_max_age`: whether the viewer meets it before or after the real source,
-/// it takes none of them, bans neither peer, and plays the second run. Before munros named
-/// their run, the viewer took the first run's edge and lost the real stream.
+/// newcomer to the second run the first run's munros and chunks, signed 13–25 s earlier
+/// and so within `live_max_age`: whether the viewer meets it before or after the real
+/// source, it takes none of them (too old to join by, or of another run), bans neither
+/// peer, and plays the second run. Before munros named their run, the honest source was
+/// banned (`NotAMunro`) or the viewer took the first run's edge and lost the stream.
 #[test]
 fn an_earlier_run_of_the_source_fools_no_viewer() {
     let alg = LiveAlgorithm::Ed25519;
     for per_sig in SIGNINGS {
         for earlier_first in [true, false] {
-            let run = |seed| {
-                Engine::new_live_source(
-                    EngineConfig {
-                        seed,
-                        ..EngineConfig::default()
-                    },
-                    key(alg),
-                    params(per_sig),
-                    SparseStore::live(CS),
-                    Time::ZERO,
-                )
-                .unwrap()
-            };
             let mut net = VirtualNet::new(Duration::from_millis(10), 0, 1);
             // 0: the second (current) run, 1: a viewer, 2: the first run.
             let mut nodes = vec![
-                run(2),
+                run_of(alg, per_sig, 2),
                 viewer(alg, EngineConfig::default(), per_sig),
-                run(1),
+                run_of(alg, per_sig, 1),
             ];
-            let mut earlier = 0;
-            while net.now < Time::from_millis(20_000) {
-                let now = net.now;
-                for _ in 0..PER_STEP {
-                    nodes[2]
-                        .push_live_chunk(&earlier_chunk(earlier), now)
-                        .unwrap();
-                    earlier += 1;
-                }
-                net.drain(now, 2, &mut nodes[2]);
-                net.run(&mut nodes, now + Duration::from_millis(100), |_| false);
-            }
+            let earlier = stream_earlier(&mut net, &mut nodes, 0, Time::from_millis(12_000));
             let next = stream(&mut net, &mut nodes, 0, Time::from_millis(25_000));
-            assert!(earlier > next + 2 * WINDOW, "the first run ran further");
             let (first, second) = if earlier_first { (2, 0) } else { (0, 2) };
             nodes[1].connect(first, net.now);
             let next = stream(&mut net, &mut nodes, next, Time::from_millis(25_500));
             nodes[1].connect(second, net.now);
             let next = stream(&mut net, &mut nodes, next, Time::from_millis(40_000));
+            assert!(next > earlier + WINDOW, "the second run passed the first");
             let case =
                 format!("{per_sig} chunks a signature, earlier run met first: {earlier_first}");
-            for e in events(&mut nodes[1]) {
-                assert!(
-                    !matches!(
-                        e,
-                        Event::PeerClosed {
-                            reason: CloseReason::Misbehaving(_),
-                            ..
-                        }
-                    ),
-                    "{case}: {e:?}"
-                );
-            }
-            let held = holds_only_the_stream(&mut nodes[1]);
-            let edge = nodes[1].live_edge().unwrap();
-            assert!(
-                edge <= next && edge + 2 * PER_SIG + 2 * PER_STEP >= next,
-                "{case}: the viewer's edge {edge}, the source's {next}"
-            );
-            assert!(held >= WINDOW / 2, "{case}: {held} chunks held");
+            let evs = follows_the_current_run(&mut nodes[1], next, &case);
+            assert!(!evs.contains(&Event::LiveRestarted), "{case}");
         }
     }
+}
+
+/// The source restarts while a viewer watches (a new run, chunks from 0 again) and the
+/// viewer meets the new run: its genuine, newer munros move the viewer to it, which says
+/// so (`LiveRestarted`), lets go of the old run, bans nobody (the old run's peer stays
+/// quiet), and plays the new run past where the old one had reached.
+#[test]
+fn a_viewer_follows_its_source_into_a_new_run() {
+    let alg = LiveAlgorithm::Ed25519;
+    let per_sig = PER_SIG;
+    let mut net = VirtualNet::new(Duration::from_millis(10), 0, 1);
+    let mut nodes = vec![
+        run_of(alg, per_sig, 2),
+        viewer(alg, EngineConfig::default(), per_sig),
+        run_of(alg, per_sig, 1),
+    ];
+    nodes[1].connect(2, Time::ZERO);
+    let earlier = stream_earlier(&mut net, &mut nodes, 0, Time::from_millis(10_000));
+    assert!(
+        nodes[1].live_edge().unwrap() + 2 * PER_SIG >= earlier,
+        "it watched the first run"
+    );
+    let _ = events(&mut nodes[1]);
+    nodes[1].connect(0, net.now);
+    let next = stream(&mut net, &mut nodes, 0, Time::from_millis(55_000));
+    assert!(next > earlier + WINDOW, "the new run passed the old one");
+    let evs = follows_the_current_run(&mut nodes[1], next, "restarted");
+    assert_eq!(
+        evs.iter().filter(|e| **e == Event::LiveRestarted).count(),
+        1,
+        "told once"
+    );
 }
 
 /// Signatures dated ahead of the viewer's clock by more than `live_max_ahead` are not

@@ -117,12 +117,36 @@ pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
             rtc.as_ref().map_or("?", |r| r.signal_url())
         ));
     }
-    // Recorded into a new `NAME.<random>.part` (never through a path planted there) and
-    // renamed over NAME once something was recorded: an existing file is not touched by a
-    // recording that gets nothing.
-    let (part, file) = crate::file_store::create_temporary(req.output)
-        .map_err(|e| format!("cannot write {}: {e}", req.output.display()))?;
-    let part = Unfinished(Some(part));
+    // To a file: recorded into a new `NAME.<random>.part` (never through a path planted
+    // there) and renamed over NAME once something was recorded, so an existing file is not
+    // touched by a recording that gets nothing. To a pipe or a device (`-o /dev/stdout`,
+    // a FIFO a player reads), written as it comes.
+    let cannot = |e: std::io::Error| format!("cannot write {}: {e}", req.output.display());
+    let own = std::fs::symlink_metadata(req.output).ok();
+    let streamed = own.as_ref().is_some_and(|m| {
+        use std::os::unix::fs::FileTypeExt;
+        m.file_type().is_fifo() || m.file_type().is_char_device()
+    });
+    if own.is_some_and(|m| m.file_type().is_symlink())
+        && std::fs::metadata(req.output).is_ok_and(|m| !m.is_file())
+    {
+        // A link to a pipe or a device could be planted to make us write anywhere.
+        return Err(format!(
+            "{} is a link to something that is not a file; name the file, pipe or device itself",
+            req.output.display()
+        ));
+    }
+    let (file, part) = if streamed {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(req.output)
+            .map_err(cannot)?;
+        (file, Unfinished(None))
+    } else {
+        crate::file_store::check_output(req.output).map_err(cannot)?;
+        let (part, file) = crate::file_store::create_temporary(req.output).map_err(cannot)?;
+        (file, Unfinished(Some(part)))
+    };
     let mut recorder = Recorder {
         container,
         file: std::io::BufWriter::new(file),
@@ -185,6 +209,12 @@ pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
                             return Flow::Stop;
                         }
                     }
+                    Event::LiveRestarted => {
+                        // A new run of the source: chunks from 0 again, perhaps another
+                        // initialisation segment. The recording of this run ends here.
+                        eprintln!("live: the stream restarted (a new run of its source); the recording ends");
+                        return Flow::Stop;
+                    }
                     Event::ChunkRejected {
                         chunk,
                         from,
@@ -232,10 +262,15 @@ pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
 struct Unfinished(Option<std::path::PathBuf>);
 
 impl Unfinished {
+    /// Renames the recording into place; if that fails, the recording stays where it is
+    /// and the error names it.
     fn keep_as(mut self, output: &Path) -> std::io::Result<()> {
         match self.0.take() {
-            Some(part) => std::fs::rename(&part, output).inspect_err(|_| {
-                let _ = std::fs::remove_file(&part);
+            Some(part) => std::fs::rename(&part, output).map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("{e}; the recording is kept as {}", part.display()),
+                )
             }),
             None => Ok(()),
         }

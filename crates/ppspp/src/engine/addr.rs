@@ -105,7 +105,15 @@ pub fn pex_address_usable(addr: &SocketAddr, from: Option<&SocketAddr>) -> bool 
         }
         SocketAddr::V6(a) => {
             let ip = a.ip();
-            ip.is_unspecified() || ip.is_multicast() || ip.to_ipv4_mapped().is_some()
+            let seg = ip.segments();
+            // IPv4 inside IPv6 (mapped, compatible, NAT64's 64:ff9b::/96, 6to4's
+            // 2002::/16) could name any IPv4 address behind a public-looking one, and
+            // fec0::/10 is the old site-local range.
+            let embeds_v4 = ip.to_ipv4_mapped().is_some()
+                || (seg[..6] == [0; 6] && !ip.is_loopback())
+                || seg[..6] == [0x64, 0xff9b, 0, 0, 0, 0]
+                || seg[0] == 0x2002;
+            ip.is_unspecified() || ip.is_multicast() || embeds_v4 || (seg[0] & 0xffc0) == 0xfec0
         }
     };
     if special || addr.port() == 0 {
@@ -147,6 +155,10 @@ mod tests {
             "[ff02::1]:7000",
             "[::]:7000",
             "[::ffff:127.0.0.1]:7000",
+            "[::127.0.0.1]:7000",
+            "[64:ff9b::a9fe:a9fe]:80",
+            "[2002:c0a8:101::1]:7000",
+            "[fec0::1]:7000",
             "198.51.100.7:0",
         ] {
             for from in [&public, &lan, &local] {
@@ -159,6 +171,8 @@ mod tests {
         assert!(usable("198.51.100.7:7000", Some(&lan)));
         assert!(!usable("127.0.0.1:7001", Some(&lan)));
         assert!(usable("127.0.0.1:7001", Some(&local)));
+        let local6: SocketAddr = "[::1]:7000".parse().unwrap();
+        assert!(usable("[::1]:7001", Some(&local6)));
         assert!(usable("192.168.1.3:7000", Some(&local)));
     }
 

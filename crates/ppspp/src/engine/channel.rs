@@ -85,6 +85,10 @@ pub(crate) struct Channel<A> {
     pub pending_hashes: Vec<(Bin, Hash)>,
     /// Live: the edge when the newest munro was last sent here on its own (tune-in).
     pub munro_told: u64,
+    /// Live: the peer's last munro was of another run of the source than ours: what it
+    /// announces is of that run, and is not taken (asked for, its chunks would fail to
+    /// verify against our run's munros and get an honest peer banned).
+    pub other_run: bool,
     /// Sign All: signatures received ahead of the chunks they sign (a bounded few).
     pub pending_signatures: Vec<super::live_stream::ChunkSignature>,
     /// Live: the peer's discard window (handshake option 7), applied to what it announces.
@@ -199,6 +203,12 @@ impl<A> Channel<A> {
         }
     }
 
+    /// Whether requested chunks wait to be sent: retransmissions, the serve queue, or
+    /// requests deferred past it.
+    pub fn has_data_to_serve(&self) -> bool {
+        !self.retransmit.is_empty() || !self.serve.is_empty() || !self.deferred.is_clear()
+    }
+
     /// Puts `chunk` (back) on the queue of chunks to send.
     pub fn enqueue(&mut self, chunk: u64) {
         if let Some(b) = Bin::chunk(chunk) {
@@ -263,6 +273,7 @@ impl<A> Channel<A> {
             haves_due_at: None,
             pending_hashes: Vec::new(),
             munro_told: 0,
+            other_run: false,
             pending_signatures: Vec::new(),
             peer_window: None,
             requests: BTreeMap::new(),

@@ -110,6 +110,11 @@ pub struct EngineConfig {
     /// hosts); one dated later is not taken, so a munro stamped ahead cannot stay
     /// acceptable for longer than `live_max_age` after it is signed.
     pub live_max_ahead: core::time::Duration,
+    /// Live: how recent the first signature a viewer takes must be, the one it joins the
+    /// stream at. The source sends each new munro to every peer at once, so an honest
+    /// tune-in is seconds old; a recording of an ended run of the source, replayed, is
+    /// older and is not taken.
+    pub live_tune_in_max_age: core::time::Duration,
     /// Verified chunks acknowledged together: a datagram that would carry only ACKs and
     /// REQUESTs waits until this many chunks are to be acknowledged or `max_ack_delay`
     /// has passed (TCP's and QUIC's delayed acknowledgements); anything else for that peer
@@ -151,6 +156,7 @@ impl Default for EngineConfig {
             max_held_bytes: None,
             live_max_age: core::time::Duration::from_secs(120),
             live_max_ahead: core::time::Duration::from_secs(30),
+            live_tune_in_max_age: core::time::Duration::from_secs(10),
             ack_every: 2,
             max_ack_delay: core::time::Duration::from_millis(10),
             max_have_delay: core::time::Duration::from_millis(25),
@@ -242,6 +248,9 @@ impl EngineConfig {
         }
         if self.max_half_open == 0 {
             return Err(EngineError::Config("max_half_open must be at least 1"));
+        }
+        if self.max_serve_queue == 0 {
+            return Err(EngineError::Config("max_serve_queue must be at least 1"));
         }
         if self.min_request_pipeline == 0 || self.max_request_pipeline < self.min_request_pipeline {
             return Err(EngineError::Config(

@@ -144,6 +144,11 @@ pub enum Event<A> {
         /// What the store reported.
         error: StoreError,
     },
+    /// The live source restarted: a munro of a newer run of it (same key, chunks numbered
+    /// from 0 again) verified. Everything of the earlier run was let go of and the stream
+    /// is joined anew at the new run's edge: a player or recorder of the earlier run must
+    /// start over (the new run may begin with another initialisation segment).
+    LiveRestarted,
     /// A chunk we announced could not be read back from the store to serve it (the file
     /// behind a seeder changed or went away). Nothing is sent for it; the adapter decides
     /// whether to go on serving the rest.

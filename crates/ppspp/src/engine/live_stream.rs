@@ -111,17 +111,7 @@ pub(super) struct LiveStream {
     /// Sign All, before a chunk verified: one past the newest chunk peers claim
     /// (unverified, the tune-in); chunks up to it may be asked for.
     claimed: u64,
-    /// Sign All: the timestamp of the newest signature heard of a newer run of the
-    /// source, unchecked: followed once ours brings nothing for `QUIET_RUN`.
-    newer_run: Option<u64>,
-    /// When a chunk was last taken (Sign All).
-    last_taken: Option<Time>,
 }
-
-/// Sign All: how long the run followed must bring nothing before an unchecked claim of a
-/// newer run is followed (a live run brings chunks every fraction of a second, so a
-/// forged claim cannot take a viewer off it).
-const QUIET_RUN: core::time::Duration = core::time::Duration::from_secs(3);
 
 /// Sign All: a chunk's signature received ahead of the chunk.
 #[derive(Clone, Debug)]
@@ -267,18 +257,6 @@ impl LiveStream {
         if chunk != last {
             return Ok(());
         }
-        let newer_run = match &self.side {
-            Side::Viewer(v) => v.claims_newer_run(timestamp),
-            Side::Source(_) => false,
-        };
-        if newer_run {
-            if (within.not_before..=within.not_after).contains(&timestamp)
-                && self.newer_run.is_none_or(|t| t < timestamp)
-            {
-                self.newer_run = Some(timestamp);
-            }
-            return Ok(());
-        }
         if chunk < self.floor {
             // One we let go of: nothing to check it with.
             return Ok(());
@@ -289,6 +267,12 @@ impl LiveStream {
         if timestamp > within.not_after {
             // Dated ahead of our clock: perhaps the clocks differ; not kept, no fault.
             return Ok(());
+        }
+        if let Side::Viewer(v) = &self.side
+            && v.session() == Some(crate::live::session::session_of(timestamp))
+        {
+            // It signs for our run: what it announces is of our run.
+            ch.other_run = false;
         }
         ch.pending_signatures.retain(|s| s.chunk != chunk);
         if ch.pending_signatures.len() >= PENDING_SIGNATURES {
@@ -428,8 +412,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             newest: None,
             copies_sent: BTreeMap::new(),
             claimed: 0,
-            newer_run: None,
-            last_taken: None,
         };
         Engine::with_integrity(
             config,
@@ -596,41 +578,19 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         });
     }
 
-    /// Sign All: when a claim of a newer run of the source is followed if ours stays quiet.
-    pub(super) fn newer_run_due(&self) -> Option<Time> {
-        let live = self.live()?;
-        live.newer_run?;
-        Some(live.last_taken.map_or(Time::ZERO, |t| t + QUIET_RUN))
-    }
-
-    /// Sign All: follows a claim of a newer run of the source once ours brought nothing
-    /// for `QUIET_RUN`. The claim is seconds old by then and peers do not announce again
-    /// what they announced, so until a chunk of the new run verifies, peers' announcements
-    /// are taken wherever they lie, as an unproven claim of the edge is at any tune-in
-    /// (see the module): the first chunk that verifies bounds them again.
-    pub(super) fn follow_newer_run(&mut self, now: Time) {
-        if self.newer_run_due().is_none_or(|t| now < t) {
-            return;
-        }
-        let Some(timestamp) = self.live_mut().and_then(|l| l.newer_run.take()) else {
-            return;
-        };
-        self.restart_live_viewer(None, timestamp);
-        if let Some(live) = self.live_mut() {
-            live.claimed = LIVE_CHUNKS;
-        }
-    }
-
     /// The dates a signature may have now (NTP): from `live_max_age` before the wall clock
-    /// (older is stale) to `live_max_ahead` after it.
+    /// (older is stale) to `live_max_ahead` after it, and for the first one a viewer takes,
+    /// from `live_tune_in_max_age` before it.
     fn signed_within(&self, now: Time) -> SignedWithin {
         let wall = self.wall_clock(now).as_micros();
         let micros = |d: core::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        let before = |d| ntp_from_unix_micros(wall.saturating_sub(micros(d)));
         SignedWithin {
-            not_before: ntp_from_unix_micros(wall.saturating_sub(micros(self.config.live_max_age))),
+            not_before: before(self.config.live_max_age),
             not_after: ntp_from_unix_micros(
                 wall.saturating_add(micros(self.config.live_max_ahead)),
             ),
+            tune_in_not_before: before(self.config.live_tune_in_max_age),
         }
     }
 
@@ -660,8 +620,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         live.floor = 0;
         live.newest = None;
         live.claimed = 0;
-        live.newer_run = None;
-        live.last_taken = None;
         live.copies_sent.clear();
         while let Some(b) = self.have.find_filled(0..LIVE_CHUNKS) {
             for c in b.base_offset()..b.base_offset() + b.base_length() {
@@ -672,16 +630,24 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         if let Some(ch) = ch {
             forget_earlier_run(ch);
+            // It told us of the new run.
+            ch.other_run = false;
         }
         for other in self.channels.values_mut() {
             forget_earlier_run(other);
+            // Until it sends a munro of the new run, what it announces may be the old run's.
+            other.other_run = true;
         }
+        // Nothing held, nothing asked: what the earlier run's chunks and requests kept
+        // from the pickers is free again.
+        self.exclude.clear();
         // A picker as a newcomer's: it hooks in at the new run's edge.
         self.picker = self.config.picker.build();
         if self.signs_every_chunk() {
             self.picker.unanchor();
         }
         self.move_window(old);
+        self.push_event(Event::LiveRestarted);
     }
 
     /// A SIGNED_INTEGRITY from a peer, with the INTEGRITY messages before it: a munro is
@@ -726,6 +692,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             };
         }
         match added {
+            Ok(_) => ch.other_run = false,
+            Err(LiveError::OtherSession(_)) => ch.other_run = true,
+            Err(_) => {}
+        }
+        match added {
             Ok(true) => {
                 self.stats.munros_accepted += 1;
                 self.munro_accepted(munro);
@@ -740,6 +711,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 LiveError::BehindWindow(_)
                 | LiveError::OtherSession(_)
                 | LiveError::NewSession(_)
+                | LiveError::TooOldToTuneIn(_)
                 | LiveError::Ahead { .. },
             ) => Ok(()),
             Err(e) => {
@@ -795,9 +767,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             verified = v.verify_signed_chunk(chunk, data, sig.timestamp, &sig.signature, within);
         }
         let munro = verified?;
-        if let Some(live) = self.live_mut() {
-            live.last_taken = Some(now);
-        }
         self.stats.munros_accepted += 1;
         let first = self.live_edge() == Some(0);
         self.munro_accepted(munro);

@@ -511,7 +511,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             .map(|ch| ChannelStats {
                 peer: ch.addr.clone(),
                 established: ch.established,
-                send_state: ch.send_state(!ch.serve.is_empty() || !ch.retransmit.is_empty()),
+                send_state: ch.send_state(ch.has_data_to_serve()),
                 cwnd: ch.cc.cwnd(),
                 srtt: ch.rtt.srtt(),
                 queuing_delay: ch.cc.queuing_delay(),

@@ -489,6 +489,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     }
 
     fn on_have(&mut self, now: Time, ch: &mut Channel<A>, spec: &ChunkSpec) {
+        if ch.other_run {
+            return;
+        }
         if let Some((first, last)) = self.clip(spec) {
             self.peer_gained(now, ch, first, last);
         }
@@ -878,6 +881,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 | LiveError::BehindWindow(_)
                 | LiveError::OtherSession(_)
                 | LiveError::NewSession(_)
+                | LiveError::TooOldToTuneIn(_)
                 | LiveError::Ahead { .. },
             ) => {
                 self.stats.chunks_unverifiable += 1;

@@ -393,7 +393,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// held HAVEs along). A guess made before the datagram is built: if it is wrong, HAVEs
     /// go a little early, or wait for the next datagram or their deadline.
     fn company_due(&self, ch: &Channel<A>, now: Time) -> bool {
-        let data_ready = (!ch.retransmit.is_empty() || !ch.serve.is_empty())
+        let data_ready = ch.has_data_to_serve()
             && ch.in_flight.len() < ch.window()
             && now + self.config.pacing_granularity >= ch.next_data;
         ch.pending_choke.is_some()

@@ -118,7 +118,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 ..Deadlines::default()
             };
         }
-        let has_data = !ch.retransmit.is_empty() || !ch.serve.is_empty();
+        let has_data = ch.has_data_to_serve();
         let keepalive = ch.keepalive.min(HAVE_REFRESH);
         Deadlines {
             handshake_retry: None,
@@ -157,7 +157,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             self.next_stats,
             self.half_open.next_expiry(UNANSWERED_RESPONSE),
             self.origin.as_ref().and_then(|o| o.wake_at()),
-            self.newer_run_due(),
             self.redials.next_at(),
             self.pick_again.then_some(Time::ZERO),
         ]
@@ -188,7 +187,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         self.half_open.expire(now, UNANSWERED_RESPONSE);
         self.share_slow_origin_chunks(now);
-        self.follow_newer_run(now);
         self.redial(now);
         let ids: Vec<u32> = self.channels.keys().copied().collect();
         for id in ids {
@@ -323,7 +321,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     0,
                 )
                 .is_some();
-            let serving = !ch.serve.is_empty() || !ch.in_flight.is_empty();
+            let serving = ch.has_data_to_serve() || !ch.in_flight.is_empty();
             if !offers && !serving && ch.requests.is_empty() {
                 return Some(TimerVerdict::Close(CloseReason::NothingToExchange(
                     NOTHING_TO_EXCHANGE,
@@ -345,7 +343,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// Serves at most `max_unchoked` peers: peers asking beyond that are choked until a
     /// slot frees up.
     fn rebalance_chokes(&mut self, now: Time) {
-        let busy = |c: &super::channel::Channel<A>| !c.serve.is_empty() || !c.in_flight.is_empty();
+        let busy =
+            |c: &super::channel::Channel<A>| c.has_data_to_serve() || !c.in_flight.is_empty();
         let serving = self
             .channels
             .values()

@@ -63,6 +63,10 @@ pub enum LiveError {
     /// (`live::session`), no newer than what was accepted: an earlier run's, replayed or
     /// relayed late. Not taken, and no fault of the peer's.
     OtherSession(Bin),
+    /// A munro (or Sign All chunk) too old to join the stream by: a viewer that follows no
+    /// run yet takes only one signed within `SignedWithin::tune_in_not_before`, so a
+    /// recording of an ended run, replayed, does not become its stream. Not taken, no fault.
+    TooOldToTuneIn(Bin),
     /// A genuine munro (or chunk) of a run of the source newer than everything accepted:
     /// the source restarted. The viewer must start over with it
     /// ([`LiveVerifier::new`]); nothing was taken.
@@ -101,6 +105,9 @@ impl fmt::Display for LiveError {
             ),
             LiveError::OtherSession(b) => {
                 write!(f, "munro {} is of an earlier run of the source", b.raw())
+            }
+            LiveError::TooOldToTuneIn(b) => {
+                write!(f, "munro {} is too old to join the stream by", b.raw())
             }
             LiveError::NewSession(b) => {
                 write!(f, "munro {} is of a newer run of the source", b.raw())
@@ -364,6 +371,9 @@ pub struct SignedWithin {
     pub not_before: u64,
     /// Newer is dated ahead of our clock.
     pub not_after: u64,
+    /// A viewer that follows no run yet takes nothing older (it joins the stream at a
+    /// signature this recent).
+    pub tune_in_not_before: u64,
 }
 
 impl SignedWithin {
@@ -371,6 +381,7 @@ impl SignedWithin {
     pub const ANY: SignedWithin = SignedWithin {
         not_before: 0,
         not_after: u64::MAX,
+        tune_in_not_before: 0,
     };
 }
 
@@ -401,14 +412,6 @@ impl LiveVerifier {
         self.session
     }
 
-    /// Whether a signature dated `timestamp` (its signature not checked) claims a run of
-    /// the source newer than the one followed: a Sign All signature can be checked only
-    /// with its chunk, so such a claim is all a viewer on an ended run hears of the next.
-    pub fn claims_newer_run(&self, timestamp: u64) -> bool {
-        self.session
-            .is_some_and(|s| s != session_of(timestamp) && timestamp > self.newest_signed)
-    }
-
     /// Follows the run of the source that signed at `timestamp` from the start (a viewer
     /// starting over after [`LiveError::NewSession`]): no other run's munro is taken, not
     /// even before the first of this run's.
@@ -428,6 +431,10 @@ impl LiveVerifier {
         verify: impl FnOnce() -> bool,
     ) -> Result<(), LiveError> {
         match self.session {
+            // A stale one is left to the date check (it is a fault).
+            None if (within.not_before..within.tune_in_not_before).contains(&timestamp) => {
+                Err(LiveError::TooOldToTuneIn(bin))
+            }
             Some(s) if s != session_of(timestamp) => {
                 if timestamp <= self.newest_signed || timestamp < within.not_before {
                     Err(LiveError::OtherSession(bin))
@@ -677,7 +684,7 @@ mod tests {
     fn since(not_before: u64) -> SignedWithin {
         SignedWithin {
             not_before,
-            not_after: u64::MAX,
+            ..SignedWithin::ANY
         }
     }
 
@@ -781,9 +788,17 @@ mod tests {
         // Dated past the newest time allowed.
         let mut fresh = verifier(&src, 4);
         let ahead = SignedWithin {
-            not_before: 0,
             not_after: (1040 << 32) - 1,
+            ..SignedWithin::ANY
         };
+        let late = SignedWithin {
+            tune_in_not_before: (1040 << 32) + (1 << 32),
+            ..SignedWithin::ANY
+        };
+        assert_eq!(
+            fresh.add_munro(&second[0], late),
+            Err(LiveError::TooOldToTuneIn(second[0].bin))
+        );
         assert!(matches!(
             fresh.add_munro(&second[0], ahead),
             Err(LiveError::Ahead { .. })
