@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# An emulated internet in network namespaces, for tests and benchmarks (issue 13).
+# An emulated internet in network namespaces, for tests and benchmarks.
 #
 #   scripts/wan.sh up NAME [LINK…]   build it; prints the namespaces and addresses
 #   scripts/wan.sh down NAME    remove it (also removes what a crashed run left)
-#   scripts/wan.sh exec NAME NODE CMD...   run CMD inside NODE (pub, home1, home2, home3)
+#   scripts/wan.sh exec NAME NODE CMD...   run CMD inside NODE (pub, home1 … home4)
 #
 # Layout, every address a documentation or private range inside namespaces made here:
 #   NAME-pub    the "internet": 203.0.113.254/24 towards the home routers, and
 #               198.51.100.10/24 for public services (signaling, seeder, coturn).
 #   NAME-rN     home N's router: WAN 203.0.113.N, LAN 192.168.N.1, NAT by nftables:
 #               routers 1 and 2 masquerade keeping source ports (endpoint-independent
-#               mapping, as most home routers); router 3 with random ports per
+#               mapping, as most home routers); routers 3 and 4 with random ports per
 #               connection (symmetric, as carrier-grade NATs).
 #   NAME-homeN  one host behind router N: 192.168.N.2, default route via the router.
 #
@@ -33,7 +33,7 @@ set -euo pipefail
 
 cmd=${1:?usage: wan.sh up|down|exec NAME ...}
 name=${2:?usage: wan.sh up|down|exec NAME ...}
-HOMES=3
+HOMES=4
 top=$(cd "$(dirname "$0")/.." && pwd)
 run_dir=/run/ppspp-wan
 delay=0 jitter=0 loss=0 rate="" seed=1 hosts=()
@@ -63,6 +63,13 @@ add_ns() {
     ip netns exec "$1" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
 }
 
+# Every node's name: pub, r1 … rN, home1 … homeN.
+nodes() {
+    echo pub
+    seq -f 'r%g' "$HOMES"
+    seq -f 'home%g' "$HOMES"
+}
+
 down() {
     for pid in "$run_dir/$name"-r*.pid; do
         [ -e "$pid" ] || continue
@@ -74,10 +81,10 @@ down() {
     done
     # Whatever still runs inside (a server a failed test left) goes with its namespace.
     local n
-    for n in pub r1 r2 r3 home1 home2 home3; do
+    for n in $(nodes); do
         ip netns pids "$name-$n" 2>/dev/null | xargs -r kill 2>/dev/null || true
     done
-    for n in pub r1 r2 r3 home1 home2 home3; do
+    for n in $(nodes); do
         ip netns del "$name-$n" 2>/dev/null || true
         rm -rf "/etc/netns/$name-$n"
     done
@@ -87,7 +94,7 @@ down() {
 names() {
     [ ${#hosts[@]} -gt 0 ] || return 0
     local n h
-    for n in pub r1 r2 r3 home1 home2 home3; do
+    for n in $(nodes); do
         mkdir -p "/etc/netns/$name-$n"
         printf '127.0.0.1 localhost\n' > "/etc/netns/$name-$n/hosts"
         for h in "${hosts[@]}"; do
@@ -117,8 +124,15 @@ shape() {
         sleep 0.05
     done
     grep -q ready "$log" || { echo "wan: the link emulator of $r did not start" >&2; exit 1; }
-    # --queue-bypass: should the emulator die, packets pass instead of vanishing.
-    ip netns exec "$r" iptables -t mangle -A FORWARD -j NFQUEUE --queue-num 0 --queue-bypass
+    # Queued on arrival, before conntrack sees them: a packet held after conntrack leaves its
+    # flow's entry unconfirmed, so the next packet of that flow gets an entry of its own, and
+    # the symmetric router a port of its own (a burst to one server left from four ports,
+    # which no NAT does). --queue-bypass: should the emulator die, packets pass instead of
+    # vanishing.
+    local dev
+    for dev in lan wan; do
+        ip netns exec "$r" iptables -t raw -A PREROUTING -i "$dev" -j NFQUEUE --queue-num 0 --queue-bypass
+    done
 }
 
 up() {
@@ -168,7 +182,7 @@ up() {
         ip netns exec "$h" ip route add default via "192.168.$i.1"
         ip netns exec "$r" sysctl -qw net.ipv4.ip_forward=1
         local how="masquerade"
-        [ "$i" = 3 ] && how="masquerade random"
+        [ "$i" -ge 3 ] && how="masquerade random"
         ip netns exec "$r" nft -f - <<NFT
 table ip nat {
     chain postrouting {
@@ -200,7 +214,7 @@ NFT
         fi
     done
     names
-    echo "wan: $name up: services at 198.51.100.10 in $name-pub; homes $name-home1..$HOMES behind 203.0.113.1..$HOMES (3 is symmetric)"
+    echo "wan: $name up: services at 198.51.100.10 in $name-pub; homes $name-home1..$HOMES behind 203.0.113.1..$HOMES (3 and 4 are symmetric)"
 }
 
 case "$cmd" in

@@ -45,6 +45,19 @@ struct Server {
     /// What is still awaited from it: a binding answer, and (TURN) an allocation answer.
     awaiting_binding: bool,
     awaiting_allocation: bool,
+    /// Allocations asked for again after a stale-nonce answer.
+    allocation_retries: u32,
+}
+
+/// How often an allocation is asked for again after a stale-nonce answer (RFC 8656
+/// §7.3's 438, which a server gives when the nonce it handed out has changed since): the
+/// client starts over and so learns the current nonce.
+const MAX_ALLOCATION_RETRIES: u32 = 2;
+
+/// Whether an allocation error is the server's stale-nonce answer (rtc-turn reports it as
+/// text: "… (error 438: …)").
+fn is_stale_nonce(error: &str) -> bool {
+    error.contains("(error 438")
 }
 
 /// The STUN and TURN clients of one UDP socket.
@@ -157,6 +170,7 @@ impl Gatherer {
                     relay: None,
                     awaiting_binding: true,
                     awaiting_allocation: turn,
+                    allocation_retries: 0,
                 });
             }
         }
@@ -204,11 +218,11 @@ impl Gatherer {
             let msg = self.tagged(now, from, data);
             // A malformed or unexpected message is dropped, as any bad datagram is.
             let _ = self.servers[i].client.handle_read(msg);
-            self.collect(i);
+            self.collect(now, i);
         }
     }
 
-    fn collect(&mut self, i: usize) {
+    fn collect(&mut self, now: Instant, i: usize) {
         while let Some(event) = self.servers[i].client.poll_event() {
             let server = &mut self.servers[i];
             match event {
@@ -225,6 +239,14 @@ impl Gatherer {
                     self.learnt.push_back(Learnt::Relayed(relay));
                 }
                 Event::AllocateError(_, e) => {
+                    let e = e.to_string();
+                    if is_stale_nonce(&e)
+                        && server.allocation_retries < MAX_ALLOCATION_RETRIES
+                        && server.client.allocate(now).is_ok()
+                    {
+                        server.allocation_retries += 1;
+                        continue;
+                    }
                     server.awaiting_allocation = false;
                     self.problems
                         .push(format!("{}: allocation refused: {e}", server.url));
@@ -295,7 +317,7 @@ impl Gatherer {
     pub fn handle_timeout(&mut self, now: Instant) {
         for i in 0..self.servers.len() {
             let _ = self.servers[i].client.handle_timeout(now);
-            self.collect(i);
+            self.collect(now, i);
         }
     }
 }
@@ -369,5 +391,134 @@ mod tests {
         g.handle(now, server, &resp.raw);
         assert_eq!(g.poll_learnt(), Some(Learnt::ServerReflexive(mapped)));
         assert!(g.settled());
+    }
+
+    /// A TURN server's answer to request `req` (sent by the gatherer): same transaction,
+    /// method Allocate, class `class`, with `attrs`.
+    fn answer(
+        req: &[u8],
+        class: stun::message::MessageClass,
+        attrs: Vec<Box<dyn stun::message::Setter>>,
+    ) -> Vec<u8> {
+        let mut r = stun::message::Message::new();
+        r.raw = req.to_vec();
+        r.decode().unwrap();
+        assert_eq!(r.typ.method, stun::message::METHOD_ALLOCATE, "an Allocate");
+        let mut all: Vec<Box<dyn stun::message::Setter>> = vec![
+            Box::new(r.transaction_id),
+            Box::new(stun::message::MessageType::new(
+                stun::message::METHOD_ALLOCATE,
+                class,
+            )),
+        ];
+        all.extend(attrs);
+        let mut m = stun::message::Message::new();
+        m.build(&all).unwrap();
+        m.raw
+    }
+
+    fn error(code: u16, nonce: &str) -> Vec<Box<dyn stun::message::Setter>> {
+        use stun::textattrs::TextAttribute;
+        vec![
+            Box::new(stun::error_code::ErrorCodeAttribute {
+                code: stun::error_code::ErrorCode(code),
+                reason: b"test".to_vec(),
+            }),
+            Box::new(TextAttribute::new(
+                stun::attributes::ATTR_REALM,
+                "ppspp.test".into(),
+            )),
+            Box::new(TextAttribute::new(
+                stun::attributes::ATTR_NONCE,
+                nonce.into(),
+            )),
+        ]
+    }
+
+    /// The next Allocate the gatherer sends (a binding request may come first).
+    fn next_allocate(g: &mut Gatherer) -> Vec<u8> {
+        while let Some((_, bytes)) = g.poll_transmit() {
+            let mut m = stun::message::Message::new();
+            m.raw = bytes.to_vec();
+            m.decode().unwrap();
+            if m.typ.method == stun::message::METHOD_ALLOCATE {
+                return bytes.to_vec();
+            }
+        }
+        panic!("no Allocate request sent");
+    }
+
+    #[test]
+    fn a_stale_nonce_answer_to_the_allocation_is_asked_again_and_then_granted() {
+        let local: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+        let server: SocketAddr = "127.0.0.1:3478".parse().unwrap();
+        let now = Instant::now();
+        let mut turn = IceServer::new(vec!["turn:127.0.0.1:3478".into()]);
+        turn.username = Some("u".into());
+        turn.credential = Some("p".into());
+        let mut g = Gatherer::start(local, &[turn], now);
+        let unauthorized = stun::message::CLASS_ERROR_RESPONSE;
+        // The anonymous attempt is told the realm and nonce; the signed one is told the
+        // nonce went stale (the server's session changed in between).
+        let attempt = next_allocate(&mut g);
+        g.handle(
+            now,
+            server,
+            &answer(&attempt, unauthorized, error(401, "n1")),
+        );
+        let signed = next_allocate(&mut g);
+        g.handle(
+            now,
+            server,
+            &answer(&signed, unauthorized, error(438, "n2")),
+        );
+        assert!(g.problems.is_empty(), "{:?}", g.problems);
+        assert!(!g.settled(), "the allocation is still awaited");
+        // It starts over, learns the current nonce, and the allocation is granted.
+        let again = next_allocate(&mut g);
+        g.handle(now, server, &answer(&again, unauthorized, error(401, "n2")));
+        let signed = next_allocate(&mut g);
+        let relay: SocketAddr = "127.0.0.1:49152".parse().unwrap();
+        let granted = answer(
+            &signed,
+            stun::message::CLASS_SUCCESS_RESPONSE,
+            vec![
+                Box::new(rtc_turn::proto::relayaddr::RelayedAddress {
+                    ip: relay.ip(),
+                    port: relay.port(),
+                }),
+                Box::new(rtc_turn::proto::lifetime::Lifetime(
+                    std::time::Duration::from_secs(600),
+                )),
+            ],
+        );
+        g.handle(now, server, &granted);
+        let learnt: Vec<Learnt> = std::iter::from_fn(|| g.poll_learnt()).collect();
+        assert!(learnt.contains(&Learnt::Relayed(relay)), "{learnt:?}");
+        assert!(g.problems.is_empty(), "{:?}", g.problems);
+    }
+
+    #[test]
+    fn stale_nonce_answers_without_end_are_a_problem_after_a_few_tries() {
+        let local: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+        let server: SocketAddr = "127.0.0.1:3478".parse().unwrap();
+        let now = Instant::now();
+        let mut turn = IceServer::new(vec!["turn:127.0.0.1:3478".into()]);
+        turn.username = Some("u".into());
+        turn.credential = Some("p".into());
+        let mut g = Gatherer::start(local, &[turn], now);
+        let err = stun::message::CLASS_ERROR_RESPONSE;
+        for round in 0..=MAX_ALLOCATION_RETRIES {
+            let attempt = next_allocate(&mut g);
+            g.handle(now, server, &answer(&attempt, err, error(401, "n")));
+            let signed = next_allocate(&mut g);
+            g.handle(now, server, &answer(&signed, err, error(438, "n")));
+            assert_eq!(g.problems.is_empty(), round < MAX_ALLOCATION_RETRIES);
+        }
+        assert!(
+            g.problems[0].contains("allocation refused"),
+            "{:?}",
+            g.problems
+        );
     }
 }

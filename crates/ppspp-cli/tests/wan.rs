@@ -1,12 +1,13 @@
-//! The emulated internet (`scripts/wan.sh`): a seeder on the "public" segment and fetchers
-//! in homes behind NAT routers, one keeping ports (endpoint-independent mapping) and one
-//! symmetric (random ports per destination). Plain UDP needs no STUN there, since the
-//! fetcher opens the channel. Over WebRTC, a seeder and a fetcher in two homes meet
-//! through the addresses STUN taught them, and a fetcher behind the symmetric NAT gets the
-//! file through TURN alone (coturn and the signaling server's credentials). Where
-//! namespaces cannot be made (not root), the test says it was skipped and why;
-//! `PPSPP_REQUIRE_NETNS=1` makes that a failure.
-
+//! The emulated internet (`scripts/wan.sh`): a public segment and homes behind NAT routers,
+//! two keeping ports (endpoint-independent mapping) and two symmetric (random ports per
+//! destination). Plain UDP needs no STUN there, since the fetcher opens the channel. Over
+//! WebRTC, with the signaling server's STUN and TURN (coturn), a seeder and a fetcher meet
+//! whatever their NATs: directly where a path exists (two port-keeping homes; a symmetric
+//! home and the public segment), through the relay where none does (two symmetric homes; a
+//! symmetric and a port-keeping one), each test asserting which pair was selected; and a
+//! fetcher with `--relay-only` gets the file through TURN alone. Where namespaces cannot be
+//! made (not root), the test says it was skipped and why; `PPSPP_REQUIRE_NETNS=1` makes that
+//! a failure.
 mod common;
 
 use common::{Running, content, finish, spawn_command, temp_dir};
@@ -71,7 +72,7 @@ impl Wan {
         }
     }
 
-    /// `ppspp ARGS` inside node `node` (pub, home1, home2, home3).
+    /// `ppspp ARGS` inside node `node` (pub, home1 … home4).
     fn ppspp(&self, node: &str, args: &[&str]) -> Command {
         self.cmd(node, Path::new(env!("CARGO_BIN_EXE_ppspp")), args)
     }
@@ -291,20 +292,27 @@ fn public_services(wan: &Wan, dir: &Path) -> (Running, Running, String) {
     (coturn, signal, url)
 }
 
-/// `ppspp seed` of `data` in home 1 (behind a port-keeping NAT) over WebRTC, with the
-/// welcome's STUN and TURN; returns it and its URI.
-fn seed_in_home1(wan: &Wan, dir: &Path, data: &[u8], signal: &str) -> (Running, String) {
+/// `ppspp seed` of `data` in `node` over WebRTC, bound to `bind`, with the welcome's STUN
+/// and TURN; returns it and its URI.
+fn seed_webrtc(
+    wan: &Wan,
+    node: &str,
+    bind: &str,
+    dir: &Path,
+    data: &[u8],
+    signal: &str,
+) -> (Running, String) {
     let src = dir.join("src.bin");
     std::fs::write(&src, data).unwrap();
     let seeder = spawn_command(wan.ppspp(
-        "home1",
+        node,
         &[
             "seed",
             src.to_str().unwrap(),
             "--signal",
             signal,
             "--bind",
-            "192.168.1.2:0",
+            bind,
             "--chunk-size",
             "8192",
         ],
@@ -312,6 +320,11 @@ fn seed_in_home1(wan: &Wan, dir: &Path, data: &[u8], signal: &str) -> (Running, 
     let uri = seeder.next_line(Duration::from_secs(30));
     assert!(uri.starts_with("ppspp://"), "{uri}");
     (seeder, uri)
+}
+
+/// [`seed_webrtc`] in home 1, behind a port-keeping NAT.
+fn seed_in_home1(wan: &Wan, dir: &Path, data: &[u8], signal: &str) -> (Running, String) {
+    seed_webrtc(wan, "home1", "192.168.1.2:0", dir, data, signal)
 }
 
 fn fetch_webrtc(
@@ -355,6 +368,12 @@ fn native_peers_in_two_homes_meet_through_stun_learnt_addresses() {
         stderr.contains("typ srflx") && stderr.contains("203.0.113.2"),
         "the fetcher learnt no server-reflexive address: {stderr}"
     );
+    // The welcome named a TURN server too: the direct path is the one used.
+    let (local, remote) = selected_pair(&stderr);
+    assert!(
+        local != "relay" && remote != "relay",
+        "hole punching works between these homes, yet {local} -> {remote} was selected"
+    );
 }
 
 #[test]
@@ -385,6 +404,86 @@ fn a_native_fetcher_behind_the_symmetric_nat_gets_the_file_through_turn_alone() 
         "relay only: {stderr}"
     );
     drop(coturn);
+}
+
+/// The pair the fetcher's connection to the seeder settled on, as its "connected over"
+/// line says: (our candidate's type, the seeder's candidate's type).
+fn selected_pair(stderr: &str) -> (String, String) {
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("webrtc: ") && l.contains(" connected over "))
+        .unwrap_or_else(|| panic!("no connection reported: {stderr}"));
+    // "webrtc: PEER connected over LOCAL_TYPE ADDR -> REMOTE_TYPE ADDR"
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words.iter().position(|w| *w == "over").unwrap();
+    (words[at + 1].to_string(), words[at + 4].to_string())
+}
+
+/// A seeder in `seed_node` and a fetcher in `fetch_node`, each with the welcome's STUN
+/// and TURN (no `--relay-only`), every home's path 20 ms each way (what a round trip costs
+/// shows in the order of ICE's exchanges): the fetch gets the file; returns the pair
+/// selected (`None` where namespaces cannot be made).
+fn fetch_across(
+    tag: &str,
+    (seed_node, seed_bind): (&str, &str),
+    (fetch_node, fetch_bind): (&str, &str),
+) -> Option<(String, String)> {
+    let wan = Wan::up(tag, &["--delay", "20"])?;
+    let dir = temp_dir(&format!("wan-{seed_node}-{fetch_node}"));
+    let (coturn, _signal, signal) = public_services(&wan, &dir);
+    let data = content(1_000_000, 17);
+    let (_seeder, uri) = seed_webrtc(&wan, seed_node, seed_bind, &dir, &data, &signal);
+    let out = dir.join("got.bin");
+    let stderr = fetch_webrtc(&wan, fetch_node, fetch_bind, &uri, &out, &[]);
+    assert!(
+        std::fs::read(&out).unwrap() == data,
+        "{fetch_node} got other bytes"
+    );
+    assert!(
+        stderr.contains("typ relay") && stderr.contains("typ srflx"),
+        "the fetcher learnt no relayed or no server-reflexive candidate: {stderr}"
+    );
+    drop(coturn);
+    Some(selected_pair(&stderr))
+}
+
+#[test]
+fn native_peers_behind_two_symmetric_nats_meet_through_turn() {
+    let Some((local, remote)) =
+        fetch_across("e", ("home3", "192.168.3.2:0"), ("home4", "192.168.4.2:0"))
+    else {
+        return;
+    };
+    assert!(
+        local == "relay" || remote == "relay",
+        "no direct path exists between two symmetric NATs, yet {local} -> {remote} was selected"
+    );
+}
+
+#[test]
+fn a_fetcher_behind_a_symmetric_nat_meets_a_seeder_behind_a_port_keeping_one_through_turn() {
+    let Some((local, remote)) =
+        fetch_across("f", ("home1", "192.168.1.2:0"), ("home3", "192.168.3.2:0"))
+    else {
+        return;
+    };
+    assert!(
+        local == "relay" || remote == "relay",
+        "the symmetric NAT drops the seeder's checks, yet {local} -> {remote} was selected"
+    );
+}
+
+#[test]
+fn a_fetcher_behind_a_symmetric_nat_reaches_a_public_seeder_directly() {
+    let Some((local, remote)) =
+        fetch_across("g", ("pub", "198.51.100.10:0"), ("home3", "192.168.3.2:0"))
+    else {
+        return;
+    };
+    assert!(
+        local != "relay" && remote != "relay",
+        "a direct path works here, yet {local} -> {remote} was selected"
+    );
 }
 
 /// The first line of `p` holding `text`, within 15 s.

@@ -60,6 +60,45 @@ struct Conn {
     /// Messages not yet handed to the WebRTC stack, and their bytes.
     queue: VecDeque<Vec<u8>>,
     queued: usize,
+    /// The remote's candidates (from its SDP and trickled), to name the selected pair's.
+    remote_candidates: Vec<RemoteCandidate>,
+    /// Our address and the remote's that DTLS last went over: the selected pair.
+    path: Option<(SocketAddr, SocketAddr)>,
+}
+
+/// A remote ICE candidate's address and type (`host`, `srflx`, `relay`, …).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct RemoteCandidate {
+    addr: SocketAddr,
+    typ: String,
+}
+
+impl RemoteCandidate {
+    /// The candidates of SDP `text` (`a=candidate:` lines, or one trickled line).
+    fn parse_all(text: &str) -> Vec<RemoteCandidate> {
+        text.lines().filter_map(Self::parse).collect()
+    }
+
+    /// `candidate:FOUNDATION COMPONENT PROTO PRIORITY IP PORT typ TYPE …` (RFC 8839 §5.1).
+    fn parse(line: &str) -> Option<RemoteCandidate> {
+        let rest = &line[line.find("candidate:")? + "candidate:".len()..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if f.len() < 8 || f[6] != "typ" {
+            return None;
+        }
+        let ip: std::net::IpAddr = f[4].parse().ok()?;
+        let port: u16 = f[5].parse().ok()?;
+        Some(RemoteCandidate {
+            addr: SocketAddr::new(ip, port),
+            typ: f[7].to_string(),
+        })
+    }
+}
+
+/// Whether `data` is a DTLS record (RFC 7983's demultiplexing: first byte 20..=63), which
+/// goes over the selected pair only; ICE checks (STUN) go over every pair.
+fn is_dtls(data: &[u8]) -> bool {
+    data.first().is_some_and(|b| (20..=63).contains(b))
 }
 
 /// Something to wait for, returned by [`RtcTransport::recv`].
@@ -361,6 +400,8 @@ impl RtcTransport {
                 dead: false,
                 queue: VecDeque::new(),
                 queued: 0,
+                remote_candidates: Vec::new(),
+                path: None,
             },
         );
         self.by_remote.insert(remote.to_string(), id);
@@ -694,6 +735,9 @@ impl RtcTransport {
             return;
         };
         let id = self.insert(from, pc, false, now);
+        if let Some(c) = self.conns.get_mut(&id) {
+            c.remote_candidates = RemoteCandidate::parse_all(sdp);
+        }
         self.sig_out.push((
             from.to_string(),
             json!({"kind": "answer", "sdp": answer, "seeder": self.seeder}),
@@ -711,6 +755,8 @@ impl RtcTransport {
         if conn.pc.accept_answer(sdp).is_err() {
             conn.dead = true;
         }
+        conn.remote_candidates
+            .extend(RemoteCandidate::parse_all(sdp));
         self.drain(id);
     }
 
@@ -725,6 +771,7 @@ impl RtcTransport {
             .unwrap_or("");
         if let Some(conn) = self.conns.get_mut(&id) {
             conn.pc.add_remote_candidate(text);
+            conn.remote_candidates.extend(RemoteCandidate::parse(text));
         }
         self.drain(id);
     }
@@ -759,16 +806,38 @@ impl RtcTransport {
                     source,
                     destination,
                     data,
-                } => match self.gatherer.as_mut() {
-                    // From a relayed candidate: through its TURN server.
-                    Some(g) if g.is_relay(source) => {
-                        g.send_relayed(Instant::now(), source, destination, &data);
+                } => {
+                    if is_dtls(&data) {
+                        conn.path = Some((source, destination));
                     }
-                    _ => self.outbox.push((destination, data)),
-                },
+                    match self.gatherer.as_mut() {
+                        // From a relayed candidate: through its TURN server.
+                        Some(g) if g.is_relay(source) => {
+                            g.send_relayed(Instant::now(), source, destination, &data);
+                        }
+                        _ => self.outbox.push((destination, data)),
+                    }
+                }
                 Output::Open => {
                     if !conn.open {
                         conn.open = true;
+                        if let Some((source, destination)) = conn.path {
+                            let ours = match &self.gatherer {
+                                Some(g) if g.is_relay(source) => "relay",
+                                _ => "host",
+                            };
+                            // An address the remote never named is one its checks came
+                            // from: peer-reflexive.
+                            let theirs = conn
+                                .remote_candidates
+                                .iter()
+                                .find(|c| c.addr == destination)
+                                .map_or("prflx", |c| c.typ.as_str());
+                            eprintln!(
+                                "webrtc: {} connected over {ours} {source} -> {theirs} {destination}",
+                                conn.remote
+                            );
+                        }
                         self.events.push_back(RtcEvent::Open {
                             id,
                             initiator: conn.initiator,
@@ -1069,5 +1138,24 @@ mod tests {
         pump_until_closed(&mut a, &mut b, id).await;
         assert!(started.elapsed() < b.open_timeout / 2);
         server.shutdown().await.unwrap();
+    }
+
+    #[test]
+    fn remote_candidates_are_read_from_sdp_and_trickled_lines() {
+        let sdp = "v=0\r\na=candidate:1 1 udp 2130706431 192.0.2.7 5000 typ host\r\n\
+                   a=candidate:2 1 udp 16777215 198.51.100.10 49152 typ relay raddr 0.0.0.0 rport 0\r\n\
+                   a=candidate:3 1 udp 1 nonsense 1 typ host\r\na=mid:0\r\n";
+        let got = RemoteCandidate::parse_all(sdp);
+        let want = [("192.0.2.7:5000", "host"), ("198.51.100.10:49152", "relay")];
+        assert_eq!(got.len(), 2, "{got:?}");
+        for (c, (addr, typ)) in got.iter().zip(want) {
+            assert_eq!(c.addr, addr.parse::<SocketAddr>().unwrap());
+            assert_eq!(c.typ, typ);
+        }
+        let trickled =
+            "candidate:4 1 udp 1694498815 203.0.113.3 61000 typ srflx raddr 192.168.3.2 rport 4000";
+        assert_eq!(RemoteCandidate::parse(trickled).unwrap().typ, "srflx");
+        assert!(RemoteCandidate::parse("candidate:5 1 udp 1 192.0.2.7 5000").is_none());
+        assert!(is_dtls(&[22, 254, 253]) && !is_dtls(&[0, 1]) && !is_dtls(&[]));
     }
 }
