@@ -448,15 +448,20 @@ mod tests {
         panic!("no Allocate request sent");
     }
 
-    #[test]
-    fn a_stale_nonce_answer_to_the_allocation_is_asked_again_and_then_granted() {
+    /// A gatherer with one TURN server (and its credentials); the server's address.
+    fn turn_gatherer() -> (Gatherer, SocketAddr, Instant) {
         let local: SocketAddr = "127.0.0.1:40000".parse().unwrap();
-        let server: SocketAddr = "127.0.0.1:3478".parse().unwrap();
         let now = Instant::now();
         let mut turn = IceServer::new(vec!["turn:127.0.0.1:3478".into()]);
         turn.username = Some("u".into());
         turn.credential = Some("p".into());
-        let mut g = Gatherer::start(local, &[turn], now);
+        let g = Gatherer::start(local, &[turn], now);
+        (g, "127.0.0.1:3478".parse().unwrap(), now)
+    }
+
+    #[test]
+    fn a_stale_nonce_answer_to_the_allocation_is_asked_again_and_then_granted() {
+        let (mut g, server, now) = turn_gatherer();
         let unauthorized = stun::message::CLASS_ERROR_RESPONSE;
         // The anonymous attempt is told the realm and nonce; the signed one is told the
         // nonce went stale (the server's session changed in between).
@@ -500,13 +505,7 @@ mod tests {
 
     #[test]
     fn stale_nonce_answers_without_end_are_a_problem_after_a_few_tries() {
-        let local: SocketAddr = "127.0.0.1:40000".parse().unwrap();
-        let server: SocketAddr = "127.0.0.1:3478".parse().unwrap();
-        let now = Instant::now();
-        let mut turn = IceServer::new(vec!["turn:127.0.0.1:3478".into()]);
-        turn.username = Some("u".into());
-        turn.credential = Some("p".into());
-        let mut g = Gatherer::start(local, &[turn], now);
+        let (mut g, server, now) = turn_gatherer();
         let err = stun::message::CLASS_ERROR_RESPONSE;
         for round in 0..=MAX_ALLOCATION_RETRIES {
             let attempt = next_allocate(&mut g);
