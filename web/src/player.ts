@@ -347,11 +347,16 @@ export class Player extends Emitter<PlayerEvents> {
     this.cleanup.push(() => target.removeEventListener(type, listener));
   }
 
-  /** Stops feeding MediaSource: playback cannot go on, so the error is fatal. */
+  /**
+   * Stops feeding MediaSource: playback cannot go on, so the error is fatal. The swarm is
+   * left too: nothing more is fetched for a video that cannot play (stats() and have()
+   * keep their last figures; destroy() still releases the video element).
+   */
   private fail(err: PpsppError): void {
     if (this.failed) return;
     this.failed = true;
     this.emit('error', fatal(err) as PpsppError);
+    this.swarm.close();
   }
 
   private scheduleFeed(): void {

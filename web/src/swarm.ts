@@ -109,6 +109,8 @@ export class Swarm extends Emitter<SwarmEvents> {
   private closed = false;
   /** The figures at close(), since the engine they come from is freed then. */
   private finalStats: SwarmStats | null = null;
+  /** The verified ranges at close(), for the same reason. */
+  private finalHave: [number, number][] | null = null;
   private statsTimer: ReturnType<typeof setInterval> | null = null;
   private lonelyTimer: ReturnType<typeof setInterval> | null = null;
   private lonelySince: number | null = null;
@@ -447,21 +449,25 @@ export class Swarm extends Emitter<SwarmEvents> {
   /** The end of the bytes verified without a gap from byte `offset` on. */
   verifiedEnd(offset: number): number {
     const { chunkSize, length } = this.content;
+    if (this.closed) return Math.min(length, offset);
     return Math.min(length, this.engine.firstMissing(Math.floor(offset / chunkSize)) * chunkSize);
   }
 
   /** Where the bytes the engine fetches from its playhead end (the memory bound's window). */
   wantedEnd(): number {
+    if (this.closed) return 0;
     return Math.min(this.content.length, this.engine.wantedEnd() * this.content.chunkSize);
   }
 
   /** Verified bytes `start..end`. */
   read(start: number, end: number): Uint8Array {
+    if (this.closed) throw new PpsppError('closed', 'the swarm was left: its chunks are gone');
     return this.engine.read(start, end);
   }
 
   /** Verified chunk ranges, `[[start, end), …]`. */
   haveRanges(): [number, number][] {
+    if (this.finalHave) return this.finalHave.map(([a, b]) => [a, b]);
     const flat = this.engine.haveRanges();
     const out: [number, number][] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i] ?? 0, flat[i + 1] ?? 0]);
@@ -484,12 +490,14 @@ export class Swarm extends Emitter<SwarmEvents> {
   }
 
   setPlayhead(chunk: number): void {
+    if (this.closed) return;
     this.engine.setPlayhead(chunk);
     this.driver.kick();
   }
 
   /** Playback waits for `chunk` (null: it does not wait); see `Engine::set_waiting_for`. */
   setWaitingFor(chunk: number | null): void {
+    if (this.closed) return;
     this.engine.setWaitingFor(chunk ?? -1);
     this.driver.kick();
   }
@@ -505,10 +513,11 @@ export class Swarm extends Emitter<SwarmEvents> {
     this.engine.closeAll();
     this.driver.flush(1024);
     this.driver.close();
+    this.finalStats = this.stats();
+    this.finalHave = this.haveRanges();
     this.closed = true;
     if (this.statsTimer !== null) clearInterval(this.statsTimer);
     if (this.lonelyTimer !== null) clearInterval(this.lonelyTimer);
-    this.finalStats = this.stats();
     this.connections.closeAll();
     this.origin?.close();
     this.saved?.close();

@@ -376,21 +376,33 @@ describe('Player over fake WebRTC and MediaSource, with the real engine', () => 
     expect(log.error).toEqual([]);
   });
 
-  it('an append MediaSource refuses is a media-error; nothing more is appended', async () => {
+  it('an append MediaSource refuses is a media-error; nothing more is appended or fetched', async () => {
     const media = syntheticWebm(10, 20_000);
     FakeMediaSource.onSourceBuffer = (sb) => {
       sb.throwOnAppend.push(undefined, new DOMException('cannot parse', 'NotSupportedError'));
     };
-    const { uri } = await seed(media.file);
-    const { player, mediaSource } = await attach(uri);
-    const error = nextEvent(player, 'error');
-    const complete = nextEvent(player, 'complete');
-    const e = await error;
-    expect(e).toMatchObject({ code: 'media-error', message: expect.stringContaining('NotSupportedError: cannot parse') });
-    await complete;
+    const { uri, peer } = await seed(media.file);
+    // Slow enough that the download is under way when the second append fails.
+    const { player, mediaSource } = await attach(uri, { downloadLimit: 100_000 });
+    const left = nextEvent(peer, 'peer-left');
+    let completed = false;
+    player.on('complete', () => (completed = true));
+    const e = await nextEvent(player, 'error');
+    expect(e).toMatchObject({ code: 'media-error', fatal: true, message: expect.stringContaining('NotSupportedError: cannot parse') });
+    // The player left the swarm: the seeder sees it go, and the download stops there.
+    await left;
+    const held = player.stats().bytesDownloaded;
+    const have = player.have();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(player.stats().bytesDownloaded).toBe(held);
+    expect(held).toBeLessThan(media.file.length);
+    expect(player.have()).toEqual(have);
+    expect(completed).toBe(false);
+    expect(() => player.read(0, 1)).toThrow(/swarm was left/);
     const sb = mediaSource.sourceBuffers[0]!;
     expect(sb.appends).toEqual([media.file.subarray(0, media.initLength)]);
     expect(mediaSource.endOfStreamCalls).toBe(0);
+    player.destroy(); // still releases the video element
   });
 
   it('a file whose codecs MediaSource cannot play is an mse-unsupported error event', async () => {
