@@ -1081,3 +1081,120 @@ fn lost_requests_do_not_make_a_seeder_a_partial_peer() {
     assert_eq!(got, data);
     assert_eq!(haves, 0, "datagrams with HAVEs sent to seeders");
 }
+
+/// A seeder of `data` and a leecher told the content is `told` bytes long.
+fn pair_told(data: &[u8], told: u64) -> Vec<Node> {
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha1, 1024, data).unwrap();
+    let info = ContentInfo {
+        content_len: told,
+        ..info(&tree)
+    };
+    let mut leecher = Engine::new(
+        EngineConfig {
+            seed: 2,
+            ..EngineConfig::default()
+        },
+        info,
+        MemoryStore::new(told as usize, 1024),
+        Time::ZERO,
+    )
+    .unwrap();
+    leecher.connect(0, Time::ZERO);
+    vec![seeder(&tree, data, 1), leecher]
+}
+
+/// Runs a leecher told `told` bytes for `data` until it reports the length wrong; its
+/// events. No peer is blamed on the way.
+fn told_wrong(data: &[u8], told: u64) -> Vec<Event<u32>> {
+    let mut nodes = pair_told(data, told);
+    let mut net = Net::new(Duration::from_millis(10), 0, 5);
+    let mut seen = Vec::new();
+    let mut limit = Time::ZERO;
+    while limit < Time::from_millis(10_000)
+        && !seen
+            .iter()
+            .any(|e| matches!(e, Event::ContentLengthWrong { .. }))
+    {
+        let from = limit;
+        limit += Duration::from_millis(20);
+        run_from(from, &mut nodes, &mut net, limit, |_| false);
+        seen.extend(events(&mut nodes[1]));
+    }
+    // A little longer: nothing more is blamed on the seeder afterwards either.
+    let from = limit;
+    run_from(
+        from,
+        &mut nodes,
+        &mut net,
+        limit + Duration::from_millis(500),
+        |_| false,
+    );
+    seen.extend(events(&mut nodes[1]));
+    for e in &seen {
+        assert!(
+            !matches!(
+                e,
+                Event::ChunkRejected { .. }
+                    | Event::PeerClosed {
+                        reason: ppspp::engine::CloseReason::Misbehaving(_),
+                        ..
+                    }
+            ),
+            "an honest seeder was blamed: {e:?}"
+        );
+    }
+    seen
+}
+
+fn proven(seen: &[Event<u32>]) -> (u64, ppspp::engine::ProvenLength) {
+    seen.iter()
+        .find_map(|e| match e {
+            Event::ContentLengthWrong { told, proven } => Some((*told, *proven)),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("the wrong length was not found: {seen:?}"))
+}
+
+#[test]
+fn a_length_with_more_chunks_than_the_root_covers_is_found_wrong_not_the_seeder() {
+    let data = content(40 * 1024 + 100);
+    let (told, p) = proven(&told_wrong(&data, 45 * 1024));
+    assert_eq!(told, 45 * 1024);
+    assert_eq!(p.chunks, 41, "the root covers 41 chunks");
+    // Chunks 0..40 verify under either count (one covering bin); the short chunk 40,
+    // hashing up as the last, gives the exact length.
+    assert_eq!(p.bytes, Some(40 * 1024 + 100));
+}
+
+#[test]
+fn a_whole_last_chunk_where_the_length_put_a_short_one_shows_the_true_length() {
+    let data = content(41 * 1024);
+    let (told, p) = proven(&told_wrong(&data, 41 * 1024 - 300));
+    assert_eq!((p.chunks, p.bytes), (41, Some(41 * 1024)));
+    assert_eq!(
+        p.explain(told),
+        "the content length 41684 is wrong: the root hash covers 41984 bytes"
+    );
+}
+
+#[test]
+fn a_length_with_fewer_chunks_than_the_root_covers_is_found_wrong_not_the_seeder() {
+    let data = content(40 * 1024 + 100);
+    let (_, p) = proven(&told_wrong(&data, 30 * 1024));
+    assert_eq!(p.chunks, 41);
+}
+
+#[test]
+fn a_last_chunk_longer_than_the_length_allows_shows_the_true_length() {
+    // Same chunk count, the last chunk 100 bytes rather than 40.
+    let data = content(40 * 1024 + 100);
+    let (told, p) = proven(&told_wrong(&data, 40 * 1024 + 40));
+    assert_eq!(p.chunks, 41);
+    assert_eq!(p.bytes, Some(40 * 1024 + 100));
+    assert!(
+        p.explain(told)
+            .contains("is wrong: the root hash covers 41060 bytes"),
+        "{}",
+        p.explain(told)
+    );
+}
