@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 
 const web = dirname(dirname(fileURLToPath(import.meta.url)));
 const crate = join(web, '..', 'crates', 'ppspp-wasm');
@@ -21,6 +21,17 @@ function build(outDir, features) {
     process.exit(1);
   }
   if (r.status !== 0) process.exit(r.status ?? 1);
+  declareDisposable(join(outDir, 'ppspp_wasm.d.ts'));
+}
+
+// wasm-bindgen's declarations use `Symbol.dispose`, which TypeScript knows only from the
+// `esnext.disposable` library: an app checking the package's types (skipLibCheck: false)
+// with lib ES2023 or older failed on them. The reference brings that library in for this
+// file, whatever the app's lib setting.
+const DISPOSABLE = '/// <reference lib="esnext.disposable" />\n';
+function declareDisposable(file) {
+  const text = readFileSync(file, 'utf8');
+  if (text.includes('Symbol.dispose') && !text.startsWith(DISPOSABLE)) writeFileSync(file, DISPOSABLE + text);
 }
 
 build(join(web, 'wasm'));

@@ -142,18 +142,31 @@ export function parseUriLoaded(uri: string): ContentInfo {
 
 /** The engine's figures (`peer.stats()`). */
 export interface EngineStats {
+  /** Chunks verified and held (fewer than verified in all under `maxMemoryBytes`). */
   chunksHave: number;
+  /** Chunks in the content (a live stream: up to its edge). */
   chunkCount: number;
+  /** Payload bytes of verified chunks received (duplicates excluded). */
   bytesDownloaded: number;
+  /** Payload bytes of chunks that arrived again after they were held. */
   bytesDuplicate: number;
+  /** Payload bytes of DATA sent to peers, retransmissions included. */
   bytesUploaded: number;
+  /** Chunks received that passed verification (duplicates excluded). */
   chunksVerified: number;
+  /** Chunks received from peers that failed verification (each sender was dropped). */
   chunksRejected: number;
+  /** PPSPP datagrams (data-channel messages) sent, and received (dropped ones included). */
   datagramsSent: number;
   datagramsReceived: number;
+  /** Datagrams dropped before processing (undecodable, unknown channel, wrong swarm). */
   datagramsDropped: number;
+  /** Chunks sent again after they were taken for lost. */
   retransmissions: number;
-  /** Content bytes received from the HTTP origin (verified or not; the tree file not counted). */
+  /**
+   * Content bytes received from the HTTP origin, verified or not (the tree file not
+   * counted); `bytesFromHttp` in the Player's and swarm's figures counts the verified ones.
+   */
   bytesFromOrigin: number;
   /** Range requests made of the HTTP origin (content and tree file). */
   originRequests: number;
@@ -167,6 +180,7 @@ export interface EngineStats {
   bytesRestored: number;
   /** Saved copies that failed verification (fetched again). */
   chunksSavedCorrupt: number;
+  /** Open channels to peers. */
   peers: number;
 }
 
