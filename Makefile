@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGET ?= decode_datagram
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: help setup test lint test-rust test-wasm test-fuzz-build web web-poison native test-web test-e2e fuzz bench bench-smoke bench-criterion experiments demo clean
+.PHONY: help setup setup-pack test lint test-rust test-wasm test-fuzz-build web web-poison native test-web test-e2e fuzz bench bench-smoke bench-criterion experiments demo clean
 
 help:
 	@echo "make test    install what is missing, then run every test (what CI runs)"
@@ -22,10 +22,14 @@ help:
 	@echo "make demo    build everything, start signaling + seeder + web server, print the page URL"
 	@echo "             (HEADLESS=1: 1 seeder + 4 headless pages play it; prints a summary)"
 	@echo "             (LIVE=1: ffmpeg's test source streamed live through ppspp live instead)"
-	@echo "make web     build the npm package (web/: Wasm + TypeScript)"
+	@echo "make web     build the npm package (web/: Wasm + TypeScript); make setup-pack installs what it needs"
 
 setup:
 	@scripts/setup.sh web
+
+# Only what building and packing the npm package needs (no browsers, servers or ffmpeg).
+setup-pack:
+	@scripts/setup.sh pack
 
 test: setup lint test-rust test-wasm test-fuzz-build test-web test-e2e bench-smoke
 	@echo "make test: all checks passed"

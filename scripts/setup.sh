@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `make test` / `make bench` / `make demo` / `make fuzz` need and is missing.
 # Idempotent: every step checks first, so a second run does nothing.
-# Usage: scripts/setup.sh [core|web|fuzz]   (web = core + what the browser side needs)
+# Usage: scripts/setup.sh [core|pack|web|fuzz]   (pack = core + what building the npm
+# package needs; web = pack + what the browser tests, demo and benchmarks need)
 set -euo pipefail
 
 what=${1:-core}
@@ -38,7 +39,9 @@ cargo_install() { # name version-args...: --locked first; if the lock file names
     cargo install --locked "$@" || cargo install "$@"
 }
 
-need_web() {
+# What building and packing the npm package needs (wasm-bindgen CLI, wasm-pack, the npm
+# packages), and nothing for testing it.
+need_pack() {
     if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
         echo "setup: node and npm (Node.js >= 20) are needed; install them first" >&2
         exit 1
@@ -51,6 +54,23 @@ need_web() {
         log "installing wasm-pack (a few minutes)"
         cargo_install wasm-pack
     fi
+    need_npm
+}
+
+# npm packages of web/ and e2e/ (one workspace lock at the root); never a browser
+# download: the tests use Debian's Chromium.
+need_npm() {
+    local root
+    root="$(cd "$(dirname "$0")/.." && pwd)"
+    if [ ! -f "$root/node_modules/.package-lock.json" ] \
+        || [ "$root/package-lock.json" -nt "$root/node_modules/.package-lock.json" ]; then
+        log "installing npm packages (npm ci)"
+        (cd "$root" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund)
+    fi
+}
+
+need_web() {
+    need_pack
     local missing=()
     [ -x /usr/bin/chromium ] || missing+=(chromium)
     # Firefox ESR for the cross-browser e2e tests (driven by puppeteer-core, never a
@@ -76,15 +96,6 @@ need_web() {
         log "installing ${missing[*]} (browser tests, demo video, benchmarks)"
         apt_install "${missing[@]}"
     fi
-    # npm packages of web/ and e2e/ (one workspace lock at the root); never a browser
-    # download: the tests use Debian's Chromium.
-    local root
-    root="$(cd "$(dirname "$0")/.." && pwd)"
-    if [ ! -f "$root/node_modules/.package-lock.json" ] \
-        || [ "$root/package-lock.json" -nt "$root/node_modules/.package-lock.json" ]; then
-        log "installing npm packages (npm ci)"
-        (cd "$root" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund)
-    fi
 }
 
 need_font() {
@@ -109,7 +120,8 @@ need_fuzz() {
 
 case "$what" in
     core) need_rust; need_font ;;
+    pack) need_rust; need_pack ;;
     web) need_rust; need_font; need_web ;;
     fuzz) need_rust; need_fuzz ;;
-    *) echo "setup: unknown part '$what' (core|web|fuzz)" >&2; exit 2 ;;
+    *) echo "setup: unknown part '$what' (core|pack|web|fuzz)" >&2; exit 2 ;;
 esac
