@@ -377,12 +377,6 @@ export class Swarm extends Emitter<SwarmEvents> {
           ),
         );
         break;
-      case 'content-length-wrong':
-        // The URI's len= is not the content's: nothing can be verified, and no peer is to
-        // blame. Fatal: the swarm is left (once this turn of the engine's events is over).
-        this.emit('error', new PpsppError('bad-uri', `${event.message}: fix len= in the URI`));
-        queueMicrotask(() => this.close());
-        break;
       case 'store-read-failed':
         // A page's chunks are in memory, which does not fail to read; the native seeder
         // (whose file can change under it) is what this event is for.

@@ -306,8 +306,6 @@ export type EngineEvent =
   | { type: 'live-restarted' }
   /** A chunk announced to peers could not be read back from the store to serve it. */
   | { type: 'store-read-failed'; chunk: number; message: string }
-  /** A peer's hashes proved the URI's `len=` wrong: the root covers `chunks` chunks (`bytes`, once the last was seen). */
-  | { type: 'content-length-wrong'; told: number; chunks: number; bytes: number | null; message: string }
   | { type: 'stats'; stats: EngineStats };
 
 /** The event of type `T`. */
@@ -340,7 +338,6 @@ export const ENGINE_EVENT_FIELDS = {
   'store-failed': { type: 'string', chunk: 'number', message: 'string' },
   'store-read-failed': { type: 'string', chunk: 'number', message: 'string' },
   'live-restarted': { type: 'string' },
-  'content-length-wrong': { type: 'string', told: 'number', chunks: 'number', bytes: ['number', 'null'], message: 'string' },
   stats: { type: 'string', stats: 'object' },
 } as const satisfies { readonly [T in EngineEvent['type']]: Fields<EngineEventOf<T>> };
 

@@ -396,14 +396,6 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
                     progress.suspend(|| eprintln!("rejected chunk {chunk} from {from}: {reason}"));
                     Flow::Continue
                 }
-                Event::ContentLengthWrong { told, proven } => {
-                    // Nothing verifies against the wrong length; the peers are not at fault.
-                    outcome = Outcome::Failed(format!(
-                        "{} (from a peer's hashes): fix len= in the URI",
-                        proven.explain(told)
-                    ));
-                    Flow::Stop
-                }
                 Event::OriginCorrupt { chunk, reason } if http_only => {
                     // No peer to fetch it from: waiting would only run out the clock.
                     outcome = Outcome::Failed(format!(

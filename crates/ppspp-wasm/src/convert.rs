@@ -230,13 +230,6 @@ pub fn event_object(event: &Event<u32>) -> JsValue {
             ("message", error.to_string().into()),
         ]),
         Event::LiveRestarted => object(&[("type", "live-restarted".into())]),
-        Event::ContentLengthWrong { told, proven } => object(&[
-            ("type", "content-length-wrong".into()),
-            ("told", num(*told)),
-            ("chunks", num(proven.chunks)),
-            ("bytes", proven.bytes.map_or(JsValue::NULL, num)),
-            ("message", proven.explain(*told).into()),
-        ]),
         Event::StoreReadFailed { chunk, error } => object(&[
             ("type", "store-read-failed".into()),
             ("chunk", num(*chunk)),

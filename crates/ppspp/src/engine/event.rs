@@ -158,15 +158,6 @@ pub enum Event<A> {
         /// What the store reported.
         error: StoreError,
     },
-    /// A peer's hashes proved the content length we were given (a URI's `len=`) wrong: the
-    /// root covers another size. Nothing can be verified against the wrong length, and no
-    /// peer is blamed for it; told once. The adapter reports the URI as bad.
-    ContentLengthWrong {
-        /// The length we were given.
-        told: u64,
-        /// What the root covers.
-        proven: super::ProvenLength,
-    },
     /// The periodic figures, when [`EngineConfig::stats_interval`](super::EngineConfig) is set.
     Stats(Stats),
 }

@@ -15,7 +15,6 @@
 mod addr;
 mod channel;
 mod config;
-mod content_length;
 mod discover;
 mod discovery_outcome;
 mod event;
@@ -36,7 +35,6 @@ mod timers;
 
 pub use addr::{PeerAddr, is_private};
 pub use config::{ContentError, ContentInfo, EngineConfig, EngineError, PickerKind};
-pub use content_length::ProvenLength;
 pub use discover::{CANDIDATE_CHUNK_SIZES, Discovery};
 pub use discovery_outcome::{DiscoveryConfigError, DiscoveryError, DiscoveryEvent, ProbeFailure};
 pub use event::{ChannelStats, CloseReason, Event, SendState, Stats};
@@ -127,11 +125,6 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     /// with one.
     scratch: Vec<u8>,
     hash_scratch: Vec<(Bin, Hash)>,
-    /// What a peer's hashes proved of the content length, if it is not the one we were
-    /// given; and how often a failed chunk was checked for that (a bounded number of
-    /// times: each check rebuilds the root, and failing datagrams cost a peer nothing).
-    length_disproved: Option<ProvenLength>,
-    length_checks: u32,
 }
 
 impl<A: PeerAddr, S: ChunkStore> fmt::Debug for Engine<A, S> {
@@ -287,8 +280,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             pick_again: false,
             scratch: Vec::new(),
             hash_scratch: Vec::new(),
-            length_disproved: None,
-            length_checks: 0,
         };
         // Under a bound, only the window from the start is wanted at first.
         engine.move_window(0..chunk_count);

@@ -31,10 +31,6 @@ enum Verdict {
     Ban(Misbehaviour),
 }
 
-/// How many failed chunks are checked for a wrong content length (the first from an
-/// honest peer already proves it: its first DATA carries the peaks).
-const MAX_LENGTH_CHECKS: u32 = 16;
-
 impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// Processes one datagram from `from`, received at `now`. Malformed or unexpected input
     /// is dropped (and counted); a peer whose data fails verification is dropped and banned.
@@ -687,19 +683,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             .wall_clock(now)
             .signed_micros_since(Time::from_micros(timestamp));
         let cs = self.content.chunk_size as usize;
-        if !live {
-            // A payload of another length than ours says so of the last chunk: a peer's
-            // fault, or our content length's (the true last chunk, hashed up to the root).
-            let expected: usize = (first..=last).map(|c| self.chunk_len(c)).sum();
-            let whole = (last - first) as usize * cs;
-            if payload.len() != expected
-                && let Some(rest) = payload.get(whole..)
-                && self.length_is_wrong(last, rest, hashes)
-            {
-                hashes.clear();
-                return Verdict::Keep;
-            }
-        }
         let mut offset = 0usize;
         for chunk in first..=last {
             // A live stream's last chunk may be short: the last chunk of a DATA takes the
@@ -759,9 +742,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         if let Err(reason) = self.check_peaks(hashes) {
             self.unrequest(ch, chunk);
-            if self.length_is_wrong(chunk, data, hashes) {
-                return Ok(false);
-            }
             return Err(self.reject(ch, chunk, reason));
         }
         // Hashes for this chunk's path; anything else in the datagram is not for us.
@@ -778,10 +758,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         };
         self.hash_scratch = uncles;
         if let Err(reason) = verified {
-            if self.length_is_wrong(chunk, data, hashes) {
-                self.unrequest(ch, chunk);
-                return Ok(false);
-            }
             if matches!(reason, VerifyError::MissingHash(_)) {
                 // A hash we lack is not proof of bad faith: the datagram that carried it
                 // may be lost, and its sender retransmits with every hash. The chunk is
@@ -948,33 +924,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             tree.add_peaks(&given)?;
         }
         Ok(())
-    }
-
-    /// Whether `chunk` failed for our content length's fault, not its sender's: the peer's
-    /// hashes prove the root covers another size (`content_length.rs`). Told once as
-    /// [`Event::ContentLengthWrong`]; after that no failure is blamed on a peer.
-    fn length_is_wrong(&mut self, chunk: u64, data: &[u8], hashes: &[(Bin, Hash)]) -> bool {
-        if self.length_disproved.is_some() {
-            return true;
-        }
-        if self.length_checks >= MAX_LENGTH_CHECKS {
-            return false;
-        }
-        self.length_checks += 1;
-        let Some(tree) = self.tree() else {
-            return false;
-        };
-        let Some(proven) =
-            super::content_length::disproved_length(&self.content, tree, chunk, data, hashes)
-        else {
-            return false;
-        };
-        self.length_disproved = Some(proven);
-        self.push_event(Event::ContentLengthWrong {
-            told: self.content.content_len,
-            proven,
-        });
-        true
     }
 
     fn reject(&mut self, ch: &mut Channel<A>, chunk: u64, reason: VerifyError) -> Verdict {

@@ -378,31 +378,6 @@ impl VerifyingTree {
         Ok(())
     }
 
-    /// Whether `data`, as the content's last chunk `chunk`, hashes up with `uncles` to a
-    /// verified node, whatever its length and this tree's chunk count: everything right of
-    /// it taken as padding (all-zero), nothing stored. What the true last chunk does when
-    /// the content length this tree was given is wrong.
-    pub fn hashes_up_as_last(&self, chunk: u64, data: &[u8], uncles: &[(Bin, Hash)]) -> bool {
-        let (Some((_, root_bin)), Some(leaf)) = (self.shape, Bin::chunk(chunk)) else {
-            return false;
-        };
-        if !root_bin.contains(leaf) {
-            return false;
-        }
-        let mut path: Vec<(Bin, Hash)> = uncles.to_vec();
-        let mut node = leaf;
-        while node != root_bin {
-            let sibling = node.sibling();
-            if sibling.base_offset() > chunk {
-                path.retain(|(b, _)| *b != sibling);
-                path.push((sibling, Hash::zero(self.alg)));
-            }
-            node = node.parent();
-        }
-        self.climb(root_bin, leaf, self.alg.digest(data), &path)
-            .is_ok()
-    }
-
     /// Verifies the leaf hashes of every chunk under `bin` at once (`leaves`, left to
     /// right, one per chunk the bin covers; those past the end must be all-zero) with the
     /// `uncles` of `bin`'s path, as [`verify_chunk`](Self::verify_chunk) does for one chunk:
