@@ -299,9 +299,13 @@ export class Player extends Emitter<PlayerEvents> {
       this.scheduleFeed();
     });
     const forward: (keyof SwarmEvents)[] = [
-      'peer-joined', 'peer-left', 'chunk-rejected', 'origin-corrupt', 'progress', 'complete', 'stats', 'error',
+      'peer-joined', 'peer-left', 'chunk-rejected', 'origin-corrupt', 'progress', 'complete', 'stats',
     ];
     for (const type of forward) this.swarm.on(type, (payload) => this.emit(type, payload as never));
+    // The swarm's fatal errors (a live source's restart, storage failed) end playback as
+    // the Player's own do; the rest are news. (The swarm takes a close from inside its
+    // event handling: it stops reading the engine there.)
+    this.swarm.on('error', (err) => (err.fatal ? this.fail(err) : this.emit('error', err)));
     this.swarm.on('peer-joined', () => this.mark('firstPeerMs'));
     this.swarm.on('chunk-verified', (e) => {
       this.mark('firstChunkMs');
