@@ -8,6 +8,7 @@
 //! fetcher with `--relay-only` gets the file through TURN alone. Where namespaces cannot be
 //! made (not root), the test says it was skipped and why; `PPSPP_REQUIRE_NETNS=1` makes that
 //! a failure.
+
 mod common;
 
 use common::{Running, content, finish, spawn_command, temp_dir};
@@ -447,42 +448,56 @@ fn fetch_across(
     Some(selected_pair(&stderr))
 }
 
-#[test]
-fn native_peers_behind_two_symmetric_nats_meet_through_turn() {
-    let Some((local, remote)) =
-        fetch_across("e", ("home3", "192.168.3.2:0"), ("home4", "192.168.4.2:0"))
-    else {
+/// Which kind of pair a connection must settle on.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Pair {
+    Direct,
+    Relayed,
+}
+
+/// [`fetch_across`], then the pair selected must be of kind `want` (`why` says why).
+fn meets(tag: &str, seed: (&str, &str), fetch: (&str, &str), want: Pair, why: &str) {
+    let Some((local, remote)) = fetch_across(tag, seed, fetch) else {
         return;
     };
-    assert!(
-        local == "relay" || remote == "relay",
-        "no direct path exists between two symmetric NATs, yet {local} -> {remote} was selected"
+    let got = if local == "relay" || remote == "relay" {
+        Pair::Relayed
+    } else {
+        Pair::Direct
+    };
+    assert_eq!(got, want, "{why}, yet {local} -> {remote} was selected");
+}
+
+#[test]
+fn native_peers_behind_two_symmetric_nats_meet_through_turn() {
+    meets(
+        "e",
+        ("home3", "192.168.3.2:0"),
+        ("home4", "192.168.4.2:0"),
+        Pair::Relayed,
+        "no direct path exists between two symmetric NATs",
     );
 }
 
 #[test]
 fn a_fetcher_behind_a_symmetric_nat_meets_a_seeder_behind_a_port_keeping_one_through_turn() {
-    let Some((local, remote)) =
-        fetch_across("f", ("home1", "192.168.1.2:0"), ("home3", "192.168.3.2:0"))
-    else {
-        return;
-    };
-    assert!(
-        local == "relay" || remote == "relay",
-        "the symmetric NAT drops the seeder's checks, yet {local} -> {remote} was selected"
+    meets(
+        "f",
+        ("home1", "192.168.1.2:0"),
+        ("home3", "192.168.3.2:0"),
+        Pair::Relayed,
+        "the symmetric NAT drops the seeder's checks",
     );
 }
 
 #[test]
 fn a_fetcher_behind_a_symmetric_nat_reaches_a_public_seeder_directly() {
-    let Some((local, remote)) =
-        fetch_across("g", ("pub", "198.51.100.10:0"), ("home3", "192.168.3.2:0"))
-    else {
-        return;
-    };
-    assert!(
-        local != "relay" && remote != "relay",
-        "a direct path works here, yet {local} -> {remote} was selected"
+    meets(
+        "g",
+        ("pub", "198.51.100.10:0"),
+        ("home3", "192.168.3.2:0"),
+        Pair::Direct,
+        "a direct path works here",
     );
 }
 

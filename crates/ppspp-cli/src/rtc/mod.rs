@@ -60,11 +60,17 @@ struct Conn {
     /// Messages not yet handed to the WebRTC stack, and their bytes.
     queue: VecDeque<Vec<u8>>,
     queued: usize,
-    /// The remote's candidates (from its SDP and trickled), to name the selected pair's.
+    /// The remote's candidates (from its SDP and trickled, at most
+    /// [`MAX_REMOTE_CANDIDATES`]), to name the selected pair's when the channel opens.
     remote_candidates: Vec<RemoteCandidate>,
-    /// Our address and the remote's that DTLS last went over: the selected pair.
+    /// Our address and the remote's that DTLS last went over before the channel opened:
+    /// the selected pair.
     path: Option<(SocketAddr, SocketAddr)>,
 }
+
+/// Remote candidates kept per connection for the selected pair's report: a remote may
+/// trickle any number.
+const MAX_REMOTE_CANDIDATES: usize = 32;
 
 /// A remote ICE candidate's address and type (`host`, `srflx`, `relay`, …).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,9 +80,11 @@ struct RemoteCandidate {
 }
 
 impl RemoteCandidate {
-    /// The candidates of SDP `text` (`a=candidate:` lines, or one trickled line).
-    fn parse_all(text: &str) -> Vec<RemoteCandidate> {
-        text.lines().filter_map(Self::parse).collect()
+    /// Adds the candidates of SDP `text` (`a=candidate:` lines, or one trickled line) to
+    /// `known`, up to [`MAX_REMOTE_CANDIDATES`].
+    fn add_all(known: &mut Vec<RemoteCandidate>, text: &str) {
+        let room = MAX_REMOTE_CANDIDATES.saturating_sub(known.len());
+        known.extend(text.lines().filter_map(Self::parse).take(room));
     }
 
     /// `candidate:FOUNDATION COMPONENT PROTO PRIORITY IP PORT typ TYPE …` (RFC 8839 §5.1).
@@ -736,7 +744,7 @@ impl RtcTransport {
         };
         let id = self.insert(from, pc, false, now);
         if let Some(c) = self.conns.get_mut(&id) {
-            c.remote_candidates = RemoteCandidate::parse_all(sdp);
+            RemoteCandidate::add_all(&mut c.remote_candidates, sdp);
         }
         self.sig_out.push((
             from.to_string(),
@@ -755,8 +763,7 @@ impl RtcTransport {
         if conn.pc.accept_answer(sdp).is_err() {
             conn.dead = true;
         }
-        conn.remote_candidates
-            .extend(RemoteCandidate::parse_all(sdp));
+        RemoteCandidate::add_all(&mut conn.remote_candidates, sdp);
         self.drain(id);
     }
 
@@ -771,7 +778,7 @@ impl RtcTransport {
             .unwrap_or("");
         if let Some(conn) = self.conns.get_mut(&id) {
             conn.pc.add_remote_candidate(text);
-            conn.remote_candidates.extend(RemoteCandidate::parse(text));
+            RemoteCandidate::add_all(&mut conn.remote_candidates, text);
         }
         self.drain(id);
     }
@@ -807,7 +814,8 @@ impl RtcTransport {
                     destination,
                     data,
                 } => {
-                    if is_dtls(&data) {
+                    // Only until the channel opens: the report is made then.
+                    if !conn.open && is_dtls(&data) {
                         conn.path = Some((source, destination));
                     }
                     match self.gatherer.as_mut() {
@@ -1145,7 +1153,8 @@ mod tests {
         let sdp = "v=0\r\na=candidate:1 1 udp 2130706431 192.0.2.7 5000 typ host\r\n\
                    a=candidate:2 1 udp 16777215 198.51.100.10 49152 typ relay raddr 0.0.0.0 rport 0\r\n\
                    a=candidate:3 1 udp 1 nonsense 1 typ host\r\na=mid:0\r\n";
-        let got = RemoteCandidate::parse_all(sdp);
+        let mut got = Vec::new();
+        RemoteCandidate::add_all(&mut got, sdp);
         let want = [("192.0.2.7:5000", "host"), ("198.51.100.10:49152", "relay")];
         assert_eq!(got.len(), 2, "{got:?}");
         for (c, (addr, typ)) in got.iter().zip(want) {
@@ -1157,5 +1166,10 @@ mod tests {
         assert_eq!(RemoteCandidate::parse(trickled).unwrap().typ, "srflx");
         assert!(RemoteCandidate::parse("candidate:5 1 udp 1 192.0.2.7 5000").is_none());
         assert!(is_dtls(&[22, 254, 253]) && !is_dtls(&[0, 1]) && !is_dtls(&[]));
+        // A remote trickling without end is kept to a bound.
+        for _ in 0..100 {
+            RemoteCandidate::add_all(&mut got, trickled);
+        }
+        assert_eq!(got.len(), MAX_REMOTE_CANDIDATES);
     }
 }
