@@ -79,6 +79,40 @@ export function makeOriginVideos(): void {
   }
 }
 
+/**
+ * 30 s of 1280×720 at 25 fps with a keyframe every 2 s (web/README.md's recipe), about
+ * 2.8 Mbit/s as a site's 720p is: H.264 + AAC in fragmented MP4 (a fragment per
+ * keyframe, the first ending past 700 KB), and VP9 + Opus in WebM (a Cluster per
+ * keyframe). Noise over the test pattern keeps the encoders from making it small.
+ */
+export const VIDEO_HD_MP4 = join(ROOT, 'target', 'e2e', 'video-720p.mp4');
+export const VIDEO_HD_WEBM = join(ROOT, 'target', 'e2e', 'video-720p.webm');
+
+export function makeHdVideos(): void {
+  const source = [
+    '-f', 'lavfi', '-i', 'testsrc2=size=1280x720:rate=25,noise=alls=8:allf=t',
+    '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000',
+    '-t', '30',
+  ];
+  const rate = ['-b:v', '2800k', '-maxrate', '2800k', '-bufsize', '5600k', '-g', '50', '-keyint_min', '50'];
+  const encodings: [string, string[]][] = [
+    [VIDEO_HD_MP4, [
+      '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', ...rate, '-c:a', 'aac', '-b:a', '128k',
+      '-movflags', 'frag_keyframe+empty_moov+default_base_moof', '-f', 'mp4',
+    ]],
+    [VIDEO_HD_WEBM, [
+      '-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8', '-row-mt', '1', ...rate,
+      '-c:a', 'libopus', '-b:a', '96k', '-f', 'webm',
+    ]],
+  ];
+  for (const [file, codec] of encodings) {
+    if (existsSync(file) && statSync(file).size > 0) continue;
+    mkdirSync(dirname(file), { recursive: true });
+    execFileSync('ffmpeg', ['-y', '-loglevel', 'error', ...source, ...codec, `${file}.tmp`]);
+    execFileSync('mv', [`${file}.tmp`, file]);
+  }
+}
+
 /** 40 s of VP9 + Opus with a keyframe every 10 s: four Clusters of about 2 MB each, more
  * than the Player looks at in one go (1 MiB). */
 export const VIDEO_LONG_GOP = join(ROOT, 'target', 'e2e', 'video-long-gop.webm');

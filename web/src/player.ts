@@ -15,6 +15,7 @@ import { type Stall, StallWatch, bufferedAhead, bufferedEnd } from './media/stal
 import {
   type InitInfo,
   findSegmentStart,
+  firstSegmentEnd,
   parseInit,
   parseLiveInit,
   segmentStartTime,
@@ -104,6 +105,8 @@ const MAX_PENDING = 4 << 20;
 const MAX_AHEAD_SECONDS = 60;
 /** Seconds buffered ahead below which playback starves: see `followPlayback`. */
 const STARVING_SECONDS = 1;
+/** What is read from a segment's start to find its end in its headers (a moof is a few KiB). */
+const SEGMENT_HEAD_BYTES = 64 << 10;
 /** Bytes read around a seek estimate to find a segment start. */
 const SEEK_PROBE = 512 << 10;
 
@@ -390,6 +393,8 @@ export class Player extends Emitter<PlayerEvents> {
     if (this.appendPos < length) {
       if (queue.pendingBytes >= MAX_PENDING || bufferedAhead(this.video) > MAX_AHEAD_SECONDS) return;
       const next = this.nextAppend();
+      // Nothing to append yet: where playback waits moved on with what was verified.
+      if (!next) this.followPlayback();
       if (next) {
         this.mark('firstAppendMs');
         queue.push(next.bytes);
@@ -494,7 +499,29 @@ export class Player extends Emitter<PlayerEvents> {
     const at = playing === null ? this.appendPos : Math.min(this.appendPos, playing);
     this.swarm.setPlayhead(Math.floor(Math.max(at, this.segmentWait ?? 0) / this.content.chunkSize));
     const starving = bufferedAhead(this.video) < STARVING_SECONDS;
-    this.swarm.setWaitingFor(starving ? Math.floor(this.swarm.verifiedEnd(this.appendPos) / this.content.chunkSize) : null);
+    this.swarm.setWaitingFor(starving ? this.waitingChunks(info) : null);
+  }
+
+  /**
+   * The chunks playback waits for: from the first one not verified after what was
+   * appended to where the segment being fetched ends, as far as its headers say (a first
+   * segment far bigger than the engine's due span must come whole, from the origin if no
+   * peer holds it).
+   */
+  private waitingChunks(info: InitInfo): { start: number; end: number } {
+    const { chunkSize, length } = this.content;
+    const verified = this.swarm.verifiedEnd(this.appendPos);
+    const start = Math.floor(verified / chunkSize);
+    // Headers are small: what is verified from the segment's start holds them, if any does.
+    const head = this.swarm.read(this.appendPos, Math.min(verified, this.appendPos + SEGMENT_HEAD_BYTES));
+    let segmentEnd: number | null = null;
+    try {
+      segmentEnd = firstSegmentEnd(info, head);
+    } catch {
+      segmentEnd = null; // malformed: appending reports it
+    }
+    if (segmentEnd === null) return { start, end: start };
+    return { start, end: Math.ceil(Math.min(length, this.appendPos + segmentEnd) / chunkSize) };
   }
 
   /** Where media time `t` lies in the file, estimated in proportion to the duration. */
@@ -659,7 +686,8 @@ export class Player extends Emitter<PlayerEvents> {
     const verified = this.swarm.verifiedEnd(seek.start);
     if (verified < want) {
       // Playback waits for the probe: an HTTP origin serves it if no peer holds it.
-      this.swarm.setWaitingFor(Math.floor(verified / this.content.chunkSize));
+      const { chunkSize } = this.content;
+      this.swarm.setWaitingFor({ start: Math.floor(verified / chunkSize), end: Math.ceil(want / chunkSize) });
       return false;
     }
     const bytes = this.swarm.read(seek.start, want);

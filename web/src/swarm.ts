@@ -495,10 +495,13 @@ export class Swarm extends Emitter<SwarmEvents> {
     this.driver.kick();
   }
 
-  /** Playback waits for `chunk` (null: it does not wait); see `Engine::set_waiting_for`. */
-  setWaitingFor(chunk: number | null): void {
+  /**
+   * Playback waits for chunks `start..end` (null: it does not wait; `end` up to `start`:
+   * where its segment ends is not known); see `Engine::set_waiting_for`.
+   */
+  setWaitingFor(chunks: { start: number; end: number } | null): void {
     if (this.closed) return;
-    this.engine.setWaitingFor(chunk ?? -1);
+    this.engine.setWaitingFor(chunks?.start ?? -1, chunks?.end ?? 0);
     this.driver.kick();
   }
 

@@ -355,13 +355,13 @@ impl WasmPeer {
         self.engine.inner.set_playhead(chunk.max(0.0) as u64);
     }
 
-    /// Playback waits for `chunk` (-1: it does not wait): an HTTP origin serves the chunks
-    /// from there if no peer holds them.
+    /// Playback waits for chunks `start..end` (`start` -1: it does not wait; `end` up to
+    /// `start`: the segment's end is not known): an HTTP origin serves them, and at least
+    /// the due span's worth from `start`, if no peer holds them.
     #[wasm_bindgen(js_name = setWaitingFor)]
-    pub fn set_waiting_for(&mut self, chunk: f64) {
-        self.engine
-            .inner
-            .set_waiting_for((chunk >= 0.0).then_some(chunk as u64));
+    pub fn set_waiting_for(&mut self, start: f64, end: f64) {
+        let chunks = (start >= 0.0).then(|| start as u64..end.max(0.0) as u64);
+        self.engine.inner.set_waiting_for(chunks);
     }
 
     /// Marks `peer` as an origin: asked only for chunks due for playback or that no other

@@ -694,13 +694,64 @@ fn where_playback_waits_the_origin_serves_as_many_chunks_as_are_due() {
     run_alone(&mut nodes, &mut net, &mut server, Time::from_millis(500));
     assert_eq!(held(&nodes[0]), vec![0..8]);
     // Playback waits at chunk 100 (a first keyframe larger than the due span, say).
-    nodes[0].set_waiting_for(Some(100));
+    nodes[0].set_waiting_for(Some(100..100));
     run_alone(&mut nodes, &mut net, &mut server, Time::from_millis(1000));
     assert_eq!(held(&nodes[0]), vec![0..8, 100..108]);
     // It waits no more: nothing beyond the due span.
     nodes[0].set_waiting_for(None);
     run_alone(&mut nodes, &mut net, &mut server, Time::from_millis(1500));
     assert_eq!(held(&nodes[0]), vec![0..8, 100..108]);
+}
+
+/// Pages that start together with an HTTP origin and no seeder hold the same head and
+/// connect to each other; nobody holds the rest of a first segment bigger than the due
+/// span. Told once where that segment ends, each page gets it whole from the origin,
+/// though playback never says again where it waits (no frame, so no time update).
+#[test]
+fn connected_pages_get_a_segment_bigger_than_the_due_span_from_the_origin() {
+    let data = content(1000 * CS);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
+    // A window of 256 chunks: 8 due from the playhead.
+    let mut nodes: Vec<Node> = (0..3)
+        .map(|i| leecher(&tree, PickerKind::Vod { window: 256 }, 10 + i))
+        .collect();
+    let mut servers: Vec<Server> = (0..3)
+        .map(|_| Server::new(&data, tree_file(&tree, 6)))
+        .collect();
+    let config = HttpOriginConfig {
+        head_bytes: 4 * CS as u64,
+        ..HttpOriginConfig::default()
+    };
+    for node in &mut nodes {
+        node.enable_http_origin(config.clone(), Time::ZERO);
+    }
+    nodes[0].connect(1, Time::ZERO);
+    nodes[0].connect(2, Time::ZERO);
+    nodes[1].connect(2, Time::ZERO);
+    let mut net = Net::new(Duration::from_millis(5), 0, 1);
+    let step = |nodes: &mut [Node], servers: &mut [Server], net: &mut Net, limit: Time| {
+        while net.now < limit {
+            let now = net.now;
+            for (i, (node, server)) in nodes.iter_mut().zip(servers.iter_mut()).enumerate() {
+                server.step(node, now);
+                net.drain(now, i as u32, node);
+            }
+            net.run(nodes, now + Duration::from_millis(2), |_| false);
+        }
+    };
+    step(&mut nodes, &mut servers, &mut net, Time::from_millis(300));
+    for node in &nodes {
+        assert_eq!(node.have().count_filled(), 8, "the head and the due span");
+    }
+    // The first segment ends at chunk 150: playback waits for 8..150.
+    for node in &mut nodes {
+        node.set_waiting_for(Some(8..150));
+    }
+    step(&mut nodes, &mut servers, &mut net, Time::from_millis(800));
+    for (i, node) in nodes.iter().enumerate() {
+        let held: Vec<_> = node.have().filled_ranges().collect();
+        assert_eq!(held.first(), Some(&(0..150)), "page {i} holds {held:?}");
+    }
 }
 
 /// A silent origin (its answers take 10 s, an adapter's request timeout) holds up nothing a

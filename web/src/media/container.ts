@@ -13,8 +13,10 @@
  * input a plain `Error` with a message, never a RangeError or an endless loop.
  */
 import { ascii, uintBE } from './bytes.js';
-import { fragmentStartTime, findMoofStart, parseMp4Init, wholeFragmentsLength } from './mp4.js';
-import { EBML_ID, clusterStartTime, findClusterStart, parseWebmInit, wholeClustersLength } from './webm.js';
+import { firstFragmentEnd, fragmentStartTime, findMoofStart, parseMp4Init, wholeFragmentsLength } from './mp4.js';
+import {
+  EBML_ID, clusterStartTime, findClusterStart, firstElementEnd, parseWebmInit, wholeClustersLength,
+} from './webm.js';
 
 export type ContainerKind = 'webm' | 'mp4';
 
@@ -108,4 +110,14 @@ export function segmentStartTime(info: InitInfo, bytes: Uint8Array): number | nu
  */
 export function wholeSegmentsLength(info: InitInfo, bytes: Uint8Array): number {
   return info.kind === 'webm' ? wholeClustersLength(bytes) : wholeFragmentsLength(bytes);
+}
+
+/**
+ * Where the media segment starting at `bytes[0]` ends (an offset in `bytes`, which may
+ * reach past them), read from its headers alone; null while they are not all in `bytes`,
+ * or where only the next segment would tell (a WebM Cluster of unknown size). Tells the
+ * engine how much playback waits for before it can show the segment.
+ */
+export function firstSegmentEnd(info: InitInfo, bytes: Uint8Array): number | null {
+  return info.kind === 'webm' ? firstElementEnd(bytes) : firstFragmentEnd(bytes);
 }

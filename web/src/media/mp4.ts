@@ -279,3 +279,15 @@ export function wholeFragmentsLength(bytes: Uint8Array): number {
     if (box.type !== 'moof') whole = pos;
   }
 }
+
+/**
+ * `firstSegmentEnd` for MP4: where the top-level box at `bytes[0]` ends, a moof with the
+ * box after it; null while a header needed for that is not in `bytes`.
+ */
+export function firstFragmentEnd(bytes: Uint8Array): number | null {
+  const box = readBox(bytes, 0, Infinity);
+  if (typeof box === 'string' || !Number.isFinite(box.end)) return null;
+  if (box.type !== 'moof') return box.end;
+  const next = readBox(bytes, box.end, Infinity);
+  return typeof next === 'string' || !Number.isFinite(next.end) ? null : next.end;
+}

@@ -269,3 +269,12 @@ export function completeChildrenEnd(bytes: Uint8Array, pos: number, limit: numbe
   }
   return pos;
 }
+
+/**
+ * `firstSegmentEnd` for WebM: where the element at `bytes[0]` ends; null while its header
+ * is not in `bytes`, or for an unknown size (a live stream's Cluster).
+ */
+export function firstElementEnd(bytes: Uint8Array): number | null {
+  const el = readElement(bytes, 0);
+  return typeof el === 'string' || el.size === null ? null : el.dataStart + el.size;
+}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { detectContainer, findSegmentStart, parseInit, segmentStartTime } from '../../src/media/container.js';
-import { fmp4, info, webm } from './helpers.js';
+import { detectContainer, findSegmentStart, firstSegmentEnd, parseInit, segmentStartTime } from '../../src/media/container.js';
+import { UNKNOWN_SIZE, cluster, concat, fmp4, info, text, webm } from './helpers.js';
 
 describe('detectContainer', () => {
   it('recognizes EBML and ftyp, nothing else', () => {
@@ -47,3 +47,45 @@ describe('garbage', () => {
     }
   });
 });
+
+describe('firstSegmentEnd', () => {
+  // Every cut of the file from the first segment's start: its end once the headers that
+  // give it are in, null before.
+  const check = (file: Uint8Array, starts: number[], headerEnd: number): void => {
+    const i = info(file);
+    const first = starts[0] as number;
+    const end = (starts[1] as number) - first;
+    for (let cut = first; cut <= file.length; cut++) {
+      const got = firstSegmentEnd(i, file.subarray(first, cut));
+      expect(got, `cut at ${cut}`).toBe(cut - first >= headerEnd ? end : null);
+    }
+  };
+
+  it('MP4: a moof ends with the mdat after it, known from the mdat header on', () => {
+    const { file, moofs } = fmp4();
+    const moofSize = be4(file, moofs[0] as number);
+    check(file, moofs, moofSize + 8);
+  });
+
+  it('WebM: a Cluster ends where its size says, known from its header on', () => {
+    const { file, clusters } = webm();
+    // Cluster ID (4 bytes) and a one-byte size.
+    check(file, clusters, 5);
+  });
+
+  it('a WebM Cluster of unknown size has no end of its own', () => {
+    const { file, clusters } = webm({ unknownSize: true });
+    const open = concat([0x1f, 0x43, 0xb6, 0x75], UNKNOWN_SIZE, cluster(0).subarray(5));
+    expect(firstSegmentEnd(info(file), open)).toBeNull();
+    expect(clusters.length).toBeGreaterThan(0);
+  });
+
+  it('MP4: a box of size 0 (to the end of the file) has no end it can tell', () => {
+    const { file } = fmp4();
+    expect(firstSegmentEnd(info(file), new Uint8Array([0, 0, 0, 0, ...text('mdat'), 1, 2]))).toBeNull();
+  });
+});
+
+function be4(b: Uint8Array, at: number): number {
+  return (((b[at] as number) << 24) >>> 0) + ((b[at + 1] as number) << 16) + ((b[at + 2] as number) << 8) + (b[at + 3] as number);
+}

@@ -6,9 +6,10 @@
 //!
 //! What goes to the origin:
 //! - the first chunks, at once, for a fast first frame;
-//! - chunks playback needs next (the picker's due span, and as many from where playback
-//!   waits, [`Engine::set_waiting_for`]) that no connected peer holds, or that a peer was
-//!   asked for and has not delivered within the deadline;
+//! - chunks playback needs next (the picker's due span, and where playback waits: the rest
+//!   of the segment it waits for, at least as many chunks as the due span holds,
+//!   [`Engine::set_waiting_for`]) that no connected peer holds, or that a peer was asked
+//!   for and has not delivered within the deadline;
 //! - once no peer has been connected for `alone_after` (an HTTP-only page: from the start),
 //!   the picker's whole urgent span instead of the due span. Connections the adapter is
 //!   still setting up ([`Engine::set_peers_coming`]) count as peers here: a slow ICE
@@ -222,8 +223,8 @@ pub(super) struct HttpOrigin {
     due_since: BTreeMap<u64, Time>,
     /// The last poll: deadlines before it are no reason to wake.
     polled_at: Time,
-    /// The chunk playback waits for, if it waits.
-    waiting_for: Option<u64>,
+    /// The chunks playback waits for, if it waits (`set_waiting_for`).
+    waiting_for: Option<Range<u64>>,
 }
 
 /// Why the origin may serve a chunk.
@@ -354,13 +355,17 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.origin = Some(Box::new(HttpOrigin::new(config, now)));
     }
 
-    /// Playback waits for `chunk` (`None`: it does not wait): before its first frame, or
-    /// with a stall coming. The HTTP origin then serves as many chunks from there as the
-    /// due span holds, if no peer holds them, wherever the picker's playhead is. Seeders
-    /// ([`set_origin`](Self::set_origin)) are not affected.
-    pub fn set_waiting_for(&mut self, chunk: Option<u64>) {
+    /// Playback waits for `chunks` (`None`: it does not wait): before its first frame, or
+    /// with a stall coming. `chunks.start` is the first chunk it lacks, `chunks.end` where
+    /// the media segment it waits for ends if the adapter knows (anything up to `start` if
+    /// not). The HTTP origin then serves those chunks, and at least as many from `start` as
+    /// the due span holds (at most the urgent span's length), where no peer holds them,
+    /// wherever the picker's playhead is: a segment bigger than the due span must not wait
+    /// on chunks nobody is asked for. Seeders ([`set_origin`](Self::set_origin)) are not
+    /// affected.
+    pub fn set_waiting_for(&mut self, chunks: Option<Range<u64>>) {
         if let Some(o) = self.origin.as_deref_mut() {
-            o.waiting_for = chunk;
+            o.waiting_for = chunks;
         }
     }
 
@@ -505,10 +510,17 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             self.picker.due_chunks()
         };
         let span = span.map(|s| s.start.min(self.chunk_count)..s.end.min(self.chunk_count));
-        // Where playback waits: as many chunks as the due span holds (one at least).
-        let waiting = origin.waiting_for.map(|c| {
-            let n = span.as_ref().map_or(1, |s| (s.end - s.start).max(1));
-            c.min(self.chunk_count)..c.saturating_add(n).min(self.chunk_count)
+        // Where playback waits: the segment it waits for, and as many chunks as the due
+        // span holds (one at least), within the urgent span's length.
+        let waiting = origin.waiting_for.clone().map(|w| {
+            let due = span.as_ref().map_or(1, |s| (s.end - s.start).max(1));
+            let most = self
+                .picker
+                .urgent_chunks()
+                .map_or(due, |u| (u.end - u.start).max(due));
+            let start = w.start.min(self.chunk_count);
+            let len = w.end.saturating_sub(start).clamp(due, most);
+            start..start.saturating_add(len).min(self.chunk_count)
         });
         let in_waiting = |c: u64| waiting.as_ref().is_some_and(|w| w.contains(&c));
         self.note_due(now, span.clone(), waiting.clone());
