@@ -84,13 +84,18 @@ export interface ConnectionOptions {
   seeder: () => boolean;
 }
 
+/** Whether the page has RTCPeerConnection (WebRTC's data channels). */
+export function hasWebRtc(): boolean {
+  return typeof RTCPeerConnection !== 'undefined';
+}
+
 /**
  * Throws `webrtc-unsupported` where the page has no RTCPeerConnection (some WebKit builds,
  * or WebRTC disabled by policy): without data channels a page cannot join a swarm, and it
  * should say so rather than wait for peers forever.
  */
 export function requireWebRtc(): void {
-  if (typeof RTCPeerConnection === 'undefined') {
+  if (!hasWebRtc()) {
     throw new PpsppError('webrtc-unsupported', 'this browser has no WebRTC (RTCPeerConnection): it cannot join a swarm');
   }
 }

@@ -27,7 +27,7 @@ export function isRootHex(text: string): boolean {
  */
 export async function uriFor(uriOrRoot: string, options: ResolvedPeerOptions, abort?: AbortSignal): Promise<string> {
   if (!isRootHex(uriOrRoot)) return uriOrRoot;
-  if (options.signal === undefined) {
+  if (options.signal === undefined || options.signal === false) {
     throw new PpsppError('bad-option', 'fetching by root hash needs the signal option (where to meet the peers that can describe the content)');
   }
   return discoverUri(uriOrRoot, options.signal, options, abort);
@@ -62,7 +62,7 @@ export async function discoverUri(root: string, signalUrls: readonly string[], o
     peerLeft: (remote) => connections.remoteLeft(remote),
     disconnected: () => {},
     error: () => {},
-  });
+  }, options.signalingTimeoutMs);
   const connections = new Connections(
     signaling,
     {

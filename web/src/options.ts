@@ -25,9 +25,17 @@ export interface PeerOptions {
   /**
    * Signaling server URL (`ws://` or `wss://`), or several instances of one site's
    * signaling (rooms shared through Redis): the first that answers is used, and when it
-   * drops or cannot serve, the next. Default: the URI's `signal` parameter.
+   * drops or cannot serve, the next. Default: the URI's `signal` parameter. `false` (or
+   * an empty list): no signaling, so no peers: HTTP only, from the HTTP origin (which
+   * then must be given).
    */
-  signal?: string | readonly string[];
+  signal?: string | readonly string[] | false;
+  /**
+   * Milliseconds a signaling server has to welcome us (the WebSocket opened and the room
+   * joined) before it counts as unreachable and the next URL is tried (default 10000; at
+   * least 1000). With an HTTP origin, playback never waits for it.
+   */
+  signalingTimeoutMs?: number;
   /**
    * The page's own ICE servers for RTCPeerConnection; default none (enough on one host or
    * LAN). A signaling server configured with STUN/TURN sends its own in each `welcome`
@@ -116,8 +124,9 @@ export interface PlayerOptions extends PeerOptions {
 }
 
 export interface ResolvedPeerOptions {
-  /** At least one URL when set. */
-  signal: readonly string[] | undefined;
+  /** At least one URL when a list; false: no signaling (HTTP only). */
+  signal: readonly string[] | false | undefined;
+  signalingTimeoutMs: number;
   iceServers: RTCIceServer[];
   maxConnections: number;
   uploadLimit: number;
@@ -190,6 +199,13 @@ export function checkSignalUrls(value: unknown, what = 'option signal'): string[
   });
 }
 
+/** The `signal` option: undefined (the URI's), false (none: HTTP only), or its URLs. */
+function signalOption(value: unknown): readonly string[] | false | undefined {
+  if (value === undefined) return undefined;
+  if (value === false || (Array.isArray(value) && value.length === 0)) return false;
+  return checkSignalUrls(value);
+}
+
 /** Checks a signaling URL; returns it or throws `bad-option`. */
 export function checkSignalUrl(url: string, what = 'option signal'): string {
   let parsed: URL;
@@ -205,7 +221,7 @@ export function checkSignalUrl(url: string, what = 'option signal'): string {
 }
 
 const KNOWN_PEER = [
-  'signal', 'iceServers', 'maxConnections', 'uploadLimit', 'downloadLimit', 'priority',
+  'signal', 'signalingTimeoutMs', 'iceServers', 'maxConnections', 'uploadLimit', 'downloadLimit', 'priority',
   'connectTimeoutMs', 'statsIntervalMs', 'wasm', 'preferPeers',
 ];
 const KNOWN_PLAYER = [
@@ -298,7 +314,8 @@ export function resolvePeerOptions(options: PeerOptions = {}, known = KNOWN_PEER
     throw bad('option wasm must be a URL or a string');
   }
   return {
-    signal: options.signal === undefined ? undefined : checkSignalUrls(options.signal),
+    signal: signalOption(options.signal),
+    signalingTimeoutMs: number(options, 'signalingTimeoutMs', 10_000, { min: 1000 }),
     iceServers,
     maxConnections: number(options, 'maxConnections', 8, { min: 1, max: 256, integer: true }),
     uploadLimit: number(options, 'uploadLimit', 0, { min: 0 }),

@@ -96,19 +96,22 @@ export function engineOptions(
 
 /**
  * The signaling URL of a swarm with HTTP origin `origin`: as {@link signalFor}, but null
- * (an HTTP-only swarm) when there is an origin and no signaling server.
+ * (an HTTP-only swarm) when there is an origin and no signaling server, or `signal: false`.
  */
 export function signalWithOrigin(
   options: ResolvedPeerOptions,
   content: ContentInfo,
   origin: HttpOriginSettings | null,
 ): readonly string[] | null {
-  if (origin && options.signal === undefined && content.signal === undefined) return null;
+  if (origin && (options.signal === false || (options.signal === undefined && content.signal === undefined))) return null;
   return signalFor(options, content);
 }
 
 /** The signaling URLs to use: the option's, else the URI's. */
 export function signalFor(options: ResolvedPeerOptions, content: ContentInfo): readonly string[] {
+  if (options.signal === false) {
+    throw new PpsppError('bad-option', 'signal: false (HTTP only) needs an HTTP origin: the URI has no http= and tree= parameters and no httpOrigin option was given');
+  }
   if (options.signal !== undefined) return options.signal;
   if (content.signal === undefined) {
     throw new PpsppError('bad-option', 'no signaling server: the URI has no signal= parameter and no signal option was given');
@@ -367,7 +370,9 @@ export class Peer extends Emitter<PeerEvents> {
   async seed(data: Uint8Array, options: SeedOptions = {}): Promise<string> {
     this.check();
     const signals = options.signal === undefined ? this.options.signal : checkSignalUrls(options.signal);
-    if (signals === undefined) throw new PpsppError('bad-option', 'seed needs a signaling server: pass { signal: "ws://…" }');
+    if (signals === undefined || signals === false) {
+      throw new PpsppError('bad-option', 'seed needs a signaling server: pass { signal: "ws://…" }');
+    }
     // The URI names one server; the swarm meets at the first that answers.
     const signal = signals[0] as string;
     const chunkSize = options.chunkSize ?? 8192;

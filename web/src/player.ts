@@ -25,10 +25,10 @@ import { LiveFeed, type LiveJoin } from './media/live-feed.js';
 import { LiveLatency } from './media/live-latency.js';
 import { completeChildrenEnd, openClusterHead } from './media/webm.js';
 import { type PlayerOptions, type ResolvedPlayerOptions, resolveHttpOrigin, resolvePlayerOptions } from './options.js';
-import { requireWebRtc, type SelectedPair } from './connections.js';
+import { hasWebRtc, requireWebRtc, type SelectedPair } from './connections.js';
 import { isRootHex, uriFor } from './discover.js';
 import { engineOptions, signalWithOrigin } from './peer.js';
-import { Swarm, type SwarmEvents, type SwarmStats } from './swarm.js';
+import { type P2pUnavailable, Swarm, type SwarmEvents, type SwarmStats } from './swarm.js';
 import { type ContentInfo, WasmPeer, loadWasm, parseUriLoaded } from './wasm.js';
 
 export interface PlayerEvents extends SwarmEvents {
@@ -228,8 +228,13 @@ export class Player extends Emitter<PlayerEvents> {
     uri = await uriFor(uri, resolved);
     const content = parseUriLoaded(uri);
     const origin = resolveHttpOrigin(resolved.httpOrigin, content);
-    const signal = signalWithOrigin(resolved, content, origin);
-    // HTTP-only playback needs no WebRTC.
+    let signal = signalWithOrigin(resolved, content, origin);
+    // HTTP-only playback needs no WebRTC; with an origin, a browser without it plays from HTTP.
+    let noP2p: P2pUnavailable | null = null;
+    if (signal !== null && origin !== null && !hasWebRtc()) {
+      signal = null;
+      noP2p = { reason: 'webrtc-unsupported', message: 'this browser has no WebRTC (RTCPeerConnection): playing from the HTTP origin alone' };
+    }
     if (signal !== null) requireWebRtc();
     const window = Math.max(16, Math.ceil(resolved.readAheadBytes / content.chunkSize));
     // A live stream's discard window bounds what is held, and nothing of it is saved.
@@ -261,9 +266,11 @@ export class Player extends Emitter<PlayerEvents> {
       throw err;
     }
     player.mark('engineMs');
+    // Held like every event until attach resolves.
+    if (noP2p) player.emit('p2p-unavailable', noP2p);
+    void swarm.joined.then(() => player.mark('joinedMs'));
     try {
       await swarm.start();
-      if (signal !== null) player.mark('joinedMs');
       await player.open();
     } catch (err) {
       player.destroy();
@@ -302,7 +309,7 @@ export class Player extends Emitter<PlayerEvents> {
       this.scheduleFeed();
     });
     const forward: (keyof SwarmEvents)[] = [
-      'peer-joined', 'peer-left', 'chunk-rejected', 'origin-corrupt', 'progress', 'complete', 'stats',
+      'peer-joined', 'peer-left', 'chunk-rejected', 'origin-corrupt', 'progress', 'complete', 'stats', 'p2p-unavailable',
     ];
     for (const type of forward) this.swarm.on(type, (payload) => this.emit(type, payload as never));
     // The swarm's fatal errors (a live source's restart, storage failed) end playback as

@@ -23,6 +23,8 @@ export interface SignalingHandlers {
 /** The protocol version this client speaks (`join.v`). */
 export const PROTOCOL_VERSION = 1;
 const MAX_BACKOFF_MS = 30_000;
+/** How long a server has to welcome us (`signalingTimeoutMs`'s default). */
+export const DEFAULT_TIMEOUT_MS = 10_000;
 
 /**
  * A message from the server as this client reads it: only the fields it acts on.
@@ -173,10 +175,15 @@ export class SignalingClient {
   /** False once the server said it does not know `ice` (an older server). */
   private iceSupported = true;
 
+  /** After start() failed: go on trying in the background (see {@link start}). */
+  private keepTrying = false;
+
   constructor(
     urls: string | readonly string[],
     readonly swarm: string,
     private readonly handlers: SignalingHandlers,
+    /** A server that has not welcomed us this long after we began to connect counts as unreachable. */
+    private readonly timeoutMs = DEFAULT_TIMEOUT_MS,
   ) {
     this.urls = typeof urls === 'string' ? [urls] : [...urls];
     if (this.urls.length === 0) throw new PpsppError('bad-option', 'no signaling server given');
@@ -205,10 +212,13 @@ export class SignalingClient {
 
   /**
    * Connects and joins. Resolves on the first `welcome`; rejects with
-   * `signaling-unreachable` if no URL could be joined, each tried once (later drops
-   * reconnect).
+   * `signaling-unreachable` if no URL could be joined, each tried once (a server that
+   * does not welcome us within the timeout counts as unreachable), so the promise always
+   * settles. Later drops reconnect; with `keepTrying`, so does a failed start (a page
+   * playing from HTTP meanwhile joins the swarm once a server answers).
    */
-  start(): Promise<void> {
+  start(opts: { keepTrying?: boolean } = {}): Promise<void> {
+    this.keepTrying = opts.keepTrying ?? false;
     return new Promise((resolve, reject) => this.open(resolve, reject, this.urls.length));
   }
 
@@ -232,6 +242,9 @@ export class SignalingClient {
         const which =
           this.urls.length === 1 ? `the signaling server at ${this.url}` : `any of the signaling servers (${this.urls.join(', ')}; last ${this.url})`;
         reject(new PpsppError('signaling-unreachable', `cannot reach ${which}: ${why}`));
+        reject = undefined;
+        resolve = undefined;
+        if (this.keepTrying) this.scheduleReconnect();
       }
       return true;
     };
@@ -244,6 +257,20 @@ export class SignalingClient {
     }
     this.socket = socket;
     let welcomed = false;
+    // A server that accepts the connection but never welcomes us (a proxy holding the
+    // upgrade, a hung process) fails like one that refuses it.
+    const silent = setTimeout(() => {
+      if (welcomed || this.socket !== socket) return;
+      socket.onopen = socket.onmessage = socket.onclose = socket.onerror = null;
+      this.socket = null;
+      try {
+        socket.close();
+      } catch {
+        // already closing
+      }
+      if (failed(`no welcome within ${this.timeoutMs} ms`)) return;
+      this.scheduleReconnect();
+    }, this.timeoutMs);
     socket.onopen = () => {
       socket.send(encodeJoin(this.swarm));
     };
@@ -254,6 +281,7 @@ export class SignalingClient {
       switch (msg?.type) {
         case 'welcome': {
           welcomed = true;
+          clearTimeout(silent);
           this.attempt = 0;
           this.peerIdValue = msg.peerId;
           this.iceServersValue = msg.iceServers ?? [];
@@ -303,6 +331,7 @@ export class SignalingClient {
       }
     };
     socket.onclose = (ev: CloseEvent) => {
+      clearTimeout(silent);
       this.socket = null;
       this.peerIdValue = null;
       this.iceAnswerDue = false;

@@ -50,6 +50,12 @@ export interface SwarmStats extends EngineStats {
   channels: PeerChannelStats[];
 }
 
+/** Why peer-to-peer delivery is not possible (the `p2p-unavailable` event). */
+export interface P2pUnavailable {
+  reason: 'webrtc-unsupported' | 'signaling-unreachable' | 'signaling-error';
+  message: string;
+}
+
 export interface SwarmEvents {
   'peer-joined': { peer: number; remote: string; seeder: boolean };
   'peer-left': { peer: number; remote: string; reason: string };
@@ -70,6 +76,14 @@ export interface SwarmEvents {
   'origin-corrupt': { chunk: number; reason: string };
   /** A chunk failed verification: nothing of it was kept and the peer was dropped. */
   'chunk-rejected': { chunk: number; peer: number; reason: string };
+  /**
+   * Peer-to-peer delivery is not possible now, and the HTTP origin carries playback
+   * alone; not an error. `reason`: the browser has no WebRTC (`webrtc-unsupported`, for
+   * good), no signaling server could be reached or none welcomed us in time
+   * (`signaling-unreachable`: it keeps trying, and peers join once one answers), or the
+   * server refused to let us join (`signaling-error`, for good).
+   */
+  'p2p-unavailable': P2pUnavailable;
   progress: { have: number; total: number };
   complete: Record<string, never>;
   /** A live stream's edge moved on: chunks up to `end` are signed by the source, at `signedAtMs` (Unix ms, its clock). */
@@ -160,13 +174,14 @@ export class Swarm extends Emitter<SwarmEvents> {
     this.origin = origin && new HttpOrigin(engine, origin, () => this.driver.kick(), signalUrls === null);
     this.signaling = signalUrls === null ? null : new SignalingClient(signalUrls, content.root, {
       welcome: (_id, peers) => {
+        this.markJoined();
         for (const remote of peers) this.connections.offer(remote);
       },
       signal: (from, data) => this.connections.onSignal(from, data),
       peerLeft: (remote) => this.connections.remoteLeft(remote),
       disconnected: () => {},
       error: (err) => this.emit('error', err),
-    });
+    }, options.signalingTimeoutMs);
     this.connections = new Connections(
       this.signaling ?? OFFLINE,
       {
@@ -201,8 +216,11 @@ export class Swarm extends Emitter<SwarmEvents> {
   }
 
   /**
-   * Joins the room; rejects with `signaling-unreachable` if the server cannot be reached,
-   * or `signaling-error` if it refuses (both fatal).
+   * Joins the room; rejects with `signaling-unreachable` if the server cannot be reached
+   * (or does not welcome us within `signalingTimeoutMs`), or `signaling-error` if it
+   * refuses (both fatal). With an HTTP origin nothing waits for signaling: the room is
+   * joined in the background, and a failure is a `p2p-unavailable` event (an unreachable
+   * server is tried again until it answers).
    */
   async start(): Promise<void> {
     // Saved chunks are named to the engine before any peer or the origin is asked.
@@ -225,16 +243,34 @@ export class Swarm extends Emitter<SwarmEvents> {
       this.driver.kick();
       return;
     }
-    try {
-      await this.signaling.start();
-    } catch (err) {
-      throw fatal(err);
+    if (this.origin) {
+      const signaling = this.signaling;
+      signaling.start({ keepTrying: true }).then(
+        () => this.driver.kick(),
+        (err: unknown) => {
+          if (this.closed) return;
+          const e = err instanceof PpsppError ? err : new PpsppError('signaling-unreachable', String(err));
+          const reason = e.code === 'signaling-error' ? 'signaling-error' : 'signaling-unreachable';
+          this.emit('p2p-unavailable', { reason, message: e.message });
+        },
+      );
+    } else {
+      try {
+        await this.signaling.start();
+      } catch (err) {
+        throw fatal(err);
+      }
     }
     this.lonelySince = performance.now();
     this.peerlessSince = this.lonelySince;
     this.lonelyTimer = setInterval(() => this.checkLonely(), 1000);
     this.driver.kick();
   }
+
+  // Declared before `joined`, whose initializer replaces it.
+  private markJoined: () => void = () => {};
+  /** Resolves when the signaling server first welcomed us (never for an HTTP-only swarm). */
+  readonly joined: Promise<void> = new Promise((resolve) => (this.markJoined = resolve));
 
   private checkLonely(): void {
     const now = performance.now();

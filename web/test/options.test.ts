@@ -17,6 +17,7 @@ describe('peer options', () => {
   it('has sensible defaults', () => {
     expect(resolvePeerOptions()).toEqual({
       signal: undefined,
+      signalingTimeoutMs: 10_000,
       iceServers: [],
       maxConnections: 8,
       uploadLimit: 0,
@@ -27,6 +28,11 @@ describe('peer options', () => {
       wasm: undefined,
       preferPeers: true,
     });
+  });
+
+  it('signal: false or an empty list means no signaling (HTTP only)', () => {
+    expect(resolvePeerOptions({ signal: false }).signal).toBe(false);
+    expect(resolvePeerOptions({ signal: [] }).signal).toBe(false);
   });
 
   it('keeps valid values', () => {
@@ -48,7 +54,9 @@ describe('peer options', () => {
     expect(badOption(() => resolvePeerOptions({ priority: 17 }))).toMatch(/priority.*at most 16/);
     expect(badOption(() => resolvePeerOptions({ signal: 'http://example.org' }))).toMatch(/ws:\/\/ or wss:\/\//);
     expect(badOption(() => resolvePeerOptions({ signal: 'not a url' }))).toMatch(/signal/);
-    expect(badOption(() => resolvePeerOptions({ signal: [] }))).toMatch(/list of 1 to 16/);
+    expect(badOption(() => resolvePeerOptions({ signal: Array(17).fill('wss://a.example.org/ws') }))).toMatch(/list of 1 to 16/);
+    expect(badOption(() => resolvePeerOptions({ signal: true } as never))).toMatch(/signal/);
+    expect(badOption(() => resolvePeerOptions({ signalingTimeoutMs: 10 }))).toMatch(/signalingTimeoutMs.*at least 1000/);
     expect(badOption(() => resolvePeerOptions({ signal: ['wss://a.example.org/ws', 'ftp://b'] }))).toMatch(/ws:\/\/ or wss:\/\//);
     expect(badOption(() => resolvePeerOptions({ signal: [7] as unknown as string[] }))).toMatch(/as strings/);
     expect(badOption(() => resolvePeerOptions({ connectTimeoutMs: 5 }))).toMatch(/connectTimeoutMs/);

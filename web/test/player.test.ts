@@ -177,6 +177,17 @@ describe('Player.attach rejects', () => {
     await expect(Player.attach(video(), someUri('ws://nowhere.test/ws'))).rejects.toMatchObject({ code: 'signaling-unreachable' });
     expect(liveObjectUrls()).toBe(0);
   });
+
+  it('with signaling-unreachable within signalingTimeoutMs when the server never answers (no HTTP origin)', async () => {
+    server.silent = true;
+    const started = performance.now();
+    await expect(Player.attach(video(), someUri(), { signalingTimeoutMs: 1000 })).rejects.toMatchObject({
+      code: 'signaling-unreachable',
+      message: expect.stringContaining('no welcome within 1000 ms'),
+    });
+    expect(performance.now() - started).toBeLessThan(3000);
+    expect(liveObjectUrls()).toBe(0);
+  });
 });
 
 describe('Player with an HTTP origin (fake fetch) and no signaling server', () => {
@@ -198,6 +209,76 @@ describe('Player with an HTTP origin (fake fetch) and no signaling server', () =
     expect(differsAt(concat(sb.appends), media.file), 'the appends differ from the file at').toBeNull();
     expect(log.error).toEqual([]);
     expect(player.stats()).toMatchObject({ bytesFromHttp: media.file.length, bytesFromPeers: 0, connections: 0 });
+  });
+
+  /** `attach` with the p2p-unavailable events recorded (those held until it resolved too). */
+  async function attachWatched(uri: string, options: PlayerOptions): Promise<Attached & { noP2p: PlayerEvents['p2p-unavailable'][] }> {
+    const a = await attach(uri, options);
+    const noP2p: PlayerEvents['p2p-unavailable'][] = [];
+    a.player.on('p2p-unavailable', (e) => noP2p.push(e));
+    return { ...a, noP2p };
+  }
+
+  /** Plays `media` to its end from HTTP; the appends are the file. */
+  async function playsToTheEnd(a: Attached, media: SyntheticWebm): Promise<void> {
+    const sb = await sourceBuffer(a.mediaSource);
+    await until(() => a.mediaSource.endOfStreamCalls > 0, 'endOfStream');
+    expect(differsAt(concat(sb.appends), media.file), 'the appends differ from the file at').toBeNull();
+    expect(a.log.error).toEqual([]);
+    expect(a.player.stats()).toMatchObject({ bytesFromHttp: media.file.length, bytesFromPeers: 0 });
+  }
+
+  it('signal: false (or an empty list) plays from HTTP alone and never contacts signaling', async () => {
+    for (const signal of [false, []] as const) {
+      const media = syntheticWebm(6, 20_000);
+      const uri = publish(media.file);
+      const a = await attachWatched(uri, { httpOrigin, signal });
+      await playsToTheEnd(a, media);
+      expect(a.noP2p).toEqual([]);
+    }
+    expect(server.received).toEqual([]);
+  });
+
+  it('signal: false without an HTTP origin is a bad-option', async () => {
+    const media = syntheticWebm(2, 5_000);
+    const uri = publish(media.file);
+    await expect(attach(uri, { signal: false })).rejects.toMatchObject({ code: 'bad-option', message: expect.stringContaining('HTTP origin') });
+  });
+
+  it('no WebRTC: plays from HTTP, with p2p-unavailable webrtc-unsupported, and never contacts signaling', async () => {
+    const g = globalThis as { RTCPeerConnection?: unknown };
+    delete g.RTCPeerConnection;
+    const media = syntheticWebm(6, 20_000);
+    const uri = publish(media.file);
+    const a = await attachWatched(uri, { httpOrigin, signal: server.url });
+    await playsToTheEnd(a, media);
+    expect(a.noP2p).toMatchObject([{ reason: 'webrtc-unsupported' }]);
+    expect(server.received).toEqual([]);
+  });
+
+  it('signaling unreachable: attach resolves at once, plays from HTTP with p2p-unavailable, and joins once the server is back', async () => {
+    const media = syntheticWebm(6, 20_000);
+    const uri = publish(media.file);
+    server.close();
+    const a = await attachWatched(uri, { httpOrigin, signal: server.url });
+    await until(() => a.noP2p.length > 0, 'p2p-unavailable');
+    expect(a.noP2p).toMatchObject([{ reason: 'signaling-unreachable' }]);
+    await playsToTheEnd(a, media);
+    server.reopen();
+    await until(() => a.player.startup.joinedMs !== null, 'joined once the server is back', 4_000);
+    expect(server.room(a.player.content.root)).toHaveLength(1);
+  });
+
+  it('signaling silent: attach does not wait for it; p2p-unavailable after signalingTimeoutMs', async () => {
+    server.silent = true;
+    const media = syntheticWebm(6, 20_000);
+    const uri = publish(media.file);
+    const started = performance.now();
+    const a = await attachWatched(uri, { httpOrigin, signal: server.url, signalingTimeoutMs: 1000 });
+    expect(performance.now() - started).toBeLessThan(1000);
+    await playsToTheEnd(a, media);
+    await until(() => a.noP2p.length > 0, 'p2p-unavailable', 5_000);
+    expect(a.noP2p[0]).toMatchObject({ reason: 'signaling-unreachable', message: expect.stringContaining('no welcome within 1000 ms') });
   });
 
   it('an error emitted while attach() was pending reaches a listener added after it resolved', async () => {

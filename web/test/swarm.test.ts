@@ -68,6 +68,7 @@ function record(swarm: Swarm): Log {
     'chunk-verified': [],
     'chunk-rejected': [],
     'origin-corrupt': [],
+    'p2p-unavailable': [],
     'storage-fallback': [],
     progress: [],
     complete: [],

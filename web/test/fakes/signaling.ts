@@ -29,6 +29,8 @@ export class FakeSignalServer {
   readonly received: Received[] = [];
   /** Answers joins with `unavailable` and closes (1013), as an instance that lost its Redis. */
   unavailable = false;
+  /** Accepts connections and never answers anything (a hung process, a proxy holding the upgrade). */
+  silent = false;
 
   constructor() {
     serverCount += 1;
@@ -45,6 +47,11 @@ export class FakeSignalServer {
   inject(to: string, from: string, data: unknown): void {
     const client = this.byPeer(to);
     if (client) this.push(client, { type: 'signal', from, data });
+  }
+
+  /** Registers the server again after {@link close} (as a server coming back up). */
+  reopen(): void {
+    servers.set(this.url, this);
   }
 
   /** Unregisters the server and drops every connection (as a server going down). */
@@ -64,6 +71,7 @@ export class FakeSignalServer {
   message(client: Client, text: string): void {
     const msg = JSON.parse(text) as Record<string, unknown>;
     this.received.push({ from: client.peerId, msg });
+    if (this.silent) return;
     switch (msg.type) {
       case 'join': {
         if (client.peerId !== null) {
