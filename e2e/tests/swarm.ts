@@ -80,11 +80,12 @@ export function makeOriginVideos(): void {
 }
 
 /**
- * 30 s of 1280×720 at 25 fps with a keyframe every 2 s (web/README.md's recipe), about
+ * 60 s of 1280×720 at 25 fps with a keyframe every 2 s (web/README.md's recipe), about
  * 2.8 Mbit/s as a site's 720p is: H.264 + AAC in fragmented MP4 (a fragment per
  * keyframe, the first ending past 700 KB), and VP9 + Opus in WebM (a Cluster per
  * keyframe). Noise over the test pattern keeps the encoders from making it small.
  */
+export const VIDEO_HD_SECONDS = 60;
 export const VIDEO_HD_MP4 = join(ROOT, 'target', 'e2e', 'video-720p.mp4');
 export const VIDEO_HD_WEBM = join(ROOT, 'target', 'e2e', 'video-720p.webm');
 
@@ -92,7 +93,7 @@ export function makeHdVideos(): void {
   const source = [
     '-f', 'lavfi', '-i', 'testsrc2=size=1280x720:rate=25,noise=alls=8:allf=t',
     '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000',
-    '-t', '30',
+    '-t', String(VIDEO_HD_SECONDS),
   ];
   const rate = ['-b:v', '2800k', '-maxrate', '2800k', '-bufsize', '5600k', '-g', '50', '-keyint_min', '50'];
   const encodings: [string, string[]][] = [

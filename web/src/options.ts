@@ -78,6 +78,19 @@ export interface PlayerOptions extends PeerOptions {
   keepBehindSeconds?: number;
   /** Bytes ahead of the playback position fetched in order, before rarest-first (default 4 MiB). */
   readAheadBytes?: number;
+  /**
+   * Seconds of media ahead of the playback position fetched at most, from peers and HTTP
+   * alike (default 30; 0: no bound, the whole video). A viewer who leaves early costs
+   * the origin and the swarm little more than what was watched; what the page holds it
+   * keeps serving. Estimated from the video's average bit rate (at least 1 MiB ahead).
+   */
+  readAheadSeconds?: number;
+  /**
+   * Of that, seconds of media the HTTP origin is asked for at most ahead of the playback
+   * position (default 10; 0: as far as `readAheadSeconds`): peers carry what lies beyond.
+   * What playback waits for (its next segment) comes from HTTP whatever this says.
+   */
+  httpReadAheadSeconds?: number;
   /** Priority of a channel while it carries chunks playback needs next (default 2; 0 = never raise). */
   urgentPriority?: number;
   /**
@@ -142,6 +155,8 @@ export interface ResolvedPlayerOptions extends ResolvedPeerOptions {
   mimeType: string | undefined;
   keepBehindSeconds: number;
   readAheadBytes: number;
+  readAheadSeconds: number;
+  httpReadAheadSeconds: number;
   urgentPriority: number;
   stuckTimeoutMs: number;
   /** The option as given, checked; merged with the URI's by {@link resolveHttpOrigin}. */
@@ -225,7 +240,8 @@ const KNOWN_PEER = [
   'connectTimeoutMs', 'statsIntervalMs', 'wasm', 'preferPeers',
 ];
 const KNOWN_PLAYER = [
-  ...KNOWN_PEER, 'mimeType', 'keepBehindSeconds', 'readAheadBytes', 'urgentPriority', 'stuckTimeoutMs', 'httpOrigin',
+  ...KNOWN_PEER, 'mimeType', 'keepBehindSeconds', 'readAheadBytes', 'readAheadSeconds', 'httpReadAheadSeconds',
+  'urgentPriority', 'stuckTimeoutMs', 'httpOrigin',
   'maxMemoryBytes', 'storage', 'storageQuotaBytes', 'liveLatencySeconds', 'liveJumpSeconds', 'liveEndAfterMs',
 ];
 const KNOWN_ORIGIN = ['url', 'tree', 'maxRequests', 'timeoutMs', 'headBytes'];
@@ -339,6 +355,8 @@ export function resolvePlayerOptions(options: PlayerOptions = {}): ResolvedPlaye
     mimeType,
     keepBehindSeconds: number(options, 'keepBehindSeconds', 30, { min: 2 }),
     readAheadBytes: number(options, 'readAheadBytes', 4 << 20, { min: 0 }),
+    readAheadSeconds: number(options, 'readAheadSeconds', 30, { min: 0 }),
+    httpReadAheadSeconds: number(options, 'httpReadAheadSeconds', 10, { min: 0 }),
     urgentPriority: number(options, 'urgentPriority', 2, { min: 0, max: 16, integer: true }),
     stuckTimeoutMs: number(options, 'stuckTimeoutMs', 8000, { min: 1000 }),
     httpOrigin: checkHttpOrigin(options.httpOrigin),

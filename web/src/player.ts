@@ -91,6 +91,13 @@ export interface PlayerStats extends SwarmStats {
   rebufferMs: number;
   /** Stalls that ended. */
   stalls: number;
+  /** Seconds of media played (the playhead's advance, seeks left out). */
+  mediaSecondsPlayed: number;
+  /**
+   * Bytes fetched (from seeders, peers and HTTP; not read back from saved chunks) per
+   * second of media played: what a view costs the network. 0 before anything played.
+   */
+  bytesPerSecondPlayed: number;
 }
 
 /** How often the playhead is looked at for stalls. */
@@ -105,6 +112,10 @@ const MAX_PENDING = 4 << 20;
 const MAX_AHEAD_SECONDS = 60;
 /** Seconds buffered ahead below which playback starves: see `followPlayback`. */
 const STARVING_SECONDS = 1;
+/** A playhead advance between two time updates longer than this is a seek or a jump. */
+const MAX_PLAY_STEP_SECONDS = 2;
+/** The read-ahead bound never cuts a page's fetching below this many bytes ahead (a segment or two). */
+const MIN_READ_AHEAD_BYTES = 1 << 20;
 /** What is read from a segment's start to find its end in its headers (a moof is a few KiB). */
 const SEGMENT_HEAD_BYTES = 64 << 10;
 /** Bytes read around a seek estimate to find a segment start. */
@@ -139,6 +150,9 @@ export class Player extends Emitter<PlayerEvents> {
   private info: InitInfo | null = null;
   private queue: AppendQueue | null = null;
   private appendPos = 0;
+  /** Media seconds played, and the playhead at the last time update (`countPlayed`). */
+  private mediaSecondsPlayed = 0;
+  private lastTime = 0;
   /** Verified bytes run from `appendPos` to here without a whole segment in them (a
    * segment larger than the read-ahead window): the engine fetches on from here. */
   private segmentWait: number | null = null;
@@ -183,6 +197,14 @@ export class Player extends Emitter<PlayerEvents> {
       if (!info) throw new PpsppError('bad-uri', 'the live URI has no usable init= (the stream\'s initialisation segment)');
       this.live = new LiveFeed(swarm, info, options.liveLatencySeconds);
       this.latency = new LiveLatency(options.liveLatencySeconds, options.liveJumpSeconds);
+    }
+    if (!this.live) {
+      // Until the bit rate is known (the duration read, or a second appended), the
+      // read-ahead is bounded in bytes: a fast origin would otherwise send much of the
+      // video before its first frame. What playback waits for is served all the same.
+      const chunks = (bytes: number): number => Math.ceil(bytes / this.content.chunkSize);
+      const first = Math.max(options.readAheadBytes, MIN_READ_AHEAD_BYTES);
+      swarm.setReadAhead(options.readAheadSeconds > 0 ? chunks(first) : -1, chunks(MIN_READ_AHEAD_BYTES));
     }
     this.mediaSource = new MediaSource();
     this.objectUrl = URL.createObjectURL(this.mediaSource);
@@ -336,6 +358,7 @@ export class Player extends Emitter<PlayerEvents> {
     }, STALL_CHECK_MS);
     this.cleanup.push(() => clearInterval(watch));
     this.listen(this.video, 'timeupdate', () => {
+      this.countPlayed();
       this.followPlayback();
       this.scheduleFeed();
     });
@@ -502,8 +525,16 @@ export class Player extends Emitter<PlayerEvents> {
     }
     const info = this.info;
     if (!info || this.seek) return;
-    const playing = this.byteAt(this.video.currentTime);
+    const t = this.video.currentTime;
+    const rate = this.bytesPerSecond();
+    const playing = this.byteAt(t) ?? (rate === null ? null : info.initLength + Math.floor(t * rate));
     const at = playing === null ? this.appendPos : Math.min(this.appendPos, playing);
+    if (rate !== null) {
+      // In chunks, at least MIN_READ_AHEAD_BYTES; -1 (0 seconds): no bound.
+      const chunks = (seconds: number): number =>
+        seconds > 0 ? Math.ceil(Math.max(MIN_READ_AHEAD_BYTES, seconds * rate) / this.content.chunkSize) : -1;
+      this.swarm.setReadAhead(chunks(this.options.readAheadSeconds), chunks(this.options.httpReadAheadSeconds));
+    }
     this.swarm.setPlayhead(Math.floor(Math.max(at, this.segmentWait ?? 0) / this.content.chunkSize));
     const starving = bufferedAhead(this.video) < STARVING_SECONDS;
     this.swarm.setWaitingFor(starving ? this.waitingChunks(info) : null);
@@ -529,6 +560,29 @@ export class Player extends Emitter<PlayerEvents> {
     }
     if (segmentEnd === null) return { start, end: start };
     return { start, end: Math.ceil(Math.min(length, this.appendPos + segmentEnd) / chunkSize) };
+  }
+
+  /**
+   * The media's bytes per second: the average over the file if its duration is known,
+   * else over what was appended so far (null before a second of it is buffered).
+   */
+  private bytesPerSecond(): number | null {
+    const info = this.info;
+    if (!info) return null;
+    const duration = this.duration();
+    if (duration) return (this.content.length - info.initLength) / duration;
+    // The buffered range that holds the playhead ends where the appends end.
+    const appendedTo = this.video.currentTime + bufferedAhead(this.video);
+    const bytes = this.appendPos - info.initLength;
+    return appendedTo >= 1 && bytes > 0 ? bytes / appendedTo : null;
+  }
+
+  /** Adds the playhead's advance since the last time update (a jump is a seek, not play). */
+  private countPlayed(): void {
+    const t = this.video.currentTime;
+    const step = t - this.lastTime;
+    if (step > 0 && step < MAX_PLAY_STEP_SECONDS && !this.video.seeking) this.mediaSecondsPlayed += step;
+    this.lastTime = t;
   }
 
   /** Where media time `t` lies in the file, estimated in proportion to the duration. */
@@ -728,7 +782,16 @@ export class Player extends Emitter<PlayerEvents> {
 
   /** Current figures of the swarm, and of rebuffering. */
   stats(): PlayerStats {
-    return { ...this.swarm.stats(), rebufferMs: this.stalls.rebufferMs, stalls: this.stalls.stalls };
+    const swarm = this.swarm.stats();
+    const fetched = swarm.bytesFromSeeders + swarm.bytesFromPeers + swarm.bytesFromHttp;
+    const played = this.mediaSecondsPlayed;
+    return {
+      ...swarm,
+      rebufferMs: this.stalls.rebufferMs,
+      stalls: this.stalls.stalls,
+      mediaSecondsPlayed: played,
+      bytesPerSecondPlayed: played > 0 ? fetched / played : 0,
+    };
   }
 
   /** Verified chunk ranges. */

@@ -137,6 +137,8 @@ export class Swarm extends Emitter<SwarmEvents> {
   private bytesFromPeers = 0;
   private bytesFromHttp = 0;
   private bytesFromStorage = 0;
+  /** The read-ahead bounds last given to the engine, in chunks: all sources, HTTP. */
+  private readAhead: [number, number] = [-1, -1];
   /** Saved chunks (`storage: 'opfs'`), once opened in start(). */
   private saved: SavedChunks | null = null;
   /** Seeders' handles, kept once their connection is gone: a chunk verified in the turn
@@ -523,6 +525,17 @@ export class Swarm extends Emitter<SwarmEvents> {
   /** Verified chunk `chunk`, or undefined if not held. */
   readChunk(chunk: number): Uint8Array | undefined {
     return this.engine.readChunk(chunk);
+  }
+
+  /**
+   * Fetches at most `chunks` ahead of the playhead, and at most `fromHttp` of them from the
+   * HTTP origin; see `Engine::set_read_ahead` and `Engine::set_origin_read_ahead`.
+   */
+  setReadAhead(chunks: number, fromHttp: number): void {
+    if (this.closed || (chunks === this.readAhead[0] && fromHttp === this.readAhead[1])) return;
+    this.readAhead = [chunks, fromHttp];
+    this.engine.setReadAhead(chunks, fromHttp);
+    this.driver.kick();
   }
 
   setPlayhead(chunk: number): void {

@@ -59,8 +59,9 @@ interface Attached {
   log: { [K in keyof PlayerEvents]: PlayerEvents[K][] };
 }
 
-async function attach(uri: string, options: PlayerOptions = {}): Promise<Attached> {
+async function attach(uri: string, options: PlayerOptions = {}, prepare?: (video: FakeVideoElement) => void): Promise<Attached> {
   const video = new FakeVideoElement();
+  prepare?.(video);
   const player = await Player.attach(video as unknown as HTMLVideoElement, uri, { statsIntervalMs: 0, ...options });
   players.push(player);
   const log = {} as Attached['log'];
@@ -279,6 +280,44 @@ describe('Player with an HTTP origin (fake fetch) and no signaling server', () =
     await playsToTheEnd(a, media);
     await until(() => a.noP2p.length > 0, 'p2p-unavailable', 5_000);
     expect(a.noP2p[0]).toMatchObject({ reason: 'signaling-unreachable', message: expect.stringContaining('no welcome within 1000 ms') });
+  });
+
+  it('fetches readAheadSeconds of media ahead of the playhead and no more; more as it plays; bytes per second played', async () => {
+    // 60 s at 100 kB/s: 20 s ahead is 2 MB of 6.
+    const media = syntheticWebm(60, 100_000);
+    const { uri, http, restore } = publishOnFakeOrigin(media.file, CHUNK);
+    undo.push(restore);
+    const sent = (): number => http.served.get(FAKE_ORIGIN.url) ?? 0;
+    const a = await attach(uri, { httpOrigin, readAheadSeconds: 20, httpReadAheadSeconds: 0 });
+    const ahead = (seconds: number): number => media.clusters[seconds]!.offset;
+    await until(() => sent() >= ahead(20) - 2 * CHUNK, '20 s fetched');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(sent(), 'nothing much beyond 20 s').toBeLessThan(ahead(21) + 2 * CHUNK);
+    // Played to 30 s: fetched to 50 s.
+    for (let t = 1; t <= 30; t++) {
+      a.video.currentTime = t;
+      a.video.dispatchEvent(new Event('timeupdate'));
+    }
+    await until(() => sent() >= ahead(50) - 2 * CHUNK, '50 s fetched');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(sent()).toBeLessThan(ahead(51) + 2 * CHUNK);
+    const stats = a.player.stats();
+    expect(stats.mediaSecondsPlayed).toBe(30);
+    expect(stats.bytesPerSecondPlayed).toBeCloseTo(stats.bytesFromHttp / 30, 3);
+    expect(a.log.error).toEqual([]);
+  });
+
+  it('httpReadAheadSeconds: alone, the page asks the origin for that much ahead', async () => {
+    const media = syntheticWebm(60, 100_000);
+    const { uri, http, restore } = publishOnFakeOrigin(media.file, CHUNK);
+    undo.push(restore);
+    const sent = (): number => http.served.get(FAKE_ORIGIN.url) ?? 0;
+    // Media buffered ahead: playback does not wait (it would be served whatever it waits for).
+    await attach(uri, { httpOrigin, httpReadAheadSeconds: 12 }, (v) => (v.ranges = [[0, 5]]));
+    const ahead = (seconds: number): number => media.clusters[seconds]!.offset;
+    await until(() => sent() >= ahead(12) - 2 * CHUNK, '12 s fetched');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(sent()).toBeLessThan(ahead(13) + 2 * CHUNK);
   });
 
   it('an error emitted while attach() was pending reaches a listener added after it resolved', async () => {

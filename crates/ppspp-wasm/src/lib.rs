@@ -427,8 +427,19 @@ impl WasmPeer {
             .map_or(count, |bin| bin.base_offset().max(from)) as f64
     }
 
-    /// Where the chunks wanted now end (exclusive): under `maxHeldBytes` the end of the
-    /// window from the playhead, else the chunk count.
+    /// Fetches at most `chunks` ahead of the playhead, and at most `origin_chunks` of them
+    /// from the HTTP origin (-1: no such bound).
+    #[wasm_bindgen(js_name = setReadAhead)]
+    pub fn set_read_ahead(&mut self, chunks: f64, origin_chunks: f64) {
+        let bound = |c: f64| (c >= 0.0).then_some(c as u64);
+        self.engine.inner.set_read_ahead(bound(chunks));
+        self.engine
+            .inner
+            .set_origin_read_ahead(bound(origin_chunks));
+    }
+
+    /// Where the chunks wanted now end (exclusive): under `maxHeldBytes` or the read-ahead
+    /// bound the end of the window from the playhead, else the chunk count.
     #[wasm_bindgen(js_name = wantedEnd)]
     pub fn wanted_end(&self) -> f64 {
         self.engine.inner.wanted_end() as f64

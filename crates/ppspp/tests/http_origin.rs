@@ -754,6 +754,54 @@ fn connected_pages_get_a_segment_bigger_than_the_due_span_from_the_origin() {
     }
 }
 
+/// An HTTP-only page bounded in read-ahead asks the origin for nothing beyond it, however
+/// long it is alone; the bound moves with the playhead.
+#[test]
+fn http_only_fetches_no_further_than_the_read_ahead() {
+    let data = content(1000 * CS);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
+    let mut server = Server::new(&data, tree_file(&tree, 6));
+    let mut nodes = vec![leecher(&tree, PickerKind::Vod { window: 256 }, 2)];
+    nodes[0].enable_http_origin(origin_config(), Time::ZERO);
+    nodes[0].set_read_ahead(Some(100));
+    let mut net = Net::new(Duration::from_millis(5), 0, 1);
+    run_alone(&mut nodes, &mut net, &mut server, Time::from_millis(5_000));
+    let held = |n: &Node| -> Vec<std::ops::Range<u64>> { n.have().filled_ranges().collect() };
+    assert_eq!(held(&nodes[0]), vec![0..100]);
+    assert_eq!(server.content_bytes, 100 * CS as u64);
+    nodes[0].set_playhead(60);
+    run_alone(&mut nodes, &mut net, &mut server, Time::from_millis(10_000));
+    assert_eq!(held(&nodes[0]), vec![0..160]);
+    assert_eq!(server.content_bytes, 160 * CS as u64, "each chunk once");
+}
+
+/// The origin's own read-ahead is shorter than the page's: alone, the page asks the
+/// origin for that much only; where playback waits it is served all the same.
+#[test]
+fn the_origin_read_ahead_bounds_what_an_http_only_page_asks_of_it() {
+    let data = content(1000 * CS);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
+    let mut server = Server::new(&data, tree_file(&tree, 6));
+    let mut nodes = vec![leecher(&tree, PickerKind::Vod { window: 256 }, 2)];
+    let config = HttpOriginConfig {
+        head_bytes: 0,
+        ..origin_config()
+    };
+    nodes[0].enable_http_origin(config, Time::ZERO);
+    nodes[0].set_origin_read_ahead(Some(40));
+    let mut net = Net::new(Duration::from_millis(5), 0, 1);
+    let held = |n: &Node| -> Vec<std::ops::Range<u64>> { n.have().filled_ranges().collect() };
+    run_alone(&mut nodes, &mut net, &mut server, Time::from_millis(3_000));
+    assert_eq!(held(&nodes[0]), vec![0..40]);
+    nodes[0].set_playhead(20);
+    run_alone(&mut nodes, &mut net, &mut server, Time::from_millis(6_000));
+    assert_eq!(held(&nodes[0]), vec![0..60]);
+    // Playback waits at 100 for a segment to 130: beyond the read-ahead, served whole.
+    nodes[0].set_waiting_for(Some(100..130));
+    run_alone(&mut nodes, &mut net, &mut server, Time::from_millis(9_000));
+    assert_eq!(held(&nodes[0]), vec![0..60, 100..130]);
+}
+
 /// A silent origin (its answers take 10 s, an adapter's request timeout) holds up nothing a
 /// connected seeder holds: after `origin_deadline` the chunks asked of it are asked of the
 /// seeder too. Before, the head and the first runs waited the 10 s, for the whole-file

@@ -225,6 +225,8 @@ pub(super) struct HttpOrigin {
     polled_at: Time,
     /// The chunks playback waits for, if it waits (`set_waiting_for`).
     waiting_for: Option<Range<u64>>,
+    /// Chunks asked of the origin at most ahead of the playhead (`set_origin_read_ahead`).
+    read_ahead: Option<u64>,
 }
 
 /// Why the origin may serve a chunk.
@@ -270,6 +272,7 @@ impl HttpOrigin {
             due_since: BTreeMap::new(),
             polled_at: now,
             waiting_for: None,
+            read_ahead: None,
         }
     }
 
@@ -366,6 +369,16 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     pub fn set_waiting_for(&mut self, chunks: Option<Range<u64>>) {
         if let Some(o) = self.origin.as_deref_mut() {
             o.waiting_for = chunks;
+        }
+    }
+
+    /// Asks the HTTP origin for nothing more than `chunks` ahead of the playhead (`None`:
+    /// only the engine's own read-ahead bounds it), whatever the rule: alone, a page
+    /// fetches this far from HTTP rather than its whole urgent span. What playback waits
+    /// for is served all the same. A site pays for every byte its origin sends.
+    pub fn set_origin_read_ahead(&mut self, chunks: Option<u64>) {
+        if let Some(o) = self.origin.as_deref_mut() {
+            o.read_ahead = chunks.map(|c| c.max(1));
         }
     }
 
@@ -509,11 +522,19 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         } else {
             self.picker.due_chunks()
         };
-        let span = span.map(|s| s.start.min(self.chunk_count)..s.end.min(self.chunk_count));
+        // Not beyond the origin's read-ahead from the playhead.
+        let reach = origin
+            .read_ahead
+            .map_or(self.chunk_count, |r| self.playhead.saturating_add(r))
+            .min(self.chunk_count);
+        let span = span.map(|s| s.start.min(reach)..s.end.min(reach).max(s.start.min(reach)));
         // Where playback waits: the segment it waits for, and as many chunks as the due
         // span holds (one at least), within the urgent span's length.
         let waiting = origin.waiting_for.clone().map(|w| {
-            let due = span.as_ref().map_or(1, |s| (s.end - s.start).max(1));
+            let due = self
+                .picker
+                .due_chunks()
+                .map_or(1, |s| (s.end - s.start).max(1));
             let most = self
                 .picker
                 .urgent_chunks()

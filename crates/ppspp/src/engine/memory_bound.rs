@@ -45,21 +45,22 @@ pub(super) fn bins(r: &Range<u64>) -> impl Iterator<Item = Bin> {
 }
 
 impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
-    /// The chunks wanted now: the window from the playhead, or every chunk without a bound.
+    /// The chunks wanted now: the window from the playhead (the shorter of the memory
+    /// bound's and the read-ahead's), or every chunk without either.
     pub(super) fn wanted(&self) -> Range<u64> {
         if let Some(floor) = self.live_floor() {
             // A live stream's discard window is its bound.
             return floor..self.chunk_count;
         }
-        match self.config.max_held_bytes {
-            None => 0..self.chunk_count,
-            Some(bound) => {
-                let cs = u64::from(self.content.chunk_size).max(1);
-                let len = (bound / 4 * 3 / cs).max(1);
-                let start = self.playhead.min(self.chunk_count);
-                start..start.saturating_add(len).min(self.chunk_count)
-            }
-        }
+        let cs = u64::from(self.content.chunk_size).max(1);
+        let held = self.config.max_held_bytes.map(|b| (b / 4 * 3 / cs).max(1));
+        let len = match (held, self.read_ahead) {
+            (None, None) => return 0..self.chunk_count,
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) | (None, Some(a)) => a,
+        };
+        let start = self.playhead.min(self.chunk_count);
+        start..start.saturating_add(len).min(self.chunk_count)
     }
 
     /// Whether `chunk` may be picked (held or not).

@@ -110,6 +110,8 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     progress_reported: u64,
     /// The chunk playback is at (see [`Engine::set_playhead`]).
     playhead: u64,
+    /// Chunks fetched at most ahead of the playhead ([`Engine::set_read_ahead`]).
+    read_ahead: Option<u64>,
     /// The HTTP origin, if the adapter enabled one.
     origin: Option<Box<http_origin::HttpOrigin>>,
     /// Chunks the adapter saved outside the engine (a page's OPFS).
@@ -274,6 +276,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             complete_reported: false,
             progress_reported: 0,
             playhead: 0,
+            read_ahead: None,
             origin: None,
             saved: saved_copies::SavedCopies::default(),
             endgame: false,
@@ -459,9 +462,19 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.move_window(old);
     }
 
+    /// Fetches at most `chunks` from the playhead on (`None`: no such bound), from peers
+    /// and the HTTP origin alike: a viewer who leaves early has not made the swarm or the
+    /// origin send the rest. What is held is kept and served whatever the bound.
+    pub fn set_read_ahead(&mut self, chunks: Option<u64>) {
+        let old = self.wanted();
+        self.read_ahead = chunks.map(|c| c.max(1));
+        self.move_window(old);
+    }
+
     /// Where the chunks wanted now end (exclusive): under
-    /// [`EngineConfig::max_held_bytes`] the end of the window from the playhead, else the
-    /// chunk count. Chunks from there on are not fetched until the playhead moves.
+    /// [`EngineConfig::max_held_bytes`] or [`set_read_ahead`](Self::set_read_ahead) the end
+    /// of the window from the playhead, else the chunk count. Chunks from there on are not
+    /// fetched until the playhead moves.
     pub fn wanted_end(&self) -> u64 {
         self.wanted().end
     }
