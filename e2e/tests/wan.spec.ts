@@ -87,6 +87,33 @@ test.describe('across NATs', () => {
     expect(stats.reduce((a, s) => a + s.bytesFromPeers, 0), 'the pages exchanged through the relay').toBeGreaterThan(0);
   });
 
+  test("relay-only pages (iceTransportPolicy 'relay') meet only through TURN: no peer sees a home's address", async ({ run }) => {
+    test.setTimeout(180_000);
+    await makeVideo();
+    const wan = run.up('a');
+    const turn = run.keep('turn', await startTurn(wan));
+    // A seeder slower than two pages' playback: they must trade through the relay.
+    const swarm = await run.swarm(VIDEO, 100_000, { ttl: 600 });
+    const pages: Page[] = [];
+    for (const home of [1, 2]) pages.push(await playerPage(run, home, player(swarm.web, swarm.uri, '&relay=1')));
+    for (const page of pages) await expectPlayedPast(page, VIDEO_SECONDS / 4, 90_000);
+    await expect
+      .poll(async () => (await Promise.all(pages.map((p) => selectedPairs(p)))).map((ps) => ps.length), {
+        timeout: 90_000,
+        message: 'each page holds pairs to the seeder and the other page',
+      })
+      .toEqual([2, 2]);
+    const pairs = (await Promise.all(pages.map((p) => selectedPairs(p)))).flat();
+    // Every local end is a relay; no remote end is a home router's public address
+    // (203.0.113.1-2): the pages saw each other only as relay addresses.
+    expect(pairs.map((p) => p.localType), JSON.stringify(pairs)).toEqual(pairs.map(() => 'relay'));
+    expect(pairs.filter((p) => /^203\.0\.113\./.test(p.remote)), JSON.stringify(pairs)).toEqual([]);
+    for (const page of pages) await expectPlayedPast(page, VIDEO_SECONDS - 3, 120_000);
+    const stats = await Promise.all(pages.map((p) => pageStats(p)));
+    expect(stats.reduce((a, s) => a + s.bytesFromPeers, 0), 'the pages exchanged through the relay').toBeGreaterThan(0);
+    expect(turn.lines.join('\n')).toMatch(/allocation/i);
+  });
+
   test('an expired TURN credential is refused and the page says so with a typed error', async ({ run }) => {
     test.setTimeout(120_000);
     await makeVideo();

@@ -78,6 +78,8 @@ export interface ConnectionOptions {
    * ({@link SignalingClient.iceServers}): see {@link Connections.rtcConfiguration}.
    */
   iceServers: RTCIceServer[];
+  /** `'relay'`: TURN relays only, so no peer learns this page's addresses. */
+  iceTransportPolicy: RTCIceTransportPolicy;
   maxConnections: number;
   connectTimeoutMs: number;
   /** Say in our offers and answers that we seed (for others' offload figures). */
@@ -184,8 +186,9 @@ export class Connections {
    */
   rtcConfiguration(): RTCConfiguration {
     const signaled = this.signaling.iceServers;
-    if (signaled.length === 0 || signaled === this.refusedIceServers) return { iceServers: this.options.iceServers };
-    return { iceServers: [...this.options.iceServers, ...signaled] };
+    const iceTransportPolicy = this.options.iceTransportPolicy;
+    if (signaled.length === 0 || signaled === this.refusedIceServers) return { iceServers: this.options.iceServers, iceTransportPolicy };
+    return { iceServers: [...this.options.iceServers, ...signaled], iceTransportPolicy };
   }
 
   /**
@@ -196,6 +199,7 @@ export class Connections {
    */
   private newPeerConnection(): RTCPeerConnection {
     const config = this.rtcConfiguration();
+    const own = { iceServers: this.options.iceServers, iceTransportPolicy: this.options.iceTransportPolicy };
     if (config.iceServers === this.options.iceServers) return new RTCPeerConnection(config);
     try {
       return new RTCPeerConnection(config);
@@ -207,7 +211,7 @@ export class Connections {
           new PpsppError('signaling-error', `the browser refused the signaling server's iceServers (${String(err)}); using the page's own`),
         );
       }
-      return new RTCPeerConnection({ iceServers: this.options.iceServers });
+      return new RTCPeerConnection(own);
     }
   }
 

@@ -68,6 +68,7 @@ export async function discoverUri(root: string, signalUrls: readonly string[], o
     {
       iceServers: options.iceServers,
       maxConnections: options.maxConnections,
+      iceTransportPolicy: options.iceTransportPolicy,
       connectTimeoutMs: options.connectTimeoutMs,
       seeder: () => false,
     },

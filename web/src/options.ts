@@ -43,6 +43,12 @@ export interface PeerOptions {
    * the server's (merged, not replaced).
    */
   iceServers?: RTCIceServer[];
+  /**
+   * `'relay'`: peer connections go through TURN relays only (`iceTransportPolicy`), so no
+   * peer ever learns this page's IP addresses; it needs TURN servers (the signaling
+   * server's or `iceServers`). Default `'all'`.
+   */
+  iceTransportPolicy?: 'all' | 'relay';
   /** Most RTCPeerConnections open at once (default 8). */
   maxConnections?: number;
   /** Upload limit in bytes per second; 0 (default) = unlimited. */
@@ -85,6 +91,20 @@ export interface PlayerOptions extends PeerOptions {
    * keeps serving. Estimated from the video's average bit rate (at least 1 MiB ahead).
    */
   readAheadSeconds?: number;
+  /**
+   * Whether the page uploads to other viewers: `true`, `false` (it fetches from peers and
+   * the origin but announces and serves nothing), or `'auto'` (default): not on a
+   * connection the browser says is metered or asks to save data
+   * (`navigator.connection.saveData`, or its `type` `'cellular'`), re-read when the
+   * connection changes. `player.setUpload()` changes it later.
+   */
+  upload?: boolean | 'auto';
+  /**
+   * `false`: start from the HTTP origin alone, without contacting the signaling server
+   * or any peer, until `player.enableP2P()` (after the viewer's consent, say). Needs an
+   * HTTP origin. Default `true`.
+   */
+  p2p?: boolean;
   /**
    * Of that, seconds of media the HTTP origin is asked for at most ahead of the playback
    * position (default 10; 0: as far as `readAheadSeconds`): peers carry what lies beyond.
@@ -141,6 +161,7 @@ export interface ResolvedPeerOptions {
   signal: readonly string[] | false | undefined;
   signalingTimeoutMs: number;
   iceServers: RTCIceServer[];
+  iceTransportPolicy: 'all' | 'relay';
   maxConnections: number;
   uploadLimit: number;
   downloadLimit: number;
@@ -157,6 +178,8 @@ export interface ResolvedPlayerOptions extends ResolvedPeerOptions {
   readAheadBytes: number;
   readAheadSeconds: number;
   httpReadAheadSeconds: number;
+  upload: boolean | 'auto';
+  p2p: boolean;
   urgentPriority: number;
   stuckTimeoutMs: number;
   /** The option as given, checked; merged with the URI's by {@link resolveHttpOrigin}. */
@@ -190,6 +213,21 @@ function number(
     throw bad(`option ${name} must be at most ${check.max}, not ${value}`);
   }
   return value;
+}
+
+function uploadOption(value: unknown): boolean | 'auto' {
+  if (value === undefined || value === 'auto') return 'auto';
+  if (typeof value !== 'boolean') throw bad(`option upload must be true, false or 'auto', not ${JSON.stringify(value)}`);
+  return value;
+}
+
+function oneOf<T extends string>(options: object, name: string, values: readonly T[], fallback: T): T {
+  const value = (options as Record<string, unknown>)[name];
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string' || !(values as readonly string[]).includes(value)) {
+    throw bad(`option ${name} must be ${values.map((v) => JSON.stringify(v)).join(' or ')}, not ${JSON.stringify(value)}`);
+  }
+  return value as T;
 }
 
 function boolean(options: object, name: string, fallback: boolean): boolean {
@@ -236,12 +274,12 @@ export function checkSignalUrl(url: string, what = 'option signal'): string {
 }
 
 const KNOWN_PEER = [
-  'signal', 'signalingTimeoutMs', 'iceServers', 'maxConnections', 'uploadLimit', 'downloadLimit', 'priority',
+  'signal', 'signalingTimeoutMs', 'iceServers', 'iceTransportPolicy', 'maxConnections', 'uploadLimit', 'downloadLimit', 'priority',
   'connectTimeoutMs', 'statsIntervalMs', 'wasm', 'preferPeers',
 ];
 const KNOWN_PLAYER = [
   ...KNOWN_PEER, 'mimeType', 'keepBehindSeconds', 'readAheadBytes', 'readAheadSeconds', 'httpReadAheadSeconds',
-  'urgentPriority', 'stuckTimeoutMs', 'httpOrigin',
+  'upload', 'p2p', 'urgentPriority', 'stuckTimeoutMs', 'httpOrigin',
   'maxMemoryBytes', 'storage', 'storageQuotaBytes', 'liveLatencySeconds', 'liveJumpSeconds', 'liveEndAfterMs',
 ];
 const KNOWN_ORIGIN = ['url', 'tree', 'maxRequests', 'timeoutMs', 'headBytes'];
@@ -333,6 +371,7 @@ export function resolvePeerOptions(options: PeerOptions = {}, known = KNOWN_PEER
     signal: signalOption(options.signal),
     signalingTimeoutMs: number(options, 'signalingTimeoutMs', 10_000, { min: 1000 }),
     iceServers,
+    iceTransportPolicy: oneOf(options, 'iceTransportPolicy', ['all', 'relay'] as const, 'all'),
     maxConnections: number(options, 'maxConnections', 8, { min: 1, max: 256, integer: true }),
     uploadLimit: number(options, 'uploadLimit', 0, { min: 0 }),
     downloadLimit: number(options, 'downloadLimit', 0, { min: 0 }),
@@ -357,6 +396,8 @@ export function resolvePlayerOptions(options: PlayerOptions = {}): ResolvedPlaye
     readAheadBytes: number(options, 'readAheadBytes', 4 << 20, { min: 0 }),
     readAheadSeconds: number(options, 'readAheadSeconds', 30, { min: 0 }),
     httpReadAheadSeconds: number(options, 'httpReadAheadSeconds', 10, { min: 0 }),
+    upload: uploadOption(options.upload),
+    p2p: boolean(options, 'p2p', true),
     urgentPriority: number(options, 'urgentPriority', 2, { min: 0, max: 16, integer: true }),
     stuckTimeoutMs: number(options, 'stuckTimeoutMs', 8000, { min: 1000 }),
     httpOrigin: checkHttpOrigin(options.httpOrigin),

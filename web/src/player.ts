@@ -112,6 +112,24 @@ const MAX_PENDING = 4 << 20;
 const MAX_AHEAD_SECONDS = 60;
 /** Seconds buffered ahead below which playback starves: see `followPlayback`. */
 const STARVING_SECONDS = 1;
+/** The Network Information API's members read here (Chromium has it; Firefox and Safari do not). */
+interface NetworkInformationLike {
+  saveData?: boolean;
+  type?: string;
+  addEventListener?(type: 'change', listener: () => void): void;
+  removeEventListener?(type: 'change', listener: () => void): void;
+}
+
+function networkInformation(): NetworkInformationLike | undefined {
+  return typeof navigator === 'undefined' ? undefined : (navigator as { connection?: NetworkInformationLike }).connection;
+}
+
+/** True on a connection the browser says is metered or asks to save data on. */
+export function meteredConnection(): boolean {
+  const c = networkInformation();
+  return c?.saveData === true || c?.type === 'cellular';
+}
+
 /** A playhead advance between two time updates longer than this is a seek or a jump. */
 const MAX_PLAY_STEP_SECONDS = 2;
 /** The read-ahead bound never cuts a page's fetching below this many bytes ahead (a segment or two). */
@@ -150,6 +168,8 @@ export class Player extends Emitter<PlayerEvents> {
   private info: InitInfo | null = null;
   private queue: AppendQueue | null = null;
   private appendPos = 0;
+  /** The upload setting (`upload` option, `setUpload`). */
+  private upload: boolean | 'auto';
   /** Media seconds played, and the playhead at the last time update (`countPlayed`). */
   private mediaSecondsPlayed = 0;
   private lastTime = 0;
@@ -206,6 +226,16 @@ export class Player extends Emitter<PlayerEvents> {
       const first = Math.max(options.readAheadBytes, MIN_READ_AHEAD_BYTES);
       swarm.setReadAhead(options.readAheadSeconds > 0 ? chunks(first) : -1, chunks(MIN_READ_AHEAD_BYTES));
     }
+    this.upload = options.upload;
+    this.applyUpload();
+    const connection = networkInformation();
+    if (connection?.addEventListener) {
+      const changed = (): void => {
+        if (this.upload === 'auto') this.applyUpload();
+      };
+      connection.addEventListener('change', changed);
+      this.cleanup.push(() => connection.removeEventListener?.('change', changed));
+    }
     this.mediaSource = new MediaSource();
     this.objectUrl = URL.createObjectURL(this.mediaSource);
     // Comes while the swarm starts (OPFS unavailable): held until attach() resolves.
@@ -253,11 +283,16 @@ export class Player extends Emitter<PlayerEvents> {
     let signal = signalWithOrigin(resolved, content, origin);
     // HTTP-only playback needs no WebRTC; with an origin, a browser without it plays from HTTP.
     let noP2p: P2pUnavailable | null = null;
-    if (signal !== null && origin !== null && !hasWebRtc()) {
+    if (!resolved.p2p && origin === null) {
+      throw new PpsppError('bad-option', 'p2p: false (HTTP until enableP2P) needs an HTTP origin: the URI has no http= and tree= parameters and no httpOrigin option was given');
+    }
+    // P2P for later: WebRTC is looked for when it is enabled.
+    const p2pLater = !resolved.p2p && signal !== null;
+    if (signal !== null && origin !== null && !p2pLater && !hasWebRtc()) {
       signal = null;
       noP2p = { reason: 'webrtc-unsupported', message: 'this browser has no WebRTC (RTCPeerConnection): playing from the HTTP origin alone' };
     }
-    if (signal !== null) requireWebRtc();
+    if (signal !== null && !p2pLater) requireWebRtc();
     const window = Math.max(16, Math.ceil(resolved.readAheadBytes / content.chunkSize));
     // A live stream's discard window bounds what is held, and nothing of it is saved.
     const live = content.live !== undefined;
@@ -279,6 +314,7 @@ export class Player extends Emitter<PlayerEvents> {
       false,
       origin,
       resolved.storage === 'opfs' && !live ? resolved.storageQuotaBytes : null,
+      p2pLater,
     );
     let player: Player;
     try {
@@ -810,6 +846,39 @@ export class Player extends Emitter<PlayerEvents> {
   }
 
   /** Stops playing from the swarm, leaves it and releases the video element. */
+  /**
+   * Joins the swarm after all, for a Player attached with `p2p: false` (once the viewer
+   * agreed, say): peers are met through the signaling server from now on, and playback
+   * goes on meanwhile. Does nothing if P2P is on already; with no signaling server (none
+   * in the options or the URI) the Player stays HTTP only. Without WebRTC it says so with
+   * a `p2p-unavailable` event.
+   */
+  enableP2P(): void {
+    if (this.destroyed || this.failed) return;
+    this.swarm.enableP2p();
+  }
+
+  /**
+   * Whether the page uploads to other viewers: `true`, `false`, or `'auto'` (not on a
+   * metered connection or one that asks to save data); see the `upload` option.
+   */
+  setUpload(upload: boolean | 'auto'): void {
+    if (upload !== true && upload !== false && upload !== 'auto') {
+      throw new PpsppError('bad-option', `setUpload takes true, false or 'auto', not ${JSON.stringify(upload)}`);
+    }
+    this.upload = upload;
+    this.applyUpload();
+  }
+
+  /** Whether the page uploads now (the `upload` setting, 'auto' read for this connection). */
+  get uploading(): boolean {
+    return this.upload === 'auto' ? !meteredConnection() : this.upload;
+  }
+
+  private applyUpload(): void {
+    if (!this.destroyed) this.swarm.setUploading(this.uploading);
+  }
+
   destroy(): void {
     if (this.destroyed) return;
     this.destroyed = true;

@@ -4,7 +4,7 @@
  * on the data channels; its events become the typed events users see. The engine never
  * calls back into JavaScript, so nothing here can re-enter it.
  */
-import { Connections, type SelectedPair, type SignalPath } from './connections.js';
+import { Connections, type SelectedPair, type SignalPath, hasWebRtc } from './connections.js';
 import { Driver } from './driver.js';
 import { Emitter } from './emitter.js';
 import { type ErrorCode, PpsppError, fatal } from './errors.js';
@@ -155,6 +155,8 @@ export class Swarm extends Emitter<SwarmEvents> {
     origin: HttpOriginSettings | null = null,
     /** `storage: 'opfs'`: its quota in bytes (null: memory only). */
     private readonly storageQuota: number | null = null,
+    /** HTTP only until {@link enableP2p} (the `p2p: false` option; needs `origin`). */
+    private p2pLater = false,
   ) {
     super();
     this.content = content;
@@ -173,7 +175,7 @@ export class Swarm extends Emitter<SwarmEvents> {
         }
       },
     });
-    this.origin = origin && new HttpOrigin(engine, origin, () => this.driver.kick(), signalUrls === null);
+    this.origin = origin && new HttpOrigin(engine, origin, () => this.driver.kick(), signalUrls === null || p2pLater);
     this.signaling = signalUrls === null ? null : new SignalingClient(signalUrls, content.root, {
       welcome: (_id, peers) => {
         this.markJoined();
@@ -189,6 +191,7 @@ export class Swarm extends Emitter<SwarmEvents> {
       {
         iceServers: options.iceServers,
         maxConnections: options.maxConnections,
+        iceTransportPolicy: options.iceTransportPolicy,
         connectTimeoutMs: options.connectTimeoutMs,
         seeder: () => this.seeding,
       },
@@ -241,32 +244,72 @@ export class Swarm extends Emitter<SwarmEvents> {
         return;
       }
     }
-    if (!this.signaling) {
+    if (!this.signaling || this.p2pLater) {
       this.driver.kick();
       return;
     }
     if (this.origin) {
-      const signaling = this.signaling;
-      signaling.start({ keepTrying: true }).then(
-        () => this.driver.kick(),
-        (err: unknown) => {
-          if (this.closed) return;
-          const e = err instanceof PpsppError ? err : new PpsppError('signaling-unreachable', String(err));
-          const reason = e.code === 'signaling-error' ? 'signaling-error' : 'signaling-unreachable';
-          this.emit('p2p-unavailable', { reason, message: e.message });
-        },
-      );
+      this.joinInBackground(this.signaling);
     } else {
       try {
         await this.signaling.start();
       } catch (err) {
         throw fatal(err);
       }
+      this.watchLonely();
     }
+    this.driver.kick();
+  }
+
+  /**
+   * A swarm made with P2P for later (the `p2p: false` option) joins its room now, in the
+   * background as with an origin. Does nothing otherwise, or a second time. Without
+   * WebRTC it stays HTTP only and says so (`p2p-unavailable`).
+   */
+  enableP2p(): void {
+    if (this.closed || !this.p2pLater || !this.signaling) return;
+    this.p2pLater = false;
+    if (!hasWebRtc()) {
+      this.emit('p2p-unavailable', {
+        reason: 'webrtc-unsupported',
+        message: 'this browser has no WebRTC (RTCPeerConnection): playing from the HTTP origin alone',
+      });
+      return;
+    }
+    this.joinInBackground(this.signaling);
+    this.driver.kick();
+  }
+
+  /** Whether P2P waits for {@link enableP2p}. */
+  get p2pDeferred(): boolean {
+    return this.p2pLater;
+  }
+
+  /** Uploads to peers or not; see `Engine::set_uploading`. */
+  setUploading(on: boolean): void {
+    if (this.closed) return;
+    this.engine.setUploading(on);
+    this.driver.kick();
+  }
+
+  /** Joins the room without anyone waiting; a failure is a `p2p-unavailable` event. */
+  private joinInBackground(signaling: SignalingClient): void {
+    signaling.start({ keepTrying: true }).then(
+      () => this.driver.kick(),
+      (err: unknown) => {
+        if (this.closed) return;
+        const e = err instanceof PpsppError ? err : new PpsppError('signaling-unreachable', String(err));
+        const reason = e.code === 'signaling-error' ? 'signaling-error' : 'signaling-unreachable';
+        this.emit('p2p-unavailable', { reason, message: e.message });
+      },
+    );
+    this.watchLonely();
+  }
+
+  private watchLonely(): void {
     this.lonelySince = performance.now();
     this.peerlessSince = this.lonelySince;
     this.lonelyTimer = setInterval(() => this.checkLonely(), 1000);
-    this.driver.kick();
   }
 
   // Declared before `joined`, whose initializer replaces it.

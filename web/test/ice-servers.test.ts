@@ -153,7 +153,7 @@ describe('Connections with the welcome’s ICE servers', () => {
       disconnected: () => {},
       error: (err) => errors.push(err),
     });
-    connections = new Connections(client, { iceServers: own, maxConnections: 8, connectTimeoutMs: 15_000, seeder: () => false }, handlers);
+    connections = new Connections(client, { iceServers: own, iceTransportPolicy: 'all', maxConnections: 8, connectTimeoutMs: 15_000, seeder: () => false }, handlers);
     opened.push({ client, connections });
     const started = client.start();
     const socket = ScriptedSocket.last;
@@ -172,7 +172,7 @@ describe('Connections with the welcome’s ICE servers', () => {
     const { socket, client, connections, seen } = await joined([PAGE_STUN], [SERVER_STUN, turn(1)]);
     expect(seen).toEqual([[SERVER_STUN, turn(1)]]);
     expect(configs()).toEqual([[PAGE_STUN, SERVER_STUN, turn(1)]]);
-    expect(connections.rtcConfiguration()).toEqual({ iceServers: [PAGE_STUN, SERVER_STUN, turn(1)] });
+    expect(connections.rtcConfiguration()).toEqual({ iceServers: [PAGE_STUN, SERVER_STUN, turn(1)], iceTransportPolicy: 'all' });
 
     // Rejoin (as the swarm does when alone): fresh credentials for what is made next.
     client.rejoin();
@@ -199,7 +199,7 @@ describe('Connections with the welcome’s ICE servers', () => {
     net.connections.length = 0;
     const { connections } = await joined([], undefined);
     expect(configs()).toEqual([[]]);
-    expect(connections.rtcConfiguration()).toEqual({ iceServers: [] });
+    expect(connections.rtcConfiguration()).toEqual({ iceServers: [], iceTransportPolicy: 'all' });
   });
 
   it('a set the browser refuses is reported once, and the page’s servers are used until a welcome brings others', async () => {

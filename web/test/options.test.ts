@@ -19,6 +19,7 @@ describe('peer options', () => {
       signal: undefined,
       signalingTimeoutMs: 10_000,
       iceServers: [],
+      iceTransportPolicy: 'all',
       maxConnections: 8,
       uploadLimit: 0,
       downloadLimit: 0,
@@ -57,6 +58,9 @@ describe('peer options', () => {
     expect(badOption(() => resolvePeerOptions({ signal: Array(17).fill('wss://a.example.org/ws') }))).toMatch(/list of 1 to 16/);
     expect(badOption(() => resolvePeerOptions({ signal: true } as never))).toMatch(/signal/);
     expect(badOption(() => resolvePeerOptions({ signalingTimeoutMs: 10 }))).toMatch(/signalingTimeoutMs.*at least 1000/);
+    expect(badOption(() => resolvePeerOptions({ iceTransportPolicy: 'none' } as never))).toMatch(/iceTransportPolicy.*"all" or "relay"/);
+    expect(badOption(() => resolvePlayerOptions({ upload: 'sometimes' } as never))).toMatch(/upload.*true, false or 'auto'/);
+    expect(badOption(() => resolvePlayerOptions({ p2p: 1 } as never))).toMatch(/p2p.*true or false/);
     expect(badOption(() => resolvePeerOptions({ signal: ['wss://a.example.org/ws', 'ftp://b'] }))).toMatch(/ws:\/\/ or wss:\/\//);
     expect(badOption(() => resolvePeerOptions({ signal: [7] as unknown as string[] }))).toMatch(/as strings/);
     expect(badOption(() => resolvePeerOptions({ connectTimeoutMs: 5 }))).toMatch(/connectTimeoutMs/);

@@ -336,6 +336,84 @@ describe('Player with an HTTP origin (fake fetch) and no signaling server', () =
   });
 });
 
+describe('viewer controls', () => {
+  /** A video seeded by a Peer and on a fake web server; the URI names the signaling server. */
+  async function seededWithOrigin(media: SyntheticWebm): Promise<string> {
+    const { uri } = await seed(media.file);
+    const { restore } = publishOnFakeOrigin(media.file, CHUNK);
+    undo.push(restore);
+    return uri;
+  }
+
+  /** Runs `f` with `navigator.connection` as given (Node has no Network Information API). */
+  async function withConnection<T>(connection: object, f: () => Promise<T>): Promise<T> {
+    const g = globalThis as { navigator?: unknown };
+    const had = Object.getOwnPropertyDescriptor(g, 'navigator');
+    Object.defineProperty(g, 'navigator', { value: { ...(had?.value as object), connection }, configurable: true, writable: true });
+    try {
+      return await f();
+    } finally {
+      if (had) Object.defineProperty(g, 'navigator', had);
+      else delete g.navigator;
+    }
+  }
+
+  it('upload: false: the page fetches but serves nothing; setUpload(true) lets a later page fetch from it', async () => {
+    const media = syntheticWebm(6, 20_000);
+    const { uri, peer } = await seed(media.file);
+    const a = await attach(uri, { upload: false });
+    expect(a.player.uploading).toBe(false);
+    await until(() => a.player.stats().chunksHave === a.player.stats().chunkCount, 'the first page holds everything');
+    peer.close();
+    const b = await attach(uri);
+    await until(() => b.player.stats().connections > 0, 'the second page meets the first');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(b.player.stats().chunksHave, 'nothing from a page that does not upload').toBe(0);
+    expect(a.player.stats().bytesUploaded).toBe(0);
+    a.player.setUpload(true);
+    await until(() => b.player.stats().chunksHave === b.player.stats().chunkCount, 'the second page completes from the first');
+    expect(() => a.player.setUpload('never' as never)).toThrow(/setUpload/);
+  });
+
+  it("upload: 'auto' does not upload where the browser asks to save data or is on a cellular connection", async () => {
+    const media = syntheticWebm(2, 5_000);
+    const { uri } = await seed(media.file);
+    for (const [connection, uploads] of [[{ saveData: true }, false], [{ type: 'cellular' }, false], [{ type: 'wifi' }, true], [{}, true]] as const) {
+      const uploading = await withConnection(connection, async () => (await attach(uri)).player.uploading);
+      expect(uploading, JSON.stringify(connection)).toBe(uploads);
+    }
+  });
+
+  it('p2p: false: HTTP only, the signaling server unheard of, until enableP2P()', async () => {
+    const media = syntheticWebm(6, 20_000);
+    const uri = await seededWithOrigin(media);
+    const joins = (): number => server.received.filter((r) => r.msg.type === 'join').length;
+    const before = joins();
+    const a = await attach(uri, { httpOrigin: FAKE_ORIGIN, p2p: false });
+    await until(() => a.mediaSource.endOfStreamCalls > 0, 'played to the end from HTTP');
+    expect(joins()).toBe(before);
+    expect(a.player.stats()).toMatchObject({ bytesFromHttp: media.file.length, connections: 0 });
+    a.player.enableP2P();
+    await until(() => a.player.startup.joinedMs !== null, 'joined after enableP2P');
+    expect(joins()).toBe(before + 1);
+  });
+
+  it('p2p: false needs an HTTP origin', async () => {
+    const media = syntheticWebm(2, 5_000);
+    const { uri } = await seed(media.file);
+    await expect(attach(uri, { p2p: false })).rejects.toMatchObject({ code: 'bad-option', message: expect.stringContaining('HTTP origin') });
+  });
+
+  it("iceTransportPolicy: 'relay' reaches every RTCPeerConnection", async () => {
+    const media = syntheticWebm(2, 5_000);
+    const { uri } = await seed(media.file, { iceTransportPolicy: 'relay' });
+    const a = await attach(uri, { iceTransportPolicy: 'relay' });
+    await until(() => a.player.stats().connections > 0, 'a connection');
+    expect(net.connections.length).toBeGreaterThan(0);
+    for (const pc of net.connections) expect(pc.getConfiguration().iceTransportPolicy).toBe('relay');
+  });
+});
+
 describe('Player over fake WebRTC and MediaSource, with the real engine', () => {
   it('appends the init segment alone, then whole Clusters in order, sets the duration and ends the stream', async () => {
     const media = syntheticWebm(20, 20_000);

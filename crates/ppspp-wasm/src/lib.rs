@@ -427,6 +427,12 @@ impl WasmPeer {
             .map_or(count, |bin| bin.base_offset().max(from)) as f64
     }
 
+    /// Uploads to peers (`true`) or announces and serves nothing (`false`).
+    #[wasm_bindgen(js_name = setUploading)]
+    pub fn set_uploading(&mut self, uploading: bool) {
+        self.engine.inner.set_uploading(uploading);
+    }
+
     /// Fetches at most `chunks` ahead of the playhead, and at most `origin_chunks` of them
     /// from the HTTP origin (-1: no such bound).
     #[wasm_bindgen(js_name = setReadAhead)]

@@ -191,6 +191,17 @@ pub(crate) struct Channel<A> {
 pub(crate) const MAX_KEEPALIVE: Duration = Duration::from_secs(58);
 
 impl<A> Channel<A> {
+    /// Chokes the peer: a CHOKE goes out, and what was queued for it is dropped.
+    pub fn stop_serving(&mut self) {
+        self.choking = true;
+        self.pending_choke = Some(true);
+        self.unchoke_resend = None;
+        while let Some((c, _)) = self.serve.pop_front() {
+            self.unqueue(c);
+        }
+        self.deferred.clear();
+    }
+
     /// Takes `chunk` off the queue of chunks to send; false if it was not on it (a stale
     /// entry of `serve` or `retransmit`).
     pub fn unqueue(&mut self, chunk: u64) -> bool {

@@ -112,6 +112,8 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     playhead: u64,
     /// Chunks fetched at most ahead of the playhead ([`Engine::set_read_ahead`]).
     read_ahead: Option<u64>,
+    /// False: nothing is announced or served to peers ([`Engine::set_uploading`]).
+    uploading: bool,
     /// The HTTP origin, if the adapter enabled one.
     origin: Option<Box<http_origin::HttpOrigin>>,
     /// Chunks the adapter saved outside the engine (a page's OPFS).
@@ -277,6 +279,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             progress_reported: 0,
             playhead: 0,
             read_ahead: None,
+            uploading: true,
             origin: None,
             saved: saved_copies::SavedCopies::default(),
             endgame: false,
@@ -460,6 +463,27 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.picker.set_playhead(chunk);
         self.playhead = chunk;
         self.move_window(old);
+    }
+
+    /// Whether to upload: with `false` (a viewer on a metered connection, say) no HAVE is
+    /// sent and every peer is choked, so nobody asks us for anything; what peers were
+    /// told before stays told (RFC 7574 has no message taking a HAVE back), and asking
+    /// for it meets a CHOKE. With `true` again, peers are unchoked and told what we hold.
+    pub fn set_uploading(&mut self, uploading: bool) {
+        if self.uploading == uploading {
+            return;
+        }
+        self.uploading = uploading;
+        if !uploading {
+            for ch in self.channels.values_mut() {
+                ch.stop_serving();
+            }
+        }
+    }
+
+    /// Whether we upload ([`set_uploading`](Self::set_uploading)).
+    pub fn is_uploading(&self) -> bool {
+        self.uploading
     }
 
     /// Fetches at most `chunks` from the playhead on (`None`: no such bound), from peers

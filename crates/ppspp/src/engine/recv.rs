@@ -588,6 +588,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// request costs O(log n) per run queued however wide it is (a REQUEST of the whole
     /// content from a peer claiming to hold it all costs one search).
     fn on_request(&mut self, now: Time, ch: &mut Channel<A>, spec: &ChunkSpec) {
+        if !self.uploading && !ch.choking {
+            ch.stop_serving();
+            return;
+        }
         if ch.choking {
             // It asks, so it missed our CHOKE (not acknowledged, maybe lost): say it again.
             ch.pending_choke = Some(true);

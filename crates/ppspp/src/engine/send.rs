@@ -361,7 +361,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// Whether chunks may have been verified that the peer was not told about (a HAVE
     /// search may still find nothing new).
     pub(super) fn has_news(&self, ch: &Channel<A>) -> bool {
-        !(ch.peer_complete || self.have_count == 0 || ch.haves_done_at == Some(self.have_gained))
+        self.uploading
+            && !(ch.peer_complete
+                || self.have_count == 0
+                || ch.haves_done_at == Some(self.have_gained))
     }
 
     /// HAVEs for verified chunks the peer has not been told about, unless they may wait

@@ -343,6 +343,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// Serves at most `max_unchoked` peers: peers asking beyond that are choked until a
     /// slot frees up.
     fn rebalance_chokes(&mut self, now: Time) {
+        if !self.uploading {
+            return; // every peer is choked (`set_uploading`)
+        }
         let busy =
             |c: &super::channel::Channel<A>| c.has_data_to_serve() || !c.in_flight.is_empty();
         let serving = self
@@ -366,13 +369,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     break;
                 }
                 if !ch.choking && busy(ch) {
-                    ch.choking = true;
-                    ch.pending_choke = Some(true);
-                    ch.unchoke_resend = None;
-                    while let Some((c, _)) = ch.serve.pop_front() {
-                        ch.unqueue(c);
-                    }
-                    ch.deferred.clear();
+                    ch.stop_serving();
                     excess -= 1;
                 }
             }
