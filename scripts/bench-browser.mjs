@@ -385,7 +385,7 @@ try {
     let fromOrigin = 0;
     for (const p of http.pages) {
       origin.ttff.push(await p.evaluate(() => window.__t.firstFrameMs ?? window.__t.player.timeToFirstFrameMs));
-      fromOrigin += await p.evaluate(() => window.__t.player.stats().bytesFromOrigin);
+      fromOrigin += await p.evaluate(() => window.__t.player.stats().httpBytesReceived);
     }
     origin.ratios.push(fromOrigin / size);
     for (const p of http.pages) await p.context().close();

@@ -50,7 +50,7 @@ try {
     rows.push(await pages[i].evaluate(() => {
       const p = window.demo.player;
       const s = p?.stats();
-      return { ttff: p?.timeToFirstFrameMs ?? null, t: document.querySelector('video').currentTime, fromSeeders: (s?.bytesFromSeeders ?? 0) + (s?.bytesFromHttp ?? 0), fromOrigin: s?.bytesFromOrigin ?? 0, fromPeers: s?.bytesFromPeers ?? 0, verified: s?.chunksVerified ?? 0, rejected: s?.chunksRejected ?? 0, uploaded: s?.bytesUploaded ?? 0, latency: window.demo.latency, errors: window.demo.errors };
+      return { ttff: p?.timeToFirstFrameMs ?? null, t: document.querySelector('video').currentTime, fromSeeders: (s?.bytesFromSeeders ?? 0) + (s?.bytesFromHttp ?? 0), fromOrigin: s?.httpBytesReceived ?? 0, fromPeers: s?.bytesFromPeers ?? 0, verified: s?.chunksVerified ?? 0, rejected: s?.chunksRejected ?? 0, uploaded: s?.bytesUploaded ?? 0, latency: window.demo.latency, errors: window.demo.errors };
     }));
   }
   // A live stream's size: what the page that got the most received.

@@ -92,6 +92,10 @@ need_web() {
     # Rooms shared by several signaling instances (ppspp-signal --redis); the tests start
     # their own on a loopback port.
     command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || missing+=(redis-server)
+    # WebKitGTK (MediaSource, no WebRTC) through its WebDriver under a virtual display:
+    # what a browser without P2P gets (e2e/tests/webkit.spec.ts).
+    [ -x /usr/bin/WebKitWebDriver ] || missing+=(webkit2gtk-driver)
+    command -v Xvfb >/dev/null 2>&1 || missing+=(xvfb)
     if [ ${#missing[@]} -gt 0 ]; then
         log "installing ${missing[*]} (browser tests, demo video, benchmarks)"
         apt_install "${missing[@]}"

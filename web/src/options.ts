@@ -88,7 +88,8 @@ export interface PlayerOptions extends PeerOptions {
    * Seconds of media ahead of the playback position fetched at most, from peers and HTTP
    * alike (default 30; 0: no bound, the whole video). A viewer who leaves early costs
    * the origin and the swarm little more than what was watched; what the page holds it
-   * keeps serving. Estimated from the video's average bit rate (at least 1 MiB ahead).
+   * keeps serving. Estimated from the video's average bit rate (at least 1 MiB ahead); the
+   * window opens from 10 s as the buffer fills.
    */
   readAheadSeconds?: number;
   /**
@@ -99,6 +100,13 @@ export interface PlayerOptions extends PeerOptions {
    * connection changes. `player.setUpload()` changes it later.
    */
   upload?: boolean | 'auto';
+  /**
+   * Which MediaSource to play through: `'auto'` (default) takes `MediaSource` where the
+   * browser has it and `ManagedMediaSource` where it does not (iPhone, iOS 17.1+);
+   * `'managed'` takes `ManagedMediaSource` where both exist (Safari 17+ on a Mac), which
+   * lets the browser pause fetching into it and save power.
+   */
+  mediaSource?: 'auto' | 'managed';
   /**
    * `false`: start from the HTTP origin alone, without contacting the signaling server
    * or any peer, until `player.enableP2P()` (after the viewer's consent, say). Needs an
@@ -180,6 +188,7 @@ export interface ResolvedPlayerOptions extends ResolvedPeerOptions {
   httpReadAheadSeconds: number;
   upload: boolean | 'auto';
   p2p: boolean;
+  mediaSource: 'auto' | 'managed';
   urgentPriority: number;
   stuckTimeoutMs: number;
   /** The option as given, checked; merged with the URI's by {@link resolveHttpOrigin}. */
@@ -279,7 +288,7 @@ const KNOWN_PEER = [
 ];
 const KNOWN_PLAYER = [
   ...KNOWN_PEER, 'mimeType', 'keepBehindSeconds', 'readAheadBytes', 'readAheadSeconds', 'httpReadAheadSeconds',
-  'upload', 'p2p', 'urgentPriority', 'stuckTimeoutMs', 'httpOrigin',
+  'upload', 'p2p', 'mediaSource', 'urgentPriority', 'stuckTimeoutMs', 'httpOrigin',
   'maxMemoryBytes', 'storage', 'storageQuotaBytes', 'liveLatencySeconds', 'liveJumpSeconds', 'liveEndAfterMs',
 ];
 const KNOWN_ORIGIN = ['url', 'tree', 'maxRequests', 'timeoutMs', 'headBytes'];
@@ -398,6 +407,7 @@ export function resolvePlayerOptions(options: PlayerOptions = {}): ResolvedPlaye
     httpReadAheadSeconds: number(options, 'httpReadAheadSeconds', 10, { min: 0 }),
     upload: uploadOption(options.upload),
     p2p: boolean(options, 'p2p', true),
+    mediaSource: oneOf(options, 'mediaSource', ['auto', 'managed'] as const, 'auto'),
     urgentPriority: number(options, 'urgentPriority', 2, { min: 0, max: 16, integer: true }),
     stuckTimeoutMs: number(options, 'stuckTimeoutMs', 8000, { min: 1000 }),
     httpOrigin: checkHttpOrigin(options.httpOrigin),

@@ -22,6 +22,7 @@ import {
   wholeSegmentsLength,
 } from './media/container.js';
 import { LiveFeed, type LiveJoin } from './media/live-feed.js';
+import { type ChosenMediaSource, chooseMediaSource, isStreaming, removedRanges } from './media/media-source.js';
 import { LiveLatency } from './media/live-latency.js';
 import { completeChildrenEnd, openClusterHead } from './media/webm.js';
 import { type PlayerOptions, type ResolvedPlayerOptions, resolveHttpOrigin, resolvePlayerOptions } from './options.js';
@@ -93,6 +94,8 @@ export interface PlayerStats extends SwarmStats {
   stalls: number;
   /** Seconds of media played (the playhead's advance, seeks left out). */
   mediaSecondsPlayed: number;
+  /** Times a ManagedMediaSource removed media ahead of the playhead on its own (appended again from held chunks). */
+  browserEvictions: number;
   /**
    * Bytes fetched (from seeders, peers and HTTP; not read back from saved chunks) per
    * second of media played: what a view costs the network. 0 before anything played.
@@ -132,6 +135,8 @@ export function meteredConnection(): boolean {
 
 /** A playhead advance between two time updates longer than this is a seek or a jump. */
 const MAX_PLAY_STEP_SECONDS = 2;
+/** Seconds of read-ahead before the buffer holds any: the window opens from there as it fills. */
+const READ_AHEAD_START_SECONDS = 10;
 /** The read-ahead bound never cuts a page's fetching below this many bytes ahead (a segment or two). */
 const MIN_READ_AHEAD_BYTES = 1 << 20;
 /** What is read from a segment's start to find its end in its headers (a moof is a few KiB). */
@@ -168,6 +173,8 @@ export class Player extends Emitter<PlayerEvents> {
   private info: InitInfo | null = null;
   private queue: AppendQueue | null = null;
   private appendPos = 0;
+  /** Times a ManagedMediaSource removed media ahead of the playhead (appended again). */
+  private browserEvictions = 0;
   /** The upload setting (`upload` option, `setUpload`). */
   private upload: boolean | 'auto';
   /** Media seconds played, and the playhead at the last time update (`countPlayed`). */
@@ -207,6 +214,7 @@ export class Player extends Emitter<PlayerEvents> {
     private readonly swarm: Swarm,
     private readonly options: ResolvedPlayerOptions,
     private readonly attachedAt: number,
+    private readonly mse: ChosenMediaSource,
   ) {
     super();
     this.content = swarm.content;
@@ -236,7 +244,7 @@ export class Player extends Emitter<PlayerEvents> {
       connection.addEventListener('change', changed);
       this.cleanup.push(() => connection.removeEventListener?.('change', changed));
     }
-    this.mediaSource = new MediaSource();
+    this.mediaSource = new mse.Class();
     this.objectUrl = URL.createObjectURL(this.mediaSource);
     // Comes while the swarm starts (OPFS unavailable): held until attach() resolves.
     swarm.on('storage-fallback', (f) => this.emit('storage-fallback', f));
@@ -265,13 +273,11 @@ export class Player extends Emitter<PlayerEvents> {
   static async attach(video: HTMLVideoElement, uri: string, options: PlayerOptions = {}): Promise<Player> {
     const attachedAt = performance.now();
     const resolved = resolvePlayerOptions(options);
-    if (typeof MediaSource === 'undefined') {
-      throw new PpsppError('mse-unsupported', 'this browser has no MediaSource: it cannot play from a swarm');
-    }
+    const mse = chooseMediaSource(resolved.mediaSource);
     if (!(video instanceof HTMLVideoElement)) {
       throw new PpsppError('bad-option', 'Player.attach needs an HTMLVideoElement');
     }
-    if (resolved.mimeType !== undefined && !MediaSource.isTypeSupported(resolved.mimeType)) {
+    if (resolved.mimeType !== undefined && !mse.Class.isTypeSupported(resolved.mimeType)) {
       throw new PpsppError('mse-unsupported', `this browser cannot play ${resolved.mimeType} through MediaSource`);
     }
     await loadWasm(resolved.wasm);
@@ -318,7 +324,7 @@ export class Player extends Emitter<PlayerEvents> {
     );
     let player: Player;
     try {
-      player = new Player(video, swarm, resolved, attachedAt);
+      player = new Player(video, swarm, resolved, attachedAt, mse);
     } catch (err) {
       swarm.close();
       throw err;
@@ -409,6 +415,16 @@ export class Player extends Emitter<PlayerEvents> {
       const e = this.video.error;
       if (e) this.fail(new PpsppError('media-error', `the video element failed: ${e.message || `code ${e.code}`}`));
     });
+    if (this.mse.kind === 'managed') {
+      // Safari plays a ManagedMediaSource only with remote playback (AirPlay) off, or with
+      // an AirPlay source beside it; the swarm's bytes cannot go to a TV.
+      (this.video as { disableRemotePlayback?: boolean }).disableRemotePlayback = true;
+      // The browser says when it wants media: appends wait for startstreaming.
+      this.listen(this.mediaSource, 'startstreaming', () => {
+        this.queue?.resume();
+        this.scheduleFeed();
+      });
+    }
     const opened = new Promise<void>((resolve) => this.listen(this.mediaSource, 'sourceopen', () => resolve()));
     this.video.src = this.objectUrl;
     await opened;
@@ -569,7 +585,13 @@ export class Player extends Emitter<PlayerEvents> {
       // In chunks, at least MIN_READ_AHEAD_BYTES; -1 (0 seconds): no bound.
       const chunks = (seconds: number): number =>
         seconds > 0 ? Math.ceil(Math.max(MIN_READ_AHEAD_BYTES, seconds * rate) / this.content.chunkSize) : -1;
-      this.swarm.setReadAhead(chunks(this.options.readAheadSeconds), chunks(this.options.httpReadAheadSeconds));
+      // The window opens as the buffer fills (twice what is buffered, READ_AHEAD_START_SECONDS
+      // at first): a page starting next to others does not pull its whole read-ahead at once
+      // while its first frame and theirs need the link and the CPU.
+      const opened = Math.max(READ_AHEAD_START_SECONDS, 2 * bufferedAhead(this.video));
+      const { readAheadSeconds, httpReadAheadSeconds } = this.options;
+      const ahead = readAheadSeconds > 0 ? Math.min(readAheadSeconds, opened) : 0;
+      this.swarm.setReadAhead(chunks(ahead), chunks(httpReadAheadSeconds));
     }
     this.swarm.setPlayhead(Math.floor(Math.max(at, this.segmentWait ?? 0) / this.content.chunkSize));
     const starving = bufferedAhead(this.video) < STARVING_SECONDS;
@@ -711,11 +733,19 @@ export class Player extends Emitter<PlayerEvents> {
     }
     if (!info) return false;
     const mime = this.options.mimeType ?? info.mimeType;
-    if (!MediaSource.isTypeSupported(mime)) {
+    if (!this.mse.Class.isTypeSupported(mime)) {
       throw new PpsppError('mse-unsupported', `this browser cannot play ${mime} through MediaSource`);
     }
     const sb: SourceBufferLike = this.mediaSource.addSourceBuffer(mime);
+    if (this.mse.kind === 'managed') {
+      // The browser evicts on its own: media it removed ahead of the playhead is appended
+      // again from what the engine holds.
+      const evicted = (e: Event): void => this.onBrowserEvicted(removedRanges(e));
+      (sb as unknown as EventTarget).addEventListener('bufferedchange', evicted);
+      this.cleanup.push(() => (sb as unknown as EventTarget).removeEventListener('bufferedchange', evicted));
+    }
     this.queue = new AppendQueue(sb, () => this.video.currentTime, {
+      mayAppend: () => isStreaming(this.mediaSource),
       keepBehindSeconds: this.options.keepBehindSeconds,
       // What lies beyond the read-ahead is left from before a seek back.
       keepAheadSeconds: MAX_AHEAD_SECONDS * 2,
@@ -754,8 +784,33 @@ export class Player extends Emitter<PlayerEvents> {
     const t = this.video.currentTime;
     const b = this.video.buffered;
     for (let i = 0; i < b.length; i++) if (b.start(i) <= t && t < b.end(i) - 0.1) return;
+    this.playFrom(info, t);
+  }
+
+  /** Finds the segment of media time `t` and appends on from there (a seek, or media the browser let go of). */
+  private playFrom(info: InitInfo, t: number): void {
     const back = Math.max(SEEK_PROBE, Math.floor((this.content.length - info.initLength) * 0.02));
-    this.beginSeek({ target: t, start: this.byteAt(t) ?? info.initLength, probe: SEEK_PROBE, back });
+    const rate = this.bytesPerSecond();
+    const estimate = this.byteAt(t) ?? (rate === null ? null : info.initLength + Math.floor(t * rate));
+    this.beginSeek({ target: t, start: estimate ?? info.initLength, probe: SEEK_PROBE, back });
+  }
+
+  /**
+   * A ManagedMediaSource removed `ranges` on its own (memory pressure). Media removed
+   * behind the playhead is nothing to play; removed ahead of it, it is appended again
+   * from where it went, from the chunks the engine holds (nothing is fetched again while
+   * they are within the read-ahead).
+   */
+  private onBrowserEvicted(ranges: [number, number][]): void {
+    const info = this.info;
+    if (!info || this.destroyed || this.live || this.seek) return;
+    const t = this.video.currentTime;
+    const ahead = ranges.filter(([, end]) => end > t + 0.1);
+    if (ahead.length === 0) return;
+    const from = Math.max(t, Math.min(...ahead.map(([start]) => start)));
+    this.browserEvictions += 1;
+    this.queue?.reset();
+    this.playFrom(info, from);
   }
 
   private beginSeek(seek: Seek): void {
@@ -826,6 +881,7 @@ export class Player extends Emitter<PlayerEvents> {
       rebufferMs: this.stalls.rebufferMs,
       stalls: this.stalls.stalls,
       mediaSecondsPlayed: played,
+      browserEvictions: this.browserEvictions,
       bytesPerSecondPlayed: played > 0 ? fetched / played : 0,
     };
   }
@@ -868,6 +924,11 @@ export class Player extends Emitter<PlayerEvents> {
     }
     this.upload = upload;
     this.applyUpload();
+  }
+
+  /** The MediaSource playback goes through: `'standard'`, or `'managed'` (ManagedMediaSource). */
+  get mediaSourceKind(): 'standard' | 'managed' {
+    return this.mse.kind;
   }
 
   /** Whether the page uploads now (the `upload` setting, 'auto' read for this connection). */

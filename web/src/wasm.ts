@@ -165,9 +165,10 @@ export interface EngineStats {
   retransmissions: number;
   /**
    * Content bytes received from the HTTP origin, verified or not (the tree file not
-   * counted); `bytesFromHttp` in the Player's and swarm's figures counts the verified ones.
+   * counted): what the origin sent. `bytesFromHttp` counts those that passed verification
+   * (the figure to compare with `bytesFromPeers`).
    */
-  bytesFromOrigin: number;
+  httpBytesReceived: number;
   /** Range requests made of the HTTP origin (content and tree file). */
   originRequests: number;
   /** Chunks from the HTTP origin that failed verification. */
@@ -197,7 +198,7 @@ export const ENGINE_STATS_FIELDS = {
   datagramsReceived: 'number',
   datagramsDropped: 'number',
   retransmissions: 'number',
-  bytesFromOrigin: 'number',
+  httpBytesReceived: 'number',
   originRequests: 'number',
   chunksOriginCorrupt: 'number',
   chunksEvicted: 'number',

@@ -92,7 +92,7 @@ describe('Swarm with an HTTP origin', () => {
     expect(http.mostInFlight).toBeLessThanOrEqual(3);
     expect(errs).toEqual([]);
     const stats = swarm.stats();
-    expect(stats).toMatchObject({ bytesFromHttp: data.length, bytesFromPeers: 0, offload: 0, bytesFromOrigin: data.length });
+    expect(stats).toMatchObject({ bytesFromHttp: data.length, bytesFromPeers: 0, offload: 0, httpBytesReceived: data.length });
     expect(stats.originRequests).toBe(http.requests.length);
   });
 

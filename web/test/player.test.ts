@@ -12,7 +12,10 @@ import { Player, type PlayerEvents } from '../src/player.js';
 import { WasmPeer } from '../src/wasm.js';
 import { differsAt } from './fakes/bytes.js';
 import { loadEngine } from './fakes/engine.js';
-import { FakeMediaSource, type FakeSourceBuffer, FakeVideoElement, installMedia, liveObjectUrls } from './fakes/media.js';
+import {
+  FakeManagedMediaSource, FakeMediaSource, type FakeSourceBuffer, FakeVideoElement, browserEvicts, installManagedMediaSource, installMedia,
+  liveObjectUrls,
+} from './fakes/media.js';
 import { FAKE_ORIGIN, publishOnFakeOrigin } from './fakes/origin.js';
 import { FakeSignalServer, installWebSocket } from './fakes/signaling.js';
 import { nextEvent, until } from './fakes/tasks.js';
@@ -288,7 +291,8 @@ describe('Player with an HTTP origin (fake fetch) and no signaling server', () =
     const { uri, http, restore } = publishOnFakeOrigin(media.file, CHUNK);
     undo.push(restore);
     const sent = (): number => http.served.get(FAKE_ORIGIN.url) ?? 0;
-    const a = await attach(uri, { httpOrigin, readAheadSeconds: 20, httpReadAheadSeconds: 0 });
+    // 12 s buffered ahead: the window is open to its full 20 s (it opens with the buffer).
+    const a = await attach(uri, { httpOrigin, readAheadSeconds: 20, httpReadAheadSeconds: 0 }, (v) => (v.ranges = [[0, 12]]));
     const ahead = (seconds: number): number => media.clusters[seconds]!.offset;
     await until(() => sent() >= ahead(20) - 2 * CHUNK, '20 s fetched');
     await new Promise((r) => setTimeout(r, 300));
@@ -296,6 +300,7 @@ describe('Player with an HTTP origin (fake fetch) and no signaling server', () =
     // Played to 30 s: fetched to 50 s.
     for (let t = 1; t <= 30; t++) {
       a.video.currentTime = t;
+      a.video.ranges = [[0, t + 12]];
       a.video.dispatchEvent(new Event('timeupdate'));
     }
     await until(() => sent() >= ahead(50) - 2 * CHUNK, '50 s fetched');
@@ -307,13 +312,31 @@ describe('Player with an HTTP origin (fake fetch) and no signaling server', () =
     expect(a.log.error).toEqual([]);
   });
 
+  it('the read-ahead opens with the buffer: 10 s before anything is buffered', async () => {
+    const media = syntheticWebm(60, 100_000);
+    const { uri, http, restore } = publishOnFakeOrigin(media.file, CHUNK);
+    undo.push(restore);
+    const sent = (): number => http.served.get(FAKE_ORIGIN.url) ?? 0;
+    const a = await attach(uri, { httpOrigin, httpReadAheadSeconds: 0 }, (v) => (v.ranges = [[0, 2]]));
+    const ahead = (seconds: number): number => media.clusters[seconds]!.offset;
+    await until(() => sent() >= ahead(10) - 2 * CHUNK, '10 s fetched');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(sent()).toBeLessThan(ahead(11) + 2 * CHUNK);
+    // 14 s buffered: 28 s, within the 30 s default.
+    a.video.ranges = [[0, 14]];
+    a.video.dispatchEvent(new Event('timeupdate'));
+    await until(() => sent() >= ahead(28) - 2 * CHUNK, '28 s fetched');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(sent()).toBeLessThan(ahead(29) + 2 * CHUNK);
+  });
+
   it('httpReadAheadSeconds: alone, the page asks the origin for that much ahead', async () => {
     const media = syntheticWebm(60, 100_000);
     const { uri, http, restore } = publishOnFakeOrigin(media.file, CHUNK);
     undo.push(restore);
     const sent = (): number => http.served.get(FAKE_ORIGIN.url) ?? 0;
     // Media buffered ahead: playback does not wait (it would be served whatever it waits for).
-    await attach(uri, { httpOrigin, httpReadAheadSeconds: 12 }, (v) => (v.ranges = [[0, 5]]));
+    await attach(uri, { httpOrigin, httpReadAheadSeconds: 12 }, (v) => (v.ranges = [[0, 8]]));
     const ahead = (seconds: number): number => media.clusters[seconds]!.offset;
     await until(() => sent() >= ahead(12) - 2 * CHUNK, '12 s fetched');
     await new Promise((r) => setTimeout(r, 300));
@@ -411,6 +434,88 @@ describe('viewer controls', () => {
     await until(() => a.player.stats().connections > 0, 'a connection');
     expect(net.connections.length).toBeGreaterThan(0);
     for (const pc of net.connections) expect(pc.getConfiguration().iceTransportPolicy).toBe('relay');
+  });
+});
+
+describe('ManagedMediaSource (iPhone, Safari)', () => {
+  function publishHttp(file: Uint8Array): { uri: string; sent: () => number } {
+    const { uri, http, restore } = publishOnFakeOrigin(file, CHUNK);
+    undo.push(restore);
+    return { uri, sent: () => http.served.get(FAKE_ORIGIN.url) ?? 0 };
+  }
+
+  it('where MediaSource is missing: plays through ManagedMediaSource, appending only while it streams', async () => {
+    undo.push(installManagedMediaSource());
+    // 3 MB: appended in pieces of about 1 MiB.
+    const media = syntheticWebm(10, 300_000);
+    const { uri } = publishHttp(media.file);
+    const a = await attach(uri, { httpOrigin: FAKE_ORIGIN, readAheadSeconds: 0 });
+    const ms = a.mediaSource as FakeManagedMediaSource;
+    expect(ms).toBeInstanceOf(FakeManagedMediaSource);
+    expect((a.video as unknown as { disableRemotePlayback?: boolean }).disableRemotePlayback).toBe(true);
+    await until(() => a.player.stats().chunksHave === a.player.stats().chunkCount, 'everything fetched');
+    await new Promise((r) => setTimeout(r, 100));
+    const sb = ms.sourceBuffers[0];
+    expect(sb?.appends.length ?? 0, 'nothing appended before startstreaming').toBe(0);
+    ms.startStreaming();
+    await until(() => (sb?.appends.length ?? 0) >= 2, 'appends once streaming');
+    ms.endStreaming();
+    const during = sb!.appends.length;
+    await new Promise((r) => setTimeout(r, 200));
+    // At most the append in flight when endstreaming came.
+    expect(sb!.appends.length).toBeLessThanOrEqual(during + 1);
+    ms.startStreaming();
+    await until(() => ms.endOfStreamCalls > 0, 'endOfStream');
+    expect(differsAt(concat(sb!.appends), media.file)).toBeNull();
+    expect(sb!.appendsNotStreaming).toBe(0);
+    expect(a.log.error).toEqual([]);
+  });
+
+  it("mediaSource: 'managed' takes ManagedMediaSource where both exist; missing, it is mse-unsupported", async () => {
+    const media = syntheticWebm(2, 5_000);
+    const { uri } = publishHttp(media.file);
+    const plain = await attach(uri, { httpOrigin: FAKE_ORIGIN });
+    expect(plain.mediaSource).not.toBeInstanceOf(FakeManagedMediaSource);
+    await expect(attach(uri, { httpOrigin: FAKE_ORIGIN, mediaSource: 'managed' })).rejects.toMatchObject({ code: 'mse-unsupported' });
+    undo.push(installManagedMediaSource(true));
+    const managed = await attach(uri, { httpOrigin: FAKE_ORIGIN, mediaSource: 'managed' });
+    expect(managed.mediaSource).toBeInstanceOf(FakeManagedMediaSource);
+    const g = globalThis as Record<string, unknown>;
+    const [ms, mms] = [g.MediaSource, g.ManagedMediaSource];
+    delete g.MediaSource;
+    delete g.ManagedMediaSource;
+    try {
+      await expect(attach(uri, { httpOrigin: FAKE_ORIGIN })).rejects.toMatchObject({ code: 'mse-unsupported', message: expect.stringContaining('ManagedMediaSource') });
+    } finally {
+      g.MediaSource = ms;
+      g.ManagedMediaSource = mms;
+    }
+  });
+
+  it('media the browser evicts ahead of the playhead is appended again from the engine, not fetched again', async () => {
+    undo.push(installManagedMediaSource());
+    const media = syntheticWebm(10, 30_000);
+    const { uri, sent } = publishHttp(media.file);
+    const a = await attach(uri, { httpOrigin: FAKE_ORIGIN, readAheadSeconds: 0 });
+    const ms = a.mediaSource as FakeManagedMediaSource;
+    ms.startStreaming();
+    await until(() => ms.endOfStreamCalls > 0, 'all appended');
+    const sb = ms.sourceBuffers[0]!;
+    sb.ranges = [[0, 10]];
+    a.video.ranges = [[0, 10]];
+    const fetched = sent();
+    const before = sb.appends.length;
+    a.video.currentTime = 2;
+    browserEvicts(sb, 4, 10);
+    a.video.ranges = [[0, 4]];
+    await until(() => ms.endOfStreamCalls > 1, 'appended again to the end');
+    const again = concat(sb.appends.slice(before));
+    // From the Cluster at or before 4 s to the end of the file.
+    const from = media.file.length - again.length;
+    expect(media.clusters.some((c) => c.offset === from && c.time <= 4), `appended again from byte ${from}`).toBe(true);
+    expect(differsAt(again, media.file.subarray(from))).toBeNull();
+    expect(sent(), 'nothing fetched again').toBe(fetched);
+    expect(a.player.stats().browserEvictions).toBe(1);
   });
 });
 

@@ -110,6 +110,8 @@ describe('Player with storage: opfs (fake OPFS, HTTP-only)', () => {
       statsIntervalMs: 0,
       httpOrigin,
       storage: 'opfs',
+      // The fake video never plays: the whole file, not a read-ahead from its start.
+      readAheadSeconds: 0,
       ...options,
     });
     players.push(player);

@@ -252,7 +252,7 @@ pub fn stats_object(s: &Stats) -> JsValue {
         ("datagramsReceived", num(s.datagrams_received)),
         ("datagramsDropped", num(s.datagrams_dropped)),
         ("retransmissions", num(s.retransmissions)),
-        ("bytesFromOrigin", num(s.bytes_from_origin)),
+        ("httpBytesReceived", num(s.bytes_from_origin)),
         ("originRequests", num(s.origin_requests)),
         ("chunksOriginCorrupt", num(s.chunks_origin_corrupt)),
         ("chunksEvicted", num(s.chunks_evicted)),

@@ -42,6 +42,11 @@ pub trait Picker: fmt::Debug {
     /// Playback moved to `chunk` (a seek, or normal progress). Only positional pickers care.
     fn set_playhead(&mut self, _chunk: u64) {}
 
+    /// Playback waits (no first frame yet, or a stall coming): while it does, a positional
+    /// picker asks only for what lies just ahead of the playhead, so the viewer's link
+    /// and CPU go to what is waited for rather than to the read-ahead beyond.
+    fn set_waiting(&mut self, _waiting: bool) {}
+
     /// Forget where playback is until [`set_playhead`](Self::set_playhead) says: each pick
     /// meanwhile starts from what its peer offers, and none moves the others'. For a live
     /// stream whose edge is not proven yet (Sign All), where one peer's claim must not
@@ -121,6 +126,8 @@ impl Picker for RarestFirst {
 pub struct Vod {
     playhead: u64,
     window: u64,
+    /// Playback waits: only the in-order window is picked (`set_waiting`).
+    waiting: bool,
 }
 
 impl Vod {
@@ -129,6 +136,7 @@ impl Vod {
         Vod {
             playhead: 0,
             window: window.max(1),
+            waiting: false,
         }
     }
 
@@ -152,6 +160,9 @@ impl Picker for Vod {
         let high_last = self.high_end().min(n) - 1;
         if let Some(b) = first_wanted_in(ctx, offer, start, high_last, max_chunks) {
             return Some(b);
+        }
+        if self.waiting {
+            return None;
         }
         // Nothing wanted anywhere from this peer: skip the rarity searches below.
         Binmap::find_complement(ctx.exclude, offer, ctx.range, ctx.twist)?;
@@ -185,6 +196,10 @@ impl Picker for Vod {
 
     fn set_playhead(&mut self, chunk: u64) {
         self.playhead = chunk;
+    }
+
+    fn set_waiting(&mut self, waiting: bool) {
+        self.waiting = waiting;
     }
 
     fn due_chunks(&self) -> Option<core::ops::Range<u64>> {
@@ -307,6 +322,33 @@ mod tests {
             chunk_count: n,
             twist: 0,
         }
+    }
+
+    #[test]
+    fn vod_while_playback_waits_picks_only_inside_the_window() {
+        let avail = Availability::new();
+        let mut vod = Vod::new(16);
+        vod.set_playhead(10);
+        // Everything in the window held or asked for; the peer offers the rest too.
+        let ex = exclude(200, 0..26);
+        let offer = map(0..200);
+        let c = ctx(200, &ex, &avail);
+        assert!(
+            vod.pick(&c, &offer, 4).is_some(),
+            "not waiting: beyond the window"
+        );
+        vod.set_waiting(true);
+        assert_eq!(vod.pick(&c, &offer, 4), None, "waiting: nothing beyond it");
+        let ex = exclude(200, 0..20);
+        let c = ctx(200, &ex, &avail);
+        assert_eq!(
+            vod.pick(&c, &offer, 4).and_then(|b| b.chunk_range()),
+            Some((20, 23)),
+            "waiting: in order inside the window"
+        );
+        vod.set_waiting(false);
+        let ex = exclude(200, 0..26);
+        assert!(vod.pick(&ctx(200, &ex, &avail), &offer, 4).is_some());
     }
 
     #[test]

@@ -382,6 +382,62 @@ fn a_due_chunk_a_peer_does_not_deliver_in_time_comes_from_the_origin() {
     assert!(end >= Time::from_millis(300), "too early: {end:?}");
 }
 
+/// Where playback waits (no first frame yet), a segment a connected seeder holds but does
+/// not deliver comes from the origin after the shorter `waiting_deadline`, whole, long
+/// before `peer_deadline`.
+#[test]
+fn what_playback_waits_for_comes_from_the_origin_after_the_waiting_deadline() {
+    let config = HttpOriginConfig {
+        head_bytes: 0,
+        peer_deadline: Duration::from_millis(5_000),
+        waiting_deadline: Duration::from_millis(300),
+        ..HttpOriginConfig::default()
+    };
+    let (_, mut server, mut nodes, mut net) = next_to_a_seeder(400, 128, config);
+    run(
+        &mut nodes,
+        &mut net,
+        &mut server,
+        0,
+        Time::from_millis(30),
+        |n| n[0].peers().count() == 1 && n[0].stats().chunks_have > 0,
+    );
+    // The seeder's DATA stops arriving.
+    net.rewrite.insert(
+        1,
+        Box::new(|d: &[u8]| {
+            if d.len() > 512 {
+                Vec::new()
+            } else {
+                d.to_vec()
+            }
+        }),
+    );
+    let start = net.now;
+    nodes[0].set_playhead(200);
+    nodes[0].set_waiting_for(Some(200..260));
+    let held =
+        |n: &[Node]| (200..260).all(|c| n[0].have().is_filled(ppspp::Bin::chunk(c).unwrap()));
+    let end = run(
+        &mut nodes,
+        &mut net,
+        &mut server,
+        0,
+        Time::from_millis(3_000),
+        held,
+    );
+    assert!(held(&nodes), "the segment still missing at {end:?}");
+    let took = end.saturating_since(start);
+    assert!(
+        took >= Duration::from_millis(300),
+        "not before the deadline: {took:?}"
+    );
+    assert!(
+        took < Duration::from_millis(1_000),
+        "long before peer_deadline: {took:?}"
+    );
+}
+
 #[test]
 fn content_that_comes_before_its_hashes_waits_for_them() {
     let data = content(200 * CS + 1);

@@ -25,7 +25,9 @@ fn a_peer_that_does_not_upload_announces_and_serves_nothing_until_it_does() {
     assert_eq!(nodes[1].have().count_filled(), 0, "nothing came");
     assert_eq!(nodes[0].stats().bytes_uploaded, 0);
     nodes[0].set_uploading(true);
-    net.run(&mut nodes, Time::from_millis(30_000), |n| n[1].is_complete());
+    net.run(&mut nodes, Time::from_millis(30_000), |n| {
+        n[1].is_complete()
+    });
     assert!(nodes[1].is_complete(), "everything came once it uploads");
 }
 
@@ -40,7 +42,10 @@ fn a_peer_that_stops_uploading_mid_transfer_sends_nothing_more() {
         n[1].have().count_filled() >= 100
     });
     let had = nodes[1].have().count_filled();
-    assert!(had > 0 && !nodes[1].is_complete(), "mid-transfer: {had} chunks");
+    assert!(
+        had > 0 && !nodes[1].is_complete(),
+        "mid-transfer: {had} chunks"
+    );
     nodes[0].set_uploading(false);
     // What was on its way when the CHOKE went lands; nothing after.
     let until = net.now + Duration::from_millis(300);

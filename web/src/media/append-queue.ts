@@ -45,12 +45,19 @@ export interface AppendQueueOptions {
   sourceOpen: () => boolean;
   /** Called once when the queue stops on an append or SourceBuffer error. */
   onError?: (err: Error) => void;
+  /**
+   * Whether appends may go now (a ManagedMediaSource between `endstreaming` and
+   * `startstreaming` says no); call {@link AppendQueue.resume} when it says yes again.
+   * Default: always.
+   */
+  mayAppend: () => boolean;
 }
 
 const DEFAULTS = {
   keepBehindSeconds: 30,
   keepAheadSeconds: Infinity,
   sourceOpen: () => true,
+  mayAppend: () => true,
   maxAppendBytes: 1 << 20,
   quotaKeepBehindSeconds: 5,
   retryDelayMs: 250,
@@ -157,8 +164,13 @@ export class AppendQueue {
     this.settle();
   }
 
+  /** Appends may go again (see `mayAppend`): what is queued goes on. */
+  resume(): void {
+    this.pump();
+  }
+
   private pump(): void {
-    if (this.phase !== 'idle') return;
+    if (this.phase !== 'idle' || !this.opts.mayAppend()) return;
     try {
       if (this.sb.updating) return; // someone else's operation; its updateend calls us again
     } catch (err) {

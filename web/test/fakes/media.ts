@@ -39,6 +39,8 @@ export class FakeSourceBuffer extends EventTarget {
   readonly throwOnAppend: (Error | undefined)[] = [];
   /** Called with each append as it is taken. */
   onAppend: ((bytes: Uint8Array) => void) | null = null;
+  /** Appends made to a ManagedMediaSource that was not streaming (a Player's mistake). */
+  appendsNotStreaming = 0;
 
   constructor(
     readonly mediaSource: FakeMediaSource,
@@ -62,6 +64,7 @@ export class FakeSourceBuffer extends EventTarget {
     if (error) throw error;
     const view = ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : new Uint8Array(data);
     const bytes = new Uint8Array(view);
+    if ((this.mediaSource as { streaming?: boolean }).streaming === false) this.appendsNotStreaming += 1;
     this.ops.push({ op: 'append', bytes });
     this.onAppend?.(bytes);
     this.update();
@@ -164,6 +167,47 @@ export class FakeMediaSource extends EventTarget {
     this.readyState = 'closed';
     this.dispatchEvent(new Event('sourceclose'));
   }
+}
+
+/** ManagedMediaSource (Safari 17+, iOS 17.1+): appends belong between startstreaming and endstreaming. */
+export class FakeManagedMediaSource extends FakeMediaSource {
+  streaming = false;
+
+  /** The browser wants media. */
+  startStreaming(): void {
+    this.streaming = true;
+    this.dispatchEvent(new Event('startstreaming'));
+  }
+
+  /** The browser has enough (or saves power). */
+  endStreaming(): void {
+    this.streaming = false;
+    this.dispatchEvent(new Event('endstreaming'));
+  }
+}
+
+/** The browser evicts `[start, end)` from `sb` on its own: a `bufferedchange` names it. */
+export function browserEvicts(sb: FakeSourceBuffer, start: number, end: number): void {
+  sb.ranges = sb.ranges
+    .flatMap(([a, b]): Ranges => [[a, Math.min(b, start)], [Math.max(a, end), b]])
+    .filter(([a, b]) => b > a);
+  const event = Object.assign(new Event('bufferedchange'), { addedRanges: timeRanges([]), removedRanges: timeRanges([[start, end]]) });
+  sb.dispatchEvent(event);
+}
+
+/**
+ * An iPhone's media: ManagedMediaSource in place, and (unless `keepMediaSource`) no
+ * MediaSource; call after {@link installMedia}. Returns the undo.
+ */
+export function installManagedMediaSource(keepMediaSource = false): () => void {
+  const g = globalThis as Record<string, unknown>;
+  const before = g.MediaSource;
+  g.ManagedMediaSource = FakeManagedMediaSource;
+  if (!keepMediaSource) delete g.MediaSource;
+  return () => {
+    delete g.ManagedMediaSource;
+    g.MediaSource = before;
+  };
 }
 
 /** Object URLs made while the fakes are installed. */

@@ -9,7 +9,8 @@
 //! - chunks playback needs next (the picker's due span, and where playback waits: the rest
 //!   of the segment it waits for, at least as many chunks as the due span holds,
 //!   [`Engine::set_waiting_for`]) that no connected peer holds, or that a peer was asked
-//!   for and has not delivered within the deadline;
+//!   for and has not delivered within the deadline (`peer_deadline`; `waiting_deadline`,
+//!   shorter, for what playback waits for);
 //! - once no peer has been connected for `alone_after` (an HTTP-only page: from the start),
 //!   the picker's whole urgent span instead of the due span. Connections the adapter is
 //!   still setting up ([`Engine::set_peers_coming`]) count as peers here: a slow ICE
@@ -51,6 +52,9 @@ pub struct HttpOriginConfig {
     pub head_bytes: u64,
     /// A due chunk asked of a peer and not delivered for this long is asked of the origin.
     pub peer_deadline: Duration,
+    /// The same for a chunk playback waits for ([`Engine::set_waiting_for`]: no first
+    /// frame yet, or a stall coming): shorter, as the viewer is already waiting.
+    pub waiting_deadline: Duration,
     /// Chunks asked of the origin and not delivered for this long may be asked of peers
     /// too (whichever copy comes first is kept): a slow or silent origin holds nothing up
     /// that a peer can deliver.
@@ -73,6 +77,7 @@ impl Default for HttpOriginConfig {
             max_request_bytes: 256 << 10,
             head_bytes: 64 << 10,
             peer_deadline: Duration::from_millis(1000),
+            waiting_deadline: Duration::from_millis(400),
             origin_deadline: Duration::from_millis(1000),
             alone_after: Duration::from_secs(3),
             retry_base: Duration::from_millis(500),
@@ -237,6 +242,8 @@ enum Take {
     /// Due for playback: unless a peer holds it or was asked for it, and it has not been
     /// due for longer than the deadline.
     Due,
+    /// What playback waits for: as `Due`, with the shorter `waiting_deadline`.
+    Waiting,
     /// A picker without a playhead: unless a peer holds it or was asked for it.
     Unheld,
 }
@@ -317,7 +324,7 @@ impl HttpOrigin {
         let overdue = self
             .due_since
             .values()
-            .map(|&t| t + self.config.peer_deadline)
+            .map(|&t| t + self.config.peer_deadline.min(self.config.waiting_deadline))
             .filter(|&t| t > self.polled_at)
             .min();
         [self.retry_at, alone, overdue, self.next_share_at()]
@@ -367,6 +374,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// on chunks nobody is asked for. Seeders ([`set_origin`](Self::set_origin)) are not
     /// affected.
     pub fn set_waiting_for(&mut self, chunks: Option<Range<u64>>) {
+        // The picker asks peers only for what is just ahead while playback waits.
+        self.picker.set_waiting(chunks.is_some());
         if let Some(o) = self.origin.as_deref_mut() {
             o.waiting_for = chunks;
         }
@@ -550,7 +559,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             if c < head {
                 Some(Take::Head)
             } else if in_waiting(c) {
-                Some(Take::Due)
+                Some(Take::Waiting)
             } else {
                 match &span {
                     Some(s) if s.contains(&c) => Some(Take::Due),
@@ -617,17 +626,18 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             .values()
             .filter_map(|c| c.requests.get(&chunk))
             .min();
-        let overdue = || {
+        let overdue = |deadline: Duration| {
             origin
                 .due_since
                 .get(&chunk)
-                .is_some_and(|&t| now.saturating_since(t) >= origin.config.peer_deadline)
+                .is_some_and(|&t| now.saturating_since(t) >= deadline)
         };
         match (rule, asked_at) {
             (Take::Head, asked) => asked.is_none(),
-            (Take::Due, _) if overdue() => true,
+            (Take::Due, _) if overdue(origin.config.peer_deadline) => true,
+            (Take::Waiting, _) if overdue(origin.config.waiting_deadline) => true,
             (_, Some(_)) => false,
-            (Take::Due | Take::Unheld, None) => self.avail.rarity(chunk) == 0,
+            (Take::Due | Take::Waiting | Take::Unheld, None) => self.avail.rarity(chunk) == 0,
         }
     }
 
