@@ -9,25 +9,12 @@ import { type Page, expect, test } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FailureReport } from './diagnose.js';
+import { webForSpec } from './spec-setup.js';
 import { serveOnOrigin } from './origin.js';
-import { BIN, VIDEO_HD_MP4, VIDEO_HD_WEBM, makeHdVideos, openPages, run, startSignal, startWeb } from './swarm.js';
+import { BIN, VIDEO_HD_MP4, VIDEO_HD_WEBM, makeHdVideos, openPages, run, startSignal } from './swarm.js';
 
-let web: { url: string; stop(): Promise<void> };
-const stops: (() => Promise<void>)[] = [];
+const { web, stops } = webForSpec(makeHdVideos);
 const report = new FailureReport();
-
-test.beforeAll(async () => {
-  test.setTimeout(120_000);
-  makeHdVideos();
-  web = await startWeb();
-});
-test.afterAll(async () => {
-  await web.stop();
-});
-test.afterEach(async ({ browser }) => {
-  for (const context of browser.contexts()) await context.close();
-  for (const stop of stops.splice(0).reverse()) await stop();
-});
 
 /** Media seconds each page plays, its first frame included, before its stalls are read. */
 const PLAY_SECONDS = 8;
@@ -84,7 +71,7 @@ for (const [name, file] of [['fragmented MP4 (H.264)', VIDEO_HD_MP4], ['WebM (VP
         }
         // Hidden videos: six composited 720p videos would take the two cores' time from
         // the pages' own work (the test is about delivery, not compositing).
-        const opened = await openPages(browser, web.url, uri, pages, '&hidden=1', report.watch('page'));
+        const opened = await openPages(browser, web(), uri, pages, '&hidden=1', report.watch('page'));
         await expect
           .poll(async () => (await Promise.all(opened.map((p) => p.evaluate(() => document.querySelector('video')!.currentTime)))).every((t) => t > PLAY_SECONDS), {
             timeout: 60_000,

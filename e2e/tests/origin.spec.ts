@@ -8,29 +8,17 @@ import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeRepeatedWebm } from './big-video.js';
 import { FailureReport } from './diagnose.js';
+import { webForSpec } from './spec-setup.js';
 import { type OriginServer, serveOnOrigin } from './origin.js';
 import {
   BIN, ROOT, VIDEO_ORIGIN, VIDEO_ORIGIN_LONG, completeHash, expectPlayedPast, makeOriginVideos, openPages, run, sha256,
-  startSignal, startWeb, startWebWith,
+  startSignal, startWebWith,
 } from './swarm.js';
 
-let web: { url: string; stop(): Promise<void> };
-const stops: (() => Promise<void>)[] = [];
+const { web, stops } = webForSpec(makeOriginVideos);
 
 // The pages of the running test, reported if it fails.
 const report = new FailureReport();
-
-test.beforeAll(async () => {
-  makeOriginVideos();
-  web = await startWeb();
-});
-test.afterAll(async () => {
-  await web.stop();
-});
-test.afterEach(async ({ browser }) => {
-  for (const context of browser.contexts()) await context.close();
-  for (const stop of stops.splice(0).reverse()) await stop();
-});
 
 /** The origin server with `video` (by default the 20 s one) and its tree file. */
 async function serve(
@@ -59,7 +47,7 @@ test('six pages play from a static web server and each other; the server sends a
   const video = new Uint8Array(readFileSync(VIDEO_ORIGIN_LONG));
   const { server, uri } = await serve(video, { file: VIDEO_ORIGIN_LONG });
   const swarmUri = await uri(await signaling());
-  const pages = await openPages(browser, web.url, swarmUri, 6, '', report.watch('page'));
+  const pages = await openPages(browser, web(), swarmUri, 6, '', report.watch('page'));
   for (const page of pages) await expectPlayedPast(page, 5);
   const expected = sha256(video);
   for (const page of pages) expect(await completeHash(page, 120_000)).toBe(expected);
@@ -89,7 +77,7 @@ test('a tampered byte on the server: origin-corrupt, the chunk from peers, nothi
   const seeder = run(join(BIN, 'ppspp'), ['seed', VIDEO_ORIGIN, '--signal', signal, '--bind', '127.0.0.1:0', '--chunk-size', '8192', '--hash', 'sha256', '--upload-limit', '300000']);
   stops.push(() => seeder.stop());
   await seeder.waitLine((l) => l.startsWith('ppspp://'));
-  const pages = await openPages(browser, web.url, swarmUri, 3, '&appends=1', report.watch('page'));
+  const pages = await openPages(browser, web(), swarmUri, 3, '&appends=1', report.watch('page'));
   const expected = sha256(video);
   for (const page of pages) {
     await expectPlayedPast(page, 15);
@@ -131,7 +119,7 @@ test('within maxMemoryBytes a page plays and seeks an 11 MB video holding at mos
   const video = new Uint8Array(readFileSync(VIDEO_ORIGIN_LONG));
   const { server, uri } = await serve(video, { file: VIDEO_ORIGIN_LONG });
   const bound = 1 << 20;
-  const [page] = await openPages(browser, web.url, await uri(), 1, `&memory=${bound}&readahead=${256 * 1024}`, report.watch('page'));
+  const [page] = await openPages(browser, web(), await uri(), 1, `&memory=${bound}&readahead=${256 * 1024}`, report.watch('page'));
   const held = (): Promise<number> => t(page!, (x) => (x.player as { stats(): { chunksHave: number } }).stats().chunksHave * 8192);
   let most = 0;
   const watch = setInterval(() => void held().then((h) => (most = Math.max(most, h)), () => {}), 200);
@@ -241,7 +229,7 @@ test('storage: opfs — a page reloaded mid-video reads back what it saved, fetc
   const video = new Uint8Array(readFileSync(VIDEO_ORIGIN));
   const { server, uri } = await serve(video);
   const swarmUri = await uri(await signaling());
-  const [page] = await openPages(browser, web.url, swarmUri, 1, '&storage=opfs', report.watch('page'));
+  const [page] = await openPages(browser, web(), swarmUri, 1, '&storage=opfs', report.watch('page'));
   await expectPlayedPast(page!, 4);
   const stats = (): Promise<Record<string, number>> =>
     t(page!, (x) => (x.player as { stats(): Record<string, number> }).stats());
@@ -265,7 +253,7 @@ test('storage: opfs — a page reloaded mid-video reads back what it saved, fetc
   expect(await t(page!, (x) => x.errors)).toEqual([]);
 
   // A page that does not use the origin gets the video from the reloaded one.
-  const [peer] = await openPages(browser, web.url, swarmUri, 1, '&origin=0', report.watch('page'));
+  const [peer] = await openPages(browser, web(), swarmUri, 1, '&origin=0', report.watch('page'));
   await expectPlayedPast(peer!, 3);
   expect(await completeHash(peer!)).toBe(sha256(video));
   expect(server.bytesSent('/v.webm') - sentBefore - again, 'the origin sent it nothing').toBe(0);
@@ -274,7 +262,7 @@ test('storage: opfs — a page reloaded mid-video reads back what it saved, fetc
 test('HTTP only: no signaling server, no peers; a server without CORS is origin-unreachable', async ({ browser }) => {
   const video = new Uint8Array(readFileSync(VIDEO_ORIGIN));
   const { server, uri } = await serve(video);
-  const [page] = await openPages(browser, web.url, await uri(), 1, '', report.watch('page'));
+  const [page] = await openPages(browser, web(), await uri(), 1, '', report.watch('page'));
   await expectPlayedPast(page!, 3);
   expect(await completeHash(page!)).toBe(sha256(video));
   expect(server.bytesSent('/v.webm')).toBe(video.length);
@@ -282,7 +270,7 @@ test('HTTP only: no signaling server, no peers; a server without CORS is origin-
   expect(await t(page!, (x) => x.peersJoined)).toBe(0);
 
   const blocked = await serve(video, { cors: false });
-  const [refused] = await openPages(browser, web.url, await blocked.uri(), 1, '', report.watch('page'));
+  const [refused] = await openPages(browser, web(), await blocked.uri(), 1, '', report.watch('page'));
   await expect
     .poll(() => t(refused!, (x) => (x.errors as string[]).join('\n')), { timeout: 20_000 })
     .toMatch(/^origin-unreachable: .*CORS/);

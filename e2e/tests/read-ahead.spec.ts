@@ -9,25 +9,12 @@ import { type Page, expect, test } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FailureReport } from './diagnose.js';
+import { webForSpec } from './spec-setup.js';
 import { serveOnOrigin } from './origin.js';
-import { BIN, VIDEO_HD_MP4, VIDEO_HD_SECONDS, expectPlayedPast, makeHdVideos, openPages, run, startSignal, startWeb } from './swarm.js';
+import { BIN, VIDEO_HD_MP4, VIDEO_HD_SECONDS, expectPlayedPast, makeHdVideos, openPages, run, startSignal } from './swarm.js';
 
-let web: { url: string; stop(): Promise<void> };
-const stops: (() => Promise<void>)[] = [];
+const { web, stops } = webForSpec(makeHdVideos);
 const report = new FailureReport();
-
-test.beforeAll(async () => {
-  test.setTimeout(180_000);
-  makeHdVideos();
-  web = await startWeb();
-});
-test.afterAll(async () => {
-  await web.stop();
-});
-test.afterEach(async ({ browser }) => {
-  for (const context of browser.contexts()) await context.close();
-  for (const stop of stops.splice(0).reverse()) await stop();
-});
 
 const WATCHED = 20;
 
@@ -76,7 +63,7 @@ for (const memory of [null, 4 << 20]) {
     const served = await serveOnOrigin(VIDEO_HD_MP4, video);
     stops.push(() => served.server.stop());
     const uri = await served.uri();
-    const [page] = await openPages(browser, web.url, uri, 1, memory ? `&memory=${memory}` : '', report.watch('page'));
+    const [page] = await openPages(browser, web(), uri, 1, memory ? `&memory=${memory}` : '', report.watch('page'));
     const f = await watch(page!);
     const sent = served.server.bytesSent('/v.webm');
     const message = `${JSON.stringify(f)}; server sent ${sent} B of ${video.length}`;
@@ -104,7 +91,7 @@ test(`in a swarm (a seeder and the web server): watching ${WATCHED} s of ${VIDEO
   report.keep('seeder', seeder);
   stops.push(() => seeder.stop());
   await seeder.waitLine((l) => l.startsWith('ppspp://'));
-  const [page] = await openPages(browser, web.url, uri, 1, '', report.watch('page'));
+  const [page] = await openPages(browser, web(), uri, 1, '', report.watch('page'));
   const f = await watch(page!);
   const fetched = f.fromHttp + f.fromPeers + f.fromSeeders;
   const message = `${JSON.stringify(f)}; fetched ${fetched} B of ${video.length}`;

@@ -4,9 +4,8 @@
  * at the other one, where a new page finds it. All processes on loopback.
  */
 import { expect, test } from '@playwright/test';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { BIN, type Proc, VIDEO, VIDEO_SHA256, completeHash, expectPlayedPast, run, startWeb } from './swarm.js';
+import { BIN, type Proc, VIDEO, VIDEO_SHA256, completeHash, expectPlayedPast, freePort, run, startWeb } from './swarm.js';
 
 let web: { url: string; stop(): Promise<void> };
 const procs: Proc[] = [];
@@ -22,16 +21,6 @@ test.afterEach(async ({ browser }) => {
   for (const p of procs.splice(0).reverse()) await p.stop();
 });
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 async function startRedis(): Promise<string> {
   const port = await freePort();

@@ -9,25 +9,12 @@ import { readFileSync } from 'node:fs';
 import { type Server, type Socket, createServer } from 'node:net';
 import { join } from 'node:path';
 import { FailureReport } from './diagnose.js';
+import { webForSpec } from './spec-setup.js';
 import { serveOnOrigin } from './origin.js';
-import { BIN, VIDEO_HD_MP4, expectPlayedPast, makeHdVideos, openPages, run, startSignal, startWeb } from './swarm.js';
+import { BIN, VIDEO_HD_MP4, expectPlayedPast, makeHdVideos, openPages, run, startSignal } from './swarm.js';
 
-let web: { url: string; stop(): Promise<void> };
-const stops: (() => Promise<void>)[] = [];
+const { web, stops } = webForSpec(makeHdVideos);
 const report = new FailureReport();
-
-test.beforeAll(async () => {
-  test.setTimeout(120_000);
-  makeHdVideos();
-  web = await startWeb();
-});
-test.afterAll(async () => {
-  await web.stop();
-});
-test.afterEach(async ({ browser }) => {
-  for (const context of browser.contexts()) await context.close();
-  for (const stop of stops.splice(0).reverse()) await stop();
-});
 
 /** The video on a web server; its URI names `signal` as the signaling server. */
 async function published(signal: string): Promise<{ uri: string; bytesSent: () => number }> {
@@ -113,7 +100,7 @@ test('no WebRTC (RTCPeerConnection removed): plays from HTTP, p2p-unavailable we
   const signal = await startSignal();
   stops.push(() => signal.stop());
   const { uri } = await published(signal.url);
-  const [page] = await openPages(browser, web.url, uri, 1, '', async (p) => {
+  const [page] = await openPages(browser, web(), uri, 1, '', async (p) => {
     await report.watch('page')(p);
     await p.addInitScript(() => {
       delete (window as { RTCPeerConnection?: unknown }).RTCPeerConnection;
@@ -125,14 +112,14 @@ test('no WebRTC (RTCPeerConnection removed): plays from HTTP, p2p-unavailable we
 
 test('signaling down: plays from HTTP at once, p2p-unavailable signaling-unreachable', async ({ browser }) => {
   const { uri } = await published(await deadSignal());
-  const [page] = await openPages(browser, web.url, uri, 1, '', report.watch('page'));
+  const [page] = await openPages(browser, web(), uri, 1, '', report.watch('page'));
   const s = await playsFromHttp(page!);
   expect(s.noP2p.map((e) => e[1])).toEqual(['signaling-unreachable']);
 });
 
 test('signaling silent (accepts, never answers): plays from HTTP; p2p-unavailable after signalingTimeoutMs', async ({ browser }) => {
   const { uri } = await published(await silentServer());
-  const [page] = await openPages(browser, web.url, uri, 1, '&signalingTimeout=2000', report.watch('page'));
+  const [page] = await openPages(browser, web(), uri, 1, '&signalingTimeout=2000', report.watch('page'));
   const s = await playsFromHttp(page!);
   expect(s.noP2p.map((e) => e[1])).toEqual(['signaling-unreachable']);
   expect(s.noP2p[0]![2]).toContain('no welcome within 2000 ms');
@@ -143,8 +130,8 @@ test('signal=off (signal: false): HTTP only, the signaling server never hears of
   stops.push(() => signal.stop());
   const { uri } = await published(signal.url);
   // A second page that does use signaling: it would meet the first if that one joined.
-  const [page] = await openPages(browser, web.url, uri, 1, '&signal=off', report.watch('page'));
-  const [other] = await openPages(browser, web.url, uri, 1, '', report.watch('page'));
+  const [page] = await openPages(browser, web(), uri, 1, '&signal=off', report.watch('page'));
+  const [other] = await openPages(browser, web(), uri, 1, '', report.watch('page'));
   const s = await playsFromHttp(page!);
   await expectPlayedPast(other!, 3, 30_000);
   expect(s.noP2p).toEqual([]);
@@ -165,7 +152,7 @@ test('every peer gone mid-video (the seeder and the other page): the page plays 
   report.keep('seeder', seeder);
   stops.push(() => seeder.stop());
   await seeder.waitLine((l) => l.startsWith('ppspp://'));
-  const [page, other] = await openPages(browser, web.url, uri, 2, '', report.watch('page'));
+  const [page, other] = await openPages(browser, web(), uri, 2, '', report.watch('page'));
   await expectPlayedPast(page!, 3, 30_000);
   expect((await seen(page!)).peersJoined).toBeGreaterThan(0);
   await seeder.stop();

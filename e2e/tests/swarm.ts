@@ -5,6 +5,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { createServer as createNetServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -336,4 +337,16 @@ export async function expectLoopback(page: Evaluable): Promise<void> {
     expect(p.local, 'local candidate is loopback').toMatch(/^(127\.|::1$)/);
     expect(p.remote, 'remote candidate is loopback').toMatch(/^(127\.|::1$)/);
   }
+}
+
+/** A TCP port free on loopback now (for a server that must be told its port). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createNetServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
 }

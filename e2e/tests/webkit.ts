@@ -5,21 +5,10 @@
  * browser without P2P.
  */
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { type Proc, run } from './swarm.js';
+import { type Proc, freePort, run } from './swarm.js';
 
 const MINIBROWSER = '/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser';
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 /** Why WebKitGTK cannot run here (setup.sh installs it), or null. */
 export function webkitMissing(): string | null {

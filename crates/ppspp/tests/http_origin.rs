@@ -336,15 +336,11 @@ fn next_to_a_seeder_the_origin_serves_the_head_and_nothing_a_peer_holds() {
     );
 }
 
-#[test]
-fn a_due_chunk_a_peer_does_not_deliver_in_time_comes_from_the_origin() {
-    let config = HttpOriginConfig {
-        head_bytes: 0,
-        peer_deadline: Duration::from_millis(300),
-        ..HttpOriginConfig::default()
-    };
+/// A page of 400 chunks (a window of 128) connected to a seeder whose HAVEs it knows,
+/// from then on the seeder's datagrams that carry DATA (those over 512 bytes) are lost:
+/// it stays connected and answers, and delivers nothing.
+fn next_to_a_seeder_that_delivers_nothing(config: HttpOriginConfig) -> (Server, Vec<Node>, Net) {
     let (_, mut server, mut nodes, mut net) = next_to_a_seeder(400, 128, config);
-    // Connected, and the seeder's HAVEs known; then its DATA stops arriving.
     run(
         &mut nodes,
         &mut net,
@@ -363,6 +359,17 @@ fn a_due_chunk_a_peer_does_not_deliver_in_time_comes_from_the_origin() {
             }
         }),
     );
+    (server, nodes, net)
+}
+
+#[test]
+fn a_due_chunk_a_peer_does_not_deliver_in_time_comes_from_the_origin() {
+    let config = HttpOriginConfig {
+        head_bytes: 0,
+        peer_deadline: Duration::from_millis(300),
+        ..HttpOriginConfig::default()
+    };
+    let (mut server, mut nodes, mut net) = next_to_a_seeder_that_delivers_nothing(config);
     let before = server.content_bytes;
     nodes[0].set_playhead(200);
     let end = run(
@@ -393,26 +400,7 @@ fn what_playback_waits_for_comes_from_the_origin_after_the_waiting_deadline() {
         waiting_deadline: Duration::from_millis(300),
         ..HttpOriginConfig::default()
     };
-    let (_, mut server, mut nodes, mut net) = next_to_a_seeder(400, 128, config);
-    run(
-        &mut nodes,
-        &mut net,
-        &mut server,
-        0,
-        Time::from_millis(30),
-        |n| n[0].peers().count() == 1 && n[0].stats().chunks_have > 0,
-    );
-    // The seeder's DATA stops arriving.
-    net.rewrite.insert(
-        1,
-        Box::new(|d: &[u8]| {
-            if d.len() > 512 {
-                Vec::new()
-            } else {
-                d.to_vec()
-            }
-        }),
-    );
+    let (mut server, mut nodes, mut net) = next_to_a_seeder_that_delivers_nothing(config);
     let start = net.now;
     nodes[0].set_playhead(200);
     nodes[0].set_waiting_for(Some(200..260));

@@ -1,0 +1,38 @@
+/**
+ * What a spec of browser pages sets up around its tests: the test web server (after
+ * `prepare`, such as making its videos) for the whole file; after each test its browser
+ * contexts closed and what it started stopped, the last started first.
+ */
+import { test } from '@playwright/test';
+import { startWeb } from './swarm.js';
+
+export interface SpecSetup {
+  /** The test web server's URL. */
+  web(): string;
+  /** Stops for what the running test started. */
+  stops: (() => Promise<void>)[];
+}
+
+export function webForSpec(prepare: () => unknown = () => {}): SpecSetup {
+  let server: { url: string; stop(): Promise<void> } | null = null;
+  const stops: (() => Promise<void>)[] = [];
+  test.beforeAll(async () => {
+    test.setTimeout(180_000);
+    await prepare();
+    server = await startWeb();
+  });
+  test.afterAll(async () => {
+    await server?.stop();
+  });
+  test.afterEach(async ({ browser }) => {
+    for (const context of browser.contexts()) await context.close();
+    for (const stop of stops.splice(0).reverse()) await stop();
+  });
+  return {
+    web: () => {
+      if (!server) throw new Error('the web server is not running (webForSpec starts it in beforeAll)');
+      return server.url;
+    },
+    stops,
+  };
+}
