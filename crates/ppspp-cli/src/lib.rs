@@ -3,6 +3,7 @@
 //! Not a stable API: the command line is the interface; all protocol logic lives in the
 //! `ppspp` crate.
 
+pub mod check;
 pub mod fetch;
 pub mod file_store;
 pub mod gather;

@@ -2,7 +2,7 @@
 //! and prints; all protocol logic lives in the `ppspp` crate.
 
 use clap::{Parser, Subcommand};
-use ppspp_cli::{fetch, live, root, seed};
+use ppspp_cli::{check, fetch, live, root, seed};
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
@@ -20,6 +20,9 @@ struct Cli {
 enum Command {
     /// Print the Merkle root hash (the swarm ID) of a file, then its chunk count.
     Root(root::RootArgs),
+    /// Say whether a video streams well in a page (WebM or fragmented MP4, segments of a
+    /// few seconds); an error for one that cannot.
+    Check(check::CheckArgs),
     /// Serve a file to the swarm; prints its swarm URI first.
     Seed(seed::SeedArgs),
     /// Download and verify content from a swarm URI or root hash.
@@ -36,6 +39,7 @@ fn main() -> ExitCode {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     let result = match cli.command {
         Command::Root(args) => root::run(&args),
+        Command::Check(args) => check::run(&args),
         Command::Seed(args) => seed::run(&args),
         Command::Fetch(args) => fetch::run(&args),
         Command::Live(args) => live::run(&args),

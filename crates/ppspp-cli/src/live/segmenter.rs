@@ -77,7 +77,7 @@ impl std::fmt::Display for SegmentError {
 }
 
 /// An EBML element header: ID, size (`None`: unknown) and header length.
-fn ebml_header(b: &[u8]) -> Result<Option<(u32, Option<u64>, usize)>, SegmentError> {
+pub(crate) fn ebml_header(b: &[u8]) -> Result<Option<(u32, Option<u64>, usize)>, SegmentError> {
     let Some(&first) = b.first() else {
         return Ok(None);
     };
@@ -108,7 +108,7 @@ fn ebml_header(b: &[u8]) -> Result<Option<(u32, Option<u64>, usize)>, SegmentErr
 }
 
 /// An MP4 box header: type, total size and header length.
-fn mp4_header(b: &[u8]) -> Result<Option<([u8; 4], u64, usize)>, SegmentError> {
+pub(crate) fn mp4_header(b: &[u8]) -> Result<Option<([u8; 4], u64, usize)>, SegmentError> {
     let Some(head) = b.get(..8) else {
         return Ok(None);
     };
