@@ -52,7 +52,7 @@ function seen(page: Page): Promise<Seen> {
 for (const [name, file] of [['fragmented MP4 (H.264)', VIDEO_HD_MP4], ['WebM (VP9)', VIDEO_HD_WEBM]] as const) {
   for (const pages of [3, 6]) {
     for (const seeder of [false, true]) {
-      test(`${name}, 720p: ${pages} pages from a web server${seeder ? ' and a seeder' : ''}; first frames within 1.5 s, no stall over 1 s`, async ({ browser }) => {
+      test(`${name}, 720p: ${pages} pages from a web server${seeder ? ' and a seeder' : ''}; first frames within ${pages === 6 ? '2.5' : '1.5'} s, no stall over 1 s`, async ({ browser }) => {
         test.setTimeout(120_000);
         const signal = await startSignal();
         stops.push(() => signal.stop());

@@ -91,6 +91,14 @@ export function hasWebRtc(): boolean {
   return typeof RTCPeerConnection !== 'undefined';
 }
 
+/** What the `p2p-unavailable` event says when a page without WebRTC plays from HTTP. */
+export function webRtcUnsupported(): { reason: 'webrtc-unsupported'; message: string } {
+  return {
+    reason: 'webrtc-unsupported',
+    message: 'this browser has no WebRTC (RTCPeerConnection): playing from the HTTP origin alone',
+  };
+}
+
 /**
  * Throws `webrtc-unsupported` where the page has no RTCPeerConnection (some WebKit builds,
  * or WebRTC disabled by policy): without data channels a page cannot join a swarm, and it

@@ -26,7 +26,7 @@ import { type ChosenMediaSource, chooseMediaSource, isStreaming, removedRanges }
 import { LiveLatency } from './media/live-latency.js';
 import { completeChildrenEnd, openClusterHead } from './media/webm.js';
 import { type PlayerOptions, type ResolvedPlayerOptions, resolveHttpOrigin, resolvePlayerOptions } from './options.js';
-import { hasWebRtc, requireWebRtc, type SelectedPair } from './connections.js';
+import { hasWebRtc, requireWebRtc, type SelectedPair, webRtcUnsupported } from './connections.js';
 import { isRootHex, uriFor } from './discover.js';
 import { engineOptions, signalWithOrigin } from './peer.js';
 import { type P2pUnavailable, Swarm, type SwarmEvents, type SwarmStats } from './swarm.js';
@@ -296,7 +296,7 @@ export class Player extends Emitter<PlayerEvents> {
     const p2pLater = !resolved.p2p && signal !== null;
     if (signal !== null && origin !== null && !p2pLater && !hasWebRtc()) {
       signal = null;
-      noP2p = { reason: 'webrtc-unsupported', message: 'this browser has no WebRTC (RTCPeerConnection): playing from the HTTP origin alone' };
+      noP2p = webRtcUnsupported();
     }
     if (signal !== null && !p2pLater) requireWebRtc();
     const window = Math.max(16, Math.ceil(resolved.readAheadBytes / content.chunkSize));

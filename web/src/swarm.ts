@@ -4,7 +4,7 @@
  * on the data channels; its events become the typed events users see. The engine never
  * calls back into JavaScript, so nothing here can re-enter it.
  */
-import { Connections, type SelectedPair, type SignalPath, hasWebRtc } from './connections.js';
+import { Connections, type SelectedPair, type SignalPath, hasWebRtc, webRtcUnsupported } from './connections.js';
 import { Driver } from './driver.js';
 import { Emitter } from './emitter.js';
 import { type ErrorCode, PpsppError, fatal } from './errors.js';
@@ -270,19 +270,11 @@ export class Swarm extends Emitter<SwarmEvents> {
     if (this.closed || !this.p2pLater || !this.signaling) return;
     this.p2pLater = false;
     if (!hasWebRtc()) {
-      this.emit('p2p-unavailable', {
-        reason: 'webrtc-unsupported',
-        message: 'this browser has no WebRTC (RTCPeerConnection): playing from the HTTP origin alone',
-      });
+      this.emit('p2p-unavailable', webRtcUnsupported());
       return;
     }
     this.joinInBackground(this.signaling);
     this.driver.kick();
-  }
-
-  /** Whether P2P waits for {@link enableP2p}. */
-  get p2pDeferred(): boolean {
-    return this.p2pLater;
   }
 
   /** Uploads to peers or not; see `Engine::set_uploading`. */

@@ -11,6 +11,7 @@ pub mod http_origin;
 pub mod ice_args;
 pub mod live;
 pub mod net;
+pub mod presentation;
 pub mod progress;
 pub mod root;
 pub mod rtc;

@@ -2,6 +2,7 @@
 //! and prints; all protocol logic lives in the `ppspp` crate.
 
 use clap::{Parser, Subcommand};
+use ppspp_cli::presentation::{self, HlsCommand};
 use ppspp_cli::{check, fetch, live, root, seed};
 use std::process::ExitCode;
 
@@ -30,6 +31,11 @@ enum Command {
     /// Stream live from stdin (WebM or fragmented MP4), signing every chunk; prints the
     /// live URI first.
     Live(live::LiveArgs),
+    /// HLS presentations: `ppspp hls prepare MASTER.m3u8` makes each rendition a swarm.
+    Hls {
+        #[command(subcommand)]
+        command: HlsCommand,
+    },
 }
 
 fn main() -> ExitCode {
@@ -43,6 +49,7 @@ fn main() -> ExitCode {
         Command::Seed(args) => seed::run(&args),
         Command::Fetch(args) => fetch::run(&args),
         Command::Live(args) => live::run(&args),
+        Command::Hls { command } => presentation::run_hls(&command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -16,20 +16,22 @@ use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct SeedArgs {
-    /// The file to serve.
-    file: PathBuf,
+    /// The file to serve; or a presentation's manifest (`NAME.ppspp.json`, from `ppspp hls
+    /// prepare`): every rendition is served, each its own swarm, with the hash function and
+    /// chunk size the manifest names.
+    pub(crate) file: PathBuf,
     /// Serve plain RFC 7574 over UDP on this address (e.g. 127.0.0.1:7000; port 0 picks one).
     #[arg(long)]
-    udp: Option<SocketAddr>,
+    pub(crate) udp: Option<SocketAddr>,
     /// Signaling server for WebRTC peers (ws://HOST:PORT/ws): join the swarm's room there and
     /// answer offers. Several (repeat, or comma-separated): instances of one site's
     /// signaling; the first that answers is used, the next ones when it drops.
     #[arg(long, value_name = "URL", value_delimiter = ',')]
-    signal: Vec<String>,
+    pub(crate) signal: Vec<String>,
     /// Local address of the WebRTC socket, advertised as the host candidate (a specific IP;
     /// port 0 picks one). Default: 127.0.0.1:0, reachable from this machine only.
     #[arg(long)]
-    bind: Option<SocketAddr>,
+    pub(crate) bind: Option<SocketAddr>,
     /// Chunk size in bytes (1 to 1 MiB; the RFC recommends 1024).
     #[arg(long = "chunk-size", default_value_t = DEFAULT_CHUNK_SIZE, value_parser = parse_chunk_size)]
     chunk_size: usize,
@@ -38,15 +40,15 @@ pub struct SeedArgs {
     hash: HashAlgorithm,
     /// Upload limit in bytes per second.
     #[arg(long = "upload-limit")]
-    upload_limit: Option<u64>,
+    pub(crate) upload_limit: Option<u64>,
     /// Most peers connected at once (a seeder is everyone's first contact).
     #[arg(long = "max-peers", default_value_t = 256)]
-    max_peers: usize,
+    pub(crate) max_peers: usize,
     /// Print one JSON line of figures per second on stdout (after the URI line).
     #[arg(long = "stats-json")]
-    stats_json: bool,
+    pub(crate) stats_json: bool,
     #[command(flatten)]
-    ice: crate::ice_args::IceArgs,
+    pub(crate) ice: crate::ice_args::IceArgs,
 }
 
 /// Where a source serves: its UDP address, and its WebRTC transport once it joined `room`
@@ -108,6 +110,13 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
             "say where to serve: --udp ADDR (e.g. --udp 127.0.0.1:7000) and/or --signal ws://HOST:PORT/ws"
                 .into(),
         );
+    }
+    if args
+        .file
+        .to_string_lossy()
+        .ends_with(crate::presentation::manifest::SUFFIX)
+    {
+        return crate::presentation::seed::run(args);
     }
     // Looked at before hashing and after opening: the store watches the file from then on,
     // so a change while it was hashed is caught here.

@@ -8,6 +8,9 @@ use std::io::Write;
 
 pub struct StatsPrinter {
     last: Option<(Time, Stats)>,
+    /// Which swarm the lines are about, where one process serves several (a presentation's
+    /// renditions): its `"swarm"` field.
+    swarm: Option<String>,
 }
 
 impl Default for StatsPrinter {
@@ -18,7 +21,18 @@ impl Default for StatsPrinter {
 
 impl StatsPrinter {
     pub fn new() -> StatsPrinter {
-        StatsPrinter { last: None }
+        StatsPrinter {
+            last: None,
+            swarm: None,
+        }
+    }
+
+    /// Lines that name `swarm` (a rendition's id).
+    pub fn for_swarm(swarm: &str) -> StatsPrinter {
+        StatsPrinter {
+            last: None,
+            swarm: Some(swarm.to_string()),
+        }
     }
 
     pub fn print<A: PeerAddr + std::fmt::Display, S: ChunkStore>(
@@ -61,7 +75,7 @@ impl StatsPrinter {
                 })
             })
             .collect();
-        let line = json!({
+        let mut line = json!({
             "t_s": now.as_micros() as f64 / 1e6,
             "have": s.chunks_have,
             "chunks": s.chunk_count,
@@ -75,6 +89,9 @@ impl StatsPrinter {
             "retransmissions": s.retransmissions,
             "channels": channels,
         });
+        if let Some(swarm) = &self.swarm {
+            line["swarm"] = json!(swarm);
+        }
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}");
         let _ = out.flush();

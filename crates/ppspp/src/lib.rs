@@ -11,6 +11,7 @@
 //! - [`codec`]: the datagram and message wire format.
 //! - [`congestion`]: per-channel congestion control: LEDBAT with the DTL fixes, MulTCP.
 //! - [`engine`]: the PPSPP peer as a sans-IO state machine (`handle_*` / `poll_*`).
+//! - [`parts`]: content made of several files or byte ranges (HLS and DASH renditions).
 //! - [`picker`]: piece pickers (sequential, rarest-first, VoD, live).
 //! - [`rate_limit`]: token buckets for upload and download limits.
 //! - [`rng`]: the seeded generator the engine (and the simulator) draw randomness from.
@@ -30,6 +31,7 @@ pub mod engine;
 pub mod hex;
 pub mod live;
 pub mod merkle;
+pub mod parts;
 pub mod picker;
 pub mod rate_limit;
 pub mod rng;

@@ -656,24 +656,29 @@ fn a_file_fetch_waits(coming: bool) {
     assert!(end >= Time::ZERO + waits);
 }
 
-/// A video leecher (a window of 256 chunks, 8 of them due) with an origin whose head is
-/// 4 chunks, alone on the network; and the origin's settings.
-fn video_with_origin() -> (Vec<Node>, Server, Net, HttpOriginConfig) {
-    let data = content(2000 * CS);
+/// A video page (a window of 256 chunks, 8 of them due) alone on the network with an
+/// origin serving `chunks` chunks under `config`.
+fn alone_video_page(chunks: usize, config: HttpOriginConfig) -> (Vec<Node>, Server, Net) {
+    let data = content(chunks * CS);
     let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
     let server = Server::new(&data, tree_file(&tree, 6));
     let mut nodes = vec![leecher(&tree, PickerKind::Vod { window: 256 }, 2)];
+    nodes[0].enable_http_origin(config, Time::ZERO);
+    (nodes, server, Net::new(Duration::from_millis(5), 0, 1))
+}
+
+fn held(node: &Node) -> Vec<std::ops::Range<u64>> {
+    node.have().filled_ranges().collect()
+}
+
+/// A video page alone with an origin whose head is 4 chunks; and the origin's settings.
+fn video_with_origin() -> (Vec<Node>, Server, Net, HttpOriginConfig) {
     let config = HttpOriginConfig {
         head_bytes: 4 * CS as u64,
         ..HttpOriginConfig::default()
     };
-    nodes[0].enable_http_origin(config.clone(), Time::ZERO);
-    (
-        nodes,
-        server,
-        Net::new(Duration::from_millis(5), 0, 1),
-        config,
-    )
+    let (nodes, server, net) = alone_video_page(2000, config.clone());
+    (nodes, server, net, config)
 }
 
 #[test]
@@ -723,18 +728,11 @@ fn while_connections_are_being_set_up_the_page_is_not_alone() {
 
 #[test]
 fn where_playback_waits_the_origin_serves_as_many_chunks_as_are_due() {
-    let data = content(1000 * CS);
-    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
-    let mut server = Server::new(&data, tree_file(&tree, 6));
-    // A window of 256 chunks: 8 due from the playhead.
-    let mut nodes = vec![leecher(&tree, PickerKind::Vod { window: 256 }, 2)];
     let config = HttpOriginConfig {
         head_bytes: 0,
         ..HttpOriginConfig::default()
     };
-    nodes[0].enable_http_origin(config, Time::ZERO);
-    let mut net = Net::new(Duration::from_millis(5), 0, 1);
-    let held = |n: &Node| -> Vec<std::ops::Range<u64>> { n.have().filled_ranges().collect() };
+    let (mut nodes, mut server, mut net) = alone_video_page(1000, config);
     run_alone(&mut nodes, &mut net, &mut server, Time::from_millis(500));
     assert_eq!(held(&nodes[0]), vec![0..8]);
     // Playback waits at chunk 100 (a first keyframe larger than the due span, say).
@@ -802,15 +800,9 @@ fn connected_pages_get_a_segment_bigger_than_the_due_span_from_the_origin() {
 /// long it is alone; the bound moves with the playhead.
 #[test]
 fn http_only_fetches_no_further_than_the_read_ahead() {
-    let data = content(1000 * CS);
-    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
-    let mut server = Server::new(&data, tree_file(&tree, 6));
-    let mut nodes = vec![leecher(&tree, PickerKind::Vod { window: 256 }, 2)];
-    nodes[0].enable_http_origin(origin_config(), Time::ZERO);
+    let (mut nodes, mut server, mut net) = alone_video_page(1000, origin_config());
     nodes[0].set_read_ahead(Some(100));
-    let mut net = Net::new(Duration::from_millis(5), 0, 1);
     run_alone(&mut nodes, &mut net, &mut server, Time::from_millis(5_000));
-    let held = |n: &Node| -> Vec<std::ops::Range<u64>> { n.have().filled_ranges().collect() };
     assert_eq!(held(&nodes[0]), vec![0..100]);
     assert_eq!(server.content_bytes, 100 * CS as u64);
     nodes[0].set_playhead(60);
@@ -823,18 +815,12 @@ fn http_only_fetches_no_further_than_the_read_ahead() {
 /// origin for that much only; where playback waits it is served all the same.
 #[test]
 fn the_origin_read_ahead_bounds_what_an_http_only_page_asks_of_it() {
-    let data = content(1000 * CS);
-    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
-    let mut server = Server::new(&data, tree_file(&tree, 6));
-    let mut nodes = vec![leecher(&tree, PickerKind::Vod { window: 256 }, 2)];
     let config = HttpOriginConfig {
         head_bytes: 0,
         ..origin_config()
     };
-    nodes[0].enable_http_origin(config, Time::ZERO);
+    let (mut nodes, mut server, mut net) = alone_video_page(1000, config);
     nodes[0].set_origin_read_ahead(Some(40));
-    let mut net = Net::new(Duration::from_millis(5), 0, 1);
-    let held = |n: &Node| -> Vec<std::ops::Range<u64>> { n.have().filled_ranges().collect() };
     run_alone(&mut nodes, &mut net, &mut server, Time::from_millis(3_000));
     assert_eq!(held(&nodes[0]), vec![0..40]);
     nodes[0].set_playhead(20);

@@ -1,0 +1,237 @@
+//! An HLS presentation on disk (a packager's output, e.g. ffmpeg's `hls` muxer) as the
+//! renditions `prepare` hashes: each media playlist's initialisation section and segments,
+//! in playlist order, as parts of files. Parsing is m3u8-rs's.
+
+use super::source::{SourcePart, SourceRendition};
+use m3u8_rs::{AlternativeMediaType, MediaPlaylist, Playlist};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// The renditions of the master (or lone media) playlist at `path`: every variant stream
+/// and every audio or video rendition with its own playlist (EXT-X-MEDIA with a URI).
+/// I-frame playlists and subtitles are left out: they are other uses of the same bytes or
+/// text tracks, which stay plain HTTP.
+pub fn renditions(path: &Path) -> Result<Vec<SourceRendition>, String> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    match read_playlist(path)? {
+        Playlist::MediaPlaylist(media) => {
+            let id = file_uri(path)?;
+            Ok(vec![media_rendition(
+                dir, &id, "muxed", None, None, &media,
+            )?])
+        }
+        Playlist::MasterPlaylist(master) => {
+            let mut out: Vec<SourceRendition> = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            for v in master.variants.iter().filter(|v| !v.is_i_frame) {
+                if !seen.insert(v.uri.clone()) {
+                    continue;
+                }
+                let kind = variant_kind(v.codecs.as_deref(), v.audio.is_some());
+                let resolution = v.resolution.map(|r| format!("{}x{}", r.width, r.height));
+                let media = read_media(&super::manifest::local_path(dir, &v.uri)?)?;
+                out.push(media_rendition(
+                    dir,
+                    &v.uri,
+                    kind,
+                    Some(v.bandwidth),
+                    resolution,
+                    &media,
+                )?);
+            }
+            for alt in &master.alternatives {
+                let kind = match alt.media_type {
+                    AlternativeMediaType::Audio => "audio",
+                    AlternativeMediaType::Video => "video",
+                    _ => continue,
+                };
+                let Some(uri) = &alt.uri else { continue };
+                if !seen.insert(uri.clone()) {
+                    continue;
+                }
+                let media = read_media(&super::manifest::local_path(dir, uri)?)?;
+                out.push(media_rendition(dir, uri, kind, None, None, &media)?);
+            }
+            if out.is_empty() {
+                return Err(format!(
+                    "{}: the master playlist names no media playlist",
+                    path.display()
+                ));
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// What a variant stream carries, by its CODECS: video, audio, or both in one stream. A
+/// variant with an audio group may still name the group's codec (ffmpeg does): its audio
+/// is the group's, so it is video. Without CODECS, muxed is the safe guess.
+fn variant_kind(codecs: Option<&str>, has_audio_group: bool) -> &'static str {
+    let Some(codecs) = codecs else { return "muxed" };
+    let is = |prefixes: &[&str]| {
+        codecs
+            .split(',')
+            .any(|c| prefixes.iter().any(|p| c.trim().starts_with(p)))
+    };
+    let video = is(&[
+        "avc1", "avc3", "hvc1", "hev1", "vp09", "vp8", "av01", "dvh1", "dvhe",
+    ]);
+    let audio = is(&["mp4a", "opus", "ac-3", "ec-3", "flac", "vorbis", "mp3"]);
+    match (video, audio) {
+        (true, true) if !has_audio_group => "muxed",
+        (true, _) => "video",
+        (false, true) => "audio",
+        (false, false) => "muxed",
+    }
+}
+
+fn read_playlist(path: &Path) -> Result<Playlist, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if !bytes.starts_with(b"#EXTM3U") {
+        return Err(format!(
+            "{} is not an HLS playlist (no #EXTM3U)",
+            path.display()
+        ));
+    }
+    m3u8_rs::parse_playlist_res(&bytes).map_err(|e| {
+        format!(
+            "{} is not a playlist m3u8-rs can read: {e:?}",
+            path.display()
+        )
+    })
+}
+
+fn read_media(path: &Path) -> Result<MediaPlaylist, String> {
+    match read_playlist(path)? {
+        Playlist::MediaPlaylist(m) => Ok(m),
+        Playlist::MasterPlaylist(_) => Err(format!(
+            "{} is a master playlist where a media playlist was expected",
+            path.display()
+        )),
+    }
+}
+
+fn file_uri(path: &Path) -> Result<String, String> {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .ok_or_else(|| format!("{} names no file", path.display()))
+}
+
+/// One media playlist's parts: its EXT-X-MAP (each time it changes) and segments, with
+/// byte ranges resolved (a range without an offset follows the previous one of the same
+/// file, RFC 8216 §4.3.2.2), each checked to lie within its file.
+fn media_rendition(
+    master_dir: &Path,
+    uri: &str,
+    kind: &str,
+    bandwidth: Option<u64>,
+    resolution: Option<String>,
+    media: &MediaPlaylist,
+) -> Result<SourceRendition, String> {
+    if !media.end_list {
+        return Err(format!(
+            "{uri} is a live playlist (no #EXT-X-ENDLIST): prepare takes on-demand presentations"
+        ));
+    }
+    if media.segments.is_empty() {
+        return Err(format!("{uri} has no segments"));
+    }
+    let playlist_path = super::manifest::local_path(master_dir, uri)?;
+    let playlist_dir = playlist_path.parent().unwrap_or(master_dir).to_path_buf();
+    let mut parts = Vec::new();
+    let mut next_offset: HashMap<String, u64> = HashMap::new();
+    let mut sizes: HashMap<std::path::PathBuf, u64> = HashMap::new();
+    let mut current_map: Option<MapKey> = None;
+    let mut duration = 0.0f64;
+    for seg in &media.segments {
+        if let Some(map) = &seg.map {
+            let key = (
+                map.uri.clone(),
+                map.byte_range.as_ref().map(|r| (r.length, r.offset)),
+            );
+            if current_map.as_ref() != Some(&key) {
+                let range = map
+                    .byte_range
+                    .as_ref()
+                    .map(|r| (r.length, Some(r.offset.unwrap_or(0))));
+                parts.push(part(
+                    master_dir,
+                    &playlist_dir,
+                    &map.uri,
+                    range,
+                    &mut next_offset,
+                    &mut sizes,
+                )?);
+                current_map = Some(key);
+            }
+        }
+        let range = seg.byte_range.as_ref().map(|r| (r.length, r.offset));
+        parts.push(part(
+            master_dir,
+            &playlist_dir,
+            &seg.uri,
+            range,
+            &mut next_offset,
+            &mut sizes,
+        )?);
+        duration += f64::from(seg.duration);
+    }
+    Ok(SourceRendition {
+        id: uri.to_string(),
+        kind: kind.to_string(),
+        bandwidth,
+        resolution,
+        duration_secs: duration,
+        parts,
+    })
+}
+
+/// An EXT-X-MAP as written: its URI and byte range (length, offset).
+type MapKey = (String, Option<(u64, Option<u64>)>);
+
+/// A part of `uri` (relative to its playlist in `playlist_dir`), its URI made relative to
+/// the master's folder, where the manifest goes.
+fn part(
+    master_dir: &Path,
+    playlist_dir: &Path,
+    uri: &str,
+    range: Option<(u64, Option<u64>)>,
+    next_offset: &mut HashMap<String, u64>,
+    sizes: &mut HashMap<std::path::PathBuf, u64>,
+) -> Result<SourcePart, String> {
+    let path = super::manifest::local_path(playlist_dir, uri)?;
+    let size = match sizes.get(&path) {
+        Some(s) => *s,
+        None => {
+            let meta = std::fs::metadata(&path)
+                .map_err(|e| format!("{uri}: cannot open {}: {e}", path.display()))?;
+            if !meta.is_file() {
+                return Err(format!("{uri}: {} is not a regular file", path.display()));
+            }
+            sizes.insert(path.clone(), meta.len());
+            meta.len()
+        }
+    };
+    let (offset, length) = match range {
+        None => (None, size),
+        Some((length, offset)) => {
+            let offset = offset.unwrap_or_else(|| next_offset.get(uri).copied().unwrap_or(0));
+            if offset.checked_add(length).is_none_or(|end| end > size) {
+                return Err(format!(
+                    "{uri}: the byte range {length}@{offset} runs past the file's end ({size} bytes)"
+                ));
+            }
+            next_offset.insert(uri.to_string(), offset + length);
+            (Some(offset), length)
+        }
+    };
+    if length == 0 {
+        return Err(format!("{uri}: an empty segment"));
+    }
+    Ok(SourcePart {
+        uri: super::manifest::relative_uri(master_dir, &path)?,
+        path,
+        offset,
+        length,
+    })
+}

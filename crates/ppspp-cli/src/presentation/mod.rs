@@ -1,0 +1,59 @@
+//! HLS (and later DASH) presentations as PPSPP swarms: one swarm per rendition. `prepare`
+//! reads a packager's output and writes the manifest (`manifest.rs`, docs/FORMATS.md) and
+//! tree files; `seed` serves every rendition from the parts on disk (`parts_store.rs`).
+
+pub mod hls;
+pub mod manifest;
+pub mod parts_store;
+pub mod prepare;
+pub mod seed;
+pub mod source;
+
+use clap::Subcommand;
+
+#[derive(Subcommand, Debug)]
+pub enum HlsCommand {
+    /// Hash every rendition of an HLS presentation (fMP4 or MPEG-TS, a file per segment or
+    /// byte ranges of one file): writes MASTER.ppspp.json and a tree file per rendition.
+    Prepare(prepare::PrepareArgs),
+}
+
+pub fn run_hls(command: &HlsCommand) -> Result<(), String> {
+    match command {
+        HlsCommand::Prepare(args) => prepare::run_hls(args),
+    }
+}
+
+/// The parts of each rendition of `manifest` (read from `path`) on disk, for seeding.
+pub fn source_renditions(
+    path: &std::path::Path,
+    manifest: &manifest::Manifest,
+) -> Result<Vec<source::SourceRendition>, String> {
+    let dir = path.parent().unwrap_or(std::path::Path::new("."));
+    manifest
+        .renditions
+        .iter()
+        .map(|r| {
+            let parts = r
+                .parts
+                .iter()
+                .map(|p| {
+                    Ok(source::SourcePart {
+                        uri: p.uri.clone(),
+                        path: manifest::local_path(dir, &p.uri)?,
+                        offset: p.offset,
+                        length: p.length,
+                    })
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            Ok(source::SourceRendition {
+                id: r.id.clone(),
+                kind: r.kind.clone(),
+                bandwidth: r.bandwidth,
+                resolution: r.resolution.clone(),
+                duration_secs: 0.0,
+                parts,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,155 @@
+//! `ppspp hls prepare MASTER.m3u8`: hash every rendition of a presentation, write each one's
+//! tree file beside its playlist and the manifest beside the master, and say what to upload.
+
+use super::manifest::{self, FORMAT, Manifest, Part, Rendition, VERSION};
+use super::source::SourceRendition;
+use crate::root::{parse_chunk_size, write_tree_file};
+use clap::Args;
+use ppspp::merkle::{HashAlgorithm, MerkleTree};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+/// A presentation's chunks: bigger than the RFC's 1 KiB, since a page asks for a segment
+/// of hundreds of KB at once, and small enough for one WebRTC message.
+pub const PRESENTATION_CHUNK_SIZE: usize = 8192;
+
+#[derive(Args, Debug)]
+pub struct PrepareArgs {
+    /// The master playlist (or a lone media playlist).
+    source: PathBuf,
+    /// Merkle hash function: sha1, sha224, sha256, sha384 or sha512.
+    #[arg(long = "hash", default_value = "sha256")]
+    hash: HashAlgorithm,
+    /// Chunk size in bytes (1 to 1 MiB).
+    #[arg(long = "chunk-size", default_value_t = PRESENTATION_CHUNK_SIZE, value_parser = parse_chunk_size)]
+    chunk_size: usize,
+}
+
+/// Where a rendition's tree file goes: beside its playlist, `NAME.ppspp-tree`.
+fn tree_path(master_dir: &Path, rendition: &SourceRendition) -> Result<PathBuf, String> {
+    let playlist = manifest::local_path(master_dir, &rendition.id)?;
+    let stem = playlist
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "rendition".into());
+    Ok(playlist.with_file_name(format!("{stem}.ppspp-tree")))
+}
+
+pub fn run_hls(args: &PrepareArgs) -> Result<(), String> {
+    let renditions = super::hls::renditions(&args.source)?;
+    let out = manifest::path_for(&args.source);
+    let manifest = prepare(&args.source, &renditions, args.hash, args.chunk_size)?;
+    manifest.write(&out)?;
+    report(&args.source, &out, &manifest, &renditions)
+}
+
+/// Hashes each rendition and writes its tree file; the manifest of them all.
+pub fn prepare(
+    source: &Path,
+    renditions: &[SourceRendition],
+    hash: HashAlgorithm,
+    chunk_size: usize,
+) -> Result<Manifest, String> {
+    let dir = source.parent().unwrap_or(Path::new("."));
+    let mut out = Vec::with_capacity(renditions.len());
+    for r in renditions {
+        let tree = hash_rendition(r, hash, chunk_size)?;
+        let tree_file = tree_path(dir, r)?;
+        write_tree_file(&tree, &tree_file)?;
+        out.push(Rendition {
+            id: r.id.clone(),
+            kind: r.kind.clone(),
+            bandwidth: r.bandwidth,
+            resolution: r.resolution.clone(),
+            root: tree.root().to_hex(),
+            hash: hash.to_string(),
+            chunk_size: u32::try_from(chunk_size).map_err(|_| "chunk size too large")?,
+            length: tree.content_len(),
+            tree: manifest::relative_uri(dir, &tree_file)?,
+            parts: r
+                .parts
+                .iter()
+                .map(|p| Part {
+                    uri: p.uri.clone(),
+                    offset: p.offset,
+                    length: p.length,
+                })
+                .collect(),
+        });
+    }
+    Ok(Manifest {
+        format: FORMAT.into(),
+        version: VERSION,
+        kind: "vod".into(),
+        source: manifest::relative_uri(dir, &dir.join(source.file_name().unwrap_or_default()))?,
+        renditions: out,
+    })
+}
+
+/// The Merkle tree of a rendition's parts, read in order in 64 KiB pieces.
+pub fn hash_rendition(
+    r: &SourceRendition,
+    hash: HashAlgorithm,
+    chunk_size: usize,
+) -> Result<MerkleTree, String> {
+    let progress = crate::progress::hashing_bar(r.length());
+    let mut builder = MerkleTree::builder(hash, chunk_size);
+    let mut buf = vec![0u8; 1 << 16];
+    for p in &r.parts {
+        let shown = p.path.display();
+        let mut file =
+            std::fs::File::open(&p.path).map_err(|e| format!("cannot open {shown}: {e}"))?;
+        file.seek(SeekFrom::Start(p.offset.unwrap_or(0)))
+            .map_err(|e| format!("cannot read {shown}: {e}"))?;
+        let mut left = p.length;
+        while left > 0 {
+            let want = buf.len().min(left as usize);
+            file.read_exact(&mut buf[..want])
+                .map_err(|e| format!("cannot read {shown} ({left} bytes of its part left): {e}"))?;
+            builder.push(&buf[..want]);
+            progress.inc(want as u64);
+            left -= want as u64;
+        }
+    }
+    progress.finish_and_clear();
+    builder
+        .finish()
+        .map_err(|e| format!("cannot hash rendition {}: {e}", r.id))
+}
+
+fn report(
+    source: &Path,
+    out: &Path,
+    manifest: &Manifest,
+    renditions: &[SourceRendition],
+) -> Result<(), String> {
+    for (m, r) in manifest.renditions.iter().zip(renditions) {
+        crate::print_line(format_args!(
+            "{} {} {}: {} bytes in {} parts, {:.1} s{}",
+            m.root,
+            m.kind,
+            m.id,
+            m.length,
+            m.parts.len(),
+            r.duration_secs,
+            m.resolution
+                .as_deref()
+                .map(|x| format!(", {x}"))
+                .unwrap_or_default()
+        ))?;
+    }
+    let dir = source.parent().unwrap_or(Path::new("."));
+    eprintln!(
+        "wrote {} and {} tree files; upload them beside {} (the media files are unchanged)",
+        out.display(),
+        manifest.renditions.len(),
+        source.display()
+    );
+    eprintln!(
+        "seed every rendition with: ppspp seed {} --signal ws://HOST:PORT/ws",
+        out.strip_prefix(dir)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| out.display().to_string())
+    );
+    Ok(())
+}

@@ -1,0 +1,160 @@
+//! `ppspp seed NAME.ppspp.json`: every rendition of a prepared presentation served from its
+//! files, each its own swarm (engine, WebRTC socket, signaling room), in one process.
+
+use super::manifest::Manifest;
+use super::parts_store::PartsStore;
+use super::prepare::hash_rendition;
+use super::source::SourceRendition;
+use crate::net::{self, Flow, Links};
+use crate::seed::{SeedArgs, serve_on};
+use crate::stats::StatsPrinter;
+use crate::udp::{self, Clock};
+use futures_util::FutureExt;
+use ppspp::engine::{Engine, EngineConfig, Event};
+use ppspp::merkle::{HashAlgorithm, MerkleTree};
+use ppspp::uri::SwarmUri;
+use std::net::SocketAddr;
+
+pub fn run(args: &SeedArgs) -> Result<(), String> {
+    let manifest = Manifest::read(&args.file)?;
+    let sources = super::source_renditions(&args.file, &manifest)?;
+    // Hashed again: files that changed since `prepare` would be another swarm than the
+    // one pages look for, and serving them would only get the seeder banned.
+    let mut ready = Vec::with_capacity(sources.len());
+    for (r, src) in manifest.renditions.iter().zip(sources) {
+        let hash: HashAlgorithm = r
+            .hash
+            .parse()
+            .map_err(|e| format!("rendition {}: hash '{}': {e}", r.id, r.hash))?;
+        let tree = hash_rendition(&src, hash, r.chunk_size as usize)?;
+        if tree.root().to_hex() != r.root {
+            return Err(format!(
+                "rendition {}: its files no longer hash to the manifest's root {}: run prepare again (and upload what it writes)",
+                r.id, r.root
+            ));
+        }
+        let store = PartsStore::open(&src.parts, r.chunk_size as usize)?;
+        ready.push((src, tree, store));
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async {
+        let stop = crate::shutdown_signal().shared();
+        let clock = Clock::new();
+        let mut serving = Vec::new();
+        for (i, (src, tree, store)) in ready.into_iter().enumerate() {
+            serving.push(serve_rendition(
+                args,
+                i,
+                src,
+                tree,
+                store,
+                &clock,
+                stop.clone(),
+            ));
+        }
+        let results = futures_util::future::join_all(serving).await;
+        let failed: Vec<String> = results.into_iter().filter_map(Result::err).collect();
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(failed.join("; "))
+        }
+    })
+}
+
+/// The UDP address of rendition `index`: the given one for the first, the next ports for
+/// the others (port 0: each picks one).
+fn udp_for(base: SocketAddr, index: usize) -> Result<SocketAddr, String> {
+    if base.port() == 0 {
+        return Ok(base);
+    }
+    let port = u16::try_from(usize::from(base.port()) + index)
+        .map_err(|_| format!("--udp {base}: no port left for rendition {index}"))?;
+    Ok(SocketAddr::new(base.ip(), port))
+}
+
+async fn serve_rendition(
+    args: &SeedArgs,
+    index: usize,
+    src: SourceRendition,
+    tree: MerkleTree,
+    store: PartsStore,
+    clock: &Clock,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<(), String> {
+    let socket = match args.udp {
+        Some(a) => {
+            let a = udp_for(a, index)?;
+            Some(udp::bind(a).map_err(|e| format!("cannot bind UDP {a}: {e}"))?)
+        }
+        None => None,
+    };
+    let config = EngineConfig {
+        upload_limit: args.upload_limit,
+        max_peers: args.max_peers.max(1),
+        seed: crate::random_seed(),
+        wall_clock_offset: clock.wall_clock_offset(),
+        ..EngineConfig::default()
+    };
+    let mut engine = Engine::new_seeder(config, &tree, store, clock.now())
+        .map_err(|e| format!("rendition {}: cannot start: {e}", src.id))?;
+    let mut uri = SwarmUri::new(engine.content());
+    let on = serve_on(
+        socket.as_ref(),
+        &args.signal,
+        &uri.root.to_hex(),
+        args.bind,
+        &args.ice,
+        engine.config().max_peers,
+    )
+    .await
+    .map_err(|e| format!("rendition {}: {e}", src.id))?;
+    uri.udp.extend(on.udp);
+    uri.signal = args.signal.first().cloned();
+    uri.name = Some(src.id.clone());
+    let mut rtc = on.rtc;
+    crate::print_line(format_args!("{} {uri}", src.id))?;
+    eprintln!(
+        "seeding rendition {} ({} bytes) on {}",
+        src.id,
+        src.length(),
+        on.described.join(" and ")
+    );
+    let stats = args.stats_json.then(|| StatsPrinter::for_swarm(&src.id));
+    let mut changed = None;
+    net::run(
+        &mut engine,
+        Links {
+            udp: socket.as_ref(),
+            rtc: rtc.as_mut(),
+            origin: None,
+            live: None,
+        },
+        clock,
+        stats,
+        |engine, event| match event {
+            Event::StoreReadFailed { error, .. } => {
+                changed = Some(error);
+                Flow::Stop
+            }
+            other => net::report_peers(engine, other),
+        },
+        stop,
+    )
+    .await;
+    match changed {
+        Some(e) => {
+            // Said now: the other renditions go on being served until the process stops.
+            let message = format!(
+                "stopped seeding rendition {}: {e}; run ppspp hls prepare again, then seed",
+                src.id
+            );
+            eprintln!("ppspp: {message}");
+            Err(message)
+        }
+        None => Ok(()),
+    }
+}
