@@ -9,7 +9,8 @@ use crate::stats::StatsPrinter;
 use crate::udp::{self, Clock};
 use clap::Args;
 use ppspp::engine::{Engine, EngineConfig, Event};
-use ppspp::merkle::HashAlgorithm;
+use ppspp::merkle::{HashAlgorithm, MerkleTree};
+use ppspp::store::ChunkStore;
 use ppspp::uri::SwarmUri;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -140,65 +141,19 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
             Some(a) => Some(udp::bind(a).map_err(|e| format!("cannot bind UDP {a}: {e}"))?),
             None => None,
         };
-        let clock = Clock::new();
-        let config = EngineConfig {
-            upload_limit: args.upload_limit,
-            max_peers: args.max_peers.max(1),
-            seed: crate::random_seed(),
-            wall_clock_offset: clock.wall_clock_offset(),
-            ..EngineConfig::default()
-        };
-        let mut engine = Engine::new_seeder(config, &tree, store, clock.now())
-            .map_err(|e| format!("cannot start: {e}"))?;
-        let mut uri = SwarmUri::new(engine.content());
-        let on = serve_on(
-            socket.as_ref(),
-            &args.signal,
-            &uri.root.to_hex(),
-            args.bind,
-            &args.ice,
-            engine.config().max_peers,
-        )
-        .await?;
-        uri.udp.extend(on.udp);
-        // The URI names one server; the instances share its rooms.
-        uri.signal = args.signal.first().cloned();
-        let (mut rtc, serving) = (on.rtc, on.described);
-        uri.name = args
+        let name = args
             .file
             .file_name()
-            .map(|n| n.to_string_lossy().into_owned());
-        crate::print_line(&uri)?;
-        eprintln!(
-            "seeding {} on {}; Ctrl-C stops",
-            args.file.display(),
-            serving.join(" and ")
-        );
-        let stats = args.stats_json.then(StatsPrinter::new);
-        // A file that changed under us is no longer the content of this swarm: serving on
-        // would only get us banned by every fetcher, so the seeder stops and says why.
-        let mut changed = None;
-        net::run(
-            &mut engine,
-            Links {
-                udp: socket.as_ref(),
-                rtc: rtc.as_mut(),
-                origin: None,
-                live: None,
-            },
-            &clock,
-            stats,
-            |engine, event| match event {
-                Event::StoreReadFailed { error, .. } => {
-                    changed = Some(error);
-                    Flow::Stop
-                }
-                other => net::report_peers(engine, other),
-            },
-            crate::shutdown_signal(),
-        )
-        .await;
-        match changed {
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let served = Served {
+            name,
+            uri_prefix: None,
+            shown: args.file.display().to_string(),
+            stats: args.stats_json.then(StatsPrinter::new),
+        };
+        let clock = Clock::new();
+        match serve(args, socket, &tree, store, &clock, served, crate::shutdown_signal()).await? {
             Some(e) => Err(format!(
                 "stopped seeding {}: {e}; run ppspp seed again to serve its new content (a new swarm)",
                 args.file.display()
@@ -206,4 +161,86 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
             None => Ok(()),
         }
     })
+}
+
+/// How one seeded content is named and reported.
+pub struct Served {
+    /// The swarm URI's `name=`.
+    pub name: String,
+    /// Printed before the URI on its line (a presentation's rendition id).
+    pub uri_prefix: Option<String>,
+    /// What is seeded, in the "seeding …" message.
+    pub shown: String,
+    pub stats: Option<StatsPrinter>,
+}
+
+/// Serves complete content (`tree`, `store`) on `socket` and the signaling servers of
+/// `args` until `stop`: prints its URI line, then runs the engine. Returns why the store
+/// stopped serving (its files changed), or `None` when stopped.
+pub async fn serve<S: ChunkStore>(
+    args: &SeedArgs,
+    socket: Option<tokio::net::UdpSocket>,
+    tree: &MerkleTree,
+    store: S,
+    clock: &Clock,
+    served: Served,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<Option<String>, String> {
+    let config = EngineConfig {
+        upload_limit: args.upload_limit,
+        max_peers: args.max_peers.max(1),
+        seed: crate::random_seed(),
+        wall_clock_offset: clock.wall_clock_offset(),
+        ..EngineConfig::default()
+    };
+    let mut engine = Engine::new_seeder(config, tree, store, clock.now())
+        .map_err(|e| format!("cannot start: {e}"))?;
+    let mut uri = SwarmUri::new(engine.content());
+    let on = serve_on(
+        socket.as_ref(),
+        &args.signal,
+        &uri.root.to_hex(),
+        args.bind,
+        &args.ice,
+        engine.config().max_peers,
+    )
+    .await?;
+    uri.udp.extend(on.udp);
+    // The URI names one server; the instances share its rooms.
+    uri.signal = args.signal.first().cloned();
+    uri.name = Some(served.name);
+    let mut rtc = on.rtc;
+    match &served.uri_prefix {
+        Some(p) => crate::print_line(format_args!("{p} {uri}"))?,
+        None => crate::print_line(&uri)?,
+    }
+    eprintln!(
+        "seeding {} on {}; Ctrl-C stops",
+        served.shown,
+        on.described.join(" and ")
+    );
+    // A file that changed under us is no longer the content of this swarm: serving on
+    // would only get us banned by every fetcher, so the seeder stops and says why.
+    let mut changed = None;
+    net::run(
+        &mut engine,
+        Links {
+            udp: socket.as_ref(),
+            rtc: rtc.as_mut(),
+            origin: None,
+            live: None,
+        },
+        clock,
+        served.stats,
+        |engine, event| match event {
+            Event::StoreReadFailed { error, .. } => {
+                changed = Some(error);
+                Flow::Stop
+            }
+            other => net::report_peers(engine, other),
+        },
+        stop,
+    )
+    .await;
+    Ok(changed.map(|e| e.to_string()))
 }

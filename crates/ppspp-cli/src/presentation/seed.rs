@@ -5,14 +5,11 @@ use super::manifest::Manifest;
 use super::parts_store::PartsStore;
 use super::prepare::hash_rendition;
 use super::source::SourceRendition;
-use crate::net::{self, Flow, Links};
-use crate::seed::{SeedArgs, serve_on};
+use crate::seed::{SeedArgs, Served, serve};
 use crate::stats::StatsPrinter;
 use crate::udp::{self, Clock};
 use futures_util::FutureExt;
-use ppspp::engine::{Engine, EngineConfig, Event};
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
-use ppspp::uri::SwarmUri;
 use std::net::SocketAddr;
 
 pub fn run(args: &SeedArgs) -> Result<(), String> {
@@ -92,59 +89,15 @@ async fn serve_rendition(
         }
         None => None,
     };
-    let config = EngineConfig {
-        upload_limit: args.upload_limit,
-        max_peers: args.max_peers.max(1),
-        seed: crate::random_seed(),
-        wall_clock_offset: clock.wall_clock_offset(),
-        ..EngineConfig::default()
+    let served = Served {
+        name: src.id.clone(),
+        uri_prefix: Some(src.id.clone()),
+        shown: format!("rendition {} ({} bytes)", src.id, src.length()),
+        stats: args.stats_json.then(|| StatsPrinter::for_swarm(&src.id)),
     };
-    let mut engine = Engine::new_seeder(config, &tree, store, clock.now())
-        .map_err(|e| format!("rendition {}: cannot start: {e}", src.id))?;
-    let mut uri = SwarmUri::new(engine.content());
-    let on = serve_on(
-        socket.as_ref(),
-        &args.signal,
-        &uri.root.to_hex(),
-        args.bind,
-        &args.ice,
-        engine.config().max_peers,
-    )
-    .await
-    .map_err(|e| format!("rendition {}: {e}", src.id))?;
-    uri.udp.extend(on.udp);
-    uri.signal = args.signal.first().cloned();
-    uri.name = Some(src.id.clone());
-    let mut rtc = on.rtc;
-    crate::print_line(format_args!("{} {uri}", src.id))?;
-    eprintln!(
-        "seeding rendition {} ({} bytes) on {}",
-        src.id,
-        src.length(),
-        on.described.join(" and ")
-    );
-    let stats = args.stats_json.then(|| StatsPrinter::for_swarm(&src.id));
-    let mut changed = None;
-    net::run(
-        &mut engine,
-        Links {
-            udp: socket.as_ref(),
-            rtc: rtc.as_mut(),
-            origin: None,
-            live: None,
-        },
-        clock,
-        stats,
-        |engine, event| match event {
-            Event::StoreReadFailed { error, .. } => {
-                changed = Some(error);
-                Flow::Stop
-            }
-            other => net::report_peers(engine, other),
-        },
-        stop,
-    )
-    .await;
+    let changed = serve(args, socket, &tree, store, clock, served, stop)
+        .await
+        .map_err(|e| format!("rendition {}: {e}", src.id))?;
     match changed {
         Some(e) => {
             // Said now: the other renditions go on being served until the process stops.
