@@ -871,3 +871,79 @@ fn a_silent_origin_delays_nothing_a_peer_holds() {
         assert_eq!(nodes[0].store().bytes(), &data[..]);
     }
 }
+
+/// Two connected pages that play in step lack the same due chunks at the same moment. Each
+/// waits its turn before asking the origin for one nobody holds, so mostly one of them
+/// fetches it and the other gets it from that page: the origin sends far fewer than two
+/// copies, and playback still finds what it needs.
+#[test]
+fn pages_that_play_in_step_share_the_origin() {
+    const CHUNKS: u64 = 1000;
+    let data = content(CHUNKS as usize * CS);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
+    // A window of 256 chunks: 8 due from the playhead.
+    let mut nodes: Vec<Node> = (0..2)
+        .map(|i| leecher(&tree, PickerKind::Vod { window: 256 }, 30 + i))
+        .collect();
+    let mut servers: Vec<Server> = (0..2)
+        .map(|_| Server::new(&data, tree_file(&tree, 6)))
+        .collect();
+    let config = HttpOriginConfig {
+        head_bytes: 8 * CS as u64,
+        ..HttpOriginConfig::default()
+    };
+    for node in &mut nodes {
+        node.enable_http_origin(config.clone(), Time::ZERO);
+    }
+    nodes[0].connect(1, Time::ZERO);
+    let mut net = Net::new(Duration::from_millis(5), 0, 1);
+    // Playback: the due span's 8 chunks take 360 ms to play (128 KiB of a 2.9 Mbit/s
+    // video); each tick a page moves on as far as it holds, at most that much.
+    let tick = Duration::from_millis(360);
+    let mut playheads = [0u64; 2];
+    let mut short_ticks = [0u32; 2];
+    let mut next_tick = Time::ZERO + tick;
+    let limit = Time::from_millis(120_000);
+    while net.now < limit && playheads.iter().any(|&p| p < CHUNKS) {
+        let now = net.now;
+        for (i, (node, server)) in nodes.iter_mut().zip(servers.iter_mut()).enumerate() {
+            server.step(node, now);
+            net.drain(now, i as u32, node);
+        }
+        net.run(&mut nodes, now + Duration::from_millis(2), |_| false);
+        if net.now >= next_tick {
+            next_tick += tick;
+            for (i, node) in nodes.iter_mut().enumerate() {
+                let p = playheads[i];
+                if p >= CHUNKS {
+                    continue;
+                }
+                let held_to = node
+                    .have()
+                    .filled_ranges()
+                    .find(|r| r.contains(&p))
+                    .map_or(p, |r| r.end);
+                let to = held_to.min(p + 8).min(CHUNKS);
+                if to < (p + 8).min(CHUNKS) {
+                    short_ticks[i] += 1;
+                }
+                playheads[i] = to;
+                node.set_playhead(to.min(CHUNKS - 1));
+            }
+        }
+    }
+    assert_eq!(playheads, [CHUNKS; 2], "both pages played to the end");
+    let sent: u64 = servers.iter().map(|s| s.content_bytes).sum();
+    let copies = sent as f64 / data.len() as f64;
+    assert!(
+        copies <= 1.35,
+        "the origin sent {copies:.2} copies (per page {:?}); ticks short of data {short_ticks:?}",
+        servers.iter().map(|s| s.content_bytes).collect::<Vec<_>>()
+    );
+    for (i, &short) in short_ticks.iter().enumerate() {
+        assert!(
+            short <= 3,
+            "page {i} was short of data at {short} ticks of 125"
+        );
+    }
+}

@@ -10,7 +10,9 @@
 //!   of the segment it waits for, at least as many chunks as the due span holds,
 //!   [`Engine::set_waiting_for`]) that no connected peer holds, or that a peer was asked
 //!   for and has not delivered within the deadline (`peer_deadline`; `waiting_deadline`,
-//!   shorter, for what playback waits for);
+//!   shorter, for what playback waits for); a connected page waits its turn (a few tens of
+//!   ms, drawn per run of chunks) before asking for a due chunk nobody holds, so pages
+//!   playing in step do not each fetch it (`ORIGIN_TURNS`);
 //! - once no peer has been connected for `alone_after` (an HTTP-only page: from the start),
 //!   the picker's whole urgent span instead of the due span. Connections the adapter is
 //!   still setting up ([`Engine::set_peers_coming`]) count as peers here: a slow ICE
@@ -232,6 +234,8 @@ pub(super) struct HttpOrigin {
     waiting_for: Option<Range<u64>>,
     /// Chunks asked of the origin at most ahead of the playhead (`set_origin_read_ahead`).
     read_ahead: Option<u64>,
+    /// This page's own salt for [`origin_turn`]: drawn once, so pages differ.
+    turn_salt: u64,
 }
 
 /// Why the origin may serve a chunk.
@@ -255,8 +259,30 @@ const COMING_FOR: u32 = 3;
 /// Chunks looked at per search for chunks no peer holds, so a poll stays cheap.
 const SCAN_LIMIT: u64 = 4096;
 
+/// Pages that play in step lack the same due chunks at the same moment, and each would ask
+/// the origin for them: as many copies as pages. So a connected page waits its turn before
+/// asking for a due chunk nobody holds, one of `ORIGIN_TURNS` delays `ORIGIN_TURN_STEP`
+/// apart, drawn per run of `ORIGIN_TURN_CHUNKS` chunks from its own salt; the page whose
+/// turn comes first fetches, the others see its HAVE and ask it instead. Two pages in step
+/// draw the same turn for one run in `ORIGIN_TURNS`; the longest wait stays well inside
+/// the due span's second or two of media.
+const ORIGIN_TURNS: u64 = 8;
+const ORIGIN_TURN_STEP: Duration = Duration::from_millis(25);
+const ORIGIN_TURN_CHUNKS: u64 = 16;
+
+/// How long this page waits before asking the origin for `chunk` when a peer might fetch
+/// it first (see [`ORIGIN_TURNS`]).
+fn origin_turn(salt: u64, chunk: u64) -> Duration {
+    // splitmix64's finaliser: runs next to each other get unrelated turns.
+    let mut z = salt ^ (chunk / ORIGIN_TURN_CHUNKS).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    ORIGIN_TURN_STEP * (z % ORIGIN_TURNS) as u32
+}
+
 impl HttpOrigin {
-    pub(super) fn new(config: HttpOriginConfig, now: Time) -> HttpOrigin {
+    pub(super) fn new(config: HttpOriginConfig, now: Time, turn_salt: u64) -> HttpOrigin {
         HttpOrigin {
             config,
             header: None,
@@ -280,6 +306,7 @@ impl HttpOrigin {
             polled_at: now,
             waiting_for: None,
             read_ahead: None,
+            turn_salt,
         }
     }
 
@@ -321,10 +348,16 @@ impl HttpOrigin {
         // Deadlines already passed at the last poll are no reason to wake (with no wait
         // for peers, being alone is one of them).
         let alone = self.alone_since.map(|t| t + self.config.alone_after);
+        let deadline = self.config.peer_deadline.min(self.config.waiting_deadline);
         let overdue = self
             .due_since
-            .values()
-            .map(|&t| t + self.config.peer_deadline.min(self.config.waiting_deadline))
+            .iter()
+            .flat_map(|(&c, &t)| {
+                // A connected page's turn for a due chunk nobody holds comes first.
+                let turn = self.connected.then(|| t + origin_turn(self.turn_salt, c));
+                [Some(t + deadline), turn]
+            })
+            .flatten()
             .filter(|&t| t > self.polled_at)
             .min();
         [self.retry_at, alone, overdue, self.next_share_at()]
@@ -362,7 +395,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         let mut config = config;
         config.max_requests = config.max_requests.max(1);
-        self.origin = Some(Box::new(HttpOrigin::new(config, now)));
+        let salt = self.rng.next_u64();
+        self.origin = Some(Box::new(HttpOrigin::new(config, now, salt)));
     }
 
     /// Playback waits for `chunks` (`None`: it does not wait): before its first frame, or
@@ -405,6 +439,14 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// failure).
     pub fn has_http_origin(&self) -> bool {
         self.origin.as_ref().is_some_and(|o| !o.disabled)
+    }
+
+    /// The origin's wake-up came: the adapter polls it next (`poll_origin_request` after
+    /// every call), so what fell due by `now` is no reason to wake again.
+    pub(super) fn origin_woken(&mut self, now: Time) {
+        if let Some(o) = self.origin.as_deref_mut() {
+            o.polled_at = o.polled_at.max(now);
+        }
     }
 
     /// Whether `chunk` is being fetched from the HTTP origin.
@@ -632,12 +674,17 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 .get(&chunk)
                 .is_some_and(|&t| now.saturating_since(t) >= deadline)
         };
+        let unheld = self.avail.rarity(chunk) == 0;
         match (rule, asked_at) {
             (Take::Head, asked) => asked.is_none(),
             (Take::Due, _) if overdue(origin.config.peer_deadline) => true,
             (Take::Waiting, _) if overdue(origin.config.waiting_deadline) => true,
             (_, Some(_)) => false,
-            (Take::Due | Take::Waiting | Take::Unheld, None) => self.avail.rarity(chunk) == 0,
+            // A connected peer may be about to fetch it (alone, nobody is).
+            (Take::Due, None) if origin.connected => {
+                unheld && overdue(origin_turn(origin.turn_salt, chunk))
+            }
+            (Take::Due | Take::Waiting | Take::Unheld, None) => unheld,
         }
     }
 

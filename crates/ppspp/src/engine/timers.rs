@@ -187,6 +187,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         self.half_open.expire(now, UNANSWERED_RESPONSE);
         self.share_slow_origin_chunks(now);
+        self.origin_woken(now);
         self.redial(now);
         let ids: Vec<u32> = self.channels.keys().copied().collect();
         for id in ids {
