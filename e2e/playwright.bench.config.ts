@@ -1,7 +1,9 @@
 import { defineConfig } from '@playwright/test';
+import { CHROMIUM_ARGS } from './playwright.config.js';
 
-// The browser benchmarks that need the emulated internet (`make bench`, e2e/bench/): one
-// at a time, each bounded; they write their figures under target/bench/.
+// The browser benchmarks run by Playwright (`make bench`, e2e/bench/): one at a time, each
+// bounded; they write their figures under target/bench/. Pages get Debian's Chromium with
+// the e2e suite's flags.
 export default defineConfig({
   testDir: './bench',
   testMatch: '*.bench.ts',
@@ -11,4 +13,9 @@ export default defineConfig({
   retries: 0,
   reporter: [['list']],
   outputDir: '../target/bench/results',
+  use: {
+    headless: true,
+    permissions: ['camera', 'microphone'],
+    launchOptions: { executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_ARGS },
+  },
 });

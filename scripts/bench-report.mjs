@@ -20,6 +20,12 @@ const wan = read(smoke ? 'wan-smoke.json' : 'wan.json');
 const med = (x) => (x && typeof x === 'object' ? x.median : x);
 // The native WebRTC stacks compared (e2e/bench/webrtc-stack.bench.ts), also in namespaces.
 const stack = read(smoke ? 'webrtc-stack-smoke.json' : 'webrtc-stack.json');
+// First frames of 720p pages that start together (e2e/bench/first-frame.bench.ts).
+const firstFrame = read(smoke ? 'first-frame-smoke.json' : 'first-frame.json');
+const firstFrameMax = (pages) => {
+  const cases = (firstFrame.cases ?? []).filter((c) => pages === undefined || c.pages === pages);
+  return cases.length ? Math.max(...cases.map((c) => c.first_frame_ms_max)) : null;
+};
 const stackFigures = Object.fromEntries(
   Object.entries(stack.stacks ?? {}).flatMap(([path, byStack]) =>
     Object.entries(byStack).flatMap(([name, s]) => {
@@ -87,6 +93,8 @@ const summary = {
   live_latency_ms_max: browser.live?.latency_ms_max?.max ?? null,
   live_stalls_over_1s_per_page: med(browser.live?.stalls_over_1s_per_page) ?? null,
   live_seeder_upload_ratio: med(browser.live?.seeder_upload_ratio) ?? null,
+  first_frame_ms_max: firstFrameMax(),
+  ...(smoke ? {} : { first_frame_3_pages_ms_max: firstFrameMax(3), first_frame_6_pages_ms_max: firstFrameMax(6) }),
   wan_ttff_ms_median: med(wan.ttff_ms),
   wan_ttff_ms_max: wan.ttff_ms?.max ?? null,
   wan_stalls_per_page: med(wan.stalls_per_page),
@@ -248,6 +256,14 @@ for (const mode of ['pex', 'seeder_only']) {
   if (u) lines.push(`| ${mode.replace('_', ' ')} | ${mmm(u.wall_s, 1)} s | ${mmm(u.first_chunk_ms_p50, 0)} ms | ${mmm(u.seeder_upload_ratio, 2)} | ${mmm(u.seeder_cpu_s, 1)} | ${mmm(u.load_cpu_s, 1)} |`);
 }
 lines.push('', `*Simulator*: \`ppspp-sim swarm --leechers ${sc.sim?.leechers} --cases rtt0\` (section 8's swarm, 256 KiB): all ${sc.sim?.complete} complete, mean ${f(sc.sim?.mean_completion_s, 2)} s and last ${f(sc.sim?.max_completion_s, 2)} s of simulated time, seeder upload ${f(sc.sim?.seeder_upload_ratio, 2)}× content; ${f(sc.sim?.wall_s, 1)} s of run time and ${f((sc.sim?.rss_bytes ?? 0) / (1 << 20), 0)} MiB peak RSS.`, '');
+
+lines.push('### 11. First frames of 720p pages that start together', '');
+lines.push(`\`e2e/bench/first-frame.bench.ts\`: 60 s of 1280×720 at about 2.9 Mbit/s with 2 s keyframes (the first segment several times a page's first request), 3 and 6 Chromium pages opened one after another on this machine's loopback, videos hidden; from a static web server alone and beside a native seeder. Target: every first frame under ${firstFrame.target_ms} ms. One run per case, measured ${firstFrame.date?.slice(0, 10)} (\`target/bench/first-frame.json\`).`, '');
+lines.push('| video | pages | seeder | first frames (ms) | slowest | stalls over 1 s | longest stall | from HTTP ÷ from peers |', '|---|---|---|---|---|---|---|---|');
+for (const c of firstFrame.cases ?? []) {
+  lines.push(`| ${c.video} | ${c.pages} | ${c.seeder ? 'yes' : 'no'} | ${c.first_frame_ms.join(', ')} | ${c.first_frame_ms_max} | ${c.stalls_over_1s} | ${c.longest_stall_ms} ms | ${f(c.bytes_from_http / 1e6, 1)} MB ÷ ${f(c.bytes_from_peers / 1e6, 1)} MB |`);
+}
+lines.push('');
 
 const md = join(root, 'BENCHMARKS.md');
 let text = readFileSync(md, 'utf8');
