@@ -16,6 +16,8 @@ export type ErrorCode =
   | 'media-error'
   | 'playback-stuck'
   | 'wasm-load-failed'
+  | 'bad-manifest'
+  | 'manifest-unreachable'
   | 'closed';
 
 /**
@@ -32,6 +34,9 @@ const FATAL: { readonly [C in ErrorCode]: boolean } = {
   'webrtc-unsupported': true,
   'wasm-load-failed': true,
   'signaling-unreachable': true, // later drops of the socket reconnect without an error
+  // A presentation manifest (NAME.ppspp.json) that is not one, or that could not be loaded.
+  'bad-manifest': true,
+  'manifest-unreachable': true,
   closed: true,
   // A message from the signaling server; the swarm stays joined (or rejoins).
   'signaling-error': false,

@@ -5,12 +5,24 @@
  * requests with `fetch()` and says how each ended: the body, or why there is none.
  */
 import { messageOf } from './errors.js';
-import { OriginOptions, type OriginRequest, type WasmPeer } from './wasm.js';
+import { OriginOptions, type OriginRequest, PartMap, type WasmPeer } from './wasm.js';
+
+/**
+ * One piece of content made of parts (an HLS or DASH rendition, docs/FORMATS.md): a whole
+ * file (`offset` null), or `length` bytes of it from `offset`.
+ */
+export interface OriginPart {
+  url: string;
+  offset: number | null;
+  length: number;
+}
 
 /** Where the origin is and how it is used (resolved options). */
 export interface HttpOriginSettings {
-  /** The content's URL (absolute, or relative to the page). */
+  /** The content's URL (absolute, or relative to the page); with `parts`, only named in messages. */
   url: string;
+  /** The content is these parts concatenated (URLs absolute, or relative to the page). */
+  parts?: readonly OriginPart[];
   /** The tree file's URL (`ppspp root FILE --tree OUT`). */
   tree: string;
   /** Range requests in flight at most. */
@@ -31,6 +43,9 @@ export class HttpOrigin {
   readonly treeUrl: string;
   private readonly inFlight = new Map<number, AbortController>();
   private closed = false;
+  /** With parts: where each lies in the content, and its absolute URL. */
+  private readonly partMap: PartMap | null = null;
+  private readonly partUrls: string[] = [];
 
   constructor(
     private readonly engine: WasmPeer,
@@ -43,6 +58,10 @@ export class HttpOrigin {
     const base = typeof document !== 'undefined' ? document.baseURI : undefined;
     this.contentUrl = new URL(settings.url, base).href;
     this.treeUrl = new URL(settings.tree, base).href;
+    if (settings.parts) {
+      this.partMap = new PartMap(new Float64Array(settings.parts.map((p) => p.length)));
+      this.partUrls = settings.parts.map((p) => new URL(p.url, base).href);
+    }
     const o = new OriginOptions();
     o.max_requests = settings.maxRequests;
     o.head_bytes = settings.headBytes;
@@ -90,8 +109,45 @@ export class HttpOrigin {
     });
   }
 
-  private async get(request: OriginRequest, controller: AbortController, timedOut: () => boolean): Promise<Outcome> {
-    const url = request.file === 'tree' ? this.treeUrl : this.contentUrl;
+  private get(request: OriginRequest, controller: AbortController, timedOut: () => boolean): Promise<Outcome> {
+    if (request.file === 'tree') return this.getRange(this.treeUrl, request.start, request.end, controller, timedOut);
+    if (!this.partMap) return this.getRange(this.contentUrl, request.start, request.end, controller, timedOut);
+    return this.getParts(request.start, request.end, controller, timedOut);
+  }
+
+  /** Content bytes `start..end` of a content made of parts: each file asked for its own. */
+  private async getParts(start: number, end: number, controller: AbortController, timedOut: () => boolean): Promise<Outcome> {
+    const parts = this.settings.parts ?? [];
+    const flat = this.partMap!.locate(start, end);
+    // File byte ranges, adjacent ones of one file merged (byte-range parts of one file).
+    const ranges: { url: string; start: number; end: number }[] = [];
+    for (let i = 0; i + 2 < flat.length; i += 3) {
+      const part = flat[i]!;
+      const base = parts[part]?.offset ?? 0;
+      const url = this.partUrls[part]!;
+      const from = base + flat[i + 1]!;
+      const to = base + flat[i + 2]!;
+      const last = ranges[ranges.length - 1];
+      if (last && last.url === url && last.end === from) last.end = to;
+      else ranges.push({ url, start: from, end: to });
+    }
+    const outcomes = await Promise.all(ranges.map((r) => this.getRange(r.url, r.start, r.end, controller, timedOut)));
+    const bodies: Uint8Array[] = [];
+    for (const o of outcomes) {
+      if (!('bytes' in o)) return o;
+      bodies.push(o.bytes);
+    }
+    if (bodies.length === 1) return { bytes: bodies[0]! };
+    const bytes = new Uint8Array(bodies.reduce((a, b) => a + b.length, 0));
+    let at = 0;
+    for (const b of bodies) {
+      bytes.set(b, at);
+      at += b.length;
+    }
+    return { bytes };
+  }
+
+  private async getRange(url: string, start: number, end: number, controller: AbortController, timedOut: () => boolean): Promise<Outcome> {
     const failed = (err: unknown): Outcome =>
       timedOut()
         ? { kind: 'timeout', status: 0, message: `${url}: no complete answer in ${this.settings.timeoutMs} ms` }
@@ -104,7 +160,7 @@ export class HttpOrigin {
     let response: Response;
     try {
       response = await fetch(url, {
-        headers: { Range: `bytes=${request.start}-${request.end - 1}` },
+        headers: { Range: `bytes=${start}-${end - 1}` },
         signal: controller.signal,
       });
     } catch (err) {
@@ -128,7 +184,9 @@ export class HttpOrigin {
 
   /** Stops: requests in flight are aborted and their answers ignored. */
   close(): void {
+    if (this.closed) return;
     this.closed = true;
+    this.partMap?.free();
     for (const controller of this.inFlight.values()) controller.abort();
     this.inFlight.clear();
   }

@@ -12,7 +12,11 @@ export type { Stall, StallCause } from './media/stall-watch.js';
 export type { LiveJoin } from './media/live-feed.js';
 export { Peer, type PeerEvents, type SeedOptions, type FetchOptions } from './peer.js';
 export { PpsppError, type ErrorCode } from './errors.js';
-export type { PeerOptions, PlayerOptions, HttpOriginOptions } from './options.js';
+export type { PeerOptions, PlayerOptions, HttpOriginOptions, PresentationOptions } from './options.js';
+export {
+  Presentation, type PresentationEvents, type PresentationStats, type RenditionStats, type LoadOutcome,
+} from './presentation/presentation.js';
+export type { Manifest, Rendition, ManifestPart, SegmentRef } from './presentation/manifest.js';
 export type { SelectedPair } from './connections.js';
 export type { SwarmStats, PeerChannelStats, SwarmEvents } from './swarm.js';
 export type { ContentInfo, EngineStats, ChannelStats } from './wasm.js';

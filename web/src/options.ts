@@ -419,3 +419,41 @@ export function resolvePlayerOptions(options: PlayerOptions = {}): ResolvedPlaye
     liveEndAfterMs: number(options, 'liveEndAfterMs', 10_000, { min: 1000 }),
   };
 }
+
+/** Options of {@link Presentation.load} (an HLS or DASH presentation, one swarm per rendition). */
+export interface PresentationOptions extends PeerOptions {
+  /**
+   * Segments fetched from peers ahead of the one a player asks for (default 2): ready
+   * when it asks for them. What the origin serves stays the segment asked for.
+   */
+  readAheadSegments?: number;
+  /** Content bytes each rendition's swarm holds at most (default 64 MiB; 0: no bound). */
+  maxMemoryBytes?: number;
+  /** The manifest not loaded in this long: `manifest-unreachable` (default 10 s). */
+  manifestTimeoutMs?: number;
+  /** Whether the page uploads to other viewers (as {@link PlayerOptions.upload}; default 'auto'). */
+  upload?: boolean | 'auto';
+}
+
+export interface ResolvedPresentationOptions extends ResolvedPeerOptions {
+  readAheadSegments: number;
+  maxMemoryBytes: number;
+  manifestTimeoutMs: number;
+  upload: boolean | 'auto';
+}
+
+const KNOWN_PRESENTATION = [...KNOWN_PEER, 'readAheadSegments', 'maxMemoryBytes', 'manifestTimeoutMs', 'upload'];
+
+/** Fills in defaults and rejects bad values with a `bad-option` error naming the option. */
+export function resolvePresentationOptions(options: PresentationOptions = {}): ResolvedPresentationOptions {
+  const peer = resolvePeerOptions(options, KNOWN_PRESENTATION);
+  const bytes = number(options, 'maxMemoryBytes', 64 << 20, { min: 0, integer: true });
+  if (bytes !== 0 && bytes < 1 << 20) throw bad(`option maxMemoryBytes must be 0 (no bound) or at least 1 MiB, not ${bytes}`);
+  return {
+    ...peer,
+    readAheadSegments: number(options, 'readAheadSegments', 2, { min: 0, max: 32, integer: true }),
+    maxMemoryBytes: bytes,
+    manifestTimeoutMs: number(options, 'manifestTimeoutMs', 10_000, { min: 100 }),
+    upload: uploadOption(options.upload),
+  };
+}

@@ -16,6 +16,8 @@ const FATAL_EVENTS: Record<ErrorCode, boolean> = {
   'media-error': true,
   'playback-stuck': false,
   'wasm-load-failed': true,
+  'bad-manifest': true,
+  'manifest-unreachable': true,
   closed: true,
   'origin-no-range': false,
   'origin-status': false,

@@ -96,6 +96,53 @@ describe('Swarm with an HTTP origin', () => {
     expect(stats.originRequests).toBe(http.requests.length);
   });
 
+  it('content made of parts (segment files, byte ranges of one file): each file asked for its own bytes, all verified', async () => {
+    const data = randomBytes(300 * CHUNK + 77, 9);
+    const seeder = WasmPeer.seeder(data, CHUNK, 'sha256', undefined, undefined, engineOptions(resolvePeerOptions()), 0);
+    const uri = seeder.uri();
+    seeder.free();
+    // Parts: an init file; two byte ranges of one file, next to each other there; a
+    // segment file whose length is no multiple of the chunk size; the rest.
+    const cuts = [850, 850 + 40_000, 850 + 90_000, 850 + 90_000 + 12_345, data.length];
+    const slice = (i: number): Uint8Array => data.subarray(i === 0 ? 0 : cuts[i - 1]!, cuts[i]!);
+    const joined = new Uint8Array(1000 + slice(1).length + slice(2).length);
+    joined.set(slice(1), 1000);
+    joined.set(slice(2), 1000 + slice(1).length);
+    const base = 'http://origin.test/';
+    const [fake, restore] = installFetch(new Map([
+      [`${base}init.mp4`, slice(0)],
+      [`${base}joined.m4s`, joined],
+      [`${base}seg2.m4s`, slice(3)],
+      [`${base}seg3.m4s`, slice(4)],
+      [TREE_URL, treeFile(data, CHUNK, 'sha256')],
+    ]));
+    http = fake;
+    undo.push(restore);
+    const parts = [
+      { url: `${base}init.mp4`, offset: null, length: slice(0).length },
+      { url: `${base}joined.m4s`, offset: 1000, length: slice(1).length },
+      { url: `${base}joined.m4s`, offset: 1000 + slice(1).length, length: slice(2).length },
+      { url: `${base}seg2.m4s`, offset: null, length: slice(3).length },
+      { url: `${base}seg3.m4s`, offset: null, length: slice(4).length },
+    ];
+    const swarm = fetcher(uri, settings({ url: parts[0]!.url, parts }), null);
+    const errs = errors(swarm);
+    const done = nextEvent(swarm, 'complete');
+    await swarm.start();
+    await done;
+    expect(differsAt(swarm.read(0, data.length), data)).toBeNull();
+    expect(errs).toEqual([]);
+    expect(swarm.stats().bytesFromHttp).toBe(data.length);
+    // Every file was asked only for bytes it holds, the two ranges of one file at once
+    // where a request spans both.
+    const lengths = new Map([[`${base}init.mp4`, slice(0).length], [`${base}joined.m4s`, joined.length], [`${base}seg2.m4s`, slice(3).length], [`${base}seg3.m4s`, slice(4).length]]);
+    for (const r of http.requests.filter((q) => q.url !== TREE_URL)) {
+      expect(r.end, `${r.url} ${r.start}-${r.end}`).toBeLessThanOrEqual(lengths.get(r.url)!);
+      if (r.url.endsWith('joined.m4s')) expect(r.start).toBeGreaterThanOrEqual(1000);
+    }
+    expect(http.requests.some((q) => q.url.endsWith('joined.m4s') && q.start < 1000 + slice(1).length && q.end > 1000 + slice(1).length)).toBe(true);
+  });
+
   it('a corrupt byte on the server: origin-corrupt names the chunk, which comes from a peer; nothing corrupt is kept', async () => {
     const data = randomBytes(200 * CHUNK, 4);
     const served = data.slice();

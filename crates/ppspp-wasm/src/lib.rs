@@ -14,6 +14,7 @@ mod convert;
 mod discovery;
 mod driven;
 mod origin;
+mod parts;
 mod saved;
 mod store;
 
@@ -23,6 +24,7 @@ use convert::{
 pub use discovery::WasmDiscovery;
 use driven::{Driven, to_time};
 pub use origin::{OriginOptions, tree_file};
+pub use parts::PartMap;
 use ppspp::engine::{Engine, EngineConfig, PickerKind};
 use ppspp::live::LiveUri;
 use ppspp::merkle::{HashAlgorithm, MerkleTree};

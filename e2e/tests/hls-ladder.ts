@@ -1,0 +1,45 @@
+/**
+ * An HLS ladder for the player-integration tests: 20 s of 1280×720 test video in three
+ * renditions (240p, 480p, 720p at 0.4, 1 and 2.8 Mbit/s), 2 s fMP4 segments, a file per
+ * segment; `ppspp hls prepare` beside it. Made once with ffmpeg under target/e2e/.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { BIN, ROOT } from './swarm.js';
+
+export const LADDER = join(ROOT, 'target', 'e2e', 'hls-ladder');
+
+export function makeLadder(): void {
+  if (existsSync(join(LADDER, 'master.ppspp.json'))) return;
+  const tmp = `${LADDER}.tmp`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  execFileSync('ffmpeg', [
+    '-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc2=size=1280x720:rate=25,noise=alls=8:allf=t', '-t', '20',
+    '-filter_complex', '[0:v]split=3[a][b][c];[a]scale=426:240[v0];[b]scale=854:480[v1];[c]null[v2]',
+    '-map', '[v0]', '-map', '[v1]', '-map', '[v2]',
+    '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-g', '50', '-keyint_min', '50', '-sc_threshold', '0',
+    '-b:v:0', '400k', '-b:v:1', '1000k', '-b:v:2', '2800k',
+    '-f', 'hls', '-hls_time', '2', '-hls_playlist_type', 'vod', '-hls_segment_type', 'fmp4',
+    '-master_pl_name', 'master.m3u8', '-var_stream_map', 'v:0 v:1 v:2',
+    '-hls_fmp4_init_filename', 'init.mp4', '-hls_segment_filename', 'v%v/seg%03d.m4s', 'v%v/index.m3u8',
+  ], { cwd: tmp });
+  execFileSync(join(BIN, 'ppspp'), ['hls', 'prepare', 'master.m3u8'], { cwd: tmp, stdio: 'ignore' });
+  rmSync(LADDER, { recursive: true, force: true });
+  renameSync(tmp, LADDER);
+}
+
+/** Every file of the ladder: URL path under `prefix` → file on disk. */
+export function ladderFiles(prefix: string): Map<string, string> {
+  const files = new Map<string, string>();
+  const walk = (dir: string): void => {
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else files.set(`${prefix}/${relative(LADDER, path)}`, path);
+    }
+  };
+  walk(LADDER);
+  return files;
+}

@@ -1,0 +1,141 @@
+/**
+ * hls.js over PPSPP (web/src/integrations/hls.ts): pages play an HLS ladder (hls-ladder.ts)
+ * through hls.js with the presentation's fragment loader, from a static web server holding
+ * the ladder and `ppspp hls prepare`'s manifest and tree files, and from each other.
+ */
+import { type Browser, type Page, expect, test } from '@playwright/test';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { FailureReport } from './diagnose.js';
+import { LADDER, ladderFiles, makeLadder } from './hls-ladder.js';
+import { startOriginServer } from './origin.js';
+import { BIN, ROOT, run, sha256, startSignal, startWebWith } from './swarm.js';
+
+const report = new FailureReport();
+let web: { url: string; stop(): Promise<void> } | null = null;
+const stops: (() => Promise<void>)[] = [];
+
+test.beforeAll(async () => {
+  test.setTimeout(180_000);
+  makeLadder();
+  web = await startWebWith([`/vendor/hls/=${join(ROOT, 'node_modules', 'hls.js', 'dist')}`]);
+});
+test.afterAll(async () => {
+  await web?.stop();
+});
+test.afterEach(async ({ browser }) => {
+  for (const context of browser.contexts()) await context.close();
+  for (const stop of stops.splice(0).reverse()) await stop();
+});
+
+interface Frag {
+  url: string;
+  range: [number, number] | null;
+  level: number;
+  sha: string;
+  bytes: number;
+}
+
+/** The SHA-256 of what the server's file for `url` holds (in `range`, if any). */
+function trueSha(url: string, range: [number, number] | null): string {
+  const path = new URL(url).pathname.replace(/^\/hls\//, '');
+  const bytes = new Uint8Array(readFileSync(join(LADDER, path)));
+  return sha256(range ? bytes.subarray(range[0], range[1]) : bytes);
+}
+
+async function openHlsPage(browser: Browser, serverUrl: string, signal: string | null, label: string): Promise<Page> {
+  const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
+  const page = await context.newPage();
+  await report.watch(label)(page);
+  page.on('pageerror', (e) => console.log(`${label}: ${e.message}`));
+  const q = new URLSearchParams({ manifest: `${serverUrl}/hls/master.ppspp.json`, master: `${serverUrl}/hls/master.m3u8`, hidden: '1' });
+  if (signal) q.set('signal', signal);
+  await page.goto(`${web!.url}/e2e/hls.html?${q}`);
+  return page;
+}
+
+async function playedPast(page: Page, seconds: number): Promise<void> {
+  await expect
+    .poll(() => page.evaluate(() => {
+      const t = (window as unknown as { __t?: { error: string | null; hlsErrors: string[] } }).__t;
+      const v = document.querySelector('video')!;
+      if (!t) return 'the page did not run';
+      if (t.error) return `failed: ${t.error}`;
+      if (v.error) return `video error: ${v.error.message}`;
+      return v.currentTime;
+    }), { timeout: 60_000, message: `the page plays past ${seconds} s` })
+    .toBeGreaterThan(seconds);
+}
+
+function seen(page: Page): Promise<{ frags: Frag[]; errors: string[]; hlsErrors: string[]; stats: Record<string, number> }> {
+  return page.evaluate(() => {
+    const t = (window as unknown as {
+      __t: { frags: Frag[]; errors: string[]; hlsErrors: string[]; presentation: { stats(): Record<string, number> } };
+    }).__t;
+    const s = t.presentation.stats();
+    return {
+      frags: t.frags,
+      errors: t.errors,
+      hlsErrors: t.hlsErrors,
+      stats: { bytesFromHttp: s.bytesFromHttp!, bytesFromPeers: s.bytesFromPeers!, bytesFromSeeders: s.bytesFromSeeders!, segmentsLoaded: s.segmentsLoaded! },
+    };
+  });
+}
+
+test('three pages play an HLS ladder through hls.js from a web server and each other; every segment is the server\'s', async ({ browser }) => {
+  test.setTimeout(150_000);
+  const signal = await startSignal();
+  stops.push(() => signal.stop());
+  const server = await startOriginServer(ladderFiles('/hls'));
+  stops.push(() => server.stop());
+  const pages: Page[] = [];
+  pages.push(await openHlsPage(browser, server.url, signal.url, 'page 0'));
+  await playedPast(pages[0]!, 4);
+  for (const i of [1, 2]) pages.push(await openHlsPage(browser, server.url, signal.url, `page ${i}`));
+  for (const page of pages) await playedPast(page, 12);
+  const all = await Promise.all(pages.map(seen));
+  console.log(JSON.stringify(all.map((s) => ({ ...s.stats, levels: [...new Set(s.frags.map((f) => f.level))] }))));
+  for (const [i, s] of all.entries()) {
+    expect(s.errors, `page ${i}'s errors`).toEqual([]);
+    expect(s.hlsErrors.filter((e) => e.includes('fatal=true')), `page ${i}'s fatal hls.js errors`).toEqual([]);
+    expect(s.frags.length, `page ${i} loaded fragments`).toBeGreaterThan(4);
+    for (const f of s.frags) expect(f.sha, `page ${i}'s ${f.url}`).toBe(trueSha(f.url, f.range));
+    expect(s.stats.segmentsLoaded, `page ${i}'s segments came through the presentation`).toBeGreaterThanOrEqual(s.frags.length);
+  }
+  for (const i of [1, 2]) {
+    const s = all[i]!.stats;
+    expect(s.bytesFromPeers, `page ${i} took more than half its bytes from peers: ${JSON.stringify(s)}`).toBeGreaterThan(s.bytesFromHttp);
+  }
+});
+
+test('a tampered segment on the web server is refused: hls.js gets the true bytes from a seeder', async ({ browser }) => {
+  test.setTimeout(120_000);
+  const signal = await startSignal();
+  stops.push(() => signal.stop());
+  // A slow seeder: the web server is asked too, for what playback waits for.
+  const seeder = run(join(BIN, 'ppspp'), ['seed', join(LADDER, 'master.ppspp.json'), '--signal', signal.url, '--bind', '127.0.0.1:0', '--upload-limit', '200000']);
+  report.keep('seeder', seeder);
+  stops.push(() => seeder.stop());
+  await seeder.waitLine((l) => l.includes('v2/index.m3u8'));
+  // Every rendition's second segment has one byte changed on the server.
+  const files: Map<string, Uint8Array | string> = ladderFiles('/hls');
+  for (const v of ['v0', 'v1', 'v2']) {
+    const path = `/hls/${v}/seg001.m4s`;
+    const bytes = new Uint8Array(readFileSync(files.get(path) as string));
+    bytes[1000] = (bytes[1000] ?? 0) ^ 0xff;
+    files.set(path, bytes);
+  }
+  const server = await startOriginServer(files);
+  stops.push(() => server.stop());
+  const page = await openHlsPage(browser, server.url, signal.url, 'page');
+  await playedPast(page, 6);
+  const s = await seen(page);
+  expect(s.errors).toEqual([]);
+  const second = s.frags.filter((f) => f.url.endsWith('/seg001.m4s'));
+  expect(second.length, 'the tampered segment was played').toBeGreaterThan(0);
+  for (const f of s.frags) expect(f.sha, f.url).toBe(trueSha(f.url, f.range));
+  const corrupt = await page.evaluate(() => (window as unknown as { __t: { originCorrupt: string[] } }).__t.originCorrupt);
+  expect(corrupt.length, 'the page asked the web server for a tampered chunk and refused it').toBeGreaterThan(0);
+  // Each refused chunk is the one holding the changed byte of that rendition's seg001.
+  for (const c of corrupt) expect(c).toMatch(/^[012]:\d+$/);
+});

@@ -1,0 +1,308 @@
+/**
+ * An HLS or DASH presentation over PPSPP: each rendition of its manifest
+ * (`NAME.ppspp.json`, `ppspp hls prepare`) is one swarm, made when a player first asks
+ * for one of its segments. A segment comes from peers, or from the site's own web server
+ * or CDN (the rendition's files, read by byte range) where no peer has it in time; either
+ * way every byte is verified against the rendition's root before the player gets it.
+ * Player integrations (integrations/hls.ts) turn a segment request into {@link load}.
+ */
+import { hasWebRtc, webRtcUnsupported } from '../connections.js';
+import { Emitter } from '../emitter.js';
+import { PpsppError, messageOf } from '../errors.js';
+import type { HttpOriginSettings } from '../http-origin.js';
+import { type PresentationOptions, type ResolvedPresentationOptions, resolvePresentationOptions } from '../options.js';
+import { engineOptions, signalWithOrigin } from '../peer.js';
+import { meteredConnection } from '../player.js';
+import { type P2pUnavailable, Swarm, type SwarmStats } from '../swarm.js';
+import { WasmPeer, loadWasm, parseUriLoaded } from '../wasm.js';
+import { Goodput } from './goodput.js';
+import { type Manifest, type Rendition, SegmentIndex, type SegmentRef, loadManifest, originParts, renditionUri } from './manifest.js';
+
+/** One rendition's figures (`stats().renditions`). */
+export interface RenditionStats {
+  id: string;
+  kind: Rendition['kind'];
+  /** Its swarm has been made (a segment of it was asked for). */
+  active: boolean;
+  segmentsLoaded: number;
+  bytesFromHttp: number;
+  bytesFromPeers: number;
+  bytesFromSeeders: number;
+  /** Content bytes the web server sent, verified or not. */
+  httpBytesReceived: number;
+  bytesUploaded: number;
+}
+
+export interface PresentationStats {
+  segmentsLoaded: number;
+  bytesFromHttp: number;
+  bytesFromPeers: number;
+  bytesFromSeeders: number;
+  httpBytesReceived: number;
+  bytesUploaded: number;
+  /** What the network delivered to segments that were waited for, in bytes per second (null: not measured yet). */
+  goodputBps: number | null;
+  /** Share of the verified bytes that came from peers rather than seeders or HTTP (0–1). */
+  offload: number;
+  renditions: RenditionStats[];
+}
+
+export interface PresentationEvents {
+  /** A segment was verified whole and handed over. */
+  'segment-loaded': { rendition: number; start: number; end: number; ms: number };
+  /** As the Player's: peer-to-peer delivery is not possible now; HTTP carries playback. Once. */
+  'p2p-unavailable': P2pUnavailable;
+  /**
+   * A chunk from the web server failed verification (the Swarm's `origin-corrupt`): it was
+   * not kept, it comes from peers instead, and the server is not asked for it again.
+   */
+  'origin-corrupt': { rendition: number; chunk: number; reason: string };
+  /** A rendition's swarm met trouble (the Swarm's `error` event), with which rendition. */
+  error: PpsppError & { rendition?: number };
+}
+
+/** How a segment load ended, for the player integration. */
+export type LoadOutcome =
+  /**
+   * `ms`: how long it took; `reportedMs`: how long to tell the player's ABR, at least the
+   * bytes at the network's measured rate (see goodput.ts).
+   */
+  | { bytes: Uint8Array; ms: number; reportedMs: number }
+  | { aborted: true }
+  | { timedOut: true }
+  | { error: PpsppError };
+
+interface Pending {
+  ref: SegmentRef;
+  resolve: (o: LoadOutcome) => void;
+  onProgress: ((loaded: number) => void) | undefined;
+  startedAt: number;
+  /** The segment's bytes not yet verified when it was asked for. */
+  missingAtStart: number;
+}
+
+interface Active {
+  swarm: Swarm;
+  pending: Set<Pending>;
+}
+
+export class Presentation extends Emitter<PresentationEvents> {
+  readonly manifest: Manifest;
+  private readonly index: SegmentIndex;
+  private readonly active = new Map<number, Active>();
+  /** The figures of swarms closed with {@link close}. */
+  private readonly finalStats = new Map<number, SwarmStats>();
+  /** Segments handed over, per rendition. */
+  private readonly segments = new Map<number, number>();
+  private closed = false;
+  private p2pReported = false;
+  private readonly goodput = new Goodput();
+
+  private constructor(
+    manifest: Manifest,
+    private readonly options: ResolvedPresentationOptions,
+  ) {
+    super();
+    this.manifest = manifest;
+    this.index = new SegmentIndex(manifest);
+  }
+
+  /**
+   * Loads the manifest at `url` (`NAME.ppspp.json` beside the master playlist or MPD) and
+   * the engine. `signal` is required: the signaling server's URL(s), or `false` for HTTP
+   * only. Rejects with `bad-option`, `manifest-unreachable`, `bad-manifest` or
+   * `wasm-load-failed`; nothing joins a swarm until a segment is asked for.
+   */
+  static async load(url: string, options: PresentationOptions = {}): Promise<Presentation> {
+    const resolved = resolvePresentationOptions(options);
+    if (resolved.signal === undefined) {
+      throw new PpsppError('bad-option', 'option signal is needed: the signaling server URL (ws:// or wss://), a list of them, or false for HTTP only');
+    }
+    const [manifest] = await Promise.all([loadManifest(url, resolved.manifestTimeoutMs), loadWasm(resolved.wasm)]);
+    return new Presentation(manifest, resolved);
+  }
+
+  /** Where a request for `url` (bytes `rangeStart..rangeEnd`, end exclusive) lies, or null if no rendition holds it. */
+  find(url: string, rangeStart?: number, rangeEnd?: number): SegmentRef | null {
+    return this.index.find(url, rangeStart, rangeEnd);
+  }
+
+  /**
+   * The verified bytes of segment `ref`. Settles always: with the bytes, or aborted
+   * (`signal`), or timed out after `timeoutMs`, or an error (the presentation closed, or
+   * its swarm could not be made).
+   */
+  load(ref: SegmentRef, opts: { signal?: AbortSignal; timeoutMs: number; onProgress?: (loaded: number) => void }): Promise<LoadOutcome> {
+    if (this.closed) return Promise.resolve({ error: new PpsppError('closed', 'the presentation was closed') });
+    if (opts.signal?.aborted) return Promise.resolve({ aborted: true });
+    let active: Active;
+    try {
+      active = this.activate(ref.rendition);
+    } catch (err) {
+      return Promise.resolve({ error: err instanceof PpsppError ? err : new PpsppError('bad-manifest', messageOf(err)) });
+    }
+    this.aim(ref, active);
+    return new Promise<LoadOutcome>((resolve) => {
+      let timer: ReturnType<typeof setTimeout> | null = null;
+      const onAbort = (): void => settle({ aborted: true });
+      const p: Pending = {
+        ref,
+        onProgress: opts.onProgress,
+        startedAt: performance.now(),
+        missingAtStart: ref.end - Math.min(ref.end, active.swarm.verifiedEnd(ref.start)),
+        resolve: (o) => settle(o),
+      };
+      const settle = (o: LoadOutcome): void => {
+        if (!active.pending.delete(p)) return;
+        if (timer !== null) clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', onAbort);
+        if (active.pending.size === 0) active.swarm.setWaitingFor(null);
+        resolve(o);
+      };
+      active.pending.add(p);
+      opts.signal?.addEventListener('abort', onAbort, { once: true });
+      timer = setTimeout(() => settle({ timedOut: true }), opts.timeoutMs);
+      this.check(ref.rendition);
+    });
+  }
+
+  /** The rendition's swarm, made on first use. */
+  private activate(rendition: number): Active {
+    const found = this.active.get(rendition);
+    if (found) return found;
+    const r = this.manifest.renditions[rendition];
+    if (!r) throw new PpsppError('bad-manifest', `no rendition ${rendition}`);
+    const uri = renditionUri(r);
+    const content = parseUriLoaded(uri);
+    const origin: HttpOriginSettings = {
+      url: r.parts[0]!.url,
+      tree: r.tree,
+      parts: originParts(r),
+      maxRequests: 4,
+      timeoutMs: 10_000,
+      // A player asks for segments: what it asks for is what the origin serves.
+      headBytes: 0,
+    };
+    const o = this.options;
+    let signal = signalWithOrigin(o, content, origin);
+    if (signal !== null && !hasWebRtc()) {
+      signal = null;
+      this.reportP2p(webRtcUnsupported());
+    }
+    const window = Math.max(16, Math.ceil((4 << 20) / r.chunkSize));
+    let engine: WasmPeer;
+    try {
+      engine = WasmPeer.fetcher(uri, engineOptions(o, { vodWindow: window, maxHeldBytes: o.maxMemoryBytes }), performance.now());
+    } catch (err) {
+      throw new PpsppError('bad-manifest', `rendition ${r.id}: ${messageOf(err)}`, { cause: err });
+    }
+    const swarm = new Swarm(engine, content, signal, o, false, origin);
+    const active: Active = { swarm, pending: new Set() };
+    this.active.set(rendition, active);
+    swarm.on('chunk-verified', () => this.check(rendition));
+    swarm.on('p2p-unavailable', (e) => this.reportP2p(e));
+    swarm.on('origin-corrupt', (e) => this.emit('origin-corrupt', { rendition, ...e }));
+    swarm.on('error', (e) => this.emit('error', Object.assign(e, { rendition })));
+    if (o.upload === false || (o.upload === 'auto' && meteredConnection())) swarm.setUploading(false);
+    swarm.start().catch((err: unknown) => {
+      const e = err instanceof PpsppError ? err : new PpsppError('signaling-unreachable', messageOf(err));
+      this.emit('error', Object.assign(e, { rendition }));
+      for (const p of [...active.pending]) p.resolve({ error: e });
+    });
+    return active;
+  }
+
+  private reportP2p(e: P2pUnavailable): void {
+    if (this.p2pReported) return;
+    this.p2pReported = true;
+    this.emit('p2p-unavailable', e);
+  }
+
+  /** Points the rendition's swarm at `ref`: playback needs it now, the next segments soon. */
+  private aim(ref: SegmentRef, active: Active): void {
+    const r = this.manifest.renditions[ref.rendition]!;
+    const cs = r.chunkSize;
+    const first = Math.floor(ref.start / cs);
+    const end = Math.ceil(ref.end / cs);
+    const segmentChunks = Math.max(1, end - first);
+    const swarm = active.swarm;
+    swarm.setPlayhead(first);
+    swarm.setReadAhead(segmentChunks * (1 + this.options.readAheadSegments), segmentChunks);
+    const missing = Math.floor(swarm.verifiedEnd(ref.start) / cs);
+    if (missing < end) swarm.setWaitingFor({ start: missing, end });
+    // Other renditions of the same kind are not being played: they fetch nothing more
+    // (and serve what they hold).
+    for (const [i, other] of this.active) {
+      if (i !== ref.rendition && other.pending.size === 0 && this.manifest.renditions[i]!.kind === r.kind) other.swarm.setReadAhead(1, 1);
+    }
+  }
+
+  /** Settles the rendition's loads whose bytes are all verified; reports progress of the rest. */
+  private check(rendition: number): void {
+    const active = this.active.get(rendition);
+    if (!active) return;
+    for (const p of [...active.pending]) {
+      const verified = active.swarm.verifiedEnd(p.ref.start);
+      if (verified >= p.ref.end) {
+        const ms = performance.now() - p.startedAt;
+        let bytes: Uint8Array;
+        try {
+          bytes = active.swarm.read(p.ref.start, p.ref.end);
+        } catch (err) {
+          p.resolve({ error: err instanceof PpsppError ? err : new PpsppError('closed', messageOf(err)) });
+          continue;
+        }
+        this.segments.set(rendition, (this.segments.get(rendition) ?? 0) + 1);
+        this.goodput.sample(p.missingAtStart, ms);
+        p.resolve({ bytes, ms, reportedMs: this.goodput.reportedMs(bytes.length, ms) });
+        this.emit('segment-loaded', { rendition, start: p.ref.start, end: p.ref.end, ms });
+      } else {
+        p.onProgress?.(Math.max(0, verified - p.ref.start));
+      }
+    }
+  }
+
+  stats(): PresentationStats {
+    const renditions = this.manifest.renditions.map((r, i): RenditionStats => {
+      const a = this.active.get(i);
+      const s = a ? a.swarm.stats() : this.finalStats.get(i);
+      return {
+        id: r.id,
+        kind: r.kind,
+        active: a !== undefined,
+        segmentsLoaded: this.segments.get(i) ?? 0,
+        bytesFromHttp: s?.bytesFromHttp ?? 0,
+        bytesFromPeers: s?.bytesFromPeers ?? 0,
+        bytesFromSeeders: s?.bytesFromSeeders ?? 0,
+        httpBytesReceived: s?.httpBytesReceived ?? 0,
+        bytesUploaded: s?.bytesUploaded ?? 0,
+      };
+    });
+    const sum = (k: keyof RenditionStats): number => renditions.reduce((a, r) => a + (r[k] as number), 0);
+    const verified = sum('bytesFromHttp') + sum('bytesFromPeers') + sum('bytesFromSeeders');
+    return {
+      segmentsLoaded: sum('segmentsLoaded'),
+      bytesFromHttp: sum('bytesFromHttp'),
+      bytesFromPeers: sum('bytesFromPeers'),
+      bytesFromSeeders: sum('bytesFromSeeders'),
+      httpBytesReceived: sum('httpBytesReceived'),
+      bytesUploaded: sum('bytesUploaded'),
+      offload: verified > 0 ? sum('bytesFromPeers') / verified : 0,
+      goodputBps: this.goodput.bytesPerMs === null ? null : this.goodput.bytesPerMs * 1000,
+      renditions,
+    };
+  }
+
+  /** Leaves every swarm; loads still pending settle with a `closed` error. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const [i, a] of this.active) {
+      for (const p of [...a.pending]) p.resolve({ error: new PpsppError('closed', 'the presentation was closed') });
+      this.finalStats.set(i, a.swarm.stats());
+      a.swarm.close();
+    }
+    this.active.clear();
+    this.removeAllListeners();
+  }
+}

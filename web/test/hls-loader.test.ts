@@ -1,0 +1,113 @@
+/** The hls.js fragment loader (src/integrations/hls.ts) against a fake presentation. */
+import type { FragmentLoaderContext, HlsConfig, LoaderCallbacks, LoaderConfiguration, LoaderStats } from 'hls.js';
+import { describe, expect, it } from 'vitest';
+import { PpsppError } from '../src/errors.js';
+import { hlsFragmentLoader } from '../src/integrations/hls.js';
+import type { LoadOutcome, Presentation } from '../src/presentation/presentation.js';
+import type { SegmentRef } from '../src/presentation/manifest.js';
+
+interface Asked {
+  ref: SegmentRef;
+  timeoutMs: number;
+  signal: AbortSignal | undefined;
+  settle: (o: LoadOutcome) => void;
+}
+
+function fakePresentation(): { presentation: Presentation; asked: Asked[] } {
+  const asked: Asked[] = [];
+  const presentation = {
+    find: (url: string, rs?: number, re?: number): SegmentRef | null =>
+      url.endsWith('.m4s') ? { rendition: 1, start: rs ?? 1000, end: re ?? 1100 } : null,
+    load: (ref: SegmentRef, o: { signal?: AbortSignal; timeoutMs: number }): Promise<LoadOutcome> =>
+      new Promise((settle) => asked.push({ ref, timeoutMs: o.timeoutMs, signal: o.signal, settle })),
+  } as unknown as Presentation;
+  return { presentation, asked };
+}
+
+const CONFIG = { loadPolicy: { maxTimeToFirstByteMs: 8000, maxLoadTimeMs: 12_000 }, timeout: 0, maxRetry: 0, retryDelay: 0, maxRetryDelay: 0 } as unknown as LoaderConfiguration;
+
+function context(url: string): FragmentLoaderContext {
+  return { url, responseType: 'arraybuffer', type: 'fragment' } as unknown as FragmentLoaderContext;
+}
+
+function recorder(): { calls: string[]; callbacks: LoaderCallbacks<FragmentLoaderContext>; data: ArrayBuffer[]; stats: LoaderStats[] } {
+  const calls: string[] = [];
+  const data: ArrayBuffer[] = [];
+  const stats: LoaderStats[] = [];
+  return {
+    calls,
+    data,
+    stats,
+    callbacks: {
+      onSuccess: (r, s) => { calls.push('success'); data.push(r.data as ArrayBuffer); stats.push(s); },
+      onError: (e) => calls.push(`error ${e.text}`),
+      onTimeout: () => calls.push('timeout'),
+      onAbort: () => calls.push('abort'),
+    },
+  };
+}
+
+describe('hlsFragmentLoader', () => {
+  it('a segment of the manifest: the presentation\'s verified bytes, with hls.js\'s timeout and load stats', async () => {
+    const { presentation, asked } = fakePresentation();
+    const Loader = hlsFragmentLoader(presentation);
+    const loader = new Loader({} as HlsConfig);
+    const r = recorder();
+    loader.load(context('https://cdn.example/v1/seg001.m4s'), CONFIG, r.callbacks);
+    expect(asked).toHaveLength(1);
+    expect(asked[0]!.timeoutMs).toBe(12_000);
+    asked[0]!.settle({ bytes: new Uint8Array([1, 2, 3]), ms: 5, reportedMs: 400 });
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(r.calls).toEqual(['success']);
+    expect([...new Uint8Array(r.data[0]!)]).toEqual([1, 2, 3]);
+    const s = r.stats[0]!;
+    expect(s.loaded).toBe(3);
+    expect(s.total).toBe(3);
+    expect(s.loading.end).toBeGreaterThanOrEqual(s.loading.first);
+    expect(s.loading.first).toBeGreaterThanOrEqual(s.loading.start);
+    // Told as taking what the network would take, not the instant it took.
+    expect(s.loading.end - s.loading.start).toBeGreaterThanOrEqual(400);
+  });
+
+  it('a timeout, an error and an abort reach hls.js as such, each once', async () => {
+    const { presentation, asked } = fakePresentation();
+    const Loader = hlsFragmentLoader(presentation);
+    const r = recorder();
+    const a = new Loader({} as HlsConfig);
+    a.load(context('https://cdn.example/v1/a.m4s'), CONFIG, r.callbacks);
+    asked[0]!.settle({ timedOut: true });
+    const b = new Loader({} as HlsConfig);
+    b.load(context('https://cdn.example/v1/b.m4s'), CONFIG, r.callbacks);
+    asked[1]!.settle({ error: new PpsppError('closed', 'gone') });
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    const c = new Loader({} as HlsConfig);
+    c.load(context('https://cdn.example/v1/c.m4s'), CONFIG, r.callbacks);
+    c.abort();
+    expect(asked[2]!.signal?.aborted).toBe(true);
+    // The load settles after the abort: nothing more reaches hls.js.
+    asked[2]!.settle({ aborted: true });
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(r.calls).toEqual(['timeout', 'error ppspp: gone', 'abort']);
+    expect(c.stats.aborted).toBe(true);
+  });
+
+  it('what the manifest does not hold goes to hls.js\'s own loader', () => {
+    const { presentation, asked } = fakePresentation();
+    const loaded: string[] = [];
+    class Default {
+      stats = { marker: true } as unknown as LoaderStats;
+      context = null;
+      load(ctx: FragmentLoaderContext): void { loaded.push(ctx.url); }
+      abort(): void { loaded.push('abort'); }
+      destroy(): void {}
+    }
+    const Loader = hlsFragmentLoader(presentation);
+    const loader = new Loader({ loader: Default } as unknown as HlsConfig);
+    loader.load(context('https://cdn.example/key.bin'), CONFIG, recorder().callbacks);
+    loader.abort();
+    expect(asked).toHaveLength(0);
+    expect(loaded).toEqual(['https://cdn.example/key.bin', 'abort']);
+    expect(loader.stats).toEqual({ marker: true });
+  });
+});
