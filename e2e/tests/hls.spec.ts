@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FailureReport } from './diagnose.js';
 import { LADDER, ladderFiles, makeLadder } from './hls-ladder.js';
-import { startOriginServer } from './origin.js';
+import { type Throttle, startOriginServer } from './origin.js';
 import { BIN, ROOT, run, sha256, startSignal, startWebWith } from './swarm.js';
 
 const report = new FailureReport();
@@ -43,13 +43,14 @@ function trueSha(url: string, range: [number, number] | null): string {
   return sha256(range ? bytes.subarray(range[0], range[1]) : bytes);
 }
 
-async function openHlsPage(browser: Browser, serverUrl: string, signal: string | null, label: string): Promise<Page> {
+async function openHlsPage(browser: Browser, serverUrl: string, signal: string | null, label: string, extra: Record<string, string> = {}): Promise<Page> {
   const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
   const page = await context.newPage();
   await report.watch(label)(page);
   page.on('pageerror', (e) => console.log(`${label}: ${e.message}`));
   const q = new URLSearchParams({ manifest: `${serverUrl}/hls/master.ppspp.json`, master: `${serverUrl}/hls/master.m3u8`, hidden: '1' });
   if (signal) q.set('signal', signal);
+  for (const [k, v] of Object.entries(extra)) q.set(k, v);
   await page.goto(`${web!.url}/e2e/hls.html?${q}`);
   return page;
 }
@@ -138,4 +139,37 @@ test('a tampered segment on the web server is refused: hls.js gets the true byte
   expect(corrupt.length, 'the page asked the web server for a tampered chunk and refused it').toBeGreaterThan(0);
   // Each refused chunk is the one holding the changed byte of that rendition's seg001.
   for (const c of corrupt) expect(c).toMatch(/^[012]:\d+$/);
+});
+
+/** The rendition of the newest fragment hls.js loaded (what its ABR chose last). */
+function loadingLevel(page: Page): Promise<number> {
+  return page.evaluate(() => (window as unknown as { __t: { frags: { level: number }[] } }).__t.frags.at(-1)?.level ?? -1);
+}
+
+test('a throttled line: hls.js switches down, and back up once it clears, without a stall over 1 s', async ({ browser }) => {
+  test.setTimeout(150_000);
+  // The viewer's downlink, at the web server's end: all of this page's bytes cross it.
+  const throttle: Throttle = { bytesPerSecond: 0 };
+  const server = await startOriginServer(ladderFiles('/hls'), { throttle });
+  stops.push(() => server.stop());
+  // HTTP only, so that every byte crosses the line; 8 s of buffer, so that hls.js keeps
+  // choosing as it plays.
+  const page = await openHlsPage(browser, server.url, null, 'page', { maxBuffer: '8' });
+  const levels = (): Promise<number[]> => page.evaluate(() => (window as unknown as { __t: { frags: { level: number }[] } }).__t.frags.map((f) => f.level));
+  await expect.poll(() => loadingLevel(page), { timeout: 30_000, message: 'unthrottled, hls.js climbs to 720p' }).toBe(2);
+  // 0.72 Mbit/s: 240p (0.44 Mbit/s) fits, 480p (1.1 Mbit/s) does not.
+  throttle.bytesPerSecond = 90_000;
+  await expect.poll(() => loadingLevel(page), { timeout: 30_000, message: `throttled, hls.js switches down to 240p; levels so far ${JSON.stringify(await levels())}` }).toBe(0);
+  throttle.bytesPerSecond = 0;
+  await expect.poll(() => loadingLevel(page), { timeout: 30_000, message: 'the line clears, hls.js climbs back to 720p' }).toBe(2);
+  const s = await page.evaluate(() => {
+    const t = (window as unknown as { __t: { stallsMs: number[]; stalledNow(): number; errors: string[]; hlsErrors: string[]; frags: { level: number }[] } }).__t;
+    return { stallsMs: t.stallsMs, now: t.stalledNow(), errors: t.errors, fatal: t.hlsErrors.filter((e) => e.includes('fatal=true')), levels: t.frags.map((f) => f.level) };
+  });
+  console.log(`levels loaded: ${s.levels.join(' ')}; stalls (ms): ${s.stallsMs.join(' ') || 'none'}`);
+  expect(s.errors).toEqual([]);
+  expect(s.fatal).toEqual([]);
+  expect(s.stallsMs.filter((ms) => ms > 1000), 'stalls over 1 s').toEqual([]);
+  expect(s.now, 'not stalled now').toBeLessThan(1000);
+  for (const f of (await seen(page)).frags) expect(f.sha, f.url).toBe(trueSha(f.url, f.range));
 });

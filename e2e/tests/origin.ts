@@ -19,9 +19,35 @@ export interface OriginServer {
   stop(): Promise<void>;
 }
 
+/**
+ * A downlink shared by every answer of a server: `bytesPerSecond` at most (0: no limit),
+ * changed as the test goes (a throttled viewer's line, at the server's end).
+ */
+export interface Throttle {
+  bytesPerSecond: number;
+}
+
 /** Serves `files` (path → bytes, or the name of a file on disk) on a free loopback port. */
-export async function startOriginServer(files: Map<string, Uint8Array | string>, opts: { cors?: boolean } = {}): Promise<OriginServer> {
+export async function startOriginServer(files: Map<string, Uint8Array | string>, opts: { cors?: boolean; throttle?: Throttle } = {}): Promise<OriginServer> {
   const cors = opts.cors ?? true;
+  const throttle = opts.throttle;
+  // When the throttled line is free again (ms since the epoch).
+  let lineFreeAt = 0;
+  const paced = async (res: ServerResponse, body: Uint8Array): Promise<void> => {
+    for (let at = 0; at < body.length; at += 16 << 10) {
+      const piece = body.subarray(at, at + (16 << 10));
+      const rate = throttle?.bytesPerSecond ?? 0;
+      if (rate > 0) {
+        const now = Date.now();
+        const start = Math.max(now, lineFreeAt);
+        lineFreeAt = start + (piece.length * 1000) / rate;
+        if (start > now) await new Promise((r) => setTimeout(r, start - now));
+      }
+      if (res.destroyed) return;
+      res.write(piece);
+    }
+    res.end();
+  };
   const sent = new Map<string, number>();
   const asked = new Map<string, number>();
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
@@ -66,7 +92,8 @@ export async function startOriginServer(files: Map<string, Uint8Array | string>,
       return;
     }
     sent.set(path, (sent.get(path) ?? 0) + end - start);
-    if (typeof file === 'string') createReadStream(file, { start, end: end - 1 }).pipe(res);
+    if (throttle) void paced(res, typeof file === 'string' ? readFileSync(file).subarray(start, end) : file.subarray(start, end));
+    else if (typeof file === 'string') createReadStream(file, { start, end: end - 1 }).pipe(res);
     else res.end(file.subarray(start, end));
   };
   const server = createServer(handle);

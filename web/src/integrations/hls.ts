@@ -65,14 +65,16 @@ export function hlsFragmentLoader(presentation: Presentation): new (config: HlsC
       this.context = context;
       this.callbacks = callbacks;
       const ref = presentation.find(context.url, context.rangeStart, context.rangeEnd);
+      // hls.js holds on to `stats` (it took the reference before calling load): fill it in,
+      // never replace it.
+      const stats = this.stats;
       if (ref === null) {
         const Default = this.hlsConfig.loader;
         this.fallback = new Default(this.hlsConfig);
-        this.stats = this.fallback.stats;
+        this.fallback.stats = stats;
         this.fallback.load(context, config, callbacks as unknown as LoaderCallbacks<LoaderContext>);
         return;
       }
-      const stats = (this.stats = freshStats());
       stats.loading.start = performance.now();
       const controller = (this.controller = new AbortController());
       void presentation

@@ -141,7 +141,6 @@ export class Presentation extends Emitter<PresentationEvents> {
     } catch (err) {
       return Promise.resolve({ error: err instanceof PpsppError ? err : new PpsppError('bad-manifest', messageOf(err)) });
     }
-    this.aim(ref, active);
     return new Promise<LoadOutcome>((resolve) => {
       let timer: ReturnType<typeof setTimeout> | null = null;
       const onAbort = (): void => settle({ aborted: true });
@@ -157,9 +156,11 @@ export class Presentation extends Emitter<PresentationEvents> {
         if (timer !== null) clearTimeout(timer);
         opts.signal?.removeEventListener('abort', onAbort);
         if (active.pending.size === 0) active.swarm.setWaitingFor(null);
+        else this.aimPending(ref.rendition, active);
         resolve(o);
       };
       active.pending.add(p);
+      this.aimPending(ref.rendition, active);
       opts.signal?.addEventListener('abort', onAbort, { once: true });
       timer = setTimeout(() => settle({ timedOut: true }), opts.timeoutMs);
       this.check(ref.rendition);
@@ -216,6 +217,17 @@ export class Presentation extends Emitter<PresentationEvents> {
     if (this.p2pReported) return;
     this.p2pReported = true;
     this.emit('p2p-unavailable', e);
+  }
+
+  /**
+   * Points the swarm at the first of its pending segments (a player may ask for an init
+   * segment and a media segment at once; the engine has one playhead): the others follow
+   * as each settles.
+   */
+  private aimPending(rendition: number, active: Active): void {
+    let first: Pending | null = null;
+    for (const p of active.pending) if (!first || p.ref.start < first.ref.start) first = p;
+    if (first) this.aim({ ...first.ref, rendition }, active);
   }
 
   /** Points the rendition's swarm at `ref`: playback needs it now, the next segments soon. */
