@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { FailureReport } from './diagnose.js';
 import { LADDER, ladderFiles, makeLadder } from './hls-ladder.js';
 import { type Throttle, startOriginServer } from './origin.js';
-import { BIN, ROOT, run, sha256, startSignal, startWebWith } from './swarm.js';
+import { type FirefoxPage, openFirefoxPage } from './firefox.js';
+import { BIN, type Evaluable, ROOT, run, sha256, startSignal, startWebWith } from './swarm.js';
 
 const report = new FailureReport();
 let web: { url: string; stop(): Promise<void> } | null = null;
@@ -43,19 +44,23 @@ function trueSha(url: string, range: [number, number] | null): string {
   return sha256(range ? bytes.subarray(range[0], range[1]) : bytes);
 }
 
+function hlsPageUrl(serverUrl: string, signal: string | null, extra: Record<string, string> = {}): string {
+  const q = new URLSearchParams({ manifest: `${serverUrl}/hls/master.ppspp.json`, master: `${serverUrl}/hls/master.m3u8`, hidden: '1' });
+  if (signal) q.set('signal', signal);
+  for (const [k, v] of Object.entries(extra)) q.set(k, v);
+  return `${web!.url}/e2e/hls.html?${q}`;
+}
+
 async function openHlsPage(browser: Browser, serverUrl: string, signal: string | null, label: string, extra: Record<string, string> = {}): Promise<Page> {
   const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
   const page = await context.newPage();
   await report.watch(label)(page);
   page.on('pageerror', (e) => console.log(`${label}: ${e.message}`));
-  const q = new URLSearchParams({ manifest: `${serverUrl}/hls/master.ppspp.json`, master: `${serverUrl}/hls/master.m3u8`, hidden: '1' });
-  if (signal) q.set('signal', signal);
-  for (const [k, v] of Object.entries(extra)) q.set(k, v);
-  await page.goto(`${web!.url}/e2e/hls.html?${q}`);
+  await page.goto(hlsPageUrl(serverUrl, signal, extra));
   return page;
 }
 
-async function playedPast(page: Page, seconds: number): Promise<void> {
+async function playedPast(page: Evaluable, seconds: number): Promise<void> {
   await expect
     .poll(() => page.evaluate(() => {
       const t = (window as unknown as { __t?: { error: string | null; hlsErrors: string[] } }).__t;
@@ -68,7 +73,7 @@ async function playedPast(page: Page, seconds: number): Promise<void> {
     .toBeGreaterThan(seconds);
 }
 
-function seen(page: Page): Promise<{ frags: Frag[]; errors: string[]; hlsErrors: string[]; stats: Record<string, number> }> {
+function seen(page: Evaluable): Promise<{ frags: Frag[]; errors: string[]; hlsErrors: string[]; stats: Record<string, number> }> {
   return page.evaluate(() => {
     const t = (window as unknown as {
       __t: { frags: Frag[]; errors: string[]; hlsErrors: string[]; presentation: { stats(): Record<string, number> } };
@@ -172,4 +177,43 @@ test('a throttled line: hls.js switches down, and back up once it clears, withou
   expect(s.stallsMs.filter((ms) => ms > 1000), 'stalls over 1 s').toEqual([]);
   expect(s.now, 'not stalled now').toBeLessThan(1000);
   for (const f of (await seen(page)).frags) expect(f.sha, f.url).toBe(trueSha(f.url, f.range));
+});
+
+test('Firefox plays the ladder through hls.js next to Chromium pages, taking most of its bytes from them', async ({ browser }) => {
+  test.setTimeout(150_000);
+  const signal = await startSignal();
+  stops.push(() => signal.stop());
+  const server = await startOriginServer(ladderFiles('/hls'));
+  stops.push(() => server.stop());
+  const chromium = await openHlsPage(browser, server.url, signal.url, 'chromium');
+  await playedPast(chromium, 6);
+  const firefox: FirefoxPage = await openFirefoxPage(hlsPageUrl(server.url, signal.url));
+  stops.push(() => firefox.close());
+  await playedPast(firefox, 12);
+  const s = await seen(firefox);
+  console.log(`Firefox: ${JSON.stringify(s.stats)}, levels ${[...new Set(s.frags.map((f) => f.level))].join(' ')}`);
+  expect(s.errors).toEqual([]);
+  expect(s.hlsErrors.filter((e) => e.includes('fatal=true'))).toEqual([]);
+  expect(s.frags.length).toBeGreaterThan(4);
+  for (const f of s.frags) expect(f.sha, f.url).toBe(trueSha(f.url, f.range));
+  expect(s.stats.bytesFromPeers, `Firefox took more than half its bytes from peers: ${JSON.stringify(s.stats)}`).toBeGreaterThan(s.stats.bytesFromHttp);
+});
+
+test('a lying peer is refused: its chunks fail verification, and hls.js gets the true bytes', async ({ browser }) => {
+  test.setTimeout(120_000);
+  const signal = await startSignal();
+  stops.push(() => signal.stop());
+  const server = await startOriginServer(ladderFiles('/hls'));
+  stops.push(() => server.stop());
+  // The poisoning build corrupts every chunk it serves to peers.
+  const liar = await openHlsPage(browser, server.url, signal.url, 'liar', { wasm: '/wasm-poison/ppspp_wasm_bg.wasm' });
+  await playedPast(liar, 6);
+  const honest = await openHlsPage(browser, server.url, signal.url, 'honest');
+  await playedPast(honest, 10);
+  const s = await seen(honest);
+  console.log(`honest page: ${JSON.stringify(s.stats)}; ${s.errors.length} errors, first: ${s.errors[0]}`);
+  expect(s.errors.length, 'the liar\'s chunks were refused').toBeGreaterThan(0);
+  for (const e of s.errors) expect(e).toMatch(/^verification-failed: /);
+  expect(s.hlsErrors.filter((e) => e.includes('fatal=true'))).toEqual([]);
+  for (const f of s.frags) expect(f.sha, f.url).toBe(trueSha(f.url, f.range));
 });
