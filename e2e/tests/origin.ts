@@ -14,6 +14,8 @@ export interface OriginServer {
   url: string;
   /** Body bytes sent for `path` so far (206 and 200 answers). */
   bytesSent(path: string): number;
+  /** Body bytes sent for every path so far. */
+  totalBytesSent(): number;
   /** Requests for `path` so far. */
   requests(path: string): number;
   stop(): Promise<void>;
@@ -102,6 +104,7 @@ export async function startOriginServer(files: Map<string, Uint8Array | string>,
   return {
     url: `http://127.0.0.1:${port}`,
     bytesSent: (path) => sent.get(path) ?? 0,
+    totalBytesSent: () => [...sent.values()].reduce((a, b) => a + b, 0),
     requests: (path) => asked.get(path) ?? 0,
     stop: () =>
       new Promise<void>((resolve) => {
