@@ -274,7 +274,7 @@ for (const c of firstFrame.cases ?? []) {
 lines.push('');
 
 lines.push(`### 12. HLS: plain hls.js against hls.js over PPSPP`, '');
-lines.push(`\`e2e/bench/hls.bench.ts\`: a 40 s ladder (240p, 480p, 720p at 0.44, 1.1 and 3.1 Mbit/s; 2 s fMP4 segments) on a static web server, ${hls.pages} Chromium pages opened a second apart on this machine's loopback, each playing ${hls.play_seconds} s with hls.js's defaults; *over PPSPP*, \`hlsFragmentLoader\` and a signaling server, no seeder. Origin ÷ loaded is what the web server sent over the bytes of the fragments hls.js loaded. Measured ${hls.date?.slice(0, 10)}, one run (\`target/bench/hls.json\`).`, '');
+lines.push(`\`e2e/bench/hls.bench.ts\`: a 60 s ladder (240p, 480p, 720p at 0.44, 1.1 and 3.1 Mbit/s; 2 s fMP4 segments) on a static web server, ${hls.pages} Chromium pages opened a second apart on this machine's loopback, each playing ${hls.play_seconds} s with hls.js's defaults; *over PPSPP*, \`hlsFragmentLoader\` and a signaling server, no seeder. Origin ÷ loaded is what the web server sent over the bytes of the fragments hls.js loaded. Measured ${hls.date?.slice(0, 10)}, one run (\`target/bench/hls.json\`).`, '');
 lines.push('| mode | origin ÷ loaded | first frame, median (all pages) | time rebuffering, all pages | renditions played (per page) |', '|---|---|---|---|---|');
 for (const mode of ['plain', 'ppspp']) {
   const r = hls[mode];

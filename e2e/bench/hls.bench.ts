@@ -1,5 +1,5 @@
 /**
- * HLS through hls.js, plain against over PPSPP (`hlsFragmentLoader`): the 40 s ladder of
+ * HLS through hls.js, plain against over PPSPP (`hlsFragmentLoader`): the 60 s ladder of
  * tests/hls-ladder.ts (240p/480p/720p) on a static web server, 8 Chromium pages opened a
  * second apart, each playing 20 s with hls.js's defaults (30 s of buffer). Per mode: the
  * web server's bytes ÷ the bytes of the fragments hls.js loaded, first frames, time spent rebuffering, the renditions
@@ -8,24 +8,17 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Page, expect, test } from '@playwright/test';
-import { ladderFiles, makeLadder } from '../tests/hls-ladder.js';
+import { HLS_MOUNT, ladderFiles, makeLadder } from '../tests/hls-ladder.js';
+import { webForSpec } from '../tests/spec-setup.js';
 import { startOriginServer } from '../tests/origin.js';
-import { ROOT, startSignal, startWebWith } from '../tests/swarm.js';
+import { ROOT, startSignal } from '../tests/swarm.js';
 
 const SMOKE = process.env.BENCH_SMOKE === '1';
 const PAGES = SMOKE ? 2 : 8;
 const PLAY_SECONDS = SMOKE ? 4 : 20;
 const OUT = join(ROOT, 'target', 'bench', SMOKE ? 'hls-smoke.json' : 'hls.json');
 
-let web: { url: string; stop(): Promise<void> } | null = null;
-test.beforeAll(async () => {
-  test.setTimeout(180_000);
-  makeLadder();
-  web = await startWebWith([`/vendor/hls/=${join(ROOT, 'node_modules', 'hls.js', 'dist')}`]);
-});
-test.afterAll(async () => {
-  await web?.stop();
-});
+const { web } = webForSpec(makeLadder, [HLS_MOUNT]);
 
 interface PageFigures {
   firstFrameMs: number | null;
@@ -69,7 +62,7 @@ test('HLS: plain hls.js against hls.js over PPSPP', async ({ browser }) => {
         const q = new URLSearchParams({ manifest: `${server.url}/hls/master.ppspp.json`, master: `${server.url}/hls/master.m3u8`, hidden: '1' });
         if (signal) q.set('signal', signal.url);
         else q.set('plain', '1');
-        await page.goto(`${web!.url}/e2e/hls.html?${q}`);
+        await page.goto(`${web()}/e2e/hls.html?${q}`);
         pages.push(page);
         await new Promise((r) => setTimeout(r, 1000));
       }

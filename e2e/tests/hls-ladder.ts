@@ -1,5 +1,5 @@
 /**
- * An HLS ladder for the player-integration tests: 40 s of 1280×720 test video in three
+ * An HLS ladder for the player-integration tests: 60 s of 1280×720 test video in three
  * renditions (240p, 480p, 720p at 0.4, 1 and 2.8 Mbit/s), 2 s fMP4 segments, a file per
  * segment; `ppspp hls prepare` beside it. Made once with ffmpeg under target/e2e/.
  */
@@ -16,7 +16,7 @@ export function makeLadder(): void {
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
   execFileSync('ffmpeg', [
-    '-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc2=size=1280x720:rate=25,noise=alls=8:allf=t', '-t', '40',
+    '-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc2=size=1280x720:rate=25,noise=alls=8:allf=t', '-t', '60',
     '-filter_complex', '[0:v]split=3[a][b][c];[a]scale=426:240[v0];[b]scale=854:480[v1];[c]null[v2]',
     '-map', '[v0]', '-map', '[v1]', '-map', '[v2]',
     '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-g', '50', '-keyint_min', '50', '-sc_threshold', '0',
@@ -43,3 +43,6 @@ export function ladderFiles(prefix: string): Map<string, string> {
   walk(LADDER);
   return files;
 }
+
+/** The web server mount of hls.js from npm, under /vendor/hls/ (for `webForSpec`). */
+export const HLS_MOUNT = `/vendor/hls/=${join(ROOT, 'node_modules', 'hls.js', 'dist')}`;

@@ -7,27 +7,23 @@ import { type Browser, type Page, expect, test } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FailureReport } from './diagnose.js';
-import { LADDER, ladderFiles, makeLadder } from './hls-ladder.js';
-import { type Throttle, startOriginServer } from './origin.js';
+import { HLS_MOUNT, LADDER, ladderFiles, makeLadder } from './hls-ladder.js';
+import { webForSpec } from './spec-setup.js';
+import { type OriginServer, type Throttle, startOriginServer } from './origin.js';
 import { type FirefoxPage, openFirefoxPage } from './firefox.js';
-import { BIN, type Evaluable, ROOT, run, sha256, startSignal, startWebWith } from './swarm.js';
+import { BIN, type Evaluable, run, sha256, startSignal } from './swarm.js';
 
 const report = new FailureReport();
-let web: { url: string; stop(): Promise<void> } | null = null;
-const stops: (() => Promise<void>)[] = [];
+const { web, stops } = webForSpec(makeLadder, [HLS_MOUNT]);
 
-test.beforeAll(async () => {
-  test.setTimeout(180_000);
-  makeLadder();
-  web = await startWebWith([`/vendor/hls/=${join(ROOT, 'node_modules', 'hls.js', 'dist')}`]);
-});
-test.afterAll(async () => {
-  await web?.stop();
-});
-test.afterEach(async ({ browser }) => {
-  for (const context of browser.contexts()) await context.close();
-  for (const stop of stops.splice(0).reverse()) await stop();
-});
+/** A signaling server and a web server holding the ladder, both stopped after the test. */
+async function signalAndLadder(): Promise<{ signal: { url: string }; server: OriginServer }> {
+  const signal = await startSignal();
+  stops.push(() => signal.stop());
+  const server = await startOriginServer(ladderFiles('/hls'));
+  stops.push(() => server.stop());
+  return { signal, server };
+}
 
 interface Frag {
   url: string;
@@ -48,7 +44,7 @@ function hlsPageUrl(serverUrl: string, signal: string | null, extra: Record<stri
   const q = new URLSearchParams({ manifest: `${serverUrl}/hls/master.ppspp.json`, master: `${serverUrl}/hls/master.m3u8`, hidden: '1' });
   if (signal) q.set('signal', signal);
   for (const [k, v] of Object.entries(extra)) q.set(k, v);
-  return `${web!.url}/e2e/hls.html?${q}`;
+  return `${web()}/e2e/hls.html?${q}`;
 }
 
 async function openHlsPage(browser: Browser, serverUrl: string, signal: string | null, label: string, extra: Record<string, string> = {}): Promise<Page> {
@@ -90,10 +86,7 @@ function seen(page: Evaluable): Promise<{ frags: Frag[]; errors: string[]; hlsEr
 
 test('three pages play an HLS ladder through hls.js from a web server and each other; every segment is the server\'s', async ({ browser }) => {
   test.setTimeout(150_000);
-  const signal = await startSignal();
-  stops.push(() => signal.stop());
-  const server = await startOriginServer(ladderFiles('/hls'));
-  stops.push(() => server.stop());
+  const { signal, server } = await signalAndLadder();
   const pages: Page[] = [];
   pages.push(await openHlsPage(browser, server.url, signal.url, 'page 0'));
   await playedPast(pages[0]!, 4);
@@ -181,10 +174,7 @@ test('a throttled line: hls.js switches down, and back up once it clears, withou
 
 test('Firefox plays the ladder through hls.js next to Chromium pages, taking most of its bytes from them', async ({ browser }) => {
   test.setTimeout(150_000);
-  const signal = await startSignal();
-  stops.push(() => signal.stop());
-  const server = await startOriginServer(ladderFiles('/hls'));
-  stops.push(() => server.stop());
+  const { signal, server } = await signalAndLadder();
   const chromium = await openHlsPage(browser, server.url, signal.url, 'chromium');
   await playedPast(chromium, 6);
   const firefox: FirefoxPage = await openFirefoxPage(hlsPageUrl(server.url, signal.url));
@@ -201,10 +191,7 @@ test('Firefox plays the ladder through hls.js next to Chromium pages, taking mos
 
 test('a lying peer is refused: its chunks fail verification, and hls.js gets the true bytes', async ({ browser }) => {
   test.setTimeout(120_000);
-  const signal = await startSignal();
-  stops.push(() => signal.stop());
-  const server = await startOriginServer(ladderFiles('/hls'));
-  stops.push(() => server.stop());
+  const { signal, server } = await signalAndLadder();
   // The poisoning build corrupts every chunk it serves to peers.
   const liar = await openHlsPage(browser, server.url, signal.url, 'liar', { wasm: '/wasm-poison/ppspp_wasm_bg.wasm' });
   await playedPast(liar, 6);

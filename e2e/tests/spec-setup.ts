@@ -4,7 +4,7 @@
  * contexts closed and what it started stopped, the last started first.
  */
 import { test } from '@playwright/test';
-import { startWeb } from './swarm.js';
+import { startWebWith } from './swarm.js';
 
 export interface SpecSetup {
   /** The test web server's URL. */
@@ -13,13 +13,14 @@ export interface SpecSetup {
   stops: (() => Promise<void>)[];
 }
 
-export function webForSpec(prepare: () => unknown = () => {}): SpecSetup {
+/** `mounts`: more `/url/=dir` mounts for the web server (see `startWebWith`). */
+export function webForSpec(prepare: () => unknown = () => {}, mounts: string[] = []): SpecSetup {
   let server: { url: string; stop(): Promise<void> } | null = null;
   const stops: (() => Promise<void>)[] = [];
   test.beforeAll(async () => {
     test.setTimeout(180_000);
     await prepare();
-    server = await startWeb();
+    server = await startWebWith(mounts);
   });
   test.afterAll(async () => {
     await server?.stop();

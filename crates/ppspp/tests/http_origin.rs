@@ -140,6 +140,18 @@ fn run(
     now
 }
 
+/// Runs `nodes` on `net` until `limit` in 2 ms steps, each with its own web server.
+fn run_each(nodes: &mut [Node], servers: &mut [Server], net: &mut Net, limit: Time) {
+    while net.now < limit {
+        let now = net.now;
+        for (i, (node, server)) in nodes.iter_mut().zip(servers.iter_mut()).enumerate() {
+            server.step(node, now);
+            net.drain(now, i as u32, node);
+        }
+        net.run(nodes, now + Duration::from_millis(2), |_| false);
+    }
+}
+
 fn events(node: &mut Node) -> Vec<Event<u32>> {
     std::iter::from_fn(|| node.poll_event()).collect()
 }
@@ -771,17 +783,7 @@ fn connected_pages_get_a_segment_bigger_than_the_due_span_from_the_origin() {
     nodes[0].connect(2, Time::ZERO);
     nodes[1].connect(2, Time::ZERO);
     let mut net = Net::new(Duration::from_millis(5), 0, 1);
-    let step = |nodes: &mut [Node], servers: &mut [Server], net: &mut Net, limit: Time| {
-        while net.now < limit {
-            let now = net.now;
-            for (i, (node, server)) in nodes.iter_mut().zip(servers.iter_mut()).enumerate() {
-                server.step(node, now);
-                net.drain(now, i as u32, node);
-            }
-            net.run(nodes, now + Duration::from_millis(2), |_| false);
-        }
-    };
-    step(&mut nodes, &mut servers, &mut net, Time::from_millis(300));
+    run_each(&mut nodes, &mut servers, &mut net, Time::from_millis(300));
     for node in &nodes {
         assert_eq!(node.have().count_filled(), 8, "the head and the due span");
     }
@@ -789,7 +791,7 @@ fn connected_pages_get_a_segment_bigger_than_the_due_span_from_the_origin() {
     for node in &mut nodes {
         node.set_waiting_for(Some(8..150));
     }
-    step(&mut nodes, &mut servers, &mut net, Time::from_millis(800));
+    run_each(&mut nodes, &mut servers, &mut net, Time::from_millis(800));
     for (i, node) in nodes.iter().enumerate() {
         let held: Vec<_> = node.have().filled_ranges().collect();
         assert_eq!(held.first(), Some(&(0..150)), "page {i} holds {held:?}");
@@ -905,12 +907,8 @@ fn pages_that_play_in_step_share_the_origin() {
     let mut next_tick = Time::ZERO + tick;
     let limit = Time::from_millis(120_000);
     while net.now < limit && playheads.iter().any(|&p| p < CHUNKS) {
-        let now = net.now;
-        for (i, (node, server)) in nodes.iter_mut().zip(servers.iter_mut()).enumerate() {
-            server.step(node, now);
-            net.drain(now, i as u32, node);
-        }
-        net.run(&mut nodes, now + Duration::from_millis(2), |_| false);
+        let until = net.now + Duration::from_millis(2);
+        run_each(&mut nodes, &mut servers, &mut net, until);
         if net.now >= next_tick {
             next_tick += tick;
             for (i, node) in nodes.iter_mut().enumerate() {

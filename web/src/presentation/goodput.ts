@@ -6,7 +6,9 @@
  * taking at least its bytes at this rate.
  */
 
-/** A sample needs this many bytes and milliseconds: shorter ones are mostly latency. */
+/** A sample needs this many bytes (fewer are mostly latency); a load faster than the
+ * millisecond floor counts as taking it (a timer's granularity; the rate is then a lower
+ * bound), so that fast loads still lift the estimate after a slow spell. */
 const MIN_SAMPLE_BYTES = 32 << 10;
 const MIN_SAMPLE_MS = 20;
 /** Weight of the newest sample. */
@@ -22,8 +24,8 @@ export class Goodput {
 
   /** `bytes` arrived over `ms` while a load waited for them. */
   sample(bytes: number, ms: number): void {
-    if (bytes < MIN_SAMPLE_BYTES || ms < MIN_SAMPLE_MS) return;
-    const rate = bytes / ms;
+    if (bytes < MIN_SAMPLE_BYTES) return;
+    const rate = bytes / Math.max(ms, MIN_SAMPLE_MS);
     this.estimate = this.estimate === null ? rate : WEIGHT * rate + (1 - WEIGHT) * this.estimate;
   }
 

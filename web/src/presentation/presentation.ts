@@ -18,12 +18,8 @@ import { WasmPeer, loadWasm, parseUriLoaded } from '../wasm.js';
 import { Goodput } from './goodput.js';
 import { type Manifest, type Rendition, SegmentIndex, type SegmentRef, loadManifest, originParts, renditionUri } from './manifest.js';
 
-/** One rendition's figures (`stats().renditions`). */
-export interface RenditionStats {
-  id: string;
-  kind: Rendition['kind'];
-  /** Its swarm has been made (a segment of it was asked for). */
-  active: boolean;
+/** Figures of a rendition, and of the whole presentation. */
+export interface DeliveryFigures {
   segmentsLoaded: number;
   bytesFromHttp: number;
   bytesFromPeers: number;
@@ -33,13 +29,15 @@ export interface RenditionStats {
   bytesUploaded: number;
 }
 
-export interface PresentationStats {
-  segmentsLoaded: number;
-  bytesFromHttp: number;
-  bytesFromPeers: number;
-  bytesFromSeeders: number;
-  httpBytesReceived: number;
-  bytesUploaded: number;
+/** One rendition's figures (`stats().renditions`). */
+export interface RenditionStats extends DeliveryFigures {
+  id: string;
+  kind: Rendition['kind'];
+  /** Its swarm has been made (a segment of it was asked for). */
+  active: boolean;
+}
+
+export interface PresentationStats extends DeliveryFigures {
   /** What the network delivered to segments that were waited for, in bytes per second (null: not measured yet). */
   goodputBps: number | null;
   /** Share of the verified bytes that came from peers rather than seeders or HTTP (0–1). */
@@ -290,7 +288,7 @@ export class Presentation extends Emitter<PresentationEvents> {
         bytesUploaded: s?.bytesUploaded ?? 0,
       };
     });
-    const sum = (k: keyof RenditionStats): number => renditions.reduce((a, r) => a + (r[k] as number), 0);
+    const sum = (k: keyof DeliveryFigures): number => renditions.reduce((a, r) => a + r[k], 0);
     const verified = sum('bytesFromHttp') + sum('bytesFromPeers') + sum('bytesFromSeeders');
     return {
       segmentsLoaded: sum('segmentsLoaded'),
