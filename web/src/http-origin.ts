@@ -5,6 +5,7 @@
  * requests with `fetch()` and says how each ended: the body, or why there is none.
  */
 import { messageOf } from './errors.js';
+import { concat } from './media/bytes.js';
 import { OriginOptions, type OriginRequest, PartMap, type WasmPeer } from './wasm.js';
 
 /**
@@ -137,14 +138,7 @@ export class HttpOrigin {
       if (!('bytes' in o)) return o;
       bodies.push(o.bytes);
     }
-    if (bodies.length === 1) return { bytes: bodies[0]! };
-    const bytes = new Uint8Array(bodies.reduce((a, b) => a + b.length, 0));
-    let at = 0;
-    for (const b of bodies) {
-      bytes.set(b, at);
-      at += b.length;
-    }
-    return { bytes };
+    return { bytes: concat(bodies, bodies.reduce((a, b) => a + b.length, 0)) };
   }
 
   private async getRange(url: string, start: number, end: number, controller: AbortController, timedOut: () => boolean): Promise<Outcome> {

@@ -31,12 +31,6 @@ impl PartMap {
         Ok(PartMap { inner })
     }
 
-    /// The content's length.
-    #[wasm_bindgen(getter)]
-    pub fn length(&self) -> f64 {
-        self.inner.len() as f64
-    }
-
     /// Content bytes `start..end` (end exclusive) as `[part, from, to, part, from, to, …]`:
     /// each slice's part index and its bytes within that part, in content order.
     pub fn locate(&self, start: f64, end: f64) -> Vec<f64> {

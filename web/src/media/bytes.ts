@@ -1,6 +1,6 @@
 /**
  * What the WebM and MP4 parsers both use: big-endian integers, ASCII, and the
- * MediaSource type. Every caller checks bounds first.
+ * MediaSource type (every caller checks bounds first); and joining byte arrays.
  */
 import type { ContainerKind } from './container.js';
 
@@ -24,4 +24,16 @@ export function ascii(b: Uint8Array, start: number, end: number): string {
 export function mime(kind: ContainerKind, video: string[], audio: string[]): string {
   const type = video.length > 0 ? 'video' : 'audio';
   return `${type}/${kind}; codecs="${[...video, ...audio].join(',')}"`;
+}
+
+/** `parts` joined into one array of `total` bytes (the only part itself, uncopied). */
+export function concat(parts: Uint8Array[], total: number): Uint8Array {
+  if (parts.length === 1 && parts[0]) return parts[0];
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }

@@ -10,6 +10,7 @@
  * segment's margin) behind the edge, and starts at the first segment start among them.
  * Chunks that leave the discard window before they come make a gap: the feed joins again.
  */
+import { concat } from './bytes.js';
 import { type InitInfo, findSegmentStart, wholeSegmentsLength } from './container.js';
 
 /** What the feed reads: the engine's live stream (`Swarm`). */
@@ -176,15 +177,4 @@ export class LiveFeed {
     this.scanFrom = edge;
     return false;
   }
-}
-
-function concat(parts: Uint8Array[], total: number): Uint8Array {
-  if (parts.length === 1 && parts[0]) return parts[0];
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }

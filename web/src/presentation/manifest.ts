@@ -9,13 +9,8 @@ import type { OriginPart } from '../http-origin.js';
 export const MANIFEST_FORMAT = 'ppspp-presentation';
 export const MANIFEST_VERSION = 1;
 
-export interface ManifestPart {
-  /** Absolute URL of the file. */
-  url: string;
-  /** Where in the file the part starts; null: the part is the whole file. */
-  offset: number | null;
-  length: number;
-}
+/** A part as the manifest names it, its URL made absolute: what the HTTP origin reads. */
+export type ManifestPart = OriginPart;
 
 export interface Rendition {
   /** The media playlist's URI relative to the master (a DASH Representation's id). */
@@ -193,11 +188,6 @@ export class SegmentIndex {
 function withoutHash(url: string): string {
   const i = url.indexOf('#');
   return i < 0 ? url : url.slice(0, i);
-}
-
-/** A rendition's parts as the HTTP origin reads them. */
-export function originParts(r: Rendition): OriginPart[] {
-  return r.parts.map((p) => ({ url: p.url, offset: p.offset, length: p.length }));
 }
 
 /** The swarm URI of a rendition, as `ppspp root` prints it for the same content. */

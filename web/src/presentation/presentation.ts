@@ -16,7 +16,7 @@ import { meteredConnection } from '../player.js';
 import { type P2pUnavailable, Swarm, type SwarmStats } from '../swarm.js';
 import { WasmPeer, loadWasm, parseUriLoaded } from '../wasm.js';
 import { Goodput } from './goodput.js';
-import { type Manifest, type Rendition, SegmentIndex, type SegmentRef, loadManifest, originParts, renditionUri } from './manifest.js';
+import { type Manifest, type Rendition, SegmentIndex, type SegmentRef, loadManifest, renditionUri } from './manifest.js';
 
 /** Figures of a rendition, and of the whole presentation. */
 export interface DeliveryFigures {
@@ -176,7 +176,7 @@ export class Presentation extends Emitter<PresentationEvents> {
     const origin: HttpOriginSettings = {
       url: r.parts[0]!.url,
       tree: r.tree,
-      parts: originParts(r),
+      parts: r.parts,
       maxRequests: 4,
       timeoutMs: 10_000,
       // A player asks for segments: what it asks for is what the origin serves.
