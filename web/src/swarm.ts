@@ -450,6 +450,11 @@ export class Swarm extends Emitter<SwarmEvents> {
           ),
         );
         break;
+      case 'wrong-length':
+        // The URI's len= is wrong: nothing can be verified against it, and the engine asks
+        // for nothing more. The peers are honest and stay.
+        this.emit('error', new PpsppError('bad-uri', event.message, { fatal: true }));
+        break;
       case 'store-read-failed':
         // A page's chunks are in memory, which does not fail to read; the native seeder
         // (whose file can change under it) is what this event is for.

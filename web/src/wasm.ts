@@ -307,6 +307,12 @@ export type EngineEvent =
   | { type: 'live-restarted' }
   /** A chunk announced to peers could not be read back from the store to serve it. */
   | { type: 'store-read-failed'; chunk: number; message: string }
+  /**
+   * The content length the swarm was given (the URI's `len=`) is wrong: a chunk that
+   * verifies against the root shows the content is `min` to `max` bytes. No peer is
+   * blamed, and the engine asks for nothing more.
+   */
+  | { type: 'wrong-length'; stated: number; min: number; max: number; message: string }
   | { type: 'stats'; stats: EngineStats };
 
 /** The event of type `T`. */
@@ -339,6 +345,7 @@ export const ENGINE_EVENT_FIELDS = {
   'store-failed': { type: 'string', chunk: 'number', message: 'string' },
   'store-read-failed': { type: 'string', chunk: 'number', message: 'string' },
   'live-restarted': { type: 'string' },
+  'wrong-length': { type: 'string', stated: 'number', min: 'number', max: 'number', message: 'string' },
   stats: { type: 'string', stats: 'object' },
 } as const satisfies { readonly [T in EngineEvent['type']]: Fields<EngineEventOf<T>> };
 

@@ -231,6 +231,28 @@ describe('Swarm over fake WebRTC, with the real engine', () => {
     await until(() => seed.stats().connections === 0, "the seeder's connection closes too");
   });
 
+  it('a URI whose len= is wrong: one fatal bad-uri error with the real length, and the honest seeder kept', async () => {
+    const data = randomBytes(100 * CHUNK + 300, 11);
+    const seed = seeder(data);
+    await seed.start();
+    const wrong = seed.uri.replace(`len=${data.length}`, `len=${data.length - 100}`);
+    expect(wrong).not.toBe(seed.uri);
+    const fetch = fetcher(wrong);
+    const log = record(fetch);
+    const failed = nextEvent(fetch, 'error');
+    await fetch.start();
+    const err: PpsppError = await failed;
+    expect(err).toMatchObject({ code: 'bad-uri', fatal: true });
+    expect(err.message).toContain(`len=${data.length - 100}`);
+    expect(err.message).toContain(`the content is ${data.length} bytes`);
+    // A while on: nothing more is reported, and the seeder stays.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(log.error).toHaveLength(1);
+    expect(log['chunk-rejected']).toEqual([]);
+    expect(log['peer-left']).toEqual([]);
+    expect(fetch.stats()).toMatchObject({ chunksRejected: 0, connections: 1 });
+  });
+
   it('completes through a network that loses a tenth of the datagrams (the engine resends)', async () => {
     const data = randomBytes(80 * CHUNK, 11);
     const seed = seeder(data);

@@ -186,6 +186,25 @@ describe('Wasm objects match src/wasm.ts', () => {
     seeder.free();
     fetcher.free();
   });
+
+  it('a URI with a wrong len=: wrong-length, and the seeder kept', () => {
+    const data = content(CHUNKS * CHUNK - 100);
+    const seeder = WasmPeer.seeder(data, CHUNK, 'sha256', undefined, undefined, options(), 0);
+    const wrong = seeder.uri().replace(`len=${data.length}`, `len=${data.length - 200}`);
+    expect(wrong).not.toBe(seeder.uri());
+    const fetcher = WasmPeer.fetcher(wrong, options(), 0);
+    const link = new Link(fetcher, seeder);
+    link.run(() => link.events.some((e) => e.type === 'wrong-length'));
+    for (const event of link.events) checkEvent(event);
+    expect(link.events.find((e) => e.type === 'wrong-length')).toMatchObject({
+      stated: data.length - 200,
+      min: data.length,
+      max: data.length,
+    });
+    expect(link.events.some((e) => e.type === 'chunk-rejected' || e.type === 'peer-closed')).toBe(false);
+    seeder.free();
+    fetcher.free();
+  });
 });
 
 describe('Wasm objects of the HTTP origin match src/wasm.ts', () => {

@@ -447,6 +447,12 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
                     }
                     Flow::Continue
                 }
+                Event::WrongContentLength(wrong) => {
+                    outcome = Outcome::Failed(format!(
+                        "bad URI: {wrong}; ask whoever gave you the URI for its right len="
+                    ));
+                    Flow::Stop
+                }
                 Event::StoreFailed { chunk, error } => {
                     outcome =
                         Outcome::Failed(format!("cannot write chunk {chunk} to {part}: {error}"));

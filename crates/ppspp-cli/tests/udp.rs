@@ -4,7 +4,8 @@
 mod common;
 
 use common::{
-    Running, content, files_in, finish, ppspp, root_of, run, seed, spawn, stderr, temp_dir, udp_of,
+    Running, content, fetch_fails, files_in, finish, ppspp, root_of, run, seed, spawn, stderr,
+    temp_dir, udp_of,
 };
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -457,5 +458,38 @@ fn one_seeder_serves_a_hundred_concurrent_fetchers() {
         failed.len(),
         failed.join("\n")
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A URI whose `len=` is wrong ends the fetch at once with a bad-URI error that says the
+/// real length, and leaves no file; the seeder is not blamed.
+#[test]
+fn a_wrong_length_is_a_bad_uri_not_a_bad_peer() {
+    let dir = temp_dir("wronglen");
+    let data = content(200 * 1024 + 300, 7);
+    let file = dir.join("a.bin");
+    std::fs::write(&file, &data).unwrap();
+    let (_seeder, uri) = seed(&file, &[]);
+    let real = format!("len={}", data.len());
+    assert!(uri.contains(&real), "{uri}");
+    let out = dir.join("b.bin");
+    for wrong in [data.len() - 100, data.len() + 5000] {
+        let bad = uri.replace(&real, &format!("len={wrong}"));
+        let started = Instant::now();
+        let err = fetch_fails(&bad, &out, &[], Duration::from_secs(30));
+        assert!(
+            err.contains("bad URI")
+                && err.contains(&format!("len={wrong}) is wrong"))
+                && err.contains(&format!("the content is {} bytes", data.len())),
+            "len={wrong}: {err}"
+        );
+        assert!(!err.contains("rejected chunk"), "len={wrong}: {err}");
+        assert!(started.elapsed() < Duration::from_secs(10), "len={wrong}");
+        assert_eq!(
+            files_in(&dir),
+            ["a.bin"],
+            "len={wrong}: nothing left behind"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -235,6 +235,13 @@ pub fn event_object(event: &Event<u32>) -> JsValue {
             ("chunk", num(*chunk)),
             ("message", error.to_string().into()),
         ]),
+        Event::WrongContentLength(w) => object(&[
+            ("type", "wrong-length".into()),
+            ("stated", num(w.stated)),
+            ("min", num(w.shown.min)),
+            ("max", num(w.shown.max)),
+            ("message", w.to_string().into()),
+        ]),
         Event::Stats(s) => object(&[("type", "stats".into()), ("stats", stats_object(s))]),
     }
 }

@@ -30,6 +30,7 @@ use crate::codec::{
     ChunkAddressing, ChunkSpec, CodecConfig, Handshake, Message, MessageIter, decode_datagram,
     encode_datagram,
 };
+use crate::merkle::length_proof::peak_readings;
 use crate::merkle::{Hash, HashAlgorithm, VerifyError, VerifyingTree};
 use crate::rng::Rng;
 use crate::time::Time;
@@ -520,21 +521,9 @@ impl OpenProbe {
             return Step::Fail(ProbeFailure::ChunkOutOfRange);
         };
         if self.tree.chunk_count().is_none() {
-            // Peaks come first, then uncles, and uncles can look like peaks (those of
-            // chunk 3 of 4 tile chunks 0..3 as the peaks of 3 chunks would). Only the
-            // right reading rebuilds the root, so each is tried: the peak runs from the
-            // longest, then the root as the single peak with the uncles reaching it.
-            let chain = peak_chain(hashes);
-            let mut top = leaf;
-            while !top.is_none() && hashes.iter().any(|(b, _)| *b == top.sibling()) {
-                top = top.parent();
-            }
-            let single = [(top, self.tree.root())];
-            let learnt = (2..=chain.len())
-                .rev()
-                .map(|k| &chain[..k])
-                .chain([&single[..]])
-                .any(|peaks| self.tree.add_peaks(peaks).is_ok());
+            let root = self.tree.root();
+            let learnt =
+                peak_readings(leaf, root, hashes).any(|peaks| self.tree.add_peaks(&peaks).is_ok());
             if !learnt {
                 return Step::Fail(ProbeFailure::BadPeaks);
             }
@@ -556,27 +545,6 @@ impl OpenProbe {
             _ => Step::Ask(n.saturating_sub(1)),
         }
     }
-}
-
-/// The longest run of hashes, in order, whose bins tile `0..n` with strictly shrinking
-/// sizes: the peak list as [`Bin::peaks`] gives it, if one was sent.
-fn peak_chain(hashes: &[(Bin, Hash)]) -> Vec<(Bin, Hash)> {
-    let mut chain: Vec<(Bin, Hash)> = Vec::new();
-    let mut end = 0u64;
-    for &(bin, hash) in hashes {
-        if bin.is_none() || bin.base_offset() != end {
-            continue;
-        }
-        if chain.last().is_some_and(|(b, _)| b.layer() <= bin.layer()) {
-            continue;
-        }
-        let Some(next) = end.checked_add(bin.base_length()) else {
-            break;
-        };
-        chain.push((bin, hash));
-        end = next;
-    }
-    chain
 }
 
 fn codec_for(addressing: ChunkAddressing, hash: HashAlgorithm, chunk_size: u32) -> CodecConfig {

@@ -3,7 +3,7 @@
 use super::http_origin::OriginError;
 use super::misbehaviour::Misbehaviour;
 use crate::congestion::Phase;
-use crate::merkle::VerifyError;
+use crate::merkle::{VerifyError, WrongLength};
 use crate::store::StoreError;
 use core::fmt;
 use core::time::Duration;
@@ -158,6 +158,11 @@ pub enum Event<A> {
         /// What the store reported.
         error: StoreError,
     },
+    /// The content length the swarm was given (a URI's `len=`) is wrong: a chunk that
+    /// hashes up to the root shows another one. No peer is blamed for it; nothing more is
+    /// asked for, since nothing verifies against a wrong length: the adapter should stop
+    /// and report the URI.
+    WrongContentLength(WrongLength),
     /// The periodic figures, when [`EngineConfig::stats_interval`](super::EngineConfig) is set.
     Stats(Stats),
 }

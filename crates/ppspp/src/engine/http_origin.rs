@@ -464,7 +464,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             .values()
             .any(|c| c.established && c.closing.is_none());
         let complete = self.is_complete();
-        let paused = self.storing_paused;
+        let paused = self.storing_paused || self.length_check.disproved().is_some();
         let (alg, chunk_size, content_len) = (
             self.content.hash,
             self.content.chunk_size,

@@ -48,7 +48,7 @@ pub use sans_io::{Connect, SansIo};
 use crate::Bin;
 use crate::avail::Availability;
 use crate::binmap::Binmap;
-use crate::merkle::{Hash, MerkleTree, VerifyingTree};
+use crate::merkle::{Hash, LengthCheck, MerkleTree, VerifyingTree};
 use crate::picker::Picker;
 use crate::rate_limit::TokenBucket;
 use crate::rng::Rng;
@@ -94,6 +94,10 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     refusals: VecDeque<(A, u32)>,
     /// A store write failed: no new requests until [`Engine::resume_storing`].
     storing_paused: bool,
+    /// Chunks that failed verification, checked for what they prove of the content
+    /// length given; once it is disproved nothing more is asked for
+    /// ([`Event::WrongContentLength`]).
+    length_check: LengthCheck,
     rng: Rng,
     events: VecDeque<Event<A>>,
     stats: Stats,
@@ -266,6 +270,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             redials: redial::Redials::new(),
             refusals: VecDeque::new(),
             storing_paused: false,
+            length_check: LengthCheck::default(),
             events: VecDeque::new(),
             stats: Stats {
                 chunk_count,

@@ -11,7 +11,7 @@ use crate::binmap::Binmap;
 use crate::codec::{ChunkSpec, CodecConfig, Handshake, Message, decode_datagram};
 use crate::congestion::Phase;
 use crate::live::LiveError;
-use crate::merkle::{Hash, VerifyError};
+use crate::merkle::{Hash, VerifyError, WrongLength};
 use crate::store::ChunkStore;
 use crate::time::Time;
 use core::time::Duration;
@@ -689,10 +689,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let cs = self.content.chunk_size as usize;
         let mut offset = 0usize;
         for chunk in first..=last {
-            // A live stream's last chunk may be short: the last chunk of a DATA takes the
-            // rest (its length is checked in verification).
-            let len = if live && chunk == last {
-                payload.len().saturating_sub(offset)
+            // The last chunk of a DATA takes the rest, up to a chunk: a live stream's last
+            // chunk may be short, and so may a static content's if the length we were given
+            // is wrong (verification checks the length and tells which).
+            let len = if chunk == last {
+                payload.len().saturating_sub(offset).min(cs)
             } else {
                 self.chunk_len(chunk)
             };
@@ -711,7 +712,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 Ok(false) => {}
                 Err(verdict) => return verdict,
             }
-            debug_assert!(live || len <= cs);
         }
         if offset != payload.len() {
             return Verdict::Ban(Misbehaviour::DataTooLong);
@@ -744,7 +744,15 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if self.is_live() {
             return self.on_live_chunk(now, ch, chunk, data, hashes);
         }
+        if self.length_check.disproved().is_some() {
+            // Nothing verifies against a wrong length: the adapter is told, and stops.
+            self.unrequest(ch, chunk);
+            return Ok(false);
+        }
         if let Err(reason) = self.check_peaks(hashes) {
+            if self.genuine_misfit(chunk, data, hashes) {
+                return Ok(self.take_misfit(now, ch, chunk));
+            }
             self.unrequest(ch, chunk);
             return Err(self.reject(ch, chunk, reason));
         }
@@ -762,6 +770,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         };
         self.hash_scratch = uncles;
         if let Err(reason) = verified {
+            if self.genuine_misfit(chunk, data, hashes) {
+                return Ok(self.take_misfit(now, ch, chunk));
+            }
             if matches!(reason, VerifyError::MissingHash(_)) {
                 // A hash we lack is not proof of bad faith: the datagram that carried it
                 // may be lost, and its sender retransmits with every hash. The chunk is
@@ -775,6 +786,65 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return Err(self.reject(ch, chunk, reason));
         }
         self.keep_delivered(now, ch, chunk, data, requested_at)
+    }
+
+    /// A chunk that failed verification may be genuine all the same: the content's real
+    /// tree has another shape than the length we were given says, and the chunk and the
+    /// peaks sent with it fit that one. Its sender is then not at fault, and true is
+    /// returned. Where the chunk also disproves the length given, that is reported once
+    /// ([`Event::WrongContentLength`]) and nothing more is asked for.
+    fn genuine_misfit(&mut self, chunk: u64, data: &[u8], hashes: &[(Bin, Hash)]) -> bool {
+        let before = self.length_check.disproved();
+        let super::live_stream::Integrity::Static(tree) = &self.integrity else {
+            return false;
+        };
+        if self.length_check.check(tree, chunk, data, hashes).is_none() {
+            return false;
+        }
+        if let (None, Some(shown)) = (before, self.length_check.disproved()) {
+            let stated = self.content.content_len;
+            self.push_event(Event::WrongContentLength(WrongLength { stated, shown }));
+        }
+        true
+    }
+
+    /// A genuine chunk that the length we were given does not fit, from `ch`: not kept,
+    /// but acknowledged (true), so that its sender goes on to the next rather than send it
+    /// again; and `ch` is asked for the end of what it holds.
+    fn take_misfit(&mut self, now: Time, ch: &mut Channel<A>, chunk: u64) -> bool {
+        self.unrequest(ch, chunk);
+        self.stats.chunks_unverifiable += 1;
+        self.ask_for_its_end(now, ch);
+        true
+    }
+
+    /// `ch` sends genuine chunks that the length we were given does not fit: it is asked
+    /// for the last chunk it holds within that length, which shows where the content
+    /// really ends, or that it goes on past it.
+    fn ask_for_its_end(&mut self, now: Time, ch: &mut Channel<A>) {
+        if self.length_check.disproved().is_some() {
+            return;
+        }
+        let n = self.chunk_count;
+        let Some(last) = ch
+            .peer_have
+            .filled_ranges()
+            .take_while(|r| r.start < n)
+            .last()
+            .map(|r| r.end.min(n) - 1)
+        else {
+            return;
+        };
+        let Some(bin) = Bin::chunk(last) else {
+            return;
+        };
+        if ch.requests.contains_key(&last) || self.have.is_filled(bin) {
+            return;
+        }
+        self.exclude.set(bin);
+        ch.requests.insert(last, now);
+        ch.request_order.push_back((now, last));
+        ch.pending_requests.push(bin);
     }
 
     /// A chunk from `ch` passed verification: it is stored and kept, and the peer counts

@@ -21,7 +21,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// Tops up the requests of one channel (`Some(id)`) or of all.
     pub(crate) fn schedule_requests(&mut self, now: Time, only: Option<u32>) {
         self.relax_priorities();
-        if self.is_complete() || self.storing_paused {
+        if self.is_complete() || self.storing_paused || self.length_check.disproved().is_some() {
             return;
         }
         let Engine {

@@ -14,6 +14,7 @@
 
 mod error;
 mod hash;
+pub mod length_proof;
 mod store;
 mod tree;
 pub mod tree_file;
@@ -21,5 +22,6 @@ mod verify;
 
 pub use error::{MerkleError, VerifyError};
 pub use hash::{Hash, HashAlgorithm, MAX_HASH_SIZE, ParseHashAlgorithmError};
+pub use length_proof::{ContentLength, LengthCheck, WrongLength};
 pub use tree::{MerkleBuilder, MerkleTree};
 pub use verify::VerifyingTree;

@@ -98,7 +98,10 @@ impl fmt::Display for TreeFileError {
                 write!(f, "tree file chunk size {cs} is not the swarm's")
             }
             TreeFileError::WrongLength(len) => {
-                write!(f, "tree file content length {len} is not the swarm's")
+                write!(
+                    f,
+                    "tree file is for content of {len} bytes, not the length the swarm was given (its URI's len=)"
+                )
             }
             TreeFileError::BadShape => f.write_str("tree file header is inconsistent"),
             TreeFileError::BadPeaks => {

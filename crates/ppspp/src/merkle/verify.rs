@@ -378,6 +378,19 @@ impl VerifyingTree {
         Ok(())
     }
 
+    /// True if `data`, as chunk `chunk` and whatever its length, hashes up to a verified
+    /// node with `uncles`. Nothing is stored: this tells whether data is genuine, not that
+    /// it fits the content length ([`length_proof`](super::length_proof)).
+    pub fn hashes_up(&self, chunk: u64, data: &[u8], uncles: &[(Bin, Hash)]) -> bool {
+        let (Some((n, root_bin)), Some(leaf)) = (self.shape, Bin::chunk(chunk)) else {
+            return false;
+        };
+        chunk < n
+            && self
+                .climb(root_bin, leaf, self.alg.digest(data), uncles)
+                .is_ok()
+    }
+
     /// Verifies the leaf hashes of every chunk under `bin` at once (`leaves`, left to
     /// right, one per chunk the bin covers; those past the end must be all-zero) with the
     /// `uncles` of `bin`'s path, as [`verify_chunk`](Self::verify_chunk) does for one chunk:
