@@ -2,7 +2,7 @@
 //! and prints; all protocol logic lives in the `ppspp` crate.
 
 use clap::{Parser, Subcommand};
-use ppspp_cli::presentation::{self, HlsCommand};
+use ppspp_cli::presentation::{self, DashCommand, HlsCommand};
 use ppspp_cli::{check, fetch, live, root, seed};
 use std::process::ExitCode;
 
@@ -36,6 +36,12 @@ enum Command {
         #[command(subcommand)]
         command: HlsCommand,
     },
+    /// DASH presentations: `ppspp dash prepare MANIFEST.mpd` makes each Representation a
+    /// swarm.
+    Dash {
+        #[command(subcommand)]
+        command: DashCommand,
+    },
 }
 
 fn main() -> ExitCode {
@@ -50,6 +56,7 @@ fn main() -> ExitCode {
         Command::Fetch(args) => fetch::run(&args),
         Command::Live(args) => live::run(&args),
         Command::Hls { command } => presentation::run_hls(&command),
+        Command::Dash { command } => presentation::run_dash(&command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

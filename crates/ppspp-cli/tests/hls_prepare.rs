@@ -2,14 +2,15 @@
 //! four layouts sites serve, each rendition's parts in playlist order, the manifest and tree
 //! files it writes, and the seeder's store reading the parts back.
 
+mod common;
+
+use common::presentation::{TempDir, concatenated};
 use ppspp::merkle::tree_file::TreeFileHeader;
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
 use ppspp::store::ChunkStore;
 use ppspp_cli::presentation::manifest::{self, Manifest};
 use ppspp_cli::presentation::parts_store::PartsStore;
-use ppspp_cli::presentation::source::SourceRendition;
 use ppspp_cli::presentation::{hls, prepare, source_renditions};
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 const LAYOUTS: [&str; 4] = ["fmp4-segments", "fmp4-single", "ts-segments", "ts-single"];
@@ -21,49 +22,10 @@ fn fixture(layout: &str) -> PathBuf {
 }
 
 /// A copy of a fixture in a temporary folder (prepare writes beside the playlists).
-fn copy_of(layout: &str) -> (tempdir::Dir, PathBuf) {
-    let dir = tempdir::Dir::new(layout);
-    for entry in std::fs::read_dir(fixture(layout)).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), dir.path.join(entry.file_name())).unwrap();
-    }
+fn copy_of(layout: &str) -> (TempDir, PathBuf) {
+    let dir = TempDir::copy_of(&fixture(layout), "hls");
     let master = dir.path.join("master.m3u8");
     (dir, master)
-}
-
-mod tempdir {
-    pub struct Dir {
-        pub path: std::path::PathBuf,
-    }
-    impl Dir {
-        pub fn new(name: &str) -> Dir {
-            let path = std::env::temp_dir().join(format!(
-                "ppspp-hls-{name}-{}-{:x}",
-                std::process::id(),
-                ppspp_cli::random_seed()
-            ));
-            std::fs::create_dir_all(&path).unwrap();
-            Dir { path }
-        }
-    }
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.path);
-        }
-    }
-}
-
-/// The bytes of a rendition's parts, concatenated: what its content must be.
-fn concatenated(r: &SourceRendition) -> Vec<u8> {
-    let mut out = Vec::new();
-    for p in &r.parts {
-        let mut f = std::fs::File::open(&p.path).unwrap();
-        f.seek(SeekFrom::Start(p.offset.unwrap_or(0))).unwrap();
-        let mut buf = vec![0; p.length as usize];
-        f.read_exact(&mut buf).unwrap();
-        out.extend(buf);
-    }
-    out
 }
 
 #[test]
@@ -142,7 +104,14 @@ fn prepare_writes_a_manifest_and_trees_that_verify_every_rendition() {
     for layout in LAYOUTS {
         let (_dir, master) = copy_of(layout);
         let rs = hls::renditions(&master).unwrap();
-        let m = prepare::prepare(&master, &rs, HashAlgorithm::Sha256, 1024).unwrap();
+        let m = prepare::prepare(
+            &master,
+            &rs,
+            prepare::Packaging::Hls,
+            HashAlgorithm::Sha256,
+            1024,
+        )
+        .unwrap();
         let path = manifest::path_for(&master);
         m.write(&path).unwrap();
         let back = Manifest::read(&path).unwrap();
@@ -174,7 +143,14 @@ fn the_seeders_store_reads_every_chunk_across_the_parts() {
     for layout in LAYOUTS {
         let (_dir, master) = copy_of(layout);
         let rs = hls::renditions(&master).unwrap();
-        let m = prepare::prepare(&master, &rs, HashAlgorithm::Sha256, 1000).unwrap();
+        let m = prepare::prepare(
+            &master,
+            &rs,
+            prepare::Packaging::Hls,
+            HashAlgorithm::Sha256,
+            1000,
+        )
+        .unwrap();
         let path = manifest::path_for(&master);
         m.write(&path).unwrap();
         let back = source_renditions(&path, &Manifest::read(&path).unwrap()).unwrap();

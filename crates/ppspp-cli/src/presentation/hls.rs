@@ -2,9 +2,8 @@
 //! renditions `prepare` hashes: each media playlist's initialisation section and segments,
 //! in playlist order, as parts of files. Parsing is m3u8-rs's.
 
-use super::source::{SourcePart, SourceRendition};
+use super::source::{PartFiles, SourceRendition};
 use m3u8_rs::{AlternativeMediaType, MediaPlaylist, Playlist};
-use std::collections::HashMap;
 use std::path::Path;
 
 /// The renditions of the master (or lone media) playlist at `path`: every variant stream
@@ -139,8 +138,7 @@ fn media_rendition(
     let playlist_path = super::manifest::local_path(master_dir, uri)?;
     let playlist_dir = playlist_path.parent().unwrap_or(master_dir).to_path_buf();
     let mut parts = Vec::new();
-    let mut next_offset: HashMap<String, u64> = HashMap::new();
-    let mut sizes: HashMap<std::path::PathBuf, u64> = HashMap::new();
+    let mut files = PartFiles::new(master_dir);
     let mut current_map: Option<MapKey> = None;
     let mut duration = 0.0f64;
     for seg in &media.segments {
@@ -154,26 +152,12 @@ fn media_rendition(
                     .byte_range
                     .as_ref()
                     .map(|r| (r.length, Some(r.offset.unwrap_or(0))));
-                parts.push(part(
-                    master_dir,
-                    &playlist_dir,
-                    &map.uri,
-                    range,
-                    &mut next_offset,
-                    &mut sizes,
-                )?);
+                parts.push(files.part(&playlist_dir, &map.uri, range)?);
                 current_map = Some(key);
             }
         }
         let range = seg.byte_range.as_ref().map(|r| (r.length, r.offset));
-        parts.push(part(
-            master_dir,
-            &playlist_dir,
-            &seg.uri,
-            range,
-            &mut next_offset,
-            &mut sizes,
-        )?);
+        parts.push(files.part(&playlist_dir, &seg.uri, range)?);
         duration += f64::from(seg.duration);
     }
     Ok(SourceRendition {
@@ -188,50 +172,3 @@ fn media_rendition(
 
 /// An EXT-X-MAP as written: its URI and byte range (length, offset).
 type MapKey = (String, Option<(u64, Option<u64>)>);
-
-/// A part of `uri` (relative to its playlist in `playlist_dir`), its URI made relative to
-/// the master's folder, where the manifest goes.
-fn part(
-    master_dir: &Path,
-    playlist_dir: &Path,
-    uri: &str,
-    range: Option<(u64, Option<u64>)>,
-    next_offset: &mut HashMap<String, u64>,
-    sizes: &mut HashMap<std::path::PathBuf, u64>,
-) -> Result<SourcePart, String> {
-    let path = super::manifest::local_path(playlist_dir, uri)?;
-    let size = match sizes.get(&path) {
-        Some(s) => *s,
-        None => {
-            let meta = std::fs::metadata(&path)
-                .map_err(|e| format!("{uri}: cannot open {}: {e}", path.display()))?;
-            if !meta.is_file() {
-                return Err(format!("{uri}: {} is not a regular file", path.display()));
-            }
-            sizes.insert(path.clone(), meta.len());
-            meta.len()
-        }
-    };
-    let (offset, length) = match range {
-        None => (None, size),
-        Some((length, offset)) => {
-            let offset = offset.unwrap_or_else(|| next_offset.get(uri).copied().unwrap_or(0));
-            if offset.checked_add(length).is_none_or(|end| end > size) {
-                return Err(format!(
-                    "{uri}: the byte range {length}@{offset} runs past the file's end ({size} bytes)"
-                ));
-            }
-            next_offset.insert(uri.to_string(), offset + length);
-            (Some(offset), length)
-        }
-    };
-    if length == 0 {
-        return Err(format!("{uri}: an empty segment"));
-    }
-    Ok(SourcePart {
-        uri: super::manifest::relative_uri(master_dir, &path)?,
-        path,
-        offset,
-        length,
-    })
-}

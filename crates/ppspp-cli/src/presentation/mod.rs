@@ -1,7 +1,8 @@
-//! HLS (and later DASH) presentations as PPSPP swarms: one swarm per rendition. `prepare`
+//! HLS and DASH presentations as PPSPP swarms: one swarm per rendition. `prepare`
 //! reads a packager's output and writes the manifest (`manifest.rs`, docs/FORMATS.md) and
 //! tree files; `seed` serves every rendition from the parts on disk (`parts_store.rs`).
 
+pub mod dash;
 pub mod hls;
 pub mod manifest;
 pub mod parts_store;
@@ -20,7 +21,21 @@ pub enum HlsCommand {
 
 pub fn run_hls(command: &HlsCommand) -> Result<(), String> {
     match command {
-        HlsCommand::Prepare(args) => prepare::run_hls(args),
+        HlsCommand::Prepare(args) => prepare::run(args, prepare::Packaging::Hls),
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum DashCommand {
+    /// Hash every video and audio Representation of a DASH presentation (SegmentTemplate
+    /// with or without a SegmentTimeline, SegmentList, or one indexed file per
+    /// Representation): writes MANIFEST.ppspp.json and a tree file per Representation.
+    Prepare(prepare::PrepareArgs),
+}
+
+pub fn run_dash(command: &DashCommand) -> Result<(), String> {
+    match command {
+        DashCommand::Prepare(args) => prepare::run(args, prepare::Packaging::Dash),
     }
 }
 

@@ -1,5 +1,6 @@
-//! `ppspp hls prepare MASTER.m3u8`: hash every rendition of a presentation, write each one's
-//! tree file beside its playlist and the manifest beside the master, and say what to upload.
+//! `ppspp hls prepare MASTER.m3u8` and `ppspp dash prepare MANIFEST.mpd`: hash every
+//! rendition of a presentation, write each one's tree file (beside its playlist, or beside
+//! the MPD) and the manifest beside the master playlist or MPD, and say what to upload.
 
 use super::manifest::{self, FORMAT, Manifest, Part, Rendition, VERSION};
 use super::source::SourceRendition;
@@ -15,7 +16,7 @@ pub const PRESENTATION_CHUNK_SIZE: usize = 8192;
 
 #[derive(Args, Debug)]
 pub struct PrepareArgs {
-    /// The master playlist (or a lone media playlist).
+    /// The master playlist (or a lone media playlist), or the MPD.
     source: PathBuf,
     /// Merkle hash function: sha1, sha224, sha256, sha384 or sha512.
     #[arg(long = "hash", default_value = "sha256")]
@@ -25,20 +26,61 @@ pub struct PrepareArgs {
     chunk_size: usize,
 }
 
-/// Where a rendition's tree file goes: beside its playlist, `NAME.ppspp-tree`.
-fn tree_path(master_dir: &Path, rendition: &SourceRendition) -> Result<PathBuf, String> {
-    let playlist = manifest::local_path(master_dir, &rendition.id)?;
-    let stem = playlist
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "rendition".into());
-    Ok(playlist.with_file_name(format!("{stem}.ppspp-tree")))
+/// How a presentation was packaged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Packaging {
+    Hls,
+    Dash,
 }
 
-pub fn run_hls(args: &PrepareArgs) -> Result<(), String> {
-    let renditions = super::hls::renditions(&args.source)?;
+/// Where a rendition's tree file goes: beside its media playlist, `NAME.ppspp-tree`; for
+/// DASH, beside the MPD, `MPD-ID.ppspp-tree` (the Representation's id, made file-safe).
+fn tree_path(
+    packaging: Packaging,
+    source: &Path,
+    rendition: &SourceRendition,
+) -> Result<PathBuf, String> {
+    let dir = source.parent().unwrap_or(Path::new("."));
+    let stem = |p: &Path| {
+        p.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "rendition".into())
+    };
+    match packaging {
+        Packaging::Hls => {
+            let playlist = manifest::local_path(dir, &rendition.id)?;
+            Ok(playlist.with_file_name(format!("{}.ppspp-tree", stem(&playlist))))
+        }
+        Packaging::Dash => {
+            let id: String = rendition
+                .id
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            Ok(source.with_file_name(format!("{}-{id}.ppspp-tree", stem(source))))
+        }
+    }
+}
+
+pub fn run(args: &PrepareArgs, packaging: Packaging) -> Result<(), String> {
+    let renditions = match packaging {
+        Packaging::Hls => super::hls::renditions(&args.source)?,
+        Packaging::Dash => super::dash::renditions(&args.source)?,
+    };
     let out = manifest::path_for(&args.source);
-    let manifest = prepare(&args.source, &renditions, args.hash, args.chunk_size)?;
+    let manifest = prepare(
+        &args.source,
+        &renditions,
+        packaging,
+        args.hash,
+        args.chunk_size,
+    )?;
     manifest.write(&out)?;
     report(&args.source, &out, &manifest, &renditions)
 }
@@ -47,14 +89,22 @@ pub fn run_hls(args: &PrepareArgs) -> Result<(), String> {
 pub fn prepare(
     source: &Path,
     renditions: &[SourceRendition],
+    packaging: Packaging,
     hash: HashAlgorithm,
     chunk_size: usize,
 ) -> Result<Manifest, String> {
     let dir = source.parent().unwrap_or(Path::new("."));
     let mut out = Vec::with_capacity(renditions.len());
+    let mut trees = std::collections::HashSet::new();
     for r in renditions {
+        let tree_file = tree_path(packaging, source, r)?;
+        if !trees.insert(tree_file.clone()) {
+            return Err(format!(
+                "two renditions would share the tree file {} (rename one of them)",
+                tree_file.display()
+            ));
+        }
         let tree = hash_rendition(r, hash, chunk_size)?;
-        let tree_file = tree_path(dir, r)?;
         write_tree_file(&tree, &tree_file)?;
         out.push(Rendition {
             id: r.id.clone(),

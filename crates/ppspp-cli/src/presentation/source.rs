@@ -1,7 +1,8 @@
 //! A rendition as read from a packager's output: its parts as local files or byte ranges of
 //! them, in content order.
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SourceRendition {
@@ -30,5 +31,72 @@ impl SourceRendition {
     /// The content's length: its parts' lengths summed.
     pub fn length(&self) -> u64 {
         self.parts.iter().map(|p| p.length).sum()
+    }
+}
+
+/// Resolves a presentation's parts to files under the manifest's folder, checking that
+/// each exists and that byte ranges lie within their file.
+pub struct PartFiles<'a> {
+    master_dir: &'a Path,
+    /// Where the next range without an offset starts, per URI (HLS, RFC 8216 §4.3.2.2).
+    next_offset: HashMap<String, u64>,
+    sizes: HashMap<PathBuf, u64>,
+}
+
+impl<'a> PartFiles<'a> {
+    /// Parts whose URIs go into a manifest in `master_dir`.
+    pub fn new(master_dir: &'a Path) -> PartFiles<'a> {
+        PartFiles {
+            master_dir,
+            next_offset: HashMap::new(),
+            sizes: HashMap::new(),
+        }
+    }
+
+    /// The part `uri` (relative to `base_dir`, the folder of the playlist or MPD naming
+    /// it): the whole file, or `range` (length, offset; no offset: after the previous
+    /// range of the same URI). Its URI is made relative to the manifest's folder.
+    pub fn part(
+        &mut self,
+        base_dir: &Path,
+        uri: &str,
+        range: Option<(u64, Option<u64>)>,
+    ) -> Result<SourcePart, String> {
+        let path = super::manifest::local_path(base_dir, uri)?;
+        let size = match self.sizes.get(&path) {
+            Some(s) => *s,
+            None => {
+                let meta = std::fs::metadata(&path)
+                    .map_err(|e| format!("{uri}: cannot open {}: {e}", path.display()))?;
+                if !meta.is_file() {
+                    return Err(format!("{uri}: {} is not a regular file", path.display()));
+                }
+                self.sizes.insert(path.clone(), meta.len());
+                meta.len()
+            }
+        };
+        let (offset, length) = match range {
+            None => (None, size),
+            Some((length, offset)) => {
+                let offset =
+                    offset.unwrap_or_else(|| self.next_offset.get(uri).copied().unwrap_or(0));
+                if offset.checked_add(length).is_none_or(|end| end > size) {
+                    return Err(format!(
+                        "{uri}: the byte range {length}@{offset} runs past the file's end ({size} bytes)"
+                    ));
+                }
+                self.next_offset.insert(uri.to_string(), offset + length);
+                (Some(offset), length)
+            }
+        };
+        if length == 0 {
+            return Err(format!("{uri}: an empty segment"));
+        }
+        Ok(SourcePart {
+            uri: super::manifest::relative_uri(self.master_dir, &path)?,
+            path,
+            offset,
+            length,
+        })
     }
 }

@@ -2,6 +2,8 @@
 //! and making test content.
 #![allow(dead_code)]
 
+pub mod presentation;
+
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
