@@ -10,17 +10,25 @@ import { BIN, ROOT } from './swarm.js';
 
 export const LADDER = join(ROOT, 'target', 'e2e', 'hls-ladder');
 
+/**
+ * ffmpeg's input and encoding of the ladder, before the muxer: the same three renditions for
+ * HLS and DASH (dash-ladder.ts).
+ */
+export const LADDER_ENCODING = [
+  '-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc2=size=1280x720:rate=25,noise=alls=8:allf=t', '-t', '60',
+  '-filter_complex', '[0:v]split=3[a][b][c];[a]scale=426:240[v0];[b]scale=854:480[v1];[c]null[v2]',
+  '-map', '[v0]', '-map', '[v1]', '-map', '[v2]',
+  '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-g', '50', '-keyint_min', '50', '-sc_threshold', '0',
+  '-b:v:0', '400k', '-b:v:1', '1000k', '-b:v:2', '2800k',
+];
+
 export function makeLadder(): void {
   if (existsSync(join(LADDER, 'master.ppspp.json'))) return;
   const tmp = `${LADDER}.tmp`;
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
   execFileSync('ffmpeg', [
-    '-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc2=size=1280x720:rate=25,noise=alls=8:allf=t', '-t', '60',
-    '-filter_complex', '[0:v]split=3[a][b][c];[a]scale=426:240[v0];[b]scale=854:480[v1];[c]null[v2]',
-    '-map', '[v0]', '-map', '[v1]', '-map', '[v2]',
-    '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-g', '50', '-keyint_min', '50', '-sc_threshold', '0',
-    '-b:v:0', '400k', '-b:v:1', '1000k', '-b:v:2', '2800k',
+    ...LADDER_ENCODING,
     '-f', 'hls', '-hls_time', '2', '-hls_playlist_type', 'vod', '-hls_segment_type', 'fmp4',
     '-master_pl_name', 'master.m3u8', '-var_stream_map', 'v:0 v:1 v:2',
     '-hls_fmp4_init_filename', 'init.mp4', '-hls_segment_filename', 'v%v/seg%03d.m4s', 'v%v/index.m3u8',
@@ -30,17 +38,17 @@ export function makeLadder(): void {
   renameSync(tmp, LADDER);
 }
 
-/** Every file of the ladder: URL path under `prefix` → file on disk. */
-export function ladderFiles(prefix: string): Map<string, string> {
+/** Every file of the ladder (or of `root`): URL path under `prefix` → file on disk. */
+export function ladderFiles(prefix: string, root: string = LADDER): Map<string, string> {
   const files = new Map<string, string>();
   const walk = (dir: string): void => {
     for (const name of readdirSync(dir)) {
       const path = join(dir, name);
       if (statSync(path).isDirectory()) walk(path);
-      else files.set(`${prefix}/${relative(LADDER, path)}`, path);
+      else files.set(`${prefix}/${relative(root, path)}`, path);
     }
   };
-  walk(LADDER);
+  walk(root);
   return files;
 }
 

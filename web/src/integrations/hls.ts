@@ -18,6 +18,7 @@
  */
 import type { FragmentLoaderContext, HlsConfig, Loader, LoaderCallbacks, LoaderConfiguration, LoaderContext, LoaderStats } from 'hls.js';
 import type { Presentation } from '../presentation/presentation.js';
+import { exactBuffer } from './exact-buffer.js';
 
 function freshStats(): LoaderStats {
   return {
@@ -38,12 +39,6 @@ function timeoutOf(config: LoaderConfiguration): number {
   const policy = config.loadPolicy?.maxLoadTimeMs;
   if (typeof policy === 'number' && Number.isFinite(policy) && policy > 0) return policy;
   return Number.isFinite(config.timeout) && config.timeout > 0 ? config.timeout : 20_000;
-}
-
-function exactBuffer(bytes: Uint8Array): ArrayBuffer {
-  const b = bytes.buffer;
-  if (b instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === b.byteLength) return b;
-  return bytes.slice().buffer as ArrayBuffer;
 }
 
 /** The `fLoader` class for hls.js's config that loads `presentation`'s segments over PPSPP. */
