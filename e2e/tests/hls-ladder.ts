@@ -54,3 +54,6 @@ export function ladderFiles(prefix: string, root: string = LADDER): Map<string, 
 
 /** The web server mount of hls.js from npm, under /vendor/hls/ (for `webForSpec`). */
 export const HLS_MOUNT = `/vendor/hls/=${join(ROOT, 'node_modules', 'hls.js', 'dist')}`;
+
+/** The web server mount of Video.js from npm, under /vendor/videojs/ (for `webForSpec`). */
+export const VIDEOJS_MOUNT = `/vendor/videojs/=${join(ROOT, 'node_modules', 'video.js', 'dist')}`;

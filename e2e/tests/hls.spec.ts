@@ -7,14 +7,14 @@ import { type Browser, type Page, expect, test } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FailureReport } from './diagnose.js';
-import { HLS_MOUNT, LADDER, ladderFiles, makeLadder } from './hls-ladder.js';
+import { HLS_MOUNT, LADDER, VIDEOJS_MOUNT, ladderFiles, makeLadder } from './hls-ladder.js';
 import { webForSpec } from './spec-setup.js';
 import { type OriginServer, type Throttle, startOriginServer } from './origin.js';
 import { type FirefoxPage, openFirefoxPage } from './firefox.js';
 import { BIN, type Evaluable, run, sha256, startSignal } from './swarm.js';
 
 const report = new FailureReport();
-const { web, stops } = webForSpec(makeLadder, [HLS_MOUNT]);
+const { web, stops } = webForSpec(makeLadder, [HLS_MOUNT, VIDEOJS_MOUNT]);
 
 /** A signaling server and a web server holding the ladder, both stopped after the test. */
 async function signalAndLadder(): Promise<{ signal: { url: string }; server: OriginServer }> {
@@ -40,19 +40,20 @@ function trueSha(url: string, range: [number, number] | null): string {
   return sha256(range ? bytes.subarray(range[0], range[1]) : bytes);
 }
 
-function hlsPageUrl(serverUrl: string, signal: string | null, extra: Record<string, string> = {}): string {
+function hlsPageUrl(serverUrl: string, signal: string | null, extra: Record<string, string> = {}, pageName = 'hls'): string {
   const q = new URLSearchParams({ manifest: `${serverUrl}/hls/master.ppspp.json`, master: `${serverUrl}/hls/master.m3u8`, hidden: '1' });
   if (signal) q.set('signal', signal);
   for (const [k, v] of Object.entries(extra)) q.set(k, v);
-  return `${web()}/e2e/hls.html?${q}`;
+  return `${web()}/e2e/${pageName}.html?${q}`;
 }
 
-async function openHlsPage(browser: Browser, serverUrl: string, signal: string | null, label: string, extra: Record<string, string> = {}): Promise<Page> {
+/** A page of `pageName` (hls.html: hls.js; videojs.html: Video.js over hls.js) in a browser context of its own. */
+async function openHlsPage(browser: Browser, serverUrl: string, signal: string | null, label: string, extra: Record<string, string> = {}, pageName = 'hls'): Promise<Page> {
   const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
   const page = await context.newPage();
   await report.watch(label)(page);
   page.on('pageerror', (e) => console.log(`${label}: ${e.message}`));
-  await page.goto(hlsPageUrl(serverUrl, signal, extra));
+  await page.goto(hlsPageUrl(serverUrl, signal, extra, pageName));
   return page;
 }
 
@@ -203,4 +204,24 @@ test('a lying peer is refused: its chunks fail verification, and hls.js gets the
   for (const e of s.errors) expect(e).toMatch(/^verification-failed: /);
   expect(s.hlsErrors.filter((e) => e.includes('fatal=true'))).toEqual([]);
   for (const f of s.frags) expect(f.sha, f.url).toBe(trueSha(f.url, f.range));
+});
+
+test('Video.js plays the ladder through ppspp-web/videojs (hls.js underneath): two pages, every segment the server\'s, the second mostly from the first', async ({ browser }) => {
+  test.setTimeout(150_000);
+  const { signal, server } = await signalAndLadder();
+  const first = await openHlsPage(browser, server.url, signal.url, 'videojs 0', {}, 'videojs');
+  await playedPast(first, 4);
+  const second = await openHlsPage(browser, server.url, signal.url, 'videojs 1', {}, 'videojs');
+  await playedPast(second, 10);
+  for (const [i, page] of [first, second].entries()) {
+    const s = await seen(page);
+    const handler = await page.evaluate(() => (window as unknown as { __t: { handler: string | null } }).__t.handler);
+    console.log(`Video.js page ${i}: ${JSON.stringify(s.stats)}`);
+    expect(handler, 'Video.js chose the ppspp-web source handler').toBe('ppspp-web/videojs');
+    expect(s.errors).toEqual([]);
+    expect(s.hlsErrors.filter((e) => e.includes('fatal=true'))).toEqual([]);
+    expect(s.frags.length).toBeGreaterThan(3);
+    for (const f of s.frags) expect(f.sha, f.url).toBe(trueSha(f.url, f.range));
+    if (i === 1) expect(s.stats.bytesFromPeers, `the second page took most of its bytes from the first: ${JSON.stringify(s.stats)}`).toBeGreaterThan(s.stats.bytesFromHttp);
+  }
 });
