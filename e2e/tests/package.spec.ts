@@ -5,7 +5,10 @@
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { test } from '@playwright/test';
+import { expect, test } from '@playwright/test';
+import { DASH_LADDER, makeDashLadder } from './dash-ladder.js';
+import { LADDER, ladderFiles, makeLadder } from './hls-ladder.js';
+import { startOriginServer } from './origin.js';
 import { ROOT, type Swarm, expectPlayedPast, startSwarm } from './swarm.js';
 import { startWebWith } from './swarm.js';
 
@@ -16,16 +19,31 @@ test.afterEach(async () => {
   await swarm?.stop();
 });
 
-test('the packed npm package plays in a Vite-built page', async ({ browser }) => {
-  test.setTimeout(180_000);
+/**
+ * The packed package installed into a copy of e2e/vite-app and built by Vite (both of its
+ * pages); the players come from the repository's node_modules, above the app, as a site's
+ * own would from its own.
+ */
+function buildApp(): void {
   rmSync(APP, { recursive: true, force: true });
   mkdirSync(join(APP, 'node_modules', 'ppspp-web'), { recursive: true });
   cpSync(join(ROOT, 'e2e', 'vite-app'), APP, { recursive: true });
   // npm pack runs the package's prepack (the build) and keeps only its `files`.
-  execFileSync('npm', ['pack', '--pack-destination', APP], { cwd: join(ROOT, 'web'), stdio: 'ignore' });
+  execFileSync('npm', ['pack', '--pack-destination', APP], { cwd: join(ROOT, 'web'), stdio: ['ignore', 'ignore', 'inherit'] });
   const tarball = readdirSync(APP).find((f) => f.endsWith('.tgz'))!;
   execFileSync('tar', ['-xzf', join(APP, tarball), '-C', join(APP, 'node_modules', 'ppspp-web'), '--strip-components=1']);
   execFileSync(process.execPath, [join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--base', './', '--logLevel', 'warn'], { cwd: APP, stdio: 'inherit' });
+}
+
+test.beforeAll(() => {
+  test.setTimeout(240_000);
+  buildApp();
+  makeLadder();
+  makeDashLadder();
+});
+
+test('the packed npm package plays in a Vite-built page', async ({ browser }) => {
+  test.setTimeout(180_000);
   const web = await startWebWith([`/app/=${join(APP, 'dist')}`]);
   try {
     swarm = await startSwarm();
@@ -34,6 +52,38 @@ test('the packed npm package plays in a Vite-built page', async ({ browser }) =>
     await page.goto(`${web.url}/app/index.html?uri=${encodeURIComponent(swarm.uri)}`);
     await expectPlayedPast(page, 2);
   } finally {
+    await web.stop();
+  }
+});
+
+test('the packed package\'s player integrations bundle with Vite: hls.js, Shaka Player and Video.js play the ladder', async ({ browser }) => {
+  test.setTimeout(180_000);
+  const web = await startWebWith([`/app/=${join(APP, 'dist')}`]);
+  const files = new Map([...ladderFiles('/hls', LADDER), ...ladderFiles('/dash', DASH_LADDER)]);
+  const server = await startOriginServer(files);
+  try {
+    for (const [player, manifest, src] of [
+      ['hls', 'hls/master.ppspp.json', 'hls/master.m3u8'],
+      ['shaka', 'dash/manifest.ppspp.json', 'dash/manifest.mpd'],
+      ['videojs', 'hls/master.ppspp.json', 'hls/master.m3u8'],
+    ] as const) {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      const q = new URLSearchParams({ player, manifest: `${server.url}/${manifest}`, src: `${server.url}/${src}` });
+      await page.goto(`${web.url}/app/players.html?${q}`);
+      await expect
+        .poll(() => page.evaluate(() => {
+          const t = (window as unknown as { __t?: { error: string | null; presentation: { stats(): { segmentsLoaded: number } } | null } }).__t;
+          if (!t) return 'the page did not run';
+          if (t.error) return `failed: ${t.error}`;
+          const played = document.querySelector('video')!.currentTime;
+          return played > 2 && (t.presentation?.stats().segmentsLoaded ?? 0) > 1 ? 'played' : `at ${played} s`;
+        }), { timeout: 60_000, message: `${player} plays through the packed package` })
+        .toBe('played');
+      await context.close();
+    }
+  } finally {
+    await server.stop();
     await web.stop();
   }
 });

@@ -1,0 +1,46 @@
+// web/README.md's player recipes as a web developer writes them: the packed npm package
+// and the players from npm, bundled by Vite. ?player= hls | shaka | videojs; ?manifest=
+// the presentation; ?src= the master playlist or MPD; HTTP only (no signaling server).
+import Hls from 'hls.js';
+import shaka from 'shaka-player';
+import videojs from 'video.js';
+import { Presentation } from 'ppspp-web';
+import { hlsFragmentLoader } from 'ppspp-web/hls';
+import { registerShakaScheme } from 'ppspp-web/shaka';
+import { registerVideojsHls } from 'ppspp-web/videojs';
+
+const params = new URLSearchParams(location.search);
+const video = document.getElementById('video');
+const t = { error: null, presentation: null };
+window.__t = t;
+try {
+  const presentation = await Presentation.load(params.get('manifest'), { signal: false });
+  t.presentation = presentation;
+  const src = params.get('src');
+  switch (params.get('player')) {
+    case 'hls': {
+      const hls = new Hls({ fLoader: hlsFragmentLoader(presentation) });
+      hls.loadSource(src);
+      hls.attachMedia(video);
+      break;
+    }
+    case 'shaka': {
+      shaka.polyfill.installAll();
+      registerShakaScheme(shaka, presentation);
+      const player = new shaka.Player();
+      await player.attach(video);
+      await player.load(src);
+      break;
+    }
+    case 'videojs': {
+      registerVideojsHls(videojs, Hls, presentation);
+      videojs(video).src({ src, type: 'application/x-mpegURL' });
+      break;
+    }
+    default:
+      throw new Error(`unknown player ${params.get('player')}`);
+  }
+  await video.play();
+} catch (e) {
+  t.error = `${e.code ?? e.name}: ${e.message}`;
+}
