@@ -38,6 +38,33 @@ export function makeLadder(): void {
   renameSync(tmp, LADDER);
 }
 
+export const TS_LADDER = join(ROOT, 'target', 'e2e', 'hls-ts-ladder');
+
+/**
+ * The ladder's first 20 s as MPEG-TS segments with AAC audio muxed into each rendition
+ * (what hls.js transmuxes to fMP4 in the page), a file per segment; `ppspp hls prepare`
+ * beside it.
+ */
+export function makeTsLadder(): void {
+  if (existsSync(join(TS_LADDER, 'master.ppspp.json'))) return;
+  const tmp = `${TS_LADDER}.tmp`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  const encoding = LADDER_ENCODING.map((a) => (a === '60' ? '20' : a));
+  execFileSync('ffmpeg', [
+    ...encoding.slice(0, encoding.indexOf('-filter_complex')),
+    '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000', '-t', '20',
+    ...encoding.slice(encoding.indexOf('-filter_complex')),
+    '-map', '1:a', '-map', '1:a', '-map', '1:a', '-c:a', 'aac', '-b:a', '64k',
+    '-f', 'hls', '-hls_time', '2', '-hls_playlist_type', 'vod', '-hls_segment_type', 'mpegts',
+    '-master_pl_name', 'master.m3u8', '-var_stream_map', 'v:0,a:0 v:1,a:1 v:2,a:2',
+    '-hls_segment_filename', 'v%v/seg%03d.ts', 'v%v/index.m3u8',
+  ], { cwd: tmp });
+  execFileSync(join(BIN, 'ppspp'), ['hls', 'prepare', 'master.m3u8'], { cwd: tmp, stdio: 'ignore' });
+  rmSync(TS_LADDER, { recursive: true, force: true });
+  renameSync(tmp, TS_LADDER);
+}
+
 /** Every file of the ladder (or of `root`): URL path under `prefix` → file on disk. */
 export function ladderFiles(prefix: string, root: string = LADDER): Map<string, string> {
   const files = new Map<string, string>();
