@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FailureReport } from './diagnose.js';
 import { HLS_MOUNT, LADDER, TS_LADDER, VIDEOJS_MOUNT, ladderFiles, makeLadder, makeTsLadder } from './hls-ladder.js';
+import { openWatchedPage, playedPast } from './player-pages.js';
 import { webForSpec } from './spec-setup.js';
 import { type OriginServer, type Throttle, startOriginServer } from './origin.js';
 import { type FirefoxPage, openFirefoxPage } from './firefox.js';
@@ -56,25 +57,7 @@ function hlsPageUrl(serverUrl: string, signal: string | null, extra: Record<stri
 
 /** A page of `pageName` (hls.html: hls.js; videojs.html: Video.js over hls.js) in a browser context of its own. */
 async function openHlsPage(browser: Browser, serverUrl: string, signal: string | null, label: string, extra: Record<string, string> = {}, pageName = 'hls'): Promise<Page> {
-  const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
-  const page = await context.newPage();
-  await report.watch(label)(page);
-  page.on('pageerror', (e) => console.log(`${label}: ${e.message}`));
-  await page.goto(hlsPageUrl(serverUrl, signal, extra, pageName));
-  return page;
-}
-
-async function playedPast(page: Evaluable, seconds: number): Promise<void> {
-  await expect
-    .poll(() => page.evaluate(() => {
-      const t = (window as unknown as { __t?: { error: string | null; hlsErrors: string[] } }).__t;
-      const v = document.querySelector('video')!;
-      if (!t) return 'the page did not run';
-      if (t.error) return `failed: ${t.error}`;
-      if (v.error) return `video error: ${v.error.message}`;
-      return v.currentTime;
-    }), { timeout: 60_000, message: `the page plays past ${seconds} s` })
-    .toBeGreaterThan(seconds);
+  return openWatchedPage(browser, report, hlsPageUrl(serverUrl, signal, extra, pageName), label);
 }
 
 function seen(page: Evaluable): Promise<{ frags: Frag[]; errors: string[]; hlsErrors: string[]; stats: Record<string, number> }> {

@@ -12,6 +12,7 @@ import { FailureReport } from './diagnose.js';
 import { type FirefoxPage, openFirefoxPage } from './firefox.js';
 import { ladderFiles } from './hls-ladder.js';
 import { type OriginServer, type Throttle, startOriginServer } from './origin.js';
+import { openWatchedPage, playedPast } from './player-pages.js';
 import { webForSpec } from './spec-setup.js';
 import { type Evaluable, sha256, startSignal } from './swarm.js';
 
@@ -46,25 +47,7 @@ function shakaPageUrl(serverUrl: string, signal: string | null, extra: Record<st
 }
 
 async function openShakaPage(browser: Browser, serverUrl: string, signal: string | null, label: string, extra: Record<string, string> = {}): Promise<Page> {
-  const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
-  const page = await context.newPage();
-  await report.watch(label)(page);
-  page.on('pageerror', (e) => console.log(`${label}: ${e.message}`));
-  await page.goto(shakaPageUrl(serverUrl, signal, extra));
-  return page;
-}
-
-async function playedPast(page: Evaluable, seconds: number): Promise<void> {
-  await expect
-    .poll(() => page.evaluate(() => {
-      const t = (window as unknown as { __t?: { error: string | null } }).__t;
-      const v = document.querySelector('video')!;
-      if (!t) return 'the page did not run';
-      if (t.error) return `failed: ${t.error}`;
-      if (v.error) return `video error: ${v.error.message}`;
-      return v.currentTime;
-    }), { timeout: 60_000, message: `the page plays past ${seconds} s` })
-    .toBeGreaterThan(seconds);
+  return openWatchedPage(browser, report, shakaPageUrl(serverUrl, signal, extra), label);
 }
 
 interface Seen {

@@ -1,0 +1,33 @@
+/**
+ * What the player-integration specs (hls.spec.ts, shaka.spec.ts) share: opening a test page
+ * in a browser context of its own, watched for the failure report, and waiting until its
+ * video has played past a time. The pages keep what the tests check in `window.__t`, with
+ * `error` set when the page's own script failed.
+ */
+import { type Browser, type Page, expect } from '@playwright/test';
+import type { FailureReport } from './diagnose.js';
+import type { Evaluable } from './swarm.js';
+
+/** `url` in a new context (camera and microphone granted, for loopback ICE candidates). */
+export async function openWatchedPage(browser: Browser, report: FailureReport, url: string, label: string): Promise<Page> {
+  const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
+  const page = await context.newPage();
+  await report.watch(label)(page);
+  page.on('pageerror', (e) => console.log(`${label}: ${e.message}`));
+  await page.goto(url);
+  return page;
+}
+
+/** Waits (up to 60 s) until the page's video plays past `seconds`; fails at once with the page's own error. */
+export async function playedPast(page: Evaluable, seconds: number): Promise<void> {
+  await expect
+    .poll(() => page.evaluate(() => {
+      const t = (window as unknown as { __t?: { error: string | null } }).__t;
+      const v = document.querySelector('video')!;
+      if (!t) return 'the page did not run';
+      if (t.error) return `failed: ${t.error}`;
+      if (v.error) return `video error: ${v.error.message}`;
+      return v.currentTime;
+    }), { timeout: 60_000, message: `the page plays past ${seconds} s` })
+    .toBeGreaterThan(seconds);
+}
