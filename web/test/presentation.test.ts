@@ -69,6 +69,8 @@ describe('Presentation, HTTP only', () => {
   it('serves segments in any order, each verified, a later segment before the init segment too, across switches', async () => {
     const { data, cuts } = publish();
     const p = await presentation();
+    const switched: string[] = [];
+    p.on('rendition-switched', (e) => switched.push(`${e.kind} ${e.from} -> ${e.to}`));
     const seg1 = p.find(`${BASE}hi/seg1.m4s`)!;
     expect(seg1).toEqual({ rendition: 0, start: cuts[2], end: cuts[3] });
     const later = await p.load(seg1, { timeoutMs: 5000 });
@@ -80,7 +82,8 @@ describe('Presentation, HTTP only', () => {
     expect('bytes' in init && differsAt(init.bytes, data.subarray(0, cuts[1]!))).toBeNull();
     const seg0 = await p.load(p.find(`${BASE}hi/seg0.m4s`)!, { timeoutMs: 5000 });
     expect('bytes' in seg0 && differsAt(seg0.bytes, data.subarray(cuts[1]!, cuts[2]!))).toBeNull();
-    expect(p.stats()).toMatchObject({ segmentsLoaded: 5, bytesFromPeers: 0 });
+    expect(p.stats()).toMatchObject({ segmentsLoaded: 5, bytesFromPeers: 0, switches: 2 });
+    expect(switched).toEqual(['video null -> 0', 'video 0 -> 1', 'video 1 -> 0']);
   });
 
   it('an init segment and a media segment asked for at once both come (the swarm has one playhead)', async () => {

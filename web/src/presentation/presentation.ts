@@ -38,6 +38,8 @@ export interface RenditionStats extends DeliveryFigures {
 }
 
 export interface PresentationStats extends DeliveryFigures {
+  /** Times the player moved to another rendition of the same kind (`rendition-switched`). */
+  switches: number;
   /** What the network delivered to segments that were waited for, in bytes per second (null: not measured yet). */
   goodputBps: number | null;
   /** Share of the verified bytes that came from peers rather than seeders or HTTP (0–1). */
@@ -46,6 +48,11 @@ export interface PresentationStats extends DeliveryFigures {
 }
 
 export interface PresentationEvents {
+  /**
+   * The player asked for a segment of another rendition of the same kind (video, audio or
+   * muxed) than its last one: its ABR switched. `from` is null for the first of a kind.
+   */
+  'rendition-switched': { kind: Rendition['kind']; from: number | null; to: number };
   /** A segment was verified whole and handed over. */
   'segment-loaded': { rendition: number; start: number; end: number; ms: number };
   /** As the Player's: peer-to-peer delivery is not possible now; HTTP carries playback. Once. */
@@ -95,6 +102,9 @@ export class Presentation extends Emitter<PresentationEvents> {
   private closed = false;
   private p2pReported = false;
   private readonly goodput = new Goodput();
+  /** The rendition of each kind the player asked for last, and how often that changed. */
+  private readonly lastOfKind = new Map<Rendition['kind'], number>();
+  private switches = 0;
 
   private constructor(
     manifest: Manifest,
@@ -133,6 +143,7 @@ export class Presentation extends Emitter<PresentationEvents> {
   load(ref: SegmentRef, opts: { signal?: AbortSignal; timeoutMs: number; onProgress?: (loaded: number) => void }): Promise<LoadOutcome> {
     if (this.closed) return Promise.resolve({ error: new PpsppError('closed', 'the presentation was closed') });
     if (opts.signal?.aborted) return Promise.resolve({ aborted: true });
+    this.noteRendition(ref.rendition);
     let active: Active;
     try {
       active = this.activate(ref.rendition);
@@ -163,6 +174,17 @@ export class Presentation extends Emitter<PresentationEvents> {
       timer = setTimeout(() => settle({ timedOut: true }), opts.timeoutMs);
       this.check(ref.rendition);
     });
+  }
+
+  /** Reports a switch when `rendition` is not the last one asked for of its kind. */
+  private noteRendition(rendition: number): void {
+    const kind = this.manifest.renditions[rendition]?.kind;
+    if (kind === undefined) return;
+    const from = this.lastOfKind.get(kind) ?? null;
+    if (from === rendition) return;
+    this.lastOfKind.set(kind, rendition);
+    if (from !== null) this.switches += 1;
+    this.emit('rendition-switched', { kind, from, to: rendition });
   }
 
   /** The rendition's swarm, made on first use. */
@@ -297,6 +319,7 @@ export class Presentation extends Emitter<PresentationEvents> {
       bytesFromSeeders: sum('bytesFromSeeders'),
       httpBytesReceived: sum('httpBytesReceived'),
       bytesUploaded: sum('bytesUploaded'),
+      switches: this.switches,
       offload: verified > 0 ? sum('bytesFromPeers') / verified : 0,
       goodputBps: this.goodput.bytesPerMs === null ? null : this.goodput.bytesPerMs * 1000,
       renditions,
