@@ -115,6 +115,9 @@ pub(crate) struct Channel<A> {
     pub last_delivery: Time,
     /// It has delivered at least one verified chunk.
     pub delivered_any: bool,
+    /// Chunks from this peer with a hash missing that were searched for another shape of
+    /// the tree (recv.rs, `MISSING_HASH_SEARCHES`).
+    pub length_searches: u8,
     /// Requests to this peer expired since it last delivered: its silence goes on counting
     /// when we ask again, and it gets one request at a time until it delivers.
     pub expired_since_delivery: bool,
@@ -300,6 +303,7 @@ impl<A> Channel<A> {
             last_delivery: now,
             delivered_any: false,
             expired_since_delivery: false,
+            length_searches: 0,
             expiry_rounds: 0,
             last_expiry_round: now,
             haves_refreshed: now,

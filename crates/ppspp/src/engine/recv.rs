@@ -31,6 +31,11 @@ enum Verdict {
     Ban(Misbehaviour),
 }
 
+/// Chunks with a hash missing for which a peer's peaks are searched for another shape of
+/// the tree (a wrong content length), per peer: enough for the first datagrams of an
+/// honest one, whose genuine chunks then install that shape for the rest.
+const MISSING_HASH_SEARCHES: u8 = 8;
+
 impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// Processes one datagram from `from`, received at `now`. Malformed or unexpected input
     /// is dropped (and counted); a peer whose data fails verification is dropped and banned.
@@ -750,7 +755,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return Ok(false);
         }
         if let Err(reason) = self.check_peaks(hashes) {
-            if self.genuine_misfit(chunk, data, hashes) {
+            // Not genuine means banned: searched once per peer at most.
+            if self.genuine_misfit(chunk, data, hashes, true) {
                 return Ok(self.take_misfit(now, ch, chunk));
             }
             self.unrequest(ch, chunk);
@@ -770,10 +776,18 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         };
         self.hash_scratch = uncles;
         if let Err(reason) = verified {
-            if self.genuine_misfit(chunk, data, hashes) {
+            // A missing hash bans nobody, so a peer could send such chunks without end: the
+            // search for a shape among the peaks it sends (dozens of hashes each) is made
+            // a few times per peer only, the known shapes always.
+            let missing = matches!(reason, VerifyError::MissingHash(_));
+            let search = !missing || ch.length_searches < MISSING_HASH_SEARCHES;
+            if missing && search {
+                ch.length_searches += 1;
+            }
+            if self.genuine_misfit(chunk, data, hashes, search) {
                 return Ok(self.take_misfit(now, ch, chunk));
             }
-            if matches!(reason, VerifyError::MissingHash(_)) {
+            if missing {
                 // A hash we lack is not proof of bad faith: the datagram that carried it
                 // may be lost, and its sender retransmits with every hash. The chunk is
                 // dropped unacknowledged and its request stays: if no usable copy comes,
@@ -792,13 +806,24 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// tree has another shape than the length we were given says, and the chunk and the
     /// peaks sent with it fit that one. Its sender is then not at fault, and true is
     /// returned. Where the chunk also disproves the length given, that is reported once
-    /// ([`Event::WrongContentLength`]) and nothing more is asked for.
-    fn genuine_misfit(&mut self, chunk: u64, data: &[u8], hashes: &[(Bin, Hash)]) -> bool {
+    /// ([`Event::WrongContentLength`]) and nothing more is asked for. Without
+    /// `search_peaks`, only the shapes already known are tried (`LengthCheck::check`).
+    fn genuine_misfit(
+        &mut self,
+        chunk: u64,
+        data: &[u8],
+        hashes: &[(Bin, Hash)],
+        search_peaks: bool,
+    ) -> bool {
         let before = self.length_check.disproved();
         let super::live_stream::Integrity::Static(tree) = &self.integrity else {
             return false;
         };
-        if self.length_check.check(tree, chunk, data, hashes).is_none() {
+        if self
+            .length_check
+            .check(tree, chunk, data, hashes, search_peaks)
+            .is_none()
+        {
             return false;
         }
         if let (None, Some(shown)) = (before, self.length_check.disproved()) {

@@ -84,17 +84,19 @@ impl LengthCheck {
     /// with it), proves of the content's length. It must hash up to the root under
     /// `stated`, the tree of the length the swarm was given (its own length aside), under
     /// the other shape kept from earlier chunks, or under the shape of peaks among
-    /// `hashes` that rebuild the root. `None`: it proves nothing (it does not verify, or
-    /// it is exactly two hashes long). Nothing is stored in `stated`. Once a result
-    /// contradicts `stated`'s length it is kept as [`disproved`](Self::disproved).
+    /// `hashes` that rebuild the root (only with `search_peaks`: the search costs up to
+    /// dozens of tree rebuilds). `None`: it proves nothing (it does not verify, or it is
+    /// exactly two hashes long). Nothing is stored in `stated`. Once a result contradicts
+    /// `stated`'s length it is kept as [`disproved`](Self::disproved).
     pub fn check(
         &mut self,
         stated: &VerifyingTree,
         chunk: u64,
         data: &[u8],
         hashes: &[(Bin, Hash)],
+        search_peaks: bool,
     ) -> Option<ContentLength> {
-        let shown = self.shown(stated, chunk, data, hashes)?;
+        let shown = self.shown(stated, chunk, data, hashes, search_peaks)?;
         if let Some(len) = stated.content_len()
             && shown.contradicts(len)
             && self.disproved.is_none()
@@ -110,6 +112,7 @@ impl LengthCheck {
         chunk: u64,
         data: &[u8],
         hashes: &[(Bin, Hash)],
+        search_peaks: bool,
     ) -> Option<ContentLength> {
         let cs = stated.chunk_size();
         if data.is_empty() || data.len() > cs || data.len() == 2 * stated.algorithm().size() {
@@ -130,7 +133,8 @@ impl LengthCheck {
         {
             return bounds(shape, leaf, len, cs);
         }
-        if let Some(shape) = peak_readings(leaf, stated.root(), hashes).find_map(|peaks| {
+        let searched = search_peaks.then(|| peak_readings(leaf, stated.root(), hashes));
+        if let Some(shape) = searched.into_iter().flatten().find_map(|peaks| {
             let mut shape =
                 VerifyingTree::new_unknown_size(stated.algorithm(), stated.root(), cs as usize)
                     .ok()?;
@@ -188,7 +192,7 @@ fn padded(
 fn span_bounds(root_layer: u32, leaf: Bin, len: u64, cs: u64) -> Option<ContentLength> {
     let span = 1u64.checked_shl(root_layer)?;
     let mut min = if span > 1 {
-        (span / 2).checked_mul(cs)? + 1
+        (span / 2).checked_mul(cs)?.checked_add(1)?
     } else {
         1
     };
@@ -218,7 +222,7 @@ fn bounds(shape: &VerifyingTree, leaf: Bin, len: u64, cs: u64) -> Option<Content
             if hash.is_zero() {
                 max = max.min(start);
             } else {
-                min = min.max(start + 1);
+                min = min.max(start.saturating_add(1));
             }
         }
         node = node.parent();
@@ -313,6 +317,7 @@ mod tests {
                 5,
                 chunk(&data, 5),
                 &sent_with(&tree, 5),
+                true,
             );
             assert_eq!(shown, Some(exactly(data.len() as u64)), "len {wrong}");
             assert!(shown.unwrap().contradicts(wrong));
@@ -323,6 +328,7 @@ mod tests {
             5,
             chunk(&data, 5),
             &sent_with(&tree, 5),
+            true,
         );
         assert_eq!(right, Some(exactly(data.len() as u64)));
         assert!(!right.unwrap().contradicts(data.len() as u64));
@@ -340,6 +346,7 @@ mod tests {
             6,
             chunk(&data, 6),
             &sent_with(&tree, 6),
+            true,
         );
         assert_eq!(
             shown,
@@ -356,6 +363,7 @@ mod tests {
             13,
             chunk(&data, 13),
             &sent_with(&tree, 13),
+            true,
         );
         assert_eq!(shown, Some(exactly(data.len() as u64)));
     }
@@ -368,18 +376,51 @@ mod tests {
         bad[0] ^= 1;
         let wrong = stated(&tree, 5 * CS as u64 + 200);
         assert_eq!(
-            LengthCheck::default().check(&wrong, 5, &bad, &sent_with(&tree, 5)),
+            LengthCheck::default().check(&wrong, 5, &bad, &sent_with(&tree, 5), true),
             None
         );
         bad.truncate(100);
         assert_eq!(
-            LengthCheck::default().check(&wrong, 5, &bad, &sent_with(&tree, 5)),
+            LengthCheck::default().check(&wrong, 5, &bad, &sent_with(&tree, 5), true),
             None
         );
         // No hashes at all: nothing verifies past the root.
         assert_eq!(
-            LengthCheck::default().check(&wrong, 5, chunk(&data, 5), &[]),
+            LengthCheck::default().check(&wrong, 5, chunk(&data, 5), &[], true),
             None
+        );
+    }
+
+    #[test]
+    fn the_search_among_peaks_is_asked_for_and_its_shape_serves_later_chunks() {
+        let data = content(13 * CS + 5);
+        let tree = MerkleTree::from_content(HashAlgorithm::Sha1, CS, &data).unwrap();
+        let wrong = stated(&tree, 30 * CS as u64);
+        let mut check = LengthCheck::default();
+        // Without the search, chunk 0 and its peaks prove nothing under a 30-chunk shape.
+        assert_eq!(
+            check.check(&wrong, 0, chunk(&data, 0), &sent_with(&tree, 0), false),
+            None
+        );
+        assert!(
+            check
+                .check(&wrong, 0, chunk(&data, 0), &sent_with(&tree, 0), true)
+                .is_some()
+        );
+        // Chunk 1 leans on chunk 0's hashes (none sent): the kept shape verifies it.
+        let leaf0 = Bin::chunk(0).unwrap();
+        let lean = [(leaf0, tree.node(leaf0).unwrap())];
+        assert!(
+            check
+                .check(&wrong, 1, chunk(&data, 1), &lean, false)
+                .is_some()
+        );
+        assert_eq!(
+            check.disproved(),
+            Some(ContentLength {
+                min: 8 * CS as u64 + 1,
+                max: 16 * CS as u64
+            })
         );
     }
 
@@ -413,7 +454,7 @@ mod tests {
             "and the forged chunk verifies"
         );
         assert_eq!(
-            LengthCheck::default().check(&right, 2, &forged, &fake),
+            LengthCheck::default().check(&right, 2, &forged, &fake, true),
             None
         );
     }
