@@ -65,7 +65,7 @@ function seen(page: Evaluable): Promise<Seen> {
     const t = (window as unknown as {
       __t: {
         segments: Segment[]; errors: string[]; shakaErrors: string[]; heights: (number | null)[]; stallsMs: number[];
-        stalledNow(): number; presentation: { stats(): Record<string, number> } | null;
+        stalledNow?: () => number; presentation: { stats(): Record<string, number> } | null;
       };
     }).__t;
     const s = t.presentation?.stats();
@@ -75,7 +75,7 @@ function seen(page: Evaluable): Promise<Seen> {
       shakaErrors: t.shakaErrors,
       heights: t.heights,
       stallsMs: t.stallsMs,
-      stalledNowMs: t.stalledNow(),
+      stalledNowMs: t.stalledNow?.() ?? 0,
       stats: s ? { bytesFromHttp: s.bytesFromHttp!, bytesFromPeers: s.bytesFromPeers!, bytesFromSeeders: s.bytesFromSeeders!, segmentsLoaded: s.segmentsLoaded! } : null,
     };
   });
