@@ -22,20 +22,30 @@ export const LADDER_ENCODING = [
   '-b:v:0', '400k', '-b:v:1', '1000k', '-b:v:2', '2800k',
 ];
 
-export function makeLadder(): void {
-  if (existsSync(join(LADDER, 'master.ppspp.json'))) return;
-  const tmp = `${LADDER}.tmp`;
+/**
+ * Makes a presentation in `dir` once: ffmpeg with `ffmpegArgs` in a fresh temporary folder,
+ * then `ppspp <kind> prepare <source>` there, then the folder moved into place (so a run
+ * cut short leaves nothing that looks made). Skipped when `dir` holds the manifest.
+ */
+export function makePresentationOnce(dir: string, ffmpegArgs: string[], kind: 'hls' | 'dash', source: string): void {
+  const manifest = source.replace(/\.[^.]+$/, '.ppspp.json');
+  if (existsSync(join(dir, manifest))) return;
+  const tmp = `${dir}.tmp`;
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
-  execFileSync('ffmpeg', [
+  execFileSync('ffmpeg', ffmpegArgs, { cwd: tmp });
+  execFileSync(join(BIN, 'ppspp'), [kind, 'prepare', source], { cwd: tmp, stdio: 'ignore' });
+  rmSync(dir, { recursive: true, force: true });
+  renameSync(tmp, dir);
+}
+
+export function makeLadder(): void {
+  makePresentationOnce(LADDER, [
     ...LADDER_ENCODING,
     '-f', 'hls', '-hls_time', '2', '-hls_playlist_type', 'vod', '-hls_segment_type', 'fmp4',
     '-master_pl_name', 'master.m3u8', '-var_stream_map', 'v:0 v:1 v:2',
     '-hls_fmp4_init_filename', 'init.mp4', '-hls_segment_filename', 'v%v/seg%03d.m4s', 'v%v/index.m3u8',
-  ], { cwd: tmp });
-  execFileSync(join(BIN, 'ppspp'), ['hls', 'prepare', 'master.m3u8'], { cwd: tmp, stdio: 'ignore' });
-  rmSync(LADDER, { recursive: true, force: true });
-  renameSync(tmp, LADDER);
+  ], 'hls', 'master.m3u8');
 }
 
 export const TS_LADDER = join(ROOT, 'target', 'e2e', 'hls-ts-ladder');
@@ -46,12 +56,8 @@ export const TS_LADDER = join(ROOT, 'target', 'e2e', 'hls-ts-ladder');
  * beside it.
  */
 export function makeTsLadder(): void {
-  if (existsSync(join(TS_LADDER, 'master.ppspp.json'))) return;
-  const tmp = `${TS_LADDER}.tmp`;
-  rmSync(tmp, { recursive: true, force: true });
-  mkdirSync(tmp, { recursive: true });
   const encoding = LADDER_ENCODING.map((a) => (a === '60' ? '20' : a));
-  execFileSync('ffmpeg', [
+  makePresentationOnce(TS_LADDER, [
     ...encoding.slice(0, encoding.indexOf('-filter_complex')),
     '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000', '-t', '20',
     ...encoding.slice(encoding.indexOf('-filter_complex')),
@@ -59,10 +65,7 @@ export function makeTsLadder(): void {
     '-f', 'hls', '-hls_time', '2', '-hls_playlist_type', 'vod', '-hls_segment_type', 'mpegts',
     '-master_pl_name', 'master.m3u8', '-var_stream_map', 'v:0,a:0 v:1,a:1 v:2,a:2',
     '-hls_segment_filename', 'v%v/seg%03d.ts', 'v%v/index.m3u8',
-  ], { cwd: tmp });
-  execFileSync(join(BIN, 'ppspp'), ['hls', 'prepare', 'master.m3u8'], { cwd: tmp, stdio: 'ignore' });
-  rmSync(TS_LADDER, { recursive: true, force: true });
-  renameSync(tmp, TS_LADDER);
+  ], 'hls', 'master.m3u8');
 }
 
 /** Every file of the ladder (or of `root`): URL path under `prefix` → file on disk. */

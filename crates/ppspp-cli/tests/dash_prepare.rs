@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::presentation::{TempDir, concatenated};
+use common::presentation::{TempDir, assert_whole_file_in_ranges, concatenated};
 use ppspp::merkle::tree_file::TreeFileHeader;
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
 use ppspp_cli::presentation::manifest::{self, Manifest};
@@ -76,14 +76,7 @@ fn templates_and_lists_name_the_init_segment_then_each_segment_whole() {
 #[test]
 fn byte_ranges_of_one_file_make_that_whole_file() {
     for r in dash::renditions(&fixture("single").join("manifest.mpd")).unwrap() {
-        let file = &r.parts[0].path;
-        let mut at = 0;
-        for p in &r.parts {
-            assert_eq!(&p.path, file);
-            assert_eq!(p.offset, Some(at), "{}", r.id);
-            at += p.length;
-        }
-        assert_eq!(concatenated(&r), std::fs::read(file).unwrap(), "{}", r.id);
+        assert_whole_file_in_ranges(&r);
     }
 }
 

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::presentation::{TempDir, concatenated};
+use common::presentation::{TempDir, assert_whole_file_in_ranges, concatenated};
 use ppspp::merkle::tree_file::TreeFileHeader;
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
 use ppspp::store::ChunkStore;
@@ -77,24 +77,7 @@ fn a_file_per_segment_is_the_init_section_then_each_segment_whole() {
 fn byte_ranges_of_one_file_make_that_whole_file() {
     for layout in ["fmp4-single", "ts-single"] {
         for r in hls::renditions(&fixture(layout).join("master.m3u8")).unwrap() {
-            let file = &r.parts[0].path;
-            assert!(
-                r.parts
-                    .iter()
-                    .all(|p| &p.path == file && p.offset.is_some())
-            );
-            // Contiguous from byte 0: the content is the file, byte for byte.
-            let mut at = 0;
-            for p in &r.parts {
-                assert_eq!(p.offset, Some(at), "{layout} {}", r.id);
-                at += p.length;
-            }
-            assert_eq!(
-                concatenated(&r),
-                std::fs::read(file).unwrap(),
-                "{layout} {}",
-                r.id
-            );
+            assert_whole_file_in_ranges(&r);
         }
     }
 }

@@ -3,7 +3,7 @@
 //! segments, in order, as parts of files. Parsing is dash-mpd-core's; the segment
 //! addressing (templates, timelines, lists, one indexed file) is resolved here.
 
-use super::source::{PartFiles, SourcePart, SourceRendition};
+use super::source::{PartFiles, SourcePart, SourceRendition, codec_kinds};
 use dash_mpd_core::{
     AdaptationSet, BaseURL, Initialization, MPD, Period, Representation, SegmentTemplate,
     SegmentTimeline,
@@ -79,13 +79,8 @@ fn kind_of(set: &AdaptationSet, rep: &Representation) -> Option<&'static str> {
         .or(set.codecs.as_deref())
         .unwrap_or("");
     let kind = content.or_else(|| mime.and_then(|m| m.split('/').next()))?;
-    let has_audio = codecs.split(',').any(|c| {
-        ["mp4a", "opus", "ac-3", "ec-3", "flac", "vorbis"]
-            .iter()
-            .any(|a| c.trim().starts_with(a))
-    });
     match kind {
-        "video" if has_audio && codecs.contains(',') => Some("muxed"),
+        "video" if codec_kinds(codecs) == (true, true) => Some("muxed"),
         "video" => Some("video"),
         "audio" => Some("audio"),
         _ => None,

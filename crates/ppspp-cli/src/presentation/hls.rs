@@ -2,7 +2,7 @@
 //! renditions `prepare` hashes: each media playlist's initialisation section and segments,
 //! in playlist order, as parts of files. Parsing is m3u8-rs's.
 
-use super::source::{PartFiles, SourceRendition};
+use super::source::{PartFiles, SourceRendition, codec_kinds};
 use m3u8_rs::{AlternativeMediaType, MediaPlaylist, Playlist};
 use std::path::Path;
 
@@ -67,16 +67,7 @@ pub fn renditions(path: &Path) -> Result<Vec<SourceRendition>, String> {
 /// is the group's, so it is video. Without CODECS, muxed is the safe guess.
 fn variant_kind(codecs: Option<&str>, has_audio_group: bool) -> &'static str {
     let Some(codecs) = codecs else { return "muxed" };
-    let is = |prefixes: &[&str]| {
-        codecs
-            .split(',')
-            .any(|c| prefixes.iter().any(|p| c.trim().starts_with(p)))
-    };
-    let video = is(&[
-        "avc1", "avc3", "hvc1", "hev1", "vp09", "vp8", "av01", "dvh1", "dvhe",
-    ]);
-    let audio = is(&["mp4a", "opus", "ac-3", "ec-3", "flac", "vorbis", "mp3"]);
-    match (video, audio) {
+    match codec_kinds(codecs) {
         (true, true) if !has_audio_group => "muxed",
         (true, _) => "video",
         (false, true) => "audio",

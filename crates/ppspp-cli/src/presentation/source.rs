@@ -34,6 +34,20 @@ impl SourceRendition {
     }
 }
 
+/// What a CODECS list (RFC 6381, as HLS and DASH write it) names: (video, audio).
+pub fn codec_kinds(codecs: &str) -> (bool, bool) {
+    let is = |prefixes: &[&str]| {
+        codecs
+            .split(',')
+            .any(|c| prefixes.iter().any(|p| c.trim().starts_with(p)))
+    };
+    let video = is(&[
+        "avc1", "avc3", "hvc1", "hev1", "vp09", "vp8", "av01", "dvh1", "dvhe",
+    ]);
+    let audio = is(&["mp4a", "opus", "ac-3", "ec-3", "flac", "vorbis", "mp3"]);
+    (video, audio)
+}
+
 /// Resolves a presentation's parts to files under the manifest's folder, checking that
 /// each exists and that byte ranges lie within their file.
 pub struct PartFiles<'a> {

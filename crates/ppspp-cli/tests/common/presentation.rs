@@ -50,3 +50,16 @@ pub fn concatenated(r: &SourceRendition) -> Vec<u8> {
     }
     out
 }
+
+/// `r`'s parts are byte ranges of one file, contiguous from byte 0 to its end: the content
+/// is the file, byte for byte.
+pub fn assert_whole_file_in_ranges(r: &SourceRendition) {
+    let file = &r.parts[0].path;
+    let mut at = 0;
+    for p in &r.parts {
+        assert_eq!(&p.path, file, "{}", r.id);
+        assert_eq!(p.offset, Some(at), "{}", r.id);
+        at += p.length;
+    }
+    assert_eq!(concatenated(r), std::fs::read(file).unwrap(), "{}", r.id);
+}

@@ -371,6 +371,18 @@ impl<A> Channel<A> {
         }
     }
 
+    /// Asks for the chunks of `bin` at `now`: they are outstanding (in both `requests`
+    /// and `request_order`), and a REQUEST for `bin` goes out with the next datagram.
+    pub fn record_request(&mut self, now: Time, bin: Bin) {
+        if let Some((first, last)) = bin.chunk_range() {
+            for c in first..=last {
+                self.requests.insert(c, now);
+                self.request_order.push_back((now, c));
+            }
+        }
+        self.pending_requests.push(bin);
+    }
+
     /// When the oldest outstanding request was made. The front entry may be stale (its
     /// chunk arrived); that only makes a timer fire early once, and `pop_expired` drops it.
     pub fn oldest_request(&self) -> Option<Time> {

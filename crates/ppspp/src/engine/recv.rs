@@ -867,9 +867,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return;
         }
         self.exclude.set(bin);
-        ch.requests.insert(last, now);
-        ch.request_order.push_back((now, last));
-        ch.pending_requests.push(bin);
+        ch.record_request(now, bin);
     }
 
     /// A chunk from `ch` passed verification: it is stored and kept, and the peer counts

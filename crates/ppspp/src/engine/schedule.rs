@@ -131,13 +131,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     // found out.
                     ch.last_delivery = now;
                 }
-                if let Some((first, last)) = bin.chunk_range() {
-                    for c in first..=last {
-                        ch.requests.insert(c, now);
-                        ch.request_order.push_back((now, c));
-                    }
-                }
-                ch.pending_requests.push(bin);
+                ch.record_request(now, bin);
                 budget = budget.saturating_sub(bin.base_length());
             }
             if budget == 0 || missing == 0 || missing > STEAL_CHUNKS {
@@ -195,9 +189,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 }
                 *endgame = true;
                 exclude.set(b);
-                ch.requests.insert(c, now);
-                ch.request_order.push_back((now, c));
-                ch.pending_requests.push(b);
+                ch.record_request(now, b);
                 budget -= 1;
             }
         }
