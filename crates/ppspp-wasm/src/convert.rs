@@ -230,6 +230,8 @@ pub fn event_object(event: &Event<u32>) -> JsValue {
             ("message", error.to_string().into()),
         ]),
         Event::LiveRestarted => object(&[("type", "live-restarted".into())]),
+        // Only a source signs: pages never do.
+        Event::LiveSigned { .. } => object(&[("type", "live-signed".into())]),
         Event::StoreReadFailed { chunk, error } => object(&[
             ("type", "store-read-failed".into()),
             ("chunk", num(*chunk)),

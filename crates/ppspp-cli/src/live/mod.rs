@@ -83,7 +83,7 @@ pub struct LiveArgs {
 }
 
 /// The key in `path`, or a new one saved there.
-fn load_or_make_key(path: &Path, alg: LiveAlgorithm) -> Result<LiveSigningKey, String> {
+pub(crate) fn load_or_make_key(path: &Path, alg: LiveAlgorithm) -> Result<LiveSigningKey, String> {
     if path.exists() {
         let key = key_file::read(path)?;
         eprintln!("live: signing with the key in {}", path.display());

@@ -387,20 +387,15 @@ impl Chunker {
         if tail.is_empty() {
             return;
         }
-        let least = tail.len().div_ceil(self.chunk_size) as u64;
-        let aligned = (least..least + self.group)
-            .find(|p| (self.emitted + p).is_multiple_of(self.group))
-            .unwrap_or(least);
-        // Each piece needs a byte at least: a tail too short stays as few chunks as it can.
-        let pieces = if aligned as usize <= tail.len() {
-            aligned
-        } else {
-            least
-        } as usize;
-        let (base, extra) = (tail.len() / pieces, tail.len() % pieces);
+        // The same cut a viewer finds again from the segment's chunk count.
+        let pieces = ppspp::live::segment::tail_pieces(
+            tail.len(),
+            self.chunk_size,
+            self.group,
+            self.emitted,
+        );
         let mut at = 0;
-        for i in 0..pieces {
-            let len = base + usize::from(i < extra);
+        for len in ppspp::live::segment::split_evenly(tail.len(), pieces) {
             self.emit(tail[at..at + len].to_vec(), out);
             at += len;
         }

@@ -12,54 +12,74 @@ use std::path::Path;
 /// text tracks, which stay plain HTTP.
 pub fn renditions(path: &Path) -> Result<Vec<SourceRendition>, String> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    match read_playlist(path)? {
-        Playlist::MediaPlaylist(media) => {
-            let id = file_uri(path)?;
-            Ok(vec![media_rendition(
-                dir, &id, "muxed", None, None, &media,
-            )?])
+    variants(path)?
+        .into_iter()
+        .map(|v| {
+            let media = read_media(&super::manifest::local_path(dir, &v.uri)?)?;
+            media_rendition(dir, &v.uri, v.kind, v.bandwidth, v.resolution, &media)
+        })
+        .collect()
+}
+
+/// A media playlist a master names, and what it carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variant {
+    /// Relative to the master.
+    pub uri: String,
+    pub kind: &'static str,
+    pub bandwidth: Option<u64>,
+    pub resolution: Option<String>,
+}
+
+/// The media playlists of the master (or lone media) playlist at `path`, as
+/// [`renditions`] takes them.
+pub fn variants(path: &Path) -> Result<Vec<Variant>, String> {
+    let master = match read_playlist(path)? {
+        Playlist::MediaPlaylist(_) => {
+            return Ok(vec![Variant {
+                uri: file_uri(path)?,
+                kind: "muxed",
+                bandwidth: None,
+                resolution: None,
+            }]);
         }
-        Playlist::MasterPlaylist(master) => {
-            let mut out: Vec<SourceRendition> = Vec::new();
-            let mut seen = std::collections::HashSet::new();
-            for v in master.variants.iter().filter(|v| !v.is_i_frame) {
-                if !seen.insert(v.uri.clone()) {
-                    continue;
-                }
-                let kind = variant_kind(v.codecs.as_deref(), v.audio.is_some());
-                let resolution = v.resolution.map(|r| format!("{}x{}", r.width, r.height));
-                let media = read_media(&super::manifest::local_path(dir, &v.uri)?)?;
-                out.push(media_rendition(
-                    dir,
-                    &v.uri,
-                    kind,
-                    Some(v.bandwidth),
-                    resolution,
-                    &media,
-                )?);
-            }
-            for alt in &master.alternatives {
-                let kind = match alt.media_type {
-                    AlternativeMediaType::Audio => "audio",
-                    AlternativeMediaType::Video => "video",
-                    _ => continue,
-                };
-                let Some(uri) = &alt.uri else { continue };
-                if !seen.insert(uri.clone()) {
-                    continue;
-                }
-                let media = read_media(&super::manifest::local_path(dir, uri)?)?;
-                out.push(media_rendition(dir, uri, kind, None, None, &media)?);
-            }
-            if out.is_empty() {
-                return Err(format!(
-                    "{}: the master playlist names no media playlist",
-                    path.display()
-                ));
-            }
-            Ok(out)
+        Playlist::MasterPlaylist(master) => master,
+    };
+    let mut out: Vec<Variant> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for v in master.variants.iter().filter(|v| !v.is_i_frame) {
+        if seen.insert(v.uri.clone()) {
+            out.push(Variant {
+                uri: v.uri.clone(),
+                kind: variant_kind(v.codecs.as_deref(), v.audio.is_some()),
+                bandwidth: Some(v.bandwidth),
+                resolution: v.resolution.map(|r| format!("{}x{}", r.width, r.height)),
+            });
         }
     }
+    for alt in &master.alternatives {
+        let kind = match alt.media_type {
+            AlternativeMediaType::Audio => "audio",
+            AlternativeMediaType::Video => "video",
+            _ => continue,
+        };
+        let Some(uri) = &alt.uri else { continue };
+        if seen.insert(uri.clone()) {
+            out.push(Variant {
+                uri: uri.clone(),
+                kind,
+                bandwidth: None,
+                resolution: None,
+            });
+        }
+    }
+    if out.is_empty() {
+        return Err(format!(
+            "{}: the master playlist names no media playlist",
+            path.display()
+        ));
+    }
+    Ok(out)
 }
 
 /// What a variant stream carries, by its CODECS: video, audio, or both in one stream. A
@@ -91,7 +111,7 @@ fn read_playlist(path: &Path) -> Result<Playlist, String> {
     })
 }
 
-fn read_media(path: &Path) -> Result<MediaPlaylist, String> {
+pub fn read_media(path: &Path) -> Result<MediaPlaylist, String> {
     match read_playlist(path)? {
         Playlist::MediaPlaylist(m) => Ok(m),
         Playlist::MasterPlaylist(_) => Err(format!(

@@ -114,18 +114,24 @@ impl Manifest {
 
     /// Writes the manifest through a temporary file renamed into place.
     pub fn write(&self, path: &Path) -> Result<(), String> {
-        let mut text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
-        text.push('\n');
-        let mut part = path.as_os_str().to_owned();
-        part.push(".part");
-        let part = PathBuf::from(part);
-        std::fs::write(&part, text)
-            .and_then(|()| std::fs::rename(&part, path))
-            .map_err(|e| {
-                let _ = std::fs::remove_file(&part);
-                format!("cannot write {}: {e}", path.display())
-            })
+        write_json(path, self)
     }
+}
+
+/// Writes `value` as JSON through a temporary file renamed into place: a reader (the web
+/// server, while a live source rewrites it) sees the old file or the new, never half.
+pub fn write_json(path: &Path, value: &impl Serialize) -> Result<(), String> {
+    let mut text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+    text.push('\n');
+    let mut part = path.as_os_str().to_owned();
+    part.push(".part");
+    let part = PathBuf::from(part);
+    std::fs::write(&part, text)
+        .and_then(|()| std::fs::rename(&part, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&part);
+            format!("cannot write {}: {e}", path.display())
+        })
 }
 
 /// A manifest-relative URI as a path under `dir` (the manifest's folder), `%XX` decoded.

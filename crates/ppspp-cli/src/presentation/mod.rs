@@ -4,6 +4,8 @@
 
 pub mod dash;
 pub mod hls;
+pub mod live;
+pub mod live_manifest;
 pub mod manifest;
 pub mod parts_store;
 pub mod prepare;
@@ -17,11 +19,17 @@ pub enum HlsCommand {
     /// Hash every rendition of an HLS presentation (fMP4 or MPEG-TS, a file per segment or
     /// byte ranges of one file): writes MASTER.ppspp.json and a tree file per rendition.
     Prepare(prepare::PrepareArgs),
+    /// Follow a live HLS presentation a packager writes into a folder (a file per
+    /// segment): each rendition becomes a signed live swarm, served here, and
+    /// MASTER.ppspp.json beside the master playlist maps the playlist's segments to it,
+    /// signed. Prints the stream key pages are given.
+    Live(Box<live::LiveHlsArgs>),
 }
 
 pub fn run_hls(command: &HlsCommand) -> Result<(), String> {
     match command {
         HlsCommand::Prepare(args) => prepare::run(args, prepare::Packaging::Hls),
+        HlsCommand::Live(args) => live::run(args),
     }
 }
 

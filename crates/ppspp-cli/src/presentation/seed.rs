@@ -64,7 +64,7 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
 
 /// The UDP address of rendition `index`: the given one for the first, the next ports for
 /// the others (port 0: each picks one).
-fn udp_for(base: SocketAddr, index: usize) -> Result<SocketAddr, String> {
+pub(super) fn udp_for(base: SocketAddr, index: usize) -> Result<SocketAddr, String> {
     if base.port() == 0 {
         return Ok(base);
     }

@@ -115,6 +115,11 @@ pub struct EngineConfig {
     /// tune-in is seconds old; a recording of an ended run of the source, replayed, is
     /// older and is not taken.
     pub live_tune_in_max_age: core::time::Duration,
+    /// Live presentations: how recent the first segment a viewer takes from the web
+    /// server must be ([`Engine::handle_live_part`](super::Engine::handle_live_part)).
+    /// Players start a few segments behind the playlist's edge (hls.js: three target
+    /// durations), so it is longer than `live_tune_in_max_age`.
+    pub live_part_tune_in_max_age: core::time::Duration,
     /// Verified chunks acknowledged together: a datagram that would carry only ACKs and
     /// REQUESTs waits until this many chunks are to be acknowledged or `max_ack_delay`
     /// has passed (TCP's and QUIC's delayed acknowledgements); anything else for that peer
@@ -157,6 +162,7 @@ impl Default for EngineConfig {
             live_max_age: core::time::Duration::from_secs(120),
             live_max_ahead: core::time::Duration::from_secs(30),
             live_tune_in_max_age: core::time::Duration::from_secs(10),
+            live_part_tune_in_max_age: core::time::Duration::from_secs(40),
             ack_every: 2,
             max_ack_delay: core::time::Duration::from_millis(10),
             max_have_delay: core::time::Duration::from_millis(25),

@@ -88,6 +88,12 @@ pub enum Event<A> {
         /// Why verification failed.
         reason: VerifyError,
     },
+    /// A live source signed `munro` (its chunks are now announced): what a live
+    /// presentation's source records for the segment the munro covers.
+    LiveSigned {
+        /// The munro and its signature.
+        munro: crate::live::SignedMunro,
+    },
     /// A chunk from the HTTP origin passed verification and is in the store.
     ChunkFromOrigin {
         /// The chunk index.

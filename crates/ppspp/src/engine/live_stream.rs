@@ -431,7 +431,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
     }
 
-    fn live_mut(&mut self) -> Option<&mut LiveStream> {
+    pub(super) fn live_mut(&mut self) -> Option<&mut LiveStream> {
         match &mut self.integrity {
             Integrity::Live(l) => Some(l),
             Integrity::Static(_) => None,
@@ -536,6 +536,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// The source signed `munro`: its chunks are held and announced.
     fn signed(&mut self, munro: SignedMunro) {
         let bin = munro.bin;
+        self.push_event(Event::LiveSigned {
+            munro: munro.clone(),
+        });
         self.munro_accepted(munro);
         if let Some((first, last)) = bin.chunk_range() {
             for c in first..=last {
@@ -551,7 +554,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     }
 
     /// A munro was signed or accepted: the edge moves on, and it is told on every channel.
-    fn munro_accepted(&mut self, munro: SignedMunro) {
+    pub(super) fn munro_accepted(&mut self, munro: SignedMunro) {
         let Some(live) = self.live_mut() else {
             return;
         };
@@ -581,7 +584,17 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// The dates a signature may have now (NTP): from `live_max_age` before the wall clock
     /// (older is stale) to `live_max_ahead` after it, and for the first one a viewer takes,
     /// from `live_tune_in_max_age` before it.
-    fn signed_within(&self, now: Time) -> SignedWithin {
+    pub(super) fn signed_within(&self, now: Time) -> SignedWithin {
+        self.signed_within_tuning_in(now, self.config.live_tune_in_max_age)
+    }
+
+    /// As [`signed_within`](Self::signed_within), with the first signature taken at most
+    /// `tune_in` old.
+    pub(super) fn signed_within_tuning_in(
+        &self,
+        now: Time,
+        tune_in: core::time::Duration,
+    ) -> SignedWithin {
         let wall = self.wall_clock(now).as_micros();
         let micros = |d: core::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
         let before = |d| ntp_from_unix_micros(wall.saturating_sub(micros(d)));
@@ -590,7 +603,15 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             not_after: ntp_from_unix_micros(
                 wall.saturating_add(micros(self.config.live_max_ahead)),
             ),
-            tune_in_not_before: before(self.config.live_tune_in_max_age),
+            tune_in_not_before: before(tune_in),
+        }
+    }
+
+    /// A viewer's verifier (`None` for a source or static content).
+    pub(super) fn live_viewer_mut(&mut self) -> Option<&mut LiveVerifier> {
+        match self.live_mut().map(|l| &mut l.side) {
+            Some(Side::Viewer(v)) => Some(v),
+            _ => None,
         }
     }
 
@@ -598,7 +619,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// `live::session`): everything of the earlier run is let go of, here and in what we
     /// know of peers (`ch`, the channel whose datagram brought it, included), and the
     /// stream is joined anew, following only the run that signed at `timestamp`.
-    fn restart_live_viewer(&mut self, ch: Option<&mut Channel<A>>, timestamp: u64) {
+    pub(super) fn restart_live_viewer(&mut self, ch: Option<&mut Channel<A>>, timestamp: u64) {
         let old = self.wanted();
         let Some(live) = self.live_mut() else {
             return;
@@ -810,7 +831,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
 
     /// Slides the discard window behind the edge: what falls out of it is let go of, here
     /// and in what we know of peers.
-    fn discard_behind_window(&mut self) {
+    pub(super) fn discard_behind_window(&mut self) {
         let old = self.wanted();
         let Some(live) = self.live_mut() else {
             return;

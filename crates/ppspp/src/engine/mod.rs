@@ -21,6 +21,7 @@ mod event;
 mod half_open;
 mod handshake;
 mod http_origin;
+mod live_part;
 mod live_stream;
 mod memory_bound;
 mod misbehaviour;
@@ -39,6 +40,7 @@ pub use discover::{CANDIDATE_CHUNK_SIZES, Discovery};
 pub use discovery_outcome::{DiscoveryConfigError, DiscoveryError, DiscoveryEvent, ProbeFailure};
 pub use event::{ChannelStats, CloseReason, Event, SendState, Stats};
 pub use http_origin::{HttpOriginConfig, OriginError, OriginFile, OriginRequest};
+pub use live_part::LivePartError;
 pub use live_stream::{
     LIVE_CHUNKS, LiveInfo, LiveParams, LivePushError, ntp_from_unix_micros, unix_micros_from_ntp,
 };

@@ -266,6 +266,33 @@ impl LiveSigningKey {
         &self.public
     }
 
+    /// A key of the same algorithm made from this one's secret and `label`, the same
+    /// every time: one stream key gives each rendition of a live presentation its own
+    /// swarm (a live swarm's ID is its key) without more key files to keep.
+    pub fn derive(&self, label: &str) -> LiveSigningKey {
+        use sha2::Digest as _;
+        let secret = match &self.key {
+            Signing::Ecdsa(sk) => sk.to_bytes().to_vec(),
+            Signing::Ed25519(sk) => sk.to_bytes().to_vec(),
+        };
+        let alg = self.public.algorithm();
+        // A P-256 scalar must be below the curve order: about one digest in 2^32 is not,
+        // and the next counter is tried.
+        let mut counter = 0u32;
+        loop {
+            let mut h = sha2::Sha256::new();
+            h.update(b"ppspp derived live key\0");
+            h.update(&secret);
+            h.update((label.len() as u64).to_be_bytes());
+            h.update(label.as_bytes());
+            h.update(counter.to_be_bytes());
+            if let Ok(key) = LiveSigningKey::from_secret(alg, &h.finalize()) {
+                return key;
+            }
+            counter += 1;
+        }
+    }
+
     /// The signature over `message` ([`LiveAlgorithm::signature_len`] bytes).
     pub fn sign(&self, message: &[u8]) -> Vec<u8> {
         match &self.key {
@@ -287,6 +314,21 @@ mod tests {
 
     fn secret(seed: u8) -> [u8; 32] {
         core::array::from_fn(|i| seed.wrapping_mul(31).wrapping_add(i as u8) | 1)
+    }
+
+    #[test]
+    fn derived_keys_are_the_same_every_time_and_differ_by_label_and_parent() {
+        for alg in [LiveAlgorithm::EcdsaP256Sha256, LiveAlgorithm::Ed25519] {
+            let key = LiveSigningKey::from_secret(alg, &secret(7)).unwrap();
+            let other = LiveSigningKey::from_secret(alg, &secret(8)).unwrap();
+            let a = key.derive("v0.m3u8");
+            assert_eq!(a.public_key(), key.derive("v0.m3u8").public_key());
+            assert_eq!(a.public_key().algorithm(), alg);
+            assert_ne!(a.public_key(), key.derive("v1.m3u8").public_key());
+            assert_ne!(a.public_key(), other.derive("v0.m3u8").public_key());
+            assert_ne!(a.public_key(), key.public_key());
+            assert!(a.public_key().verify(b"m", &a.sign(b"m")));
+        }
     }
 
     #[test]

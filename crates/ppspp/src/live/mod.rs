@@ -5,11 +5,14 @@
 
 pub mod key;
 pub mod munro;
+pub mod presentation;
+pub mod segment;
 pub mod session;
 pub mod umt;
 pub mod uri;
 
 pub use key::{KeyError, LiveAlgorithm, LivePublicKey, LiveSigningKey};
 pub use munro::{SignedMunro, SpecFormat, signed_bytes, signed_chunk_bytes};
+pub use presentation::{InitSegment, LivePart, LiveRendition};
 pub use umt::{LiveError, LiveSource, LiveVerifier, SIGN_ALL, SignedWithin};
 pub use uri::LiveUri;

@@ -628,6 +628,46 @@ impl LiveVerifier {
         Ok(())
     }
 
+    /// Verifies every chunk under the accepted munro `bin` at once (all of them, in
+    /// order; say, a segment taken whole from a web server): no uncle hashes are needed.
+    /// On success every hash below the munro is kept for relaying; on an error nothing
+    /// changes.
+    pub fn verify_munro_chunks(&mut self, bin: Bin, chunks: &[&[u8]]) -> Result<(), LiveError> {
+        let first = bin.base_offset();
+        if first < self.floor {
+            return Err(LiveError::BehindWindow(first));
+        }
+        let munro = self
+            .munros
+            .get(&first)
+            .filter(|m| m.bin == bin)
+            .ok_or(LiveError::NoMunro(first))?;
+        if chunks.len() as u64 != bin.base_length() {
+            return Err(LiveError::MissingHash(bin));
+        }
+        if let Some(bad) = chunks
+            .iter()
+            .find(|c| c.is_empty() || c.len() > self.format.chunk_size as usize)
+        {
+            return Err(LiveError::WrongLength(bad.len()));
+        }
+        let layers = subtree(
+            self.alg,
+            chunks.iter().map(|c| self.alg.digest(c)).collect(),
+        );
+        if layers.last().and_then(|l| l.first()) != Some(&munro.hash) {
+            return Err(LiveError::Mismatch(bin));
+        }
+        for (layer, hashes) in layers.iter().enumerate() {
+            for (i, h) in hashes.iter().enumerate() {
+                if let Some(b) = Bin::new(layer as u32, (first >> layer) + i as u64) {
+                    self.nodes.insert(b, *h);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The uncle hashes from verified `chunk` up to its munro (wire order: from the munro
     /// down), for relaying it; `None` if it was not verified here.
     pub fn uncles(&self, chunk: u64) -> Option<Vec<(Bin, Hash)>> {

@@ -1,0 +1,545 @@
+//! `ppspp hls live MASTER.m3u8`: follows a live HLS presentation a packager writes into a
+//! folder (ffmpeg's `hls` muxer: fMP4 or MPEG-TS, a file per segment), makes each
+//! rendition a signed live swarm and serves it, and keeps `MASTER.ppspp.json` beside the
+//! master playlist (`live_manifest.rs`, docs/FORMATS.md). The packager's files are left
+//! as they are: the web server keeps serving them, and pages check what it serves against
+//! the manifest.
+//!
+//! Each media segment is cut so that it ends a signing group
+//! (`ppspp::live::segment`): its munros cover it and nothing else, so a page can take it
+//! whole from the web server and check it, and the part's record can list them.
+
+use super::hls::{self, Variant};
+use super::live_manifest::{InitEntry, LiveManifest, LivePartEntry, LiveRenditionEntry, ntp_hex};
+use super::manifest::{FORMAT, VERSION, local_path, path_for, relative_uri};
+use crate::live::key_file;
+use crate::net::{self, Flow, Links};
+use crate::root::parse_chunk_size;
+use crate::udp::{self, Clock};
+use clap::Args;
+use ppspp::engine::{Engine, EngineConfig, Event, LiveInfo, LiveParams, ntp_from_unix_micros};
+use ppspp::live::segment::{segment_chunk_count, segment_chunk_lengths};
+use ppspp::live::uri::DEFAULT_DISCARD_WINDOW;
+use ppspp::live::{
+    InitSegment, LiveAlgorithm, LivePart, LiveRendition, LiveSigningKey, LiveUri, SignedMunro,
+};
+use ppspp::merkle::HashAlgorithm;
+use ppspp::store::SparseStore;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+#[derive(Args, Debug)]
+pub struct LiveHlsArgs {
+    /// The master playlist the packager writes (or a lone media playlist).
+    pub master: PathBuf,
+    /// Serve plain RFC 7574 over UDP: the first rendition on this address, the next ones
+    /// on the ports after it (port 0: each picks one).
+    #[arg(long)]
+    pub udp: Option<SocketAddr>,
+    /// Signaling server for WebRTC peers (ws://HOST:PORT/ws); several: instances of one
+    /// site's signaling, the next used when one drops.
+    #[arg(long, value_name = "URL", value_delimiter = ',')]
+    pub signal: Vec<String>,
+    /// Local address of the WebRTC sockets (default 127.0.0.1:0, this machine only).
+    #[arg(long)]
+    pub bind: Option<SocketAddr>,
+    /// The stream key: read if the file exists, else made and saved there (owner-only).
+    /// Pages are given its public half; each rendition signs with a key made from it.
+    #[arg(long, default_value = "ppspp-live.key")]
+    pub key: PathBuf,
+    /// Algorithm of a new key: ecdsa-p256 (the RFC's default) or ed25519.
+    #[arg(long, default_value = "ecdsa-p256", value_parser = key_file::parse_algorithm)]
+    pub algorithm: LiveAlgorithm,
+    /// Chunk size in bytes (1 to 1 MiB); a segment's last chunks are shorter.
+    #[arg(long = "chunk-size", default_value_t = super::prepare::PRESENTATION_CHUNK_SIZE, value_parser = parse_chunk_size)]
+    pub chunk_size: usize,
+    /// Chunks under one signature (a power of two, 2 to 65536; 1 signs every chunk).
+    #[arg(long = "chunks-per-signature", default_value_t = 16)]
+    pub chunks_per_signature: u64,
+    /// Chunks kept behind the live edge (the discard window).
+    #[arg(long, default_value_t = DEFAULT_DISCARD_WINDOW)]
+    pub window: u64,
+    /// Merkle hash function: sha1, sha224, sha256, sha384 or sha512.
+    #[arg(long = "hash", default_value = "sha256")]
+    pub hash: HashAlgorithm,
+    /// Seconds to wait for the packager's first playlists.
+    #[arg(long = "wait", default_value_t = 30)]
+    pub wait: u64,
+    /// Seconds to keep serving after the playlists end, so viewers get the tail.
+    #[arg(long, default_value_t = 10)]
+    pub linger: u64,
+    /// Most peers connected at once, per rendition.
+    #[arg(long = "max-peers", default_value_t = 256)]
+    pub max_peers: usize,
+    /// Peers served at once per rendition; the others get the stream from them.
+    #[arg(long = "max-unchoked", default_value_t = 8)]
+    pub max_unchoked: usize,
+    #[command(flatten)]
+    pub ice: crate::ice_args::IceArgs,
+}
+
+/// How often the playlists are read.
+const POLL: Duration = Duration::from_millis(200);
+/// Parts kept in the manifest beyond those the playlist still lists: players a little
+/// behind still find theirs.
+const EXTRA_PARTS: usize = 4;
+
+/// A rendition being followed: its playlist, its swarm's feed, what is signed of it.
+struct Follow {
+    variant: Variant,
+    playlist: PathBuf,
+    key: LiveSigningKey,
+    info: LiveInfo,
+    feed: mpsc::Sender<Option<Vec<u8>>>,
+    signed: mpsc::UnboundedReceiver<SignedMunro>,
+    /// The next media sequence number to take.
+    next_sequence: Option<u64>,
+    next_chunk: u64,
+    init: Option<InitSegment>,
+    record: Option<(LiveRendition, Vec<u8>)>,
+    /// Segments pushed whose munros are not all in yet.
+    pending: Vec<LivePart>,
+    munros: BTreeMap<u64, SignedMunro>,
+    parts: Vec<LivePartEntry>,
+    /// Segments the playlist listed last time.
+    listed: usize,
+    ended: bool,
+}
+
+pub fn run(args: &LiveHlsArgs) -> Result<(), String> {
+    if args.udp.is_none() && args.signal.is_empty() {
+        return Err(
+            "say where to serve: --udp ADDR (e.g. --udp 127.0.0.1:7000) and/or --signal ws://HOST:PORT/ws"
+                .into(),
+        );
+    }
+    let params = LiveParams {
+        hash: args.hash,
+        chunk_size: u32::try_from(args.chunk_size).map_err(|_| "chunk size too large")?,
+        chunks_per_signature: args.chunks_per_signature,
+        discard_window: args.window,
+    };
+    let stream_key = crate::live::load_or_make_key(&args.key, args.algorithm)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async {
+        let variants = wait_for_master(&args.master, Duration::from_secs(args.wait)).await?;
+        let clock = Clock::new();
+        let config = EngineConfig {
+            max_peers: args.max_peers.max(1),
+            max_unchoked: args.max_unchoked.max(1),
+            seed: crate::random_seed(),
+            wall_clock_offset: clock.wall_clock_offset(),
+            ..EngineConfig::default()
+        };
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let mut follows = Vec::new();
+        let mut serving = Vec::new();
+        for (i, variant) in variants.into_iter().enumerate() {
+            let key = stream_key.derive(&variant.uri);
+            let info = LiveInfo {
+                key: key.public_key().clone(),
+                params,
+            };
+            let engine = Engine::new_live_source(
+                EngineConfig {
+                    seed: config.seed.wrapping_add(i as u64),
+                    ..config.clone()
+                },
+                stream_key.derive(&variant.uri),
+                params,
+                SparseStore::live(args.chunk_size),
+                clock.now(),
+            )
+            .map_err(|e| format!("rendition {}: cannot start: {e}", variant.uri))?;
+            let (feed_tx, feed_rx) = mpsc::channel(4096);
+            let (signed_tx, signed_rx) = mpsc::unbounded_channel();
+            let playlist = local_path(args.master.parent().unwrap_or(Path::new(".")), &variant.uri)?;
+            serving.push(serve_rendition(
+                args,
+                i,
+                variant.uri.clone(),
+                engine,
+                feed_rx,
+                signed_tx,
+                &clock,
+                stop_rx.clone(),
+            ));
+            follows.push(Follow {
+                variant,
+                playlist,
+                key,
+                info,
+                feed: feed_tx,
+                signed: signed_rx,
+                next_sequence: None,
+                next_chunk: 0,
+                init: None,
+                record: None,
+                pending: Vec::new(),
+                munros: BTreeMap::new(),
+                parts: Vec::new(),
+                listed: 0,
+                ended: false,
+            });
+        }
+        crate::print_line(ppspp::hex::encode(stream_key.public_key().swarm_id()))?;
+        let manifest_path = path_for(&args.master);
+        eprintln!(
+            "live: following {} ({} renditions); the manifest is {}; pages are given the stream key printed above",
+            args.master.display(),
+            follows.len(),
+            manifest_path.display()
+        );
+        let follow = follow_all(args, &stream_key, follows, &clock, &manifest_path, stop_tx);
+        let (followed, served) = tokio::join!(follow, futures_util::future::join_all(serving));
+        let failed: Vec<String> = served.into_iter().filter_map(Result::err).collect();
+        followed?;
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(failed.join("; "))
+        }
+    })
+}
+
+/// The master playlist's media playlists, once the packager wrote them.
+async fn wait_for_master(master: &Path, wait: Duration) -> Result<Vec<Variant>, String> {
+    let until = tokio::time::Instant::now() + wait;
+    loop {
+        let error = match hls::variants(master) {
+            Ok(v) => return Ok(v),
+            Err(e) => e,
+        };
+        if tokio::time::Instant::now() >= until {
+            return Err(format!(
+                "{error} (waited {} s for the packager; is it writing there?)",
+                wait.as_secs()
+            ));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Serves one rendition's swarm until `stop`, passing on what its engine signs.
+#[allow(clippy::too_many_arguments)]
+async fn serve_rendition(
+    args: &LiveHlsArgs,
+    index: usize,
+    id: String,
+    mut engine: Engine<crate::net::Peer, SparseStore>,
+    mut feed: mpsc::Receiver<Option<Vec<u8>>>,
+    signed: mpsc::UnboundedSender<SignedMunro>,
+    clock: &Clock,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<(), String> {
+    let socket = match args.udp {
+        Some(a) => {
+            let a = super::seed::udp_for(a, index)?;
+            Some(udp::bind(a).map_err(|e| format!("cannot bind UDP {a}: {e}"))?)
+        }
+        None => None,
+    };
+    let room = engine
+        .live_info()
+        .map(|i| i.key.signaling_room())
+        .unwrap_or_default();
+    let on = crate::seed::serve_on(
+        socket.as_ref(),
+        &args.signal,
+        &room,
+        args.bind,
+        &args.ice,
+        engine.config().max_peers,
+    )
+    .await
+    .map_err(|e| format!("rendition {id}: {e}"))?;
+    eprintln!("live: rendition {id} on {}", on.described.join(" and "));
+    let mut rtc = on.rtc;
+    let stopped = async move {
+        while !*stop.borrow() {
+            if stop.changed().await.is_err() {
+                break;
+            }
+        }
+    };
+    net::run(
+        &mut engine,
+        Links {
+            udp: socket.as_ref(),
+            rtc: rtc.as_mut(),
+            origin: None,
+            live: Some(&mut feed),
+        },
+        clock,
+        None,
+        |e, event| match event {
+            Event::LiveSigned { munro } => {
+                let _ = signed.send(munro);
+                Flow::Continue
+            }
+            other => net::report_peers(e, other),
+        },
+        stopped,
+    )
+    .await;
+    Ok(())
+}
+
+/// Reads the playlists until they end (or Ctrl-C), feeding new segments to their swarms
+/// and writing the manifest as their parts are signed.
+async fn follow_all(
+    args: &LiveHlsArgs,
+    stream_key: &LiveSigningKey,
+    mut follows: Vec<Follow>,
+    clock: &Clock,
+    manifest_path: &Path,
+    stop: tokio::sync::watch::Sender<bool>,
+) -> Result<(), String> {
+    let master_dir = args.master.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let source = relative_uri(&master_dir, &args.master)?;
+    let mut written: Option<LiveManifest> = None;
+    let shutdown = crate::shutdown_signal();
+    tokio::pin!(shutdown);
+    let result = loop {
+        let mut failure = None;
+        for f in &mut follows {
+            if let Err(e) = f.take_new_segments(&master_dir, stream_key, clock).await {
+                failure = Some(format!("rendition {}: {e}", f.variant.uri));
+                break;
+            }
+            f.sign_ready_parts();
+        }
+        if let Some(e) = failure {
+            break Err(e);
+        }
+        let manifest = manifest_of(&follows, stream_key, &source);
+        if let Some(m) = manifest
+            && written.as_ref() != Some(&m)
+        {
+            super::manifest::write_json(manifest_path, &m)?;
+            written = Some(m);
+        }
+        let ended = follows.iter().all(|f| f.ended && f.pending.is_empty());
+        if ended {
+            eprintln!(
+                "live: the playlists ended; serving the stream's tail for {} s",
+                args.linger
+            );
+            tokio::time::sleep(Duration::from_secs(args.linger)).await;
+            break Ok(());
+        }
+        tokio::select! {
+            _ = &mut shutdown => break Ok(()),
+            _ = tokio::time::sleep(POLL) => {}
+        }
+    };
+    let _ = stop.send(true);
+    result
+}
+
+/// The manifest, once every rendition's record is signed.
+fn manifest_of(
+    follows: &[Follow],
+    stream_key: &LiveSigningKey,
+    source: &str,
+) -> Option<LiveManifest> {
+    let mut renditions = Vec::new();
+    for f in follows {
+        let (record, signature) = f.record.as_ref()?;
+        renditions.push(LiveRenditionEntry {
+            id: f.variant.uri.clone(),
+            kind: f.variant.kind.to_string(),
+            bandwidth: f.variant.bandwidth,
+            resolution: f.variant.resolution.clone(),
+            swarm: LiveUri::new(f.info.clone()).to_string(),
+            init: record.init.as_ref().map(|i| InitEntry {
+                uri: i.uri.clone(),
+                length: i.length,
+                hash: i.hash.to_hex(),
+            }),
+            signed_at: ntp_hex(record.timestamp),
+            signature: ppspp::hex::encode(signature),
+            parts: f.parts.clone(),
+        });
+    }
+    Some(LiveManifest {
+        format: FORMAT.into(),
+        version: VERSION,
+        kind: super::live_manifest::LIVE.into(),
+        source: source.into(),
+        key: ppspp::hex::encode(stream_key.public_key().swarm_id()),
+        ended: follows.iter().all(|f| f.ended),
+        renditions,
+    })
+}
+
+impl Follow {
+    /// Reads the playlist and feeds the segments not taken yet to the swarm.
+    async fn take_new_segments(
+        &mut self,
+        master_dir: &Path,
+        stream_key: &LiveSigningKey,
+        clock: &Clock,
+    ) -> Result<(), String> {
+        if self.ended {
+            return Ok(());
+        }
+        // A playlist being rewritten (a packager without temp files) is read next time.
+        let Ok(media) = hls::read_media(&self.playlist) else {
+            return Ok(());
+        };
+        let playlist_dir = self.playlist.parent().unwrap_or(master_dir).to_path_buf();
+        let mut map: Option<String> = None;
+        self.listed = media.segments.len();
+        for (i, seg) in media.segments.iter().enumerate() {
+            if let Some(m) = &seg.map {
+                if m.byte_range.is_some() {
+                    return Err("EXT-X-MAP byte ranges are not followed live: write the initialisation section to a file of its own".into());
+                }
+                map = Some(m.uri.clone());
+            }
+            let sequence = media.media_sequence + i as u64;
+            if self.next_sequence.is_some_and(|n| sequence < n) {
+                continue;
+            }
+            if seg.byte_range.is_some() {
+                return Err("byte-range segments are not followed live: write a file per segment (ffmpeg: without hls_flags single_file)".into());
+            }
+            match &map {
+                Some(uri) => self.take_init(master_dir, &playlist_dir, uri, stream_key, clock)?,
+                None if self.record.is_none() => self.sign_record(None, stream_key, clock),
+                None => {}
+            }
+            let path = local_path(&playlist_dir, &seg.uri)?;
+            let uri = relative_uri(master_dir, &path)?;
+            let bytes = match std::fs::read(&path) {
+                Ok(b) => b,
+                // Deleted since it was listed (a packager's window moved on): skipped.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    self.next_sequence = Some(sequence + 1);
+                    continue;
+                }
+                Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+            };
+            if bytes.is_empty() {
+                self.next_sequence = Some(sequence + 1);
+                continue;
+            }
+            self.push_segment(uri, &bytes).await?;
+            self.next_sequence = Some(sequence + 1);
+        }
+        if media.end_list {
+            self.ended = true;
+            let _ = self.feed.send(None).await;
+        }
+        Ok(())
+    }
+
+    /// Signs the rendition's record with the initialisation section at `uri`, when it is
+    /// new or changed.
+    fn take_init(
+        &mut self,
+        master_dir: &Path,
+        playlist_dir: &Path,
+        uri: &str,
+        stream_key: &LiveSigningKey,
+        clock: &Clock,
+    ) -> Result<(), String> {
+        let path = local_path(playlist_dir, uri)?;
+        let uri = relative_uri(master_dir, &path)?;
+        let bytes =
+            std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let init = InitSegment {
+            uri,
+            length: bytes.len() as u64,
+            hash: self.info.params.hash.digest(&bytes),
+        };
+        if self.init.as_ref() == Some(&init) && self.record.is_some() {
+            return Ok(());
+        }
+        self.sign_record(Some(init), stream_key, clock);
+        Ok(())
+    }
+
+    /// Signs the rendition's record naming `init` (none: segments that need no
+    /// initialisation section, as MPEG-TS).
+    fn sign_record(
+        &mut self,
+        init: Option<InitSegment>,
+        stream_key: &LiveSigningKey,
+        clock: &Clock,
+    ) {
+        let wall = clock.now() + clock.wall_clock_offset();
+        let record = LiveRendition {
+            id: self.variant.uri.clone(),
+            info: self.info.clone(),
+            init: init.clone(),
+            timestamp: ntp_from_unix_micros(wall.as_micros()),
+        };
+        let signature = record.sign(stream_key);
+        self.record = Some((record, signature));
+        self.init = init;
+    }
+
+    /// Cuts a segment into chunks that end a signing group and feeds them to the swarm.
+    async fn push_segment(&mut self, uri: String, bytes: &[u8]) -> Result<(), String> {
+        let cs = self.info.params.chunk_size as usize;
+        let group = self.info.params.chunks_per_signature;
+        let count = segment_chunk_count(bytes.len(), cs, group, self.next_chunk);
+        let lengths = segment_chunk_lengths(bytes.len(), cs, count)
+            .ok_or_else(|| format!("{uri}: cannot be cut into {count} chunks"))?;
+        let mut at = 0;
+        for len in lengths {
+            self.feed
+                .send(Some(bytes[at..at + len].to_vec()))
+                .await
+                .map_err(|_| "the rendition's swarm stopped".to_string())?;
+            at += len;
+        }
+        self.pending.push(LivePart {
+            uri,
+            first_chunk: self.next_chunk,
+            chunks: count,
+            length: bytes.len() as u64,
+            timestamp: 0,
+        });
+        self.next_chunk += count;
+        Ok(())
+    }
+
+    /// Signs the parts whose munros are all in, and keeps the playlist's window of them.
+    fn sign_ready_parts(&mut self) {
+        while let Ok(m) = self.signed.try_recv() {
+            self.munros.insert(m.bin.base_offset(), m);
+        }
+        while let Some(part) = self.pending.first() {
+            let mut over = Vec::new();
+            let mut next = part.first_chunk;
+            while next < part.end_chunk() {
+                let Some(m) = self.munros.get(&next) else {
+                    break;
+                };
+                over.push(m.clone());
+                next = m.bin.base_offset() + m.bin.base_length();
+            }
+            if next != part.end_chunk() {
+                break;
+            }
+            let mut part = self.pending.remove(0);
+            part.timestamp = over.iter().map(|m| m.timestamp).max().unwrap_or(0);
+            let signature = part.sign(&self.key);
+            self.parts.push(LivePartEntry::of(&part, &signature, &over));
+            self.munros.retain(|&first, _| first >= part.end_chunk());
+        }
+        let keep = self.listed + EXTRA_PARTS;
+        if self.parts.len() > keep {
+            self.parts.drain(..self.parts.len() - keep);
+        }
+    }
+}

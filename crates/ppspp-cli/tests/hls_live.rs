@@ -1,0 +1,216 @@
+//! `ppspp hls live` following a packager's live output. The packager is played by the test:
+//! the HLS fixture's fMP4 segments (`tests/fixtures/hls/fmp4-segments`) are written one
+//! at a time, each media playlist's window sliding over them, then the playlists end. The
+//! manifest the source keeps is then checked as a page checks it: each rendition's record
+//! under the stream key, its initialisation segment by hash, and every segment, as the web
+//! server serves it, against its signed part and munros, through a viewer engine.
+
+mod common;
+
+use common::presentation::TempDir;
+use common::{run, spawn, stderr};
+use ppspp::engine::{Engine, EngineConfig, LivePartError};
+use ppspp::live::LivePublicKey;
+use ppspp::store::SparseStore;
+use ppspp::time::Time;
+use ppspp_cli::presentation::live_manifest::LiveManifest;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hls/fmp4-segments")
+}
+
+/// Each rendition's playlist, its initialisation segment and its segments, in order.
+const RENDITIONS: [(&str, &str, &[&str]); 3] = [
+    ("r0.m3u8", "init_0.mp4", &["r0_000.m4s", "r0_001.m4s"]),
+    ("r1.m3u8", "init_1.mp4", &["r1_000.m4s", "r1_001.m4s"]),
+    (
+        "r2.m3u8",
+        "init_2.mp4",
+        &["r2_000.m4s", "r2_001.m4s", "r2_002.m4s"],
+    ),
+];
+
+/// Writes `playlist` as a live packager does after its `upto`th segment: a window of the
+/// last two, and the end tag once the stream is over.
+fn write_playlist(dir: &Path, r: &(&str, &str, &[&str]), upto: usize, ended: bool) {
+    let (playlist, init, segments) = r;
+    let upto = upto.min(segments.len());
+    let first = upto.saturating_sub(2);
+    for s in &segments[..upto] {
+        if !dir.join(s).exists() {
+            std::fs::copy(fixture().join(s), dir.join(s)).unwrap();
+        }
+    }
+    let mut text = format!(
+        "#EXTM3U\n#EXT-X-VERSION:7\n#EXT-X-TARGETDURATION:1\n#EXT-X-MEDIA-SEQUENCE:{first}\n#EXT-X-MAP:URI=\"{init}\"\n"
+    );
+    for s in &segments[first..upto] {
+        text.push_str(&format!("#EXTINF:1.0,\n{s}\n"));
+    }
+    if ended {
+        text.push_str("#EXT-X-ENDLIST\n");
+    }
+    let tmp = dir.join(format!("{playlist}.tmp"));
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(tmp, dir.join(playlist)).unwrap();
+}
+
+fn read_manifest(path: &Path) -> Option<LiveManifest> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+#[test]
+fn a_live_presentation_is_followed_and_every_segment_checks_against_its_manifest() {
+    let dir = TempDir::new("hls-live");
+    for f in ["master.m3u8", "init_0.mp4", "init_1.mp4", "init_2.mp4"] {
+        std::fs::copy(fixture().join(f), dir.path.join(f)).unwrap();
+    }
+    for r in &RENDITIONS {
+        write_playlist(&dir.path, r, 1, false);
+    }
+    let master = dir.path.join("master.m3u8");
+    let key_file = dir.path.join("stream.key");
+    let source = spawn(&[
+        "hls",
+        "live",
+        master.to_str().unwrap(),
+        "--udp",
+        "127.0.0.1:0",
+        "--key",
+        key_file.to_str().unwrap(),
+        "--algorithm",
+        "ed25519",
+        "--linger",
+        "30",
+    ]);
+    let stream_key = source.next_line(Duration::from_secs(30));
+    let stream_key =
+        LivePublicKey::from_swarm_id(&ppspp::hex::decode(&stream_key).unwrap()).unwrap();
+    for step in 2..=3 {
+        std::thread::sleep(Duration::from_millis(300));
+        for r in &RENDITIONS {
+            write_playlist(&dir.path, r, step, step == 3);
+        }
+    }
+    let manifest_path = dir.path.join("master.ppspp.json");
+    let limit = Instant::now() + Duration::from_secs(30);
+    let manifest = loop {
+        if let Some(m) = read_manifest(&manifest_path).filter(|m| m.ended)
+            && m.renditions
+                .iter()
+                .zip(&RENDITIONS)
+                .all(|(e, r)| e.parts.len() == r.2.len())
+        {
+            break m;
+        }
+        assert!(Instant::now() < limit, "the manifest did not end in time");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(manifest.kind, "live");
+    assert_eq!(manifest.source, "master.m3u8");
+    assert_eq!(manifest.key, ppspp::hex::encode(stream_key.swarm_id()));
+    let ids: Vec<&str> = manifest.renditions.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["r0.m3u8", "r1.m3u8", "r2.m3u8"]);
+
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    let now = Time::ZERO;
+    let mut swarms = Vec::new();
+    for (entry, (_, init_file, segments)) in manifest.renditions.iter().zip(&RENDITIONS) {
+        let (record, signature) = entry.to_record().unwrap();
+        assert!(record.verify(&stream_key, &signature), "{}", entry.id);
+        // The rendition's own key signs its parts, not the stream's.
+        assert_ne!(record.info.key, stream_key);
+        swarms.push(record.info.key.clone());
+        let init = record.init.as_ref().expect("an initialisation segment");
+        assert_eq!(init.uri, *init_file);
+        assert!(init.matches(
+            &record.info,
+            &std::fs::read(fixture().join(init_file)).unwrap()
+        ));
+
+        let config = EngineConfig {
+            wall_clock_offset: wall,
+            ..EngineConfig::default()
+        };
+        let cs = record.info.params.chunk_size as usize;
+        let mut viewer: Engine<u32, SparseStore> =
+            Engine::new_live(config, record.info.clone(), SparseStore::live(cs), now).unwrap();
+        let alg = record.info.params.hash;
+        let uris: Vec<&str> = entry.parts.iter().map(|p| p.uri.as_str()).collect();
+        assert_eq!(uris, *segments);
+        let mut next = 0;
+        for p in &entry.parts {
+            let (part, sig, munros) = p.to_part(alg).unwrap();
+            assert_eq!(part.first_chunk, next, "{}", part.uri);
+            next = part.end_chunk();
+            assert!(!part.verify(&stream_key, &sig));
+            let bytes = std::fs::read(dir.path.join(&part.uri)).unwrap();
+            let mut tampered = bytes.clone();
+            tampered[bytes.len() / 2] ^= 0x40;
+            let r = viewer.handle_live_part(now, &part, &sig, &munros, &tampered);
+            assert!(matches!(r, Err(LivePartError::Mismatch(_))), "{r:?}");
+            assert_eq!(
+                viewer.handle_live_part(now, &part, &sig, &munros, &bytes),
+                Ok(part.chunks),
+                "{}",
+                part.uri
+            );
+        }
+    }
+    // Each rendition is its own swarm.
+    let distinct: std::collections::HashSet<Vec<u8>> =
+        swarms.iter().map(|k| k.swarm_id().to_vec()).collect();
+    assert_eq!(distinct.len(), 3);
+    drop(source);
+
+    // Restarted with the same key file: the same stream key, the same renditions' swarms.
+    let again = spawn(&[
+        "hls",
+        "live",
+        master.to_str().unwrap(),
+        "--udp",
+        "127.0.0.1:0",
+        "--key",
+        key_file.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        again.next_line(Duration::from_secs(30)),
+        ppspp::hex::encode(stream_key.swarm_id())
+    );
+}
+
+#[test]
+fn a_source_with_no_packager_output_says_so() {
+    let dir = TempDir::new("hls-live-none");
+    let master = dir.path.join("master.m3u8");
+    let out = run(
+        &[
+            "hls",
+            "live",
+            master.to_str().unwrap(),
+            "--udp",
+            "127.0.0.1:0",
+            "--key",
+            dir.path.join("k").to_str().unwrap(),
+            "--wait",
+            "1",
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("waited 1 s for the packager"), "{err}");
+    let out = run(
+        &["hls", "live", master.to_str().unwrap()],
+        Duration::from_secs(20),
+    );
+    assert!(
+        stderr(&out).contains("say where to serve"),
+        "{}",
+        stderr(&out)
+    );
+}
