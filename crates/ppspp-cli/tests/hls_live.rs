@@ -184,6 +184,61 @@ fn a_live_presentation_is_followed_and_every_segment_checks_against_its_manifest
 }
 
 #[test]
+fn a_packager_started_again_goes_on_in_the_same_swarms_under_its_new_names() {
+    let dir = TempDir::new("hls-live-restart");
+    for f in ["master.m3u8", "init_0.mp4", "init_1.mp4", "init_2.mp4"] {
+        std::fs::copy(fixture().join(f), dir.path.join(f)).unwrap();
+    }
+    for r in &RENDITIONS {
+        write_playlist(&dir.path, r, 2, false);
+    }
+    let master = dir.path.join("master.m3u8");
+    let source = spawn(&[
+        "hls",
+        "live",
+        master.to_str().unwrap(),
+        "--udp",
+        "127.0.0.1:0",
+        "--key",
+        dir.path.join("k").to_str().unwrap(),
+    ]);
+    source.next_line(Duration::from_secs(30));
+    let manifest_path = dir.path.join("master.ppspp.json");
+    let wait_for = |done: &dyn Fn(&LiveManifest) -> bool| {
+        let limit = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(m) = read_manifest(&manifest_path).filter(|m| done(m)) {
+                return m;
+            }
+            assert!(
+                Instant::now() < limit,
+                "the manifest did not change in time"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let before = wait_for(&|m| m.renditions.iter().all(|r| r.parts.len() == 2));
+    // The packager starts again: its first segment, under the first name again, holding
+    // what was the second.
+    let r0 = &before.renditions[0];
+    let end = r0.parts[1].first_chunk + r0.parts[1].chunks;
+    std::fs::copy(fixture().join("r0_001.m4s"), dir.path.join("r0_000.m4s")).unwrap();
+    write_playlist(&dir.path, &RENDITIONS[0], 1, false);
+    let after = wait_for(&|m| {
+        m.renditions[0].parts.len() == 1 && m.renditions[0].parts[0].first_chunk == end
+    });
+    let part = &after.renditions[0].parts[0];
+    assert_eq!(part.uri, "r0_000.m4s");
+    assert_eq!(
+        part.length,
+        std::fs::metadata(fixture().join("r0_001.m4s"))
+            .unwrap()
+            .len()
+    );
+    assert_eq!(after.renditions[0].swarm, r0.swarm);
+}
+
+#[test]
 fn a_source_with_no_packager_output_says_so() {
     let dir = TempDir::new("hls-live-none");
     let master = dir.path.join("master.m3u8");

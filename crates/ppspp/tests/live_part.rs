@@ -205,6 +205,19 @@ fn whatever_the_server_changes_is_refused_and_nothing_is_kept() {
         assert_eq!(r, Err(LivePartError::NotCovered));
         assert_eq!(node.stats().chunks_have, 0);
 
+        // Under Sign All, a signature passed off as covering two chunks.
+        if per_sig == SIGN_ALL {
+            let mut wide = p.munros.clone();
+            let i = wide
+                .iter()
+                .position(|m| m.bin.base_offset() % 2 == 0)
+                .unwrap();
+            wide.remove(i + 1);
+            wide[i].bin = wide[i].bin.parent();
+            let r = node.handle_live_part(now, &p.part, &p.signature, &wide, &p.bytes);
+            assert_eq!(r, Err(LivePartError::NotCovered));
+        }
+
         // A recording replayed long after: stale.
         let later = now + Duration::from_secs(600);
         let r = take(&mut fresh(), p, later);

@@ -395,6 +395,21 @@ impl Follow {
             return Ok(());
         };
         let playlist_dir = self.playlist.parent().unwrap_or(master_dir).to_path_buf();
+        let last = media.media_sequence + media.segments.len() as u64;
+        if self.next_sequence.is_some_and(|n| last < n) {
+            // Numbered from the start again: the packager restarted, and its segments'
+            // names may be those of earlier ones. They go on in the same swarm; the
+            // manifest forgets the earlier names.
+            eprintln!(
+                "live: rendition {}: the packager started again (media sequence {} after {}); the stream goes on",
+                self.variant.uri,
+                media.media_sequence,
+                self.next_sequence.unwrap_or(0)
+            );
+            self.parts.clear();
+            self.pending.clear();
+            self.next_sequence = None;
+        }
         let mut map: Option<String> = None;
         self.listed = media.segments.len();
         for (i, seg) in media.segments.iter().enumerate() {

@@ -130,11 +130,17 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let lengths = part
             .chunk_lengths(chunk_size)
             .ok_or(LivePartError::BadChunkCount)?;
+        let sign_all = self.signs_every_chunk();
         let mut next = part.first_chunk;
         for m in munros {
             let Some((first, last)) = m.bin.chunk_range() else {
                 return Err(LivePartError::NotCovered);
             };
+            // Under Sign All each signature covers one chunk's bytes: a wider "munro" would
+            // leave the chunks after its first unchecked.
+            if sign_all && first != last {
+                return Err(LivePartError::NotCovered);
+            }
             if first != next {
                 return Err(LivePartError::NotCovered);
             }
@@ -151,7 +157,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         // A viewer joins a presentation some segments behind the edge.
         let within = self.signed_within_tuning_in(now, self.config.live_part_tune_in_max_age);
-        let sign_all = self.signs_every_chunk();
         for m in munros {
             let offset = (m.bin.base_offset() - part.first_chunk) as usize;
             let span = &chunks[offset..offset + m.bin.base_length() as usize];
