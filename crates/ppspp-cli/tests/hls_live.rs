@@ -8,7 +8,7 @@
 mod common;
 
 use common::presentation::TempDir;
-use common::{run, spawn, stderr};
+use common::{Running, run, spawn, stderr};
 use ppspp::engine::{Engine, EngineConfig, LivePartError};
 use ppspp::live::LivePublicKey;
 use ppspp::store::SparseStore;
@@ -61,30 +61,60 @@ fn read_manifest(path: &Path) -> Option<LiveManifest> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
 
-#[test]
-fn a_live_presentation_is_followed_and_every_segment_checks_against_its_manifest() {
-    let dir = TempDir::new("hls-live");
+/// A folder as a packager leaves it after its `upto`th segment: the master playlist, the
+/// initialisation segments and each rendition's playlist.
+fn packager(name: &str, upto: usize) -> TempDir {
+    let dir = TempDir::new(name);
     for f in ["master.m3u8", "init_0.mp4", "init_1.mp4", "init_2.mp4"] {
         std::fs::copy(fixture().join(f), dir.path.join(f)).unwrap();
     }
     for r in &RENDITIONS {
-        write_playlist(&dir.path, r, 1, false);
+        write_playlist(&dir.path, r, upto, false);
     }
-    let master = dir.path.join("master.m3u8");
-    let key_file = dir.path.join("stream.key");
-    let source = spawn(&[
+    dir
+}
+
+/// `ppspp hls live` on `dir`'s master playlist, served on UDP, with the key file `key`.
+fn start_source(dir: &Path, key: &Path, extra: &[&str]) -> Running {
+    let master = dir.join("master.m3u8");
+    let mut args = vec![
         "hls",
         "live",
         master.to_str().unwrap(),
         "--udp",
         "127.0.0.1:0",
         "--key",
-        key_file.to_str().unwrap(),
-        "--algorithm",
-        "ed25519",
-        "--linger",
-        "30",
-    ]);
+        key.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    spawn(&args)
+}
+
+/// The manifest in `dir` once `done` holds of it (within 30 s).
+fn manifest_when(dir: &Path, done: impl Fn(&LiveManifest) -> bool) -> LiveManifest {
+    let path = dir.join("master.ppspp.json");
+    let limit = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(m) = read_manifest(&path).filter(|m| done(m)) {
+            return m;
+        }
+        assert!(
+            Instant::now() < limit,
+            "the manifest did not get there in time"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_live_presentation_is_followed_and_every_segment_checks_against_its_manifest() {
+    let dir = packager("hls-live", 1);
+    let key_file = dir.path.join("stream.key");
+    let source = start_source(
+        &dir.path,
+        &key_file,
+        &["--algorithm", "ed25519", "--linger", "30"],
+    );
     let stream_key = source.next_line(Duration::from_secs(30));
     let stream_key =
         LivePublicKey::from_swarm_id(&ppspp::hex::decode(&stream_key).unwrap()).unwrap();
@@ -94,20 +124,13 @@ fn a_live_presentation_is_followed_and_every_segment_checks_against_its_manifest
             write_playlist(&dir.path, r, step, step == 3);
         }
     }
-    let manifest_path = dir.path.join("master.ppspp.json");
-    let limit = Instant::now() + Duration::from_secs(30);
-    let manifest = loop {
-        if let Some(m) = read_manifest(&manifest_path).filter(|m| m.ended)
+    let manifest = manifest_when(&dir.path, |m| {
+        m.ended
             && m.renditions
                 .iter()
                 .zip(&RENDITIONS)
                 .all(|(e, r)| e.parts.len() == r.2.len())
-        {
-            break m;
-        }
-        assert!(Instant::now() < limit, "the manifest did not end in time");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    });
     assert_eq!(manifest.kind, "live");
     assert_eq!(manifest.source, "master.m3u8");
     assert_eq!(manifest.key, ppspp::hex::encode(stream_key.swarm_id()));
@@ -168,15 +191,7 @@ fn a_live_presentation_is_followed_and_every_segment_checks_against_its_manifest
     drop(source);
 
     // Restarted with the same key file: the same stream key, the same renditions' swarms.
-    let again = spawn(&[
-        "hls",
-        "live",
-        master.to_str().unwrap(),
-        "--udp",
-        "127.0.0.1:0",
-        "--key",
-        key_file.to_str().unwrap(),
-    ]);
+    let again = start_source(&dir.path, &key_file, &[]);
     assert_eq!(
         again.next_line(Duration::from_secs(30)),
         ppspp::hex::encode(stream_key.swarm_id())
@@ -185,46 +200,19 @@ fn a_live_presentation_is_followed_and_every_segment_checks_against_its_manifest
 
 #[test]
 fn a_packager_started_again_goes_on_in_the_same_swarms_under_its_new_names() {
-    let dir = TempDir::new("hls-live-restart");
-    for f in ["master.m3u8", "init_0.mp4", "init_1.mp4", "init_2.mp4"] {
-        std::fs::copy(fixture().join(f), dir.path.join(f)).unwrap();
-    }
-    for r in &RENDITIONS {
-        write_playlist(&dir.path, r, 2, false);
-    }
-    let master = dir.path.join("master.m3u8");
-    let source = spawn(&[
-        "hls",
-        "live",
-        master.to_str().unwrap(),
-        "--udp",
-        "127.0.0.1:0",
-        "--key",
-        dir.path.join("k").to_str().unwrap(),
-    ]);
+    let dir = packager("hls-live-restart", 2);
+    let source = start_source(&dir.path, &dir.path.join("k"), &[]);
     source.next_line(Duration::from_secs(30));
-    let manifest_path = dir.path.join("master.ppspp.json");
-    let wait_for = |done: &dyn Fn(&LiveManifest) -> bool| {
-        let limit = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(m) = read_manifest(&manifest_path).filter(|m| done(m)) {
-                return m;
-            }
-            assert!(
-                Instant::now() < limit,
-                "the manifest did not change in time"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    };
-    let before = wait_for(&|m| m.renditions.iter().all(|r| r.parts.len() == 2));
+    let before = manifest_when(&dir.path, |m| {
+        m.renditions.iter().all(|r| r.parts.len() == 2)
+    });
     // The packager starts again: its first segment, under the first name again, holding
     // what was the second.
     let r0 = &before.renditions[0];
     let end = r0.parts[1].first_chunk + r0.parts[1].chunks;
     std::fs::copy(fixture().join("r0_001.m4s"), dir.path.join("r0_000.m4s")).unwrap();
     write_playlist(&dir.path, &RENDITIONS[0], 1, false);
-    let after = wait_for(&|m| {
+    let after = manifest_when(&dir.path, |m| {
         m.renditions[0].parts.len() == 1 && m.renditions[0].parts[0].first_chunk == end
     });
     let part = &after.renditions[0].parts[0];

@@ -28,58 +28,102 @@ use tokio::sync::{mpsc, oneshot};
 
 #[derive(Args, Debug)]
 pub struct LiveArgs {
-    /// Serve plain RFC 7574 over UDP on this address (e.g. 127.0.0.1:7000; port 0 picks one).
-    #[arg(long)]
-    udp: Option<SocketAddr>,
-    /// Signaling server for WebRTC peers (ws://HOST:PORT/ws). Several (repeat, or
-    /// comma-separated): instances of one site's signaling; the first that answers is
-    /// used, the next ones when it drops.
-    #[arg(long, value_name = "URL", value_delimiter = ',')]
-    signal: Vec<String>,
-    /// Local address of the WebRTC socket (default 127.0.0.1:0, this machine only).
-    #[arg(long)]
-    bind: Option<SocketAddr>,
-    /// The signing key: read if the file exists, else made and saved there (owner-only).
-    /// Keep it to keep the same swarm ID, and so the same live URI, across restarts.
-    #[arg(long, default_value = "ppspp-live.key")]
-    key: PathBuf,
-    /// Algorithm of a new key: ecdsa-p256 (the RFC's default) or ed25519.
-    #[arg(long, default_value = "ecdsa-p256", value_parser = key_file::parse_algorithm)]
-    algorithm: LiveAlgorithm,
     /// Chunk size in bytes (1 to 1 MiB). Chunks are also cut where a media segment
     /// starts or ends, so some are shorter.
     #[arg(long = "chunk-size", default_value_t = 1024, value_parser = parse_chunk_size)]
     chunk_size: usize,
-    /// Chunks under one signature (a power of two, 2 to 65536): fewer signatures, or
-    /// chunks announced sooner. 1 signs every chunk itself (RFC 7574's Sign All): no
-    /// hashes travel, but each chunk costs a signature to make and to check.
-    #[arg(long = "chunks-per-signature", default_value_t = 16)]
-    chunks_per_signature: u64,
-    /// Chunks kept behind the live edge (the discard window).
-    #[arg(long, default_value_t = DEFAULT_DISCARD_WINDOW)]
-    window: u64,
-    /// Merkle hash function: sha1, sha224, sha256, sha384 or sha512.
-    #[arg(long = "hash", default_value = "sha256")]
-    hash: HashAlgorithm,
-    /// Seconds to keep serving after the input ends, so viewers get the stream's tail.
-    #[arg(long, default_value_t = 10)]
-    linger: u64,
     /// Upload limit in bytes per second.
     #[arg(long = "upload-limit")]
     upload_limit: Option<u64>,
-    /// Most peers connected at once.
-    #[arg(long = "max-peers", default_value_t = 256)]
-    max_peers: usize,
-    /// Peers served at once; the others get the stream from them (they are choked here).
-    /// About the upload rate divided by the stream's: a source serving every viewer
-    /// itself becomes the bottleneck, and every viewer falls behind.
-    #[arg(long = "max-unchoked", default_value_t = 8)]
-    max_unchoked: usize,
     /// Print one JSON line of figures per second on stdout (after the URI line).
     #[arg(long = "stats-json")]
     stats_json: bool,
     #[command(flatten)]
-    ice: crate::ice_args::IceArgs,
+    source: LiveSourceArgs,
+}
+
+/// How a live source signs and serves: what `ppspp live` and `ppspp hls live` share.
+#[derive(Args, Debug)]
+pub struct LiveSourceArgs {
+    /// Serve plain RFC 7574 over UDP on this address (e.g. 127.0.0.1:7000; port 0 picks
+    /// one). A presentation's renditions take the ports after it.
+    #[arg(long)]
+    pub udp: Option<SocketAddr>,
+    /// Signaling server for WebRTC peers (ws://HOST:PORT/ws). Several (repeat, or
+    /// comma-separated): instances of one site's signaling; the first that answers is
+    /// used, the next ones when it drops.
+    #[arg(long, value_name = "URL", value_delimiter = ',')]
+    pub signal: Vec<String>,
+    /// Local address of the WebRTC socket (default 127.0.0.1:0, this machine only).
+    #[arg(long)]
+    pub bind: Option<SocketAddr>,
+    /// The signing key: read if the file exists, else made and saved there (owner-only).
+    /// Keep it to keep the same swarm ID (a presentation: the same stream key) across
+    /// restarts.
+    #[arg(long, default_value = "ppspp-live.key")]
+    pub key: PathBuf,
+    /// Algorithm of a new key: ecdsa-p256 (the RFC's default) or ed25519.
+    #[arg(long, default_value = "ecdsa-p256", value_parser = key_file::parse_algorithm)]
+    pub algorithm: LiveAlgorithm,
+    /// Chunks under one signature (a power of two, 2 to 65536): fewer signatures, or
+    /// chunks announced sooner. 1 signs every chunk itself (RFC 7574's Sign All): no
+    /// hashes travel, but each chunk costs a signature to make and to check.
+    #[arg(long = "chunks-per-signature", default_value_t = 16)]
+    pub chunks_per_signature: u64,
+    /// Chunks kept behind the live edge (the discard window).
+    #[arg(long, default_value_t = DEFAULT_DISCARD_WINDOW)]
+    pub window: u64,
+    /// Merkle hash function: sha1, sha224, sha256, sha384 or sha512.
+    #[arg(long = "hash", default_value = "sha256")]
+    pub hash: HashAlgorithm,
+    /// Seconds to keep serving after the input (or the playlists) end, so viewers get the
+    /// stream's tail.
+    #[arg(long, default_value_t = 10)]
+    pub linger: u64,
+    /// Most peers connected at once (per swarm).
+    #[arg(long = "max-peers", default_value_t = 256)]
+    pub max_peers: usize,
+    /// Peers served at once; the others get the stream from them (they are choked here).
+    /// About the upload rate divided by the stream's: a source serving every viewer
+    /// itself becomes the bottleneck, and every viewer falls behind.
+    #[arg(long = "max-unchoked", default_value_t = 8)]
+    pub max_unchoked: usize,
+    #[command(flatten)]
+    pub ice: crate::ice_args::IceArgs,
+}
+
+impl LiveSourceArgs {
+    /// An error unless somewhere to serve is given.
+    pub fn check_served(&self) -> Result<(), String> {
+        if self.udp.is_none() && self.signal.is_empty() {
+            return Err(
+                "say where to serve: --udp ADDR (e.g. --udp 127.0.0.1:7000) and/or --signal ws://HOST:PORT/ws"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// The stream's parameters with chunks of `chunk_size` bytes.
+    pub fn params(&self, chunk_size: usize) -> Result<LiveParams, String> {
+        Ok(LiveParams {
+            hash: self.hash,
+            chunk_size: u32::try_from(chunk_size).map_err(|_| "chunk size too large")?,
+            chunks_per_signature: self.chunks_per_signature,
+            discard_window: self.window,
+        })
+    }
+
+    /// The source engine's configuration (peers, a random seed, the wall clock).
+    pub fn engine_config(&self, clock: &Clock) -> EngineConfig {
+        EngineConfig {
+            max_peers: self.max_peers.max(1),
+            max_unchoked: self.max_unchoked.max(1),
+            seed: crate::random_seed(),
+            wall_clock_offset: clock.wall_clock_offset(),
+            ..EngineConfig::default()
+        }
+    }
 }
 
 /// The key in `path`, or a new one saved there.
@@ -158,19 +202,10 @@ fn read_stdin(
 }
 
 pub fn run(args: &LiveArgs) -> Result<(), String> {
-    if args.udp.is_none() && args.signal.is_empty() {
-        return Err(
-            "say where to serve: --udp ADDR (e.g. --udp 127.0.0.1:7000) and/or --signal ws://HOST:PORT/ws"
-                .into(),
-        );
-    }
-    let params = LiveParams {
-        hash: args.hash,
-        chunk_size: args.chunk_size as u32,
-        chunks_per_signature: args.chunks_per_signature,
-        discard_window: args.window,
-    };
-    let key = load_or_make_key(&args.key, args.algorithm)?;
+    let source = &args.source;
+    source.check_served()?;
+    let params = source.params(args.chunk_size)?;
+    let key = load_or_make_key(&source.key, source.algorithm)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -182,7 +217,7 @@ pub fn run(args: &LiveArgs) -> Result<(), String> {
         let (ended_tx, ended_rx) = oneshot::channel::<()>();
         read_stdin(
             args.chunk_size,
-            args.chunks_per_signature,
+            source.chunks_per_signature,
             init_tx,
             chunk_tx,
             ended_tx,
@@ -196,18 +231,14 @@ pub fn run(args: &LiveArgs) -> Result<(), String> {
                 .clone()
                 .unwrap_or_else(|| "the input ended before its first media segment".into())
         })?;
-        let socket = match args.udp {
+        let socket = match source.udp {
             Some(a) => Some(udp::bind(a).map_err(|e| format!("cannot bind UDP {a}: {e}"))?),
             None => None,
         };
         let clock = Clock::new();
         let config = EngineConfig {
             upload_limit: args.upload_limit,
-            max_peers: args.max_peers.max(1),
-            max_unchoked: args.max_unchoked.max(1),
-            seed: crate::random_seed(),
-            wall_clock_offset: clock.wall_clock_offset(),
-            ..EngineConfig::default()
+            ..source.engine_config(&clock)
         };
         let info = LiveInfo {
             key: key.public_key().clone(),
@@ -225,19 +256,19 @@ pub fn run(args: &LiveArgs) -> Result<(), String> {
         uri.init = Some(init);
         let on = crate::seed::serve_on(
             socket.as_ref(),
-            &args.signal,
+            &source.signal,
             &info.key.signaling_room(),
-            args.bind,
-            &args.ice,
+            source.bind,
+            &source.ice,
             engine.config().max_peers,
         )
         .await?;
         uri.udp.extend(on.udp);
-        uri.signal = args.signal.first().cloned();
+        uri.signal = source.signal.first().cloned();
         let (mut rtc, serving) = (on.rtc, on.described);
         crate::print_line(&uri)?;
         eprintln!("live: streaming on {}; Ctrl-C stops", serving.join(" and "));
-        let linger = Duration::from_secs(args.linger);
+        let linger = Duration::from_secs(source.linger);
         let stop = async move {
             tokio::select! {
                 _ = crate::shutdown_signal() => {}

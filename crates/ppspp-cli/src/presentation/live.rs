@@ -12,21 +12,16 @@
 use super::hls::{self, Variant};
 use super::live_manifest::{InitEntry, LiveManifest, LivePartEntry, LiveRenditionEntry, ntp_hex};
 use super::manifest::{FORMAT, VERSION, local_path, path_for, relative_uri};
-use crate::live::key_file;
+use crate::live::LiveSourceArgs;
 use crate::net::{self, Flow, Links};
 use crate::root::parse_chunk_size;
 use crate::udp::{self, Clock};
 use clap::Args;
-use ppspp::engine::{Engine, EngineConfig, Event, LiveInfo, LiveParams, ntp_from_unix_micros};
+use ppspp::engine::{Engine, EngineConfig, Event, LiveInfo, ntp_from_unix_micros};
 use ppspp::live::segment::{segment_chunk_count, segment_chunk_lengths};
-use ppspp::live::uri::DEFAULT_DISCARD_WINDOW;
-use ppspp::live::{
-    InitSegment, LiveAlgorithm, LivePart, LiveRendition, LiveSigningKey, LiveUri, SignedMunro,
-};
-use ppspp::merkle::HashAlgorithm;
+use ppspp::live::{InitSegment, LivePart, LiveRendition, LiveSigningKey, LiveUri, SignedMunro};
 use ppspp::store::SparseStore;
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -35,50 +30,16 @@ use tokio::sync::mpsc;
 pub struct LiveHlsArgs {
     /// The master playlist the packager writes (or a lone media playlist).
     pub master: PathBuf,
-    /// Serve plain RFC 7574 over UDP: the first rendition on this address, the next ones
-    /// on the ports after it (port 0: each picks one).
-    #[arg(long)]
-    pub udp: Option<SocketAddr>,
-    /// Signaling server for WebRTC peers (ws://HOST:PORT/ws); several: instances of one
-    /// site's signaling, the next used when one drops.
-    #[arg(long, value_name = "URL", value_delimiter = ',')]
-    pub signal: Vec<String>,
-    /// Local address of the WebRTC sockets (default 127.0.0.1:0, this machine only).
-    #[arg(long)]
-    pub bind: Option<SocketAddr>,
-    /// The stream key: read if the file exists, else made and saved there (owner-only).
-    /// Pages are given its public half; each rendition signs with a key made from it.
-    #[arg(long, default_value = "ppspp-live.key")]
-    pub key: PathBuf,
-    /// Algorithm of a new key: ecdsa-p256 (the RFC's default) or ed25519.
-    #[arg(long, default_value = "ecdsa-p256", value_parser = key_file::parse_algorithm)]
-    pub algorithm: LiveAlgorithm,
     /// Chunk size in bytes (1 to 1 MiB); a segment's last chunks are shorter.
     #[arg(long = "chunk-size", default_value_t = super::prepare::PRESENTATION_CHUNK_SIZE, value_parser = parse_chunk_size)]
     pub chunk_size: usize,
-    /// Chunks under one signature (a power of two, 2 to 65536; 1 signs every chunk).
-    #[arg(long = "chunks-per-signature", default_value_t = 16)]
-    pub chunks_per_signature: u64,
-    /// Chunks kept behind the live edge (the discard window).
-    #[arg(long, default_value_t = DEFAULT_DISCARD_WINDOW)]
-    pub window: u64,
-    /// Merkle hash function: sha1, sha224, sha256, sha384 or sha512.
-    #[arg(long = "hash", default_value = "sha256")]
-    pub hash: HashAlgorithm,
     /// Seconds to wait for the packager's first playlists.
     #[arg(long = "wait", default_value_t = 30)]
     pub wait: u64,
-    /// Seconds to keep serving after the playlists end, so viewers get the tail.
-    #[arg(long, default_value_t = 10)]
-    pub linger: u64,
-    /// Most peers connected at once, per rendition.
-    #[arg(long = "max-peers", default_value_t = 256)]
-    pub max_peers: usize,
-    /// Peers served at once per rendition; the others get the stream from them.
-    #[arg(long = "max-unchoked", default_value_t = 8)]
-    pub max_unchoked: usize,
+    // Its key is the stream key: pages are given its public half, and each rendition
+    // signs with a key made from it.
     #[command(flatten)]
-    pub ice: crate::ice_args::IceArgs,
+    pub source: LiveSourceArgs,
 }
 
 /// How often the playlists are read.
@@ -98,7 +59,7 @@ struct Follow {
     /// The next media sequence number to take.
     next_sequence: Option<u64>,
     next_chunk: u64,
-    init: Option<InitSegment>,
+    /// The rendition's record (its initialisation segment in it) and its signature.
     record: Option<(LiveRendition, Vec<u8>)>,
     /// Segments pushed whose munros are not all in yet.
     pending: Vec<LivePart>,
@@ -110,19 +71,9 @@ struct Follow {
 }
 
 pub fn run(args: &LiveHlsArgs) -> Result<(), String> {
-    if args.udp.is_none() && args.signal.is_empty() {
-        return Err(
-            "say where to serve: --udp ADDR (e.g. --udp 127.0.0.1:7000) and/or --signal ws://HOST:PORT/ws"
-                .into(),
-        );
-    }
-    let params = LiveParams {
-        hash: args.hash,
-        chunk_size: u32::try_from(args.chunk_size).map_err(|_| "chunk size too large")?,
-        chunks_per_signature: args.chunks_per_signature,
-        discard_window: args.window,
-    };
-    let stream_key = crate::live::load_or_make_key(&args.key, args.algorithm)?;
+    args.source.check_served()?;
+    let params = args.source.params(args.chunk_size)?;
+    let stream_key = crate::live::load_or_make_key(&args.source.key, args.source.algorithm)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -130,13 +81,7 @@ pub fn run(args: &LiveHlsArgs) -> Result<(), String> {
     runtime.block_on(async {
         let variants = wait_for_master(&args.master, Duration::from_secs(args.wait)).await?;
         let clock = Clock::new();
-        let config = EngineConfig {
-            max_peers: args.max_peers.max(1),
-            max_unchoked: args.max_unchoked.max(1),
-            seed: crate::random_seed(),
-            wall_clock_offset: clock.wall_clock_offset(),
-            ..EngineConfig::default()
-        };
+        let config = args.source.engine_config(&clock);
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let mut follows = Vec::new();
         let mut serving = Vec::new();
@@ -179,7 +124,6 @@ pub fn run(args: &LiveHlsArgs) -> Result<(), String> {
                 signed: signed_rx,
                 next_sequence: None,
                 next_chunk: 0,
-                init: None,
                 record: None,
                 pending: Vec::new(),
                 munros: BTreeMap::new(),
@@ -238,7 +182,7 @@ async fn serve_rendition(
     clock: &Clock,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> Result<(), String> {
-    let socket = match args.udp {
+    let socket = match args.source.udp {
         Some(a) => {
             let a = super::seed::udp_for(a, index)?;
             Some(udp::bind(a).map_err(|e| format!("cannot bind UDP {a}: {e}"))?)
@@ -251,10 +195,10 @@ async fn serve_rendition(
         .unwrap_or_default();
     let on = crate::seed::serve_on(
         socket.as_ref(),
-        &args.signal,
+        &args.source.signal,
         &room,
-        args.bind,
-        &args.ice,
+        args.source.bind,
+        &args.source.ice,
         engine.config().max_peers,
     )
     .await
@@ -329,9 +273,9 @@ async fn follow_all(
         if ended {
             eprintln!(
                 "live: the playlists ended; serving the stream's tail for {} s",
-                args.linger
+                args.source.linger
             );
-            tokio::time::sleep(Duration::from_secs(args.linger)).await;
+            tokio::time::sleep(Duration::from_secs(args.source.linger)).await;
             break Ok(());
         }
         tokio::select! {
@@ -475,7 +419,7 @@ impl Follow {
             length: bytes.len() as u64,
             hash: self.info.params.hash.digest(&bytes),
         };
-        if self.init.as_ref() == Some(&init) && self.record.is_some() {
+        if self.record.as_ref().and_then(|(r, _)| r.init.as_ref()) == Some(&init) {
             return Ok(());
         }
         self.sign_record(Some(init), stream_key, clock);
@@ -494,12 +438,11 @@ impl Follow {
         let record = LiveRendition {
             id: self.variant.uri.clone(),
             info: self.info.clone(),
-            init: init.clone(),
+            init,
             timestamp: ntp_from_unix_micros(wall.as_micros()),
         };
         let signature = record.sign(stream_key);
         self.record = Some((record, signature));
-        self.init = init;
     }
 
     /// Cuts a segment into chunks that end a signing group and feeds them to the swarm.
