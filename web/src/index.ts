@@ -17,6 +17,8 @@ export {
   Presentation, type PresentationEvents, type PresentationStats, type RenditionStats, type LoadOutcome,
 } from './presentation/presentation.js';
 export type { Manifest, Rendition, ManifestPart, SegmentRef } from './presentation/manifest.js';
+export type { LiveManifest, LiveRenditionEntry, LivePartEntry, LiveInit } from './presentation/live-manifest.js';
+export type { LiveSegmentRef } from './presentation/live-delivery.js';
 export type { SelectedPair } from './connections.js';
 export type { SwarmStats, PeerChannelStats, SwarmEvents } from './swarm.js';
 export type { ContentInfo, EngineStats, ChannelStats } from './wasm.js';

@@ -433,6 +433,20 @@ export interface PresentationOptions extends PeerOptions {
   manifestTimeoutMs?: number;
   /** Whether the page uploads to other viewers (as {@link PlayerOptions.upload}; default 'auto'). */
   upload?: boolean | 'auto';
+  /**
+   * A live presentation's stream key (hex, as `ppspp hls live` prints it): what every
+   * record of its manifest, and so every segment, is checked against. Required for a live
+   * manifest: the manifest's own `key` is not trusted.
+   */
+  streamKey?: string;
+  /**
+   * Live: how long a segment that peers hold may wait for them before it is fetched whole
+   * from the web server (default 1000 ms). One no peer holds is fetched at once (after a
+   * moment's random wait, under a quarter second, while peers are connected: one of them
+   * may be fetching it). Longer takes more from peers, and leaves less time to fetch it
+   * before the player needs it.
+   */
+  livePeerWaitMs?: number;
 }
 
 export interface ResolvedPresentationOptions extends ResolvedPeerOptions {
@@ -440,9 +454,27 @@ export interface ResolvedPresentationOptions extends ResolvedPeerOptions {
   maxMemoryBytes: number;
   manifestTimeoutMs: number;
   upload: boolean | 'auto';
+  streamKey: string | null;
+  livePeerWaitMs: number;
 }
 
-const KNOWN_PRESENTATION = [...KNOWN_PEER, 'readAheadSegments', 'maxMemoryBytes', 'manifestTimeoutMs', 'upload'];
+const KNOWN_PRESENTATION = [
+  ...KNOWN_PEER,
+  'readAheadSegments',
+  'maxMemoryBytes',
+  'manifestTimeoutMs',
+  'upload',
+  'streamKey',
+  'livePeerWaitMs',
+];
+
+function streamKeyOption(value: unknown): string | null {
+  if (value === undefined) return null;
+  if (typeof value !== 'string' || !/^[0-9a-f]+$/i.test(value.trim()) || value.trim().length % 2 !== 0) {
+    throw bad('option streamKey must be the stream key in hex, as the live source prints it');
+  }
+  return value.trim().toLowerCase();
+}
 
 /** Fills in defaults and rejects bad values with a `bad-option` error naming the option. */
 export function resolvePresentationOptions(options: PresentationOptions = {}): ResolvedPresentationOptions {
@@ -455,5 +487,7 @@ export function resolvePresentationOptions(options: PresentationOptions = {}): R
     maxMemoryBytes: bytes,
     manifestTimeoutMs: number(options, 'manifestTimeoutMs', 10_000, { min: 100 }),
     upload: uploadOption(options.upload),
+    streamKey: streamKeyOption(options.streamKey),
+    livePeerWaitMs: number(options, 'livePeerWaitMs', 1000, { min: 0, max: 60_000 }),
   };
 }

@@ -380,6 +380,10 @@ export class Player extends Emitter<PlayerEvents> {
     // the Player's own do; the rest are news. (The swarm takes a close from inside its
     // event handling: it stops reading the engine there.)
     this.swarm.on('error', (err) => (err.fatal ? this.fail(err) : this.emit('error', err)));
+    // What was appended cannot go on into a new run of the source.
+    this.swarm.on('live-restarted', () =>
+      this.emit('error', new PpsppError('media-error', 'the live stream restarted (a new run of its source): attach again to play it')),
+    );
     this.swarm.on('peer-joined', () => this.mark('firstPeerMs'));
     this.swarm.on('chunk-verified', (e) => {
       this.mark('firstChunkMs');

@@ -7,7 +7,7 @@
 import { Connections, type SelectedPair, type SignalPath, hasWebRtc, webRtcUnsupported } from './connections.js';
 import { Driver } from './driver.js';
 import { Emitter } from './emitter.js';
-import { type ErrorCode, PpsppError, fatal } from './errors.js';
+import { type ErrorCode, PpsppError, fatal, messageOf } from './errors.js';
 import { HttpOrigin, type HttpOriginSettings } from './http-origin.js';
 import type { ResolvedPeerOptions } from './options.js';
 import { SavedChunks, type StorageFallback } from './saved-chunks.js';
@@ -88,6 +88,11 @@ export interface SwarmEvents {
   complete: Record<string, never>;
   /** A live stream's edge moved on: chunks up to `end` are signed by the source, at `signedAtMs` (Unix ms, its clock). */
   'live-edge': { end: number; signedAtMs: number };
+  /**
+   * The live source started a new run of the stream (chunks from 0, perhaps another
+   * initialisation segment): the engine joined the new run afresh.
+   */
+  'live-restarted': Record<string, never>;
   stats: SwarmStats;
   /**
    * Trouble while the swarm runs: `signaling-error`, `no-peers` and `verification-failed`
@@ -223,11 +228,12 @@ export class Swarm extends Emitter<SwarmEvents> {
   /**
    * Joins the room; rejects with `signaling-unreachable` if the server cannot be reached
    * (or does not welcome us within `signalingTimeoutMs`), or `signaling-error` if it
-   * refuses (both fatal). With an HTTP origin nothing waits for signaling: the room is
-   * joined in the background, and a failure is a `p2p-unavailable` event (an unreachable
-   * server is tried again until it answers).
+   * refuses (both fatal). With an HTTP origin, or `background` (the caller has another
+   * way to the bytes), nothing waits for signaling: the room is joined in the background,
+   * and a failure is a `p2p-unavailable` event (an unreachable server is tried again
+   * until it answers).
    */
-  async start(): Promise<void> {
+  async start(opts: { background?: boolean } = {}): Promise<void> {
     // Saved chunks are named to the engine before any peer or the origin is asked.
     if (this.storageQuota !== null) {
       this.saved = await SavedChunks.open(
@@ -248,7 +254,7 @@ export class Swarm extends Emitter<SwarmEvents> {
       this.driver.kick();
       return;
     }
-    if (this.origin) {
+    if (this.origin || opts.background) {
       this.joinInBackground(this.signaling);
     } else {
       try {
@@ -440,15 +446,7 @@ export class Swarm extends Emitter<SwarmEvents> {
         );
         break;
       case 'live-restarted':
-        // The source started a new run of the stream (chunks from 0, perhaps another
-        // initialisation segment): what was appended cannot go on into it.
-        this.emit(
-          'error',
-          new PpsppError(
-            'media-error',
-            'the live stream restarted (a new run of its source): attach again to play it',
-          ),
-        );
+        this.emit('live-restarted', {});
         break;
       case 'wrong-length':
         // The URI's len= is wrong: nothing can be verified against it, and the engine asks
@@ -565,6 +563,52 @@ export class Swarm extends Emitter<SwarmEvents> {
   /** Verified chunk `chunk`, or undefined if not held. */
   readChunk(chunk: number): Uint8Array | undefined {
     return this.engine.readChunk(chunk);
+  }
+
+  /** The first chunk from `chunk` on that is not verified yet. */
+  firstMissing(chunk: number): number {
+    if (this.closed) return chunk;
+    return this.engine.firstMissing(chunk);
+  }
+
+  /**
+   * A live presentation's part (its manifest record): throws `verification-failed` unless
+   * this stream's rendition key signed it, recently.
+   */
+  checkLivePart(record: Record<string, unknown>): void {
+    if (this.closed) throw new PpsppError('closed', 'the swarm was left');
+    try {
+      this.engine.checkLivePart(record, performance.now());
+    } catch (err) {
+      throw new PpsppError('verification-failed', messageOf(err), { cause: err });
+    }
+  }
+
+  /**
+   * The segment a live part names, from the web server: checked under its munros and kept
+   * (and offered to peers). Throws `verification-failed`, keeping nothing, if it is not
+   * what the source signed; returns the chunks that were new.
+   */
+  handleLivePart(record: Record<string, unknown>, data: Uint8Array): number {
+    if (this.closed) throw new PpsppError('closed', 'the swarm was left');
+    let kept: number;
+    try {
+      kept = this.engine.handleLivePart(record, data, performance.now());
+    } catch (err) {
+      throw new PpsppError('verification-failed', messageOf(err), { cause: err });
+    }
+    this.driver.kick();
+    return kept;
+  }
+
+  /** How many connected peers said they hold `chunk`. */
+  peersHolding(chunk: number): number {
+    return this.closed ? 0 : this.engine.peersHolding(chunk);
+  }
+
+  /** Whether `data` is the initialisation segment of `length` bytes and hash `hash` (hex). */
+  liveInitMatches(length: number, hash: string, data: Uint8Array): boolean {
+    return !this.closed && this.engine.liveInitMatches(length, hash, data);
   }
 
   /**

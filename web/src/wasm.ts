@@ -9,10 +9,10 @@
  * build returns against the tables, so a change on the Rust side that is not made here
  * fails the tests.
  */
-import init, { OriginOptions, PartMap, WasmDiscovery, WasmPeer, PeerOptions, parseUri as wasmParseUri, treeFile } from '../wasm/ppspp_wasm.js';
+import init, { OriginOptions, PartMap, WasmDiscovery, WasmPeer, PeerOptions, parseUri as wasmParseUri, treeFile, verifyLiveRendition } from '../wasm/ppspp_wasm.js';
 import { PpsppError, messageOf } from './errors.js';
 
-export { OriginOptions, PartMap, WasmDiscovery, WasmPeer, PeerOptions, treeFile };
+export { OriginOptions, PartMap, WasmDiscovery, WasmPeer, PeerOptions, treeFile, verifyLiveRendition };
 
 let loading: Promise<void> | null = null;
 let loaded = false;

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { PpsppError } from '../src/errors.js';
 import { Goodput } from '../src/presentation/goodput.js';
-import { SegmentIndex, parseManifest, renditionUri } from '../src/presentation/manifest.js';
+import { type Manifest, SegmentIndex, parseManifest, renditionUri } from '../src/presentation/manifest.js';
 
 const URL_ = 'https://cdn.example/video/master.ppspp.json';
 
@@ -29,6 +29,13 @@ function manifest(edit: (m: Record<string, unknown> & { renditions: Record<strin
   return JSON.stringify(m);
 }
 
+/** An on-demand manifest read from `text`. */
+function vod(text: string): Manifest {
+  const m = parseManifest(text, URL_);
+  if (m.type !== 'vod') throw new Error('not an on-demand manifest');
+  return m;
+}
+
 function refusal(text: string): string {
   try {
     parseManifest(text, URL_);
@@ -42,7 +49,7 @@ function refusal(text: string): string {
 
 describe('parseManifest', () => {
   it('resolves every URL against the manifest and keeps what a swarm needs', () => {
-    const m = parseManifest(manifest(), URL_);
+    const m = vod(manifest());
     expect(m.source).toBe('https://cdn.example/video/master.m3u8');
     const r = m.renditions[0]!;
     expect(r).toMatchObject({ id: 'v0/index.m3u8', kind: 'video', bandwidth: 440000, resolution: '426x240', root: 'ab'.repeat(32), chunkSize: 8192, length: 300 });
@@ -57,7 +64,9 @@ describe('parseManifest', () => {
     expect(refusal('{')).toMatch(/not JSON/);
     expect(refusal(manifest((m) => { m.format = 'x'; }))).toMatch(/format/);
     expect(refusal(manifest((m) => { m.version = 2; }))).toMatch(/version 2/);
-    expect(refusal(manifest((m) => { m.type = 'live'; }))).toMatch(/type "live"/);
+    expect(refusal(manifest((m) => { m.type = 'recorded'; }))).toMatch(/type "recorded"/);
+    // A live manifest is read as one: these renditions have no live swarm.
+    expect(refusal(manifest((m) => { m.type = 'live'; }))).toMatch(/renditions\[0\]\.swarm must be a string/);
     expect(refusal(manifest((m) => { m.renditions = []; }))).toMatch(/renditions/);
     expect(refusal(manifest((m) => { m.renditions[0]!.kind = 'text'; }))).toMatch(/renditions\[0\]\.kind/);
     expect(refusal(manifest((m) => { m.renditions[0]!.root = 'xyz'; }))).toMatch(/root must be hex/);
@@ -68,7 +77,7 @@ describe('parseManifest', () => {
 });
 
 describe('SegmentIndex', () => {
-  const index = new SegmentIndex(parseManifest(manifest(), URL_));
+  const index = new SegmentIndex(vod(manifest()));
 
   it('finds whole-file parts by URL, with or without the query or fragment', () => {
     expect(index.find('https://cdn.example/video/v0/init.mp4')).toEqual({ rendition: 0, start: 0, end: 100 });

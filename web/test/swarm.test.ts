@@ -73,6 +73,7 @@ function record(swarm: Swarm): Log {
     progress: [],
     complete: [],
     'live-edge': [],
+    'live-restarted': [],
     stats: [],
     error: [],
   } as Log;

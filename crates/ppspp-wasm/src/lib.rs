@@ -13,6 +13,7 @@ pub mod bench;
 mod convert;
 mod discovery;
 mod driven;
+mod live_records;
 mod origin;
 mod parts;
 mod saved;
@@ -23,6 +24,7 @@ use convert::{
 };
 pub use discovery::WasmDiscovery;
 use driven::{Driven, to_time};
+pub use live_records::verify_live_rendition;
 pub use origin::{OriginOptions, tree_file};
 pub use parts::PartMap;
 use ppspp::engine::{Engine, EngineConfig, PickerKind};

@@ -246,3 +246,49 @@ fn a_viewer_joins_at_a_segment_a_few_seconds_old_but_not_at_an_old_recording() {
         Ok(published[2].part.chunks)
     );
 }
+
+#[test]
+fn an_aimed_viewer_fetches_from_its_aim_and_no_further_than_its_read_ahead() {
+    for per_sig in [8, SIGN_ALL] {
+        let now = Time::from_millis(1_000);
+        let (_, published) = publish(per_sig, &SIZES, now);
+        let mut net = VirtualNet::new(Duration::from_millis(10), 0, 5);
+        let mut nodes = vec![
+            viewer(per_sig, EngineConfig::default()),
+            viewer(per_sig, EngineConfig::default()),
+        ];
+        for p in &published {
+            take(&mut nodes[0], p, now).unwrap();
+        }
+        // The second viewer plays segment 1 and reads one segment ahead: it tunes in
+        // there, not at the edge, and asks for nothing of segment 3.
+        let aim = &published[1].part;
+        nodes[1].set_playhead(aim.first_chunk);
+        nodes[1].set_read_ahead(Some(aim.chunks + published[2].part.chunks));
+        nodes[1].connect(0, now);
+        let chunk = |c| ppspp::Bin::chunk(c).unwrap();
+        // Long enough for everything the peer holds to come.
+        net.run(&mut nodes, now + Duration::from_secs(8), |_| false);
+        for p in &published[1..3] {
+            assert_eq!(held(&mut nodes[1], p), p.bytes, "{per_sig}");
+        }
+        let after = &published[3].part;
+        assert!(
+            (after.first_chunk..after.end_chunk()).all(|c| !nodes[1].have().is_filled(chunk(c))),
+            "{per_sig}: fetched past its read-ahead"
+        );
+        assert!(
+            (0..published[1].part.first_chunk).all(|c| !nodes[1].have().is_filled(chunk(c))),
+            "{per_sig}: fetched before its aim"
+        );
+        // The peer said it holds the next segment, which was not fetched.
+        assert_eq!(nodes[1].peers_holding(after.first_chunk), 1, "{per_sig}");
+        assert_eq!(nodes[1].peers_holding(after.end_chunk() + 100), 0);
+        // Aimed at the next segment, it takes it.
+        nodes[1].set_playhead(after.first_chunk);
+        net.run(&mut nodes, now + Duration::from_secs(14), |n| {
+            (after.first_chunk..after.end_chunk()).all(|c| n[1].have().is_filled(chunk(c)))
+        });
+        assert_eq!(held(&mut nodes[1], &published[3]), published[3].bytes);
+    }
+}

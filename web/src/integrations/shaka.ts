@@ -24,6 +24,7 @@
  * ```
  */
 import type shaka from 'shaka-player';
+import type { LiveSegmentRef } from '../presentation/live-delivery.js';
 import type { SegmentRef } from '../presentation/manifest.js';
 import type { Presentation } from '../presentation/presentation.js';
 import { exactBuffer } from './exact-buffer.js';
@@ -111,14 +112,15 @@ export function registerShakaScheme(shaka: ShakaNamespace, presentation: Present
     uri: string,
     request: ShakaRequest,
     requestType: number,
-    ref: SegmentRef,
+    ref: SegmentRef | LiveSegmentRef,
     progressUpdated: shaka.extern.ProgressUpdated,
   ): ShakaOperation<ShakaResponse> => {
     // As Shaka's HTTP plugins fail: recoverable network errors, so that Shaka retries.
     const failure = (code: number, ...data: unknown[]): Error =>
       new ShakaError(ShakaError.Severity.RECOVERABLE, ShakaError.Category.NETWORK, code, uri, ...data);
     const controller = new AbortController();
-    const size = ref.end - ref.start;
+    // A live segment's size is known once it is found in the live manifest.
+    const size = 'live' in ref ? null : ref.end - ref.start;
     let verified = 0;
     const promise = presentation
       .load(ref, {
@@ -134,7 +136,7 @@ export function registerShakaScheme(shaka: ShakaNamespace, presentation: Present
         onProgress: (loaded) => {
           if (loaded <= verified) return;
           verified = loaded;
-          progressUpdated(0, 0, size - loaded);
+          progressUpdated(0, 0, size === null ? 0 : size - loaded);
         },
       })
       .then((outcome): ShakaResponse => {

@@ -5,6 +5,7 @@
  */
 import { PpsppError, messageOf } from '../errors.js';
 import type { OriginPart } from '../http-origin.js';
+import { type LiveManifest, parseLiveManifest, withoutHash } from './live-manifest.js';
 
 export const MANIFEST_FORMAT = 'ppspp-presentation';
 export const MANIFEST_VERSION = 1;
@@ -59,7 +60,7 @@ const isWhole = (v: unknown): v is number => typeof v === 'number' && Number.isS
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Checks a manifest's JSON text read from `url`; throws `bad-manifest` naming what is wrong. */
-export function parseManifest(text: string, url: string): Manifest {
+export function parseManifest(text: string, url: string): Manifest | LiveManifest {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -69,7 +70,8 @@ export function parseManifest(text: string, url: string): Manifest {
   if (!isObject(json)) throw bad(url, 'not a JSON object');
   if (json.format !== MANIFEST_FORMAT) throw bad(url, `format must be ${JSON.stringify(MANIFEST_FORMAT)}, not ${JSON.stringify(json.format)}`);
   if (json.version !== MANIFEST_VERSION) throw bad(url, `version ${JSON.stringify(json.version)} is not supported (this build reads ${MANIFEST_VERSION})`);
-  if (json.type !== 'vod') throw bad(url, `type ${JSON.stringify(json.type)} is not supported (this build reads "vod")`);
+  if (json.type === 'live') return parseLiveManifest(json, url);
+  if (json.type !== 'vod') throw bad(url, `type ${JSON.stringify(json.type)} is not supported (this build reads "vod" and "live")`);
   const at = (rel: string): string => new URL(rel, url).href;
   const source = at(field(json, 'source', 'manifest', url, isString, 'a URL'));
   if (!Array.isArray(json.renditions) || json.renditions.length === 0) throw bad(url, 'renditions must be a non-empty list');
@@ -117,7 +119,7 @@ export function parseManifest(text: string, url: string): Manifest {
  * Loads and checks the manifest at `url` (relative to the page): `manifest-unreachable`
  * if it cannot be fetched within `timeoutMs`, `bad-manifest` if it is not one.
  */
-export async function loadManifest(url: string, timeoutMs: number, signal?: AbortSignal): Promise<Manifest> {
+export async function loadManifest(url: string, timeoutMs: number, signal?: AbortSignal): Promise<Manifest | LiveManifest> {
   const base = typeof document !== 'undefined' ? document.baseURI : undefined;
   const absolute = new URL(url, base).href;
   const controller = new AbortController();
@@ -128,7 +130,8 @@ export async function loadManifest(url: string, timeoutMs: number, signal?: Abor
     let response: Response;
     let text: string;
     try {
-      response = await fetch(absolute, { signal: controller.signal });
+      // A live manifest changes every segment: no cached copy.
+      response = await fetch(absolute, { signal: controller.signal, cache: 'no-store' });
       text = await response.text();
     } catch (err) {
       const why = signal?.aborted ? 'aborted' : controller.signal.aborted ? `no answer in ${timeoutMs} ms` : `${messageOf(err)} (the network failed, or the server does not allow this page by CORS)`;
@@ -183,11 +186,6 @@ export class SegmentIndex {
     }
     return null;
   }
-}
-
-function withoutHash(url: string): string {
-  const i = url.indexOf('#');
-  return i < 0 ? url : url.slice(0, i);
 }
 
 /** The swarm URI of a rendition, as `ppspp root` prints it for the same content. */

@@ -16,6 +16,8 @@ import { meteredConnection } from '../player.js';
 import { type P2pUnavailable, Swarm, type SwarmStats } from '../swarm.js';
 import { WasmPeer, loadWasm, parseUriLoaded } from '../wasm.js';
 import { Goodput } from './goodput.js';
+import { LiveDelivery, type LiveSegmentRef } from './live-delivery.js';
+import type { LiveManifest } from './live-manifest.js';
 import { type Manifest, type Rendition, SegmentIndex, type SegmentRef, loadManifest, renditionUri } from './manifest.js';
 
 /** Figures of a rendition, and of the whole presentation. */
@@ -53,8 +55,11 @@ export interface PresentationEvents {
    * muxed) than its last one: its ABR switched. `from` is null for the first of a kind.
    */
   'rendition-switched': { kind: Rendition['kind']; from: number | null; to: number };
-  /** A segment was verified whole and handed over. */
-  'segment-loaded': { rendition: number; start: number; end: number; ms: number };
+  /**
+   * A segment was verified whole and handed over: bytes `start..end` of the rendition's
+   * content (live: of the segment itself, `url`).
+   */
+  'segment-loaded': { rendition: number; start: number; end: number; ms: number; url?: string };
   /** As the Player's: peer-to-peer delivery is not possible now; HTTP carries playback. Once. */
   'p2p-unavailable': P2pUnavailable;
   /**
@@ -92,8 +97,10 @@ interface Active {
 }
 
 export class Presentation extends Emitter<PresentationEvents> {
-  readonly manifest: Manifest;
-  private readonly index: SegmentIndex;
+  readonly manifest: Manifest | LiveManifest;
+  private readonly index: SegmentIndex | null;
+  /** A live presentation's delivery (null: on demand). */
+  private readonly live: LiveDelivery | null;
   private readonly active = new Map<number, Active>();
   /** The figures of swarms closed with {@link close}. */
   private readonly finalStats = new Map<number, SwarmStats>();
@@ -107,18 +114,35 @@ export class Presentation extends Emitter<PresentationEvents> {
   private switches = 0;
 
   private constructor(
-    manifest: Manifest,
+    manifest: Manifest | LiveManifest,
     private readonly options: ResolvedPresentationOptions,
   ) {
     super();
     this.manifest = manifest;
-    this.index = new SegmentIndex(manifest);
+    if (manifest.type === 'live') {
+      this.index = null;
+      this.live = new LiveDelivery(manifest, options, {
+        noteRendition: (r) => this.noteRendition(r),
+        reportP2p: (e) => this.reportP2p(e),
+        emit: (type, payload) => this.emit(type, payload),
+        loaded: (rendition, missingAtStart, ms, bytes) => {
+          this.segments.set(rendition, (this.segments.get(rendition) ?? 0) + 1);
+          this.goodput.sample(missingAtStart, ms);
+          this.emit('segment-loaded', { rendition, start: 0, end: bytes.length, ms });
+          return this.goodput.reportedMs(bytes.length, ms);
+        },
+      });
+    } else {
+      this.index = new SegmentIndex(manifest);
+      this.live = null;
+    }
   }
 
   /**
    * Loads the manifest at `url` (`NAME.ppspp.json` beside the master playlist or MPD) and
    * the engine. `signal` is required: the signaling server's URL(s), or `false` for HTTP
-   * only. Rejects with `bad-option`, `manifest-unreachable`, `bad-manifest` or
+   * only; a live manifest needs `streamKey` too, and its records are checked against it
+   * here. Rejects with `bad-option`, `manifest-unreachable`, `bad-manifest` or
    * `wasm-load-failed`; nothing joins a swarm until a segment is asked for.
    */
   static async load(url: string, options: PresentationOptions = {}): Promise<Presentation> {
@@ -130,19 +154,29 @@ export class Presentation extends Emitter<PresentationEvents> {
     return new Presentation(manifest, resolved);
   }
 
-  /** Where a request for `url` (bytes `rangeStart..rangeEnd`, end exclusive) lies, or null if no rendition holds it. */
-  find(url: string, rangeStart?: number, rangeEnd?: number): SegmentRef | null {
-    return this.index.find(url, rangeStart, rangeEnd);
+  /**
+   * Where a request for `url` (bytes `rangeStart..rangeEnd`, end exclusive) lies, or null
+   * if no rendition holds it. Live: a segment the manifest names, or one in the directory
+   * and with the extension of its segments, which the manifest is read again for.
+   */
+  find(url: string, rangeStart?: number, rangeEnd?: number): SegmentRef | LiveSegmentRef | null {
+    if (this.live) return this.live.find(url, rangeStart, rangeEnd);
+    return this.index?.find(url, rangeStart, rangeEnd) ?? null;
   }
+
 
   /**
    * The verified bytes of segment `ref`. Settles always: with the bytes, or aborted
    * (`signal`), or timed out after `timeoutMs`, or an error (the presentation closed, or
    * its swarm could not be made).
    */
-  load(ref: SegmentRef, opts: { signal?: AbortSignal; timeoutMs: number; onProgress?: (loaded: number) => void }): Promise<LoadOutcome> {
+  load(ref: SegmentRef | LiveSegmentRef, opts: { signal?: AbortSignal; timeoutMs: number; onProgress?: (loaded: number) => void }): Promise<LoadOutcome> {
     if (this.closed) return Promise.resolve({ error: new PpsppError('closed', 'the presentation was closed') });
     if (opts.signal?.aborted) return Promise.resolve({ aborted: true });
+    if ('live' in ref) {
+      if (!this.live) return Promise.resolve({ error: new PpsppError('bad-manifest', 'a live segment asked of an on-demand presentation') });
+      return this.live.load(ref, opts);
+    }
     this.noteRendition(ref.rendition);
     let active: Active;
     try {
@@ -187,11 +221,15 @@ export class Presentation extends Emitter<PresentationEvents> {
     this.emit('rendition-switched', { kind, from, to: rendition });
   }
 
+  private vodRendition(i: number): Rendition | undefined {
+    return this.manifest.type === 'vod' ? this.manifest.renditions[i] : undefined;
+  }
+
   /** The rendition's swarm, made on first use. */
   private activate(rendition: number): Active {
     const found = this.active.get(rendition);
     if (found) return found;
-    const r = this.manifest.renditions[rendition];
+    const r = this.vodRendition(rendition);
     if (!r) throw new PpsppError('bad-manifest', `no rendition ${rendition}`);
     const uri = renditionUri(r);
     const content = parseUriLoaded(uri);
@@ -252,7 +290,8 @@ export class Presentation extends Emitter<PresentationEvents> {
 
   /** Points the rendition's swarm at `ref`: playback needs it now, the next segments soon. */
   private aim(ref: SegmentRef, active: Active): void {
-    const r = this.manifest.renditions[ref.rendition]!;
+    const r = this.vodRendition(ref.rendition);
+    if (!r) return;
     const cs = r.chunkSize;
     const first = Math.floor(ref.start / cs);
     const end = Math.ceil(ref.end / cs);
@@ -297,11 +336,11 @@ export class Presentation extends Emitter<PresentationEvents> {
   stats(): PresentationStats {
     const renditions = this.manifest.renditions.map((r, i): RenditionStats => {
       const a = this.active.get(i);
-      const s = a ? a.swarm.stats() : this.finalStats.get(i);
+      const s = this.live ? this.live.renditionStats(i) : a ? a.swarm.stats() : this.finalStats.get(i);
       return {
         id: r.id,
         kind: r.kind,
-        active: a !== undefined,
+        active: this.live ? this.live.isActive(i) : a !== undefined,
         segmentsLoaded: this.segments.get(i) ?? 0,
         bytesFromHttp: s?.bytesFromHttp ?? 0,
         bytesFromPeers: s?.bytesFromPeers ?? 0,
@@ -330,6 +369,7 @@ export class Presentation extends Emitter<PresentationEvents> {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.live?.close();
     for (const [i, a] of this.active) {
       for (const p of [...a.pending]) p.resolve({ error: new PpsppError('closed', 'the presentation was closed') });
       this.finalStats.set(i, a.swarm.stats());

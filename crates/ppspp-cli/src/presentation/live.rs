@@ -71,7 +71,6 @@ struct Follow {
 }
 
 pub fn run(args: &LiveHlsArgs) -> Result<(), String> {
-    args.source.check_served()?;
     let params = args.source.params(args.chunk_size)?;
     let stream_key = crate::live::load_or_make_key(&args.source.key, args.source.algorithm)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -203,7 +202,13 @@ async fn serve_rendition(
     )
     .await
     .map_err(|e| format!("rendition {id}: {e}"))?;
-    eprintln!("live: rendition {id} on {}", on.described.join(" and "));
+    if on.described.is_empty() {
+        eprintln!(
+            "live: rendition {id} signed only (no --signal or --udp): pages take each segment's first copy from the web server"
+        );
+    } else {
+        eprintln!("live: rendition {id} on {}", on.described.join(" and "));
+    }
     let mut rtc = on.rtc;
     let stopped = async move {
         while !*stop.borrow() {

@@ -6,9 +6,10 @@
 //!
 //! NTP timestamps are 16 hex digits: JSON numbers in a page hold 53 bits only.
 
-use ppspp::Bin;
+use ppspp::live::text_fields::{
+    TextFieldError, bytes_from_hex, hash_from_hex, munro_from_text, ntp_from_hex,
+};
 use ppspp::live::{InitSegment, LivePart, LiveRendition, LiveUri, SignedMunro};
-use ppspp::merkle::Hash;
 use serde::{Deserialize, Serialize};
 
 /// What `type` says of a live presentation.
@@ -88,22 +89,10 @@ pub struct MunroEntry {
     pub signature: String,
 }
 
-pub fn ntp_hex(ntp: u64) -> String {
-    format!("{ntp:016x}")
-}
+pub use ppspp::live::text_fields::ntp_to_hex as ntp_hex;
 
-fn parse_ntp(s: &str, what: &str) -> Result<u64, String> {
-    u64::from_str_radix(s, 16).map_err(|_| format!("{what}: '{s}' is not a hex timestamp"))
-}
-
-fn parse_hex(s: &str, what: &str) -> Result<Vec<u8>, String> {
-    ppspp::hex::decode(s).ok_or_else(|| format!("{what}: '{s}' is not hex"))
-}
-
-fn parse_hash(s: &str, alg: ppspp::merkle::HashAlgorithm, what: &str) -> Result<Hash, String> {
-    Hash::from_hex(s)
-        .filter(|h| h.len() == alg.size())
-        .ok_or_else(|| format!("{what}: '{s}' is not a {alg} hash"))
+fn text(e: TextFieldError) -> String {
+    e.to_string()
 }
 
 impl MunroEntry {
@@ -117,12 +106,7 @@ impl MunroEntry {
     }
 
     pub fn to_munro(&self, alg: ppspp::merkle::HashAlgorithm) -> Result<SignedMunro, String> {
-        Ok(SignedMunro {
-            bin: Bin::from_raw(self.bin),
-            timestamp: parse_ntp(&self.signed_at, "munro signedAt")?,
-            hash: parse_hash(&self.hash, alg, "munro hash")?,
-            signature: parse_hex(&self.signature, "munro signature")?,
-        })
+        munro_from_text(self.bin, &self.signed_at, &self.hash, &self.signature, alg).map_err(text)
     }
 }
 
@@ -150,14 +134,15 @@ impl LivePartEntry {
             first_chunk: self.first_chunk,
             chunks: self.chunks,
             length: self.length,
-            timestamp: parse_ntp(&self.signed_at, "part signedAt")?,
+            timestamp: ntp_from_hex("part signedAt", &self.signed_at).map_err(text)?,
         };
         let munros = self
             .munros
             .iter()
             .map(|m| m.to_munro(alg))
             .collect::<Result<_, _>>()?;
-        Ok((part, parse_hex(&self.signature, "part signature")?, munros))
+        let signature = bytes_from_hex("part signature", &self.signature).map_err(text)?;
+        Ok((part, signature, munros))
     }
 }
 
@@ -172,7 +157,7 @@ impl LiveRenditionEntry {
             Some(i) => Some(InitSegment {
                 uri: i.uri.clone(),
                 length: i.length,
-                hash: parse_hash(&i.hash, uri.info.params.hash, "init hash")?,
+                hash: hash_from_hex("init hash", &i.hash, uri.info.params.hash).map_err(text)?,
             }),
             None => None,
         };
@@ -180,8 +165,9 @@ impl LiveRenditionEntry {
             id: self.id.clone(),
             info: uri.info,
             init,
-            timestamp: parse_ntp(&self.signed_at, "rendition signedAt")?,
+            timestamp: ntp_from_hex("rendition signedAt", &self.signed_at).map_err(text)?,
         };
-        Ok((record, parse_hex(&self.signature, "rendition signature")?))
+        let signature = bytes_from_hex("rendition signature", &self.signature).map_err(text)?;
+        Ok((record, signature))
     }
 }

@@ -20,9 +20,10 @@ pub enum HlsCommand {
     /// byte ranges of one file): writes MASTER.ppspp.json and a tree file per rendition.
     Prepare(prepare::PrepareArgs),
     /// Follow a live HLS presentation a packager writes into a folder (a file per
-    /// segment): each rendition becomes a signed live swarm, served here, and
-    /// MASTER.ppspp.json beside the master playlist maps the playlist's segments to it,
-    /// signed. Prints the stream key pages are given.
+    /// segment): each rendition becomes a signed live swarm, and MASTER.ppspp.json beside
+    /// the master playlist maps the playlist's segments to it, signed. With --signal or
+    /// --udp the swarms are served here too; without, pages take each segment's first
+    /// copy from the web server. Prints the stream key pages are given.
     Live(Box<live::LiveHlsArgs>),
 }
 

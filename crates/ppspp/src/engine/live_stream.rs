@@ -111,6 +111,9 @@ pub(super) struct LiveStream {
     /// Sign All, before a chunk verified: one past the newest chunk peers claim
     /// (unverified, the tune-in); chunks up to it may be asked for.
     claimed: u64,
+    /// The caller set the playhead (`Engine::set_playhead`): tuning in does not move it,
+    /// and the read-ahead bound counts from it.
+    aimed: bool,
 }
 
 /// Sign All: a chunk's signature received ahead of the chunk.
@@ -412,6 +415,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             newest: None,
             copies_sent: BTreeMap::new(),
             claimed: 0,
+            aimed: false,
         };
         Engine::with_integrity(
             config,
@@ -421,6 +425,20 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             store,
             now,
         )
+    }
+
+    /// The caller aims a live viewer's playhead (see `set_playhead`).
+    pub(super) fn aim_live(&mut self) {
+        if let Some(l) = self.live_mut() {
+            l.aimed = true;
+        }
+    }
+
+    /// A live viewer's read-ahead bound: the end of the chunks wanted, if it is aimed.
+    pub(super) fn live_wanted_end(&self) -> Option<u64> {
+        self.live().filter(|l| l.aimed)?;
+        let ahead = self.read_ahead?;
+        Some(self.playhead.saturating_add(ahead).min(self.chunk_count))
     }
 
     /// The live stream, if this engine plays or sources one.
@@ -791,9 +809,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.stats.munros_accepted += 1;
         let first = self.live_edge() == Some(0);
         self.munro_accepted(munro);
-        if first {
+        if first && !self.live().is_some_and(|l| l.aimed) {
             // The first proof of where the stream is: picking starts from here.
-            self.set_playhead(chunk);
+            self.move_playhead(chunk);
         }
         self.discard_behind_window();
         Ok(())

@@ -49,8 +49,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// bound's and the read-ahead's), or every chunk without either.
     pub(super) fn wanted(&self) -> Range<u64> {
         if let Some(floor) = self.live_floor() {
-            // A live stream's discard window is its bound.
-            return floor..self.chunk_count;
+            // A live stream's discard window is its bound, and the read-ahead once aimed.
+            let end = self.live_wanted_end().unwrap_or(self.chunk_count);
+            return floor..end.max(floor);
         }
         let cs = u64::from(self.content.chunk_size).max(1);
         let held = self.config.max_held_bytes.map(|b| (b / 4 * 3 / cs).max(1));
@@ -78,6 +79,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             }
         }
         for came in minus(&new, &old) {
+            if came.is_empty() {
+                continue;
+            }
+            // Chunks to fetch now: picked on the next timer, not when a datagram next comes.
+            self.pick_again = true;
             for b in bins(&came) {
                 self.exclude.copy_range(&self.have, b);
             }
@@ -89,6 +95,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 }
             }
             self.exclude_saved(came.clone());
+            if self.origin.is_none() {
+                // (A live window can be billions of chunks long: no chunk by chunk.)
+                continue;
+            }
             for c in came {
                 if self.origin_fetching(c)
                     && let Some(b) = Bin::chunk(c)

@@ -463,8 +463,16 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     }
 
     /// Moves the picker's playhead (VoD: seek or playback progress), and with it the
-    /// window of chunks wanted under [`EngineConfig::max_held_bytes`].
+    /// window of chunks wanted under [`EngineConfig::max_held_bytes`]. A live viewer
+    /// aimed so (a page playing a segment of a live playlist) keeps its aim when it tunes
+    /// in, and fetches within [`set_read_ahead`](Self::set_read_ahead) of it.
     pub fn set_playhead(&mut self, chunk: u64) {
+        self.aim_live();
+        self.move_playhead(chunk);
+    }
+
+    /// Moves the playhead without the caller's aim (a live viewer tuning in).
+    pub(super) fn move_playhead(&mut self, chunk: u64) {
         let chunk = chunk.min(self.chunk_count.saturating_sub(1));
         let old = self.wanted();
         self.picker.set_playhead(chunk);
@@ -495,7 +503,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
 
     /// Fetches at most `chunks` from the playhead on (`None`: no such bound), from peers
     /// and the HTTP origin alike: a viewer who leaves early has not made the swarm or the
-    /// origin send the rest. What is held is kept and served whatever the bound.
+    /// origin send the rest. What is held is kept and served whatever the bound. A live
+    /// viewer takes it only once aimed with [`set_playhead`](Self::set_playhead).
     pub fn set_read_ahead(&mut self, chunks: Option<u64>) {
         let old = self.wanted();
         self.read_ahead = chunks.map(|c| c.max(1));
@@ -508,6 +517,18 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// fetched until the playhead moves.
     pub fn wanted_end(&self) -> u64 {
         self.wanted().end
+    }
+
+    /// How many connected peers said they hold `chunk` (a live viewer deciding whether to
+    /// wait for peers or take a segment from the web server).
+    pub fn peers_holding(&self, chunk: u64) -> usize {
+        let Some(bin) = Bin::chunk(chunk) else {
+            return 0;
+        };
+        self.channels
+            .values()
+            .filter(|c| c.established && c.closing.is_none() && c.peer_have.is_filled(bin))
+            .count()
     }
 
     /// Connected (or connecting) peers.

@@ -8,6 +8,7 @@ pub mod munro;
 pub mod presentation;
 pub mod segment;
 pub mod session;
+pub mod text_fields;
 pub mod umt;
 pub mod uri;
 

@@ -1,0 +1,245 @@
+/**
+ * Live HLS over PPSPP: ffmpeg's test source through ffmpeg's HLS muxer (fMP4, 2 s
+ * segments, two renditions with audio), `ppspp hls live` beside it signing each rendition
+ * as a live swarm and keeping the live manifest, a static web server holding the
+ * packager's folder as a CDN would, and hls.js pages (hls.html) playing it with the
+ * presentation's fragment loader, from the web server and from each other.
+ */
+import { type Browser, type Page, expect, test } from '@playwright/test';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { FailureReport } from './diagnose.js';
+import { type FirefoxPage, openFirefoxPage } from './firefox.js';
+import { HLS_MOUNT } from './hls-ladder.js';
+import { type OriginServer, startOriginServer } from './origin.js';
+import { openWatchedPage } from './player-pages.js';
+import { webForSpec } from './spec-setup.js';
+import { BIN, type Evaluable, type Proc, ROOT, run, sha256, startSignal } from './swarm.js';
+
+const report = new FailureReport();
+const { web, stops } = webForSpec(() => {}, [HLS_MOUNT]);
+
+/** Segment length in seconds (ffmpeg's -hls_time and the keyframe interval). */
+const SEGMENT_SECONDS = 2;
+
+/**
+ * The packager's folder as a web server serves it: each request reads the file as it is
+ * now on disk; `tamper` flips a byte of the files it matches.
+ */
+class LiveFolder extends Map<string, Uint8Array | string> {
+  tamper: (path: string) => boolean = () => false;
+  constructor(private readonly dir: string) {
+    super();
+  }
+  override get(path: string): Uint8Array | string | undefined {
+    if (!path.startsWith('/live/')) return undefined;
+    const file = join(this.dir, path.slice('/live/'.length));
+    if (file.includes('..') || !existsSync(file)) return undefined;
+    if (!this.tamper(path)) return file;
+    const bytes = new Uint8Array(readFileSync(file));
+    bytes[1000] = (bytes[1000] ?? 0) ^ 0xff;
+    return bytes;
+  }
+}
+
+interface LiveRun {
+  dir: string;
+  key: string;
+  folder: LiveFolder;
+  server: OriginServer;
+  signal: string;
+  source: Proc;
+}
+
+/**
+ * ffmpeg at real time for `seconds` (360p and 180p H.264 with AAC, a keyframe per segment)
+ * into a fresh folder, `ppspp hls live` following it (signing only, or serving its swarms
+ * too with `serve`), a signaling server and the web server; all stopped after the test.
+ */
+async function startLiveRun(name: string, seconds: number, serve: boolean): Promise<LiveRun> {
+  const dir = join(ROOT, 'target', 'e2e', name);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const fps = 25;
+  const ffmpeg = run('ffmpeg', [
+    '-hide_banner', '-loglevel', 'error', '-re',
+    '-f', 'lavfi', '-i', `testsrc2=size=640x360:rate=${fps}:duration=${seconds}`,
+    '-f', 'lavfi', '-i', `sine=frequency=440:sample_rate=48000:duration=${seconds}`,
+    '-filter_complex', '[0:v]split=2[a][b];[b]scale=320:180[small]',
+    '-map', '[a]', '-map', '1:a', '-map', '[small]', '-map', '1:a',
+    '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p',
+    '-g', String(fps * SEGMENT_SECONDS), '-keyint_min', String(fps * SEGMENT_SECONDS), '-sc_threshold', '0',
+    '-b:v:0', '900k', '-b:v:1', '250k', '-c:a', 'aac', '-b:a', '64k',
+    '-f', 'hls', '-hls_time', String(SEGMENT_SECONDS), '-hls_list_size', '6',
+    '-hls_flags', 'independent_segments+temp_file+program_date_time',
+    '-hls_segment_type', 'fmp4', '-master_pl_name', 'master.m3u8',
+    '-var_stream_map', 'v:0,a:0 v:1,a:1',
+    '-hls_fmp4_init_filename', 'init_%v.mp4', '-hls_segment_filename', join(dir, 'seg_%v_%05d.m4s'),
+    join(dir, 'stream_%v.m3u8'),
+  ]);
+  report.keep('ffmpeg', ffmpeg);
+  stops.push(() => ffmpeg.stop());
+  const signal = await startSignal();
+  stops.push(() => signal.stop());
+  const source = run(join(BIN, 'ppspp'), [
+    'hls', 'live', join(dir, 'master.m3u8'), '--key', join(dir, 'stream.key'), '--wait', '20', '--linger', '5',
+    ...(serve ? ['--signal', signal.url, '--bind', '127.0.0.1:0'] : []),
+  ]);
+  report.keep('source', source);
+  stops.push(() => source.stop());
+  const key = await source.waitLine((l) => /^[0-9a-f]{40,}$/.test(l), 30_000);
+  const folder = new LiveFolder(dir);
+  const server = await startOriginServer(folder);
+  stops.push(() => server.stop());
+  return { dir, key, folder, server, signal: signal.url, source };
+}
+
+function pageUrl(r: LiveRun, extra: Record<string, string> = {}): string {
+  const q = new URLSearchParams({
+    manifest: `${r.server.url}/live/master.ppspp.json`,
+    master: `${r.server.url}/live/master.m3u8`,
+    hidden: '1',
+    signal: r.signal,
+    streamKey: r.key,
+    ...extra,
+  });
+  return `${web()}/e2e/hls.html?${q}`;
+}
+
+function openPage(browser: Browser, r: LiveRun, label: string, extra: Record<string, string> = {}): Promise<Page> {
+  return openWatchedPage(browser, report, pageUrl(r, extra), label);
+}
+
+interface Seen {
+  frags: { url: string; sha: string; level: number }[];
+  errors: string[];
+  hlsErrors: string[];
+  originCorrupt: string[];
+  latencyMs: number[];
+  loadMs: number[];
+  stallsMs: number[];
+  played: number;
+  stats: { bytesFromHttp: number; bytesFromPeers: number; bytesFromSeeders: number; segmentsLoaded: number } | null;
+  error: string | null;
+}
+
+function seen(page: Evaluable): Promise<Seen | null> {
+  return page.evaluate(() => {
+    const t = (window as unknown as {
+      __t: {
+        frags: { url: string; sha: string; level: number }[];
+        errors: string[];
+        hlsErrors: string[];
+        originCorrupt: string[];
+        latencyMs: number[] | undefined;
+        loadMs: number[] | undefined;
+        stallsMs: number[];
+        firstFrameMs: number | null;
+        error: string | null;
+        presentation: { stats(): Record<string, number> } | null;
+      };
+    }).__t;
+    if (!t) return null;
+    const s = t.presentation?.stats();
+    return {
+      frags: t.frags,
+      errors: t.errors,
+      hlsErrors: t.hlsErrors,
+      originCorrupt: t.originCorrupt,
+      latencyMs: t.latencyMs ?? [],
+      loadMs: t.loadMs ?? [],
+      stallsMs: t.stallsMs,
+      // Seconds of playback since the first frame (a live stream's currentTime starts late).
+      played: t.firstFrameMs === null ? 0 : (t.latencyMs ?? []).length / 2,
+      stats: s ? { bytesFromHttp: s.bytesFromHttp!, bytesFromPeers: s.bytesFromPeers!, bytesFromSeeders: s.bytesFromSeeders!, segmentsLoaded: s.segmentsLoaded! } : null,
+      error: t.error,
+    };
+  });
+}
+
+/** Waits until the page has played `seconds` of the stream (up to 60 s); fails at once with its own error. */
+async function playing(page: Evaluable, seconds: number): Promise<void> {
+  await expect
+    .poll(async () => {
+      const s = await seen(page);
+      if (!s) return 0;
+      return s.error ? `failed: ${s.error}` : s.played;
+    }, { timeout: 60_000, message: `the page plays ${seconds} s of the stream` })
+    .toBeGreaterThanOrEqual(seconds);
+}
+
+/** The SHA-256 of the packager's file for `url` (written once, never changed). */
+function trueSha(r: LiveRun, url: string): string {
+  return sha256(new Uint8Array(readFileSync(join(r.dir, new URL(url).pathname.replace(/^\/live\//, '')))));
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s[Math.floor(s.length / 2)]!;
+}
+
+function checkVerified(r: LiveRun, s: Seen, label: string): void {
+  expect(s.error, `${label}'s script`).toBeNull();
+  expect(s.errors, `${label}'s errors`).toEqual([]);
+  expect(s.hlsErrors.filter((e) => e.includes('fatal=true')), `${label}'s fatal hls.js errors`).toEqual([]);
+  expect(s.frags.length, `${label} loaded segments`).toBeGreaterThan(4);
+  for (const f of s.frags) expect(f.sha, `${label}'s ${f.url}`).toBe(trueSha(r, f.url));
+}
+
+test('six pages, Chromium and Firefox, play a live HLS stream from the web server and each other, every segment the packager\'s, as close to the edge as hls.js alone', async ({ browser }) => {
+  test.setTimeout(180_000);
+  // The source signs only: the first copy of each segment comes from the web server.
+  const r = await startLiveRun('hls-live-swarm', 80, false);
+  const pages: Evaluable[] = [await openPage(browser, r, 'page 0')];
+  await playing(pages[0]!, 4);
+  // hls.js alone over HTTP, joining with the later pages: the latency to match.
+  const plain = await openPage(browser, r, 'plain hls.js', { plain: '1' });
+  for (const i of [1, 2, 3, 4]) pages.push(await openPage(browser, r, `page ${i}`));
+  const firefox: FirefoxPage = await openFirefoxPage(pageUrl(r));
+  stops.push(() => firefox.close());
+  pages.push(firefox);
+  for (const page of [...pages, plain]) await playing(page, 16);
+  const all = (await Promise.all(pages.map(seen))).map((s) => s!);
+  const base = (await seen(plain))!;
+  for (const s of [...all, base]) {
+    console.log(JSON.stringify({ ...s.stats, frags: s.frags.length, latencyMs: median(s.latencyMs), loadMs: s.loadMs, stallsMs: s.stallsMs }));
+  }
+  for (const [i, s] of all.entries()) {
+    const label = i === 5 ? 'Firefox' : `page ${i}`;
+    checkVerified(r, s, label);
+    expect(s.stats!.segmentsLoaded, `${label}'s segments came through the presentation`).toBeGreaterThanOrEqual(s.frags.length);
+    expect(s.stallsMs.filter((ms) => ms > 1000), `${label}'s stalls over 1 s`).toEqual([]);
+  }
+  // Behind the packager within one segment of plain hls.js, which joined with the later
+  // pages: where in a segment a page joins moves its latency by up to a segment, so the
+  // later pages' median is what is compared.
+  const ours = median(all.slice(1).map((s) => median(s.latencyMs)));
+  expect(ours, `the later pages' median latency (ms) against plain hls.js's ${median(base.latencyMs)}`).toBeLessThanOrEqual(median(base.latencyMs) + SEGMENT_SECONDS * 1000);
+  // More than a third of the later pages' bytes came from peers.
+  const later = all.slice(1).map((s) => s.stats!);
+  const sum = (k: 'bytesFromPeers' | 'bytesFromHttp' | 'bytesFromSeeders'): number => later.reduce((a, s) => a + s[k], 0);
+  const total = sum('bytesFromPeers') + sum('bytesFromHttp') + sum('bytesFromSeeders');
+  expect(sum('bytesFromPeers') / total, `the later pages' share of bytes from peers: ${JSON.stringify(later)}`).toBeGreaterThan(1 / 3);
+});
+
+test('a forging peer is refused and a tampered segment on the web server is not kept: hls.js gets the packager\'s bytes', async ({ browser }) => {
+  test.setTimeout(150_000);
+  // The source serves its swarms: the honest page's true copies come from it.
+  const r = await startLiveRun('hls-live-forged', 60, true);
+  // The poisoning build corrupts every chunk it serves to peers.
+  const liar = await openPage(browser, r, 'liar', { wasm: '/wasm-poison/ppspp_wasm_bg.wasm' });
+  await playing(liar, 4);
+  // From now on every other segment is tampered with on the web server.
+  const tampered = (path: string): boolean => /seg_\d_\d*[02468]\.m4s$/.test(path);
+  r.folder.tamper = tampered;
+  // The honest page asks the web server at once, so it meets the tampered files.
+  const honest = await openPage(browser, r, 'honest', { livePeerWait: '0' });
+  await playing(honest, 16);
+  const s = (await seen(honest))!;
+  console.log(`honest page: ${JSON.stringify(s.stats)}; errors ${s.errors.length} (first: ${s.errors[0]}); origin-corrupt ${s.originCorrupt.join(' ')}`);
+  expect(s.errors.length, 'the liar\'s chunks were refused').toBeGreaterThan(0);
+  for (const e of s.errors) expect(e).toMatch(/^verification-failed: /);
+  expect(s.originCorrupt.length, 'tampered segments from the web server were refused').toBeGreaterThan(0);
+  checkVerified(r, { ...s, errors: [] }, 'honest page');
+  expect(s.frags.some((f) => tampered(new URL(f.url).pathname)), 'a tampered segment was played, from peers').toBe(true);
+});
