@@ -24,6 +24,8 @@ const stack = read(smoke ? 'webrtc-stack-smoke.json' : 'webrtc-stack.json');
 const firstFrame = read(smoke ? 'first-frame-smoke.json' : 'first-frame.json');
 // HLS through hls.js, plain and over PPSPP (e2e/bench/hls.bench.ts).
 const hls = read(smoke ? 'hls-smoke.json' : 'hls.json');
+// Live HLS through hls.js, plain and over PPSPP (e2e/bench/hls-live.bench.ts).
+const hlsLive = read(smoke ? 'hls-live-smoke.json' : 'hls-live.json');
 const firstFrameMax = (pages) => {
   const cases = (firstFrame.cases ?? []).filter((c) => pages === undefined || c.pages === pages);
   return cases.length ? Math.max(...cases.map((c) => c.first_frame_ms_max)) : null;
@@ -102,6 +104,14 @@ const summary = {
   hls_ppspp_first_frame_ms_median: hls.ppspp?.first_frame_ms_median ?? null,
   hls_plain_stalled_ms_total: hls.plain?.stalled_ms_total ?? null,
   hls_ppspp_stalled_ms_total: hls.ppspp?.stalled_ms_total ?? null,
+  hls_live_plain_origin_per_loaded: hlsLive.plain?.origin_per_loaded ?? null,
+  hls_live_ppspp_origin_per_loaded: hlsLive.ppspp?.origin_per_loaded ?? null,
+  hls_live_plain_latency_ms_median: hlsLive.plain?.latency_ms_median ?? null,
+  hls_live_ppspp_latency_ms_median: hlsLive.ppspp?.latency_ms_median ?? null,
+  hls_live_plain_latency_ms_p95: hlsLive.plain?.latency_ms_p95 ?? null,
+  hls_live_ppspp_latency_ms_p95: hlsLive.ppspp?.latency_ms_p95 ?? null,
+  hls_live_plain_stalled_ms_total: hlsLive.plain?.stalled_ms_total ?? null,
+  hls_live_ppspp_stalled_ms_total: hlsLive.ppspp?.stalled_ms_total ?? null,
   ...(smoke ? {} : { first_frame_3_pages_ms_max: firstFrameMax(3), first_frame_6_pages_ms_max: firstFrameMax(6) }),
   wan_ttff_ms_median: med(wan.ttff_ms),
   wan_ttff_ms_max: wan.ttff_ms?.max ?? null,
@@ -279,6 +289,15 @@ lines.push('| mode | origin ÷ loaded | first frame, median (all pages) | time r
 for (const mode of ['plain', 'ppspp']) {
   const r = hls[mode];
   if (r) lines.push(`| ${mode === 'plain' ? 'plain hls.js' : 'over PPSPP'} | ${f(r.origin_per_loaded, 2)} | ${f(r.first_frame_ms_median, 0)} ms (${r.first_frame_ms.join(', ')}) | ${r.stalled_ms_total} ms | ${r.renditions_played.map((l) => l.join('+')).join(', ')} |`);
+}
+lines.push('');
+
+lines.push(`### 13. Live HLS: plain hls.js against hls.js over PPSPP`, '');
+lines.push(`\`e2e/bench/hls-live.bench.ts\`: ffmpeg's live HLS muxer at real time (360p and 180p H.264 at 0.9 and 0.25 Mbit/s with 64 kbit/s AAC, 2 s fMP4 segments, six in the playlist) and \`ppspp hls live\` beside it signing only, the packager's folder on a static web server, ${hlsLive.pages} Chromium pages opened a second apart on this machine's loopback, each playing ${hlsLive.play_seconds} s with hls.js's defaults; *over PPSPP*, \`hlsFragmentLoader\` with the stream key and a signaling server. Origin ÷ loaded is what the web server sent (playlists and manifest included) over the bytes of the fragments hls.js loaded; latency is the wall clock minus the playing media's EXT-X-PROGRAM-DATE-TIME, sampled every 0.5 s on every page. Measured ${hlsLive.date?.slice(0, 10)}, one run per mode, each on a fresh stream (\`target/bench/hls-live.json\`).`, '');
+lines.push('| mode | origin ÷ loaded | latency, median | latency, 95th percentile | median latency per page | time rebuffering, all pages |', '|---|---|---|---|---|---|');
+for (const mode of ['plain', 'ppspp']) {
+  const r = hlsLive[mode];
+  if (r) lines.push(`| ${mode === 'plain' ? 'plain hls.js' : 'over PPSPP'} | ${f(r.origin_per_loaded, 2)} | ${f(r.latency_ms_median / 1000, 1)} s | ${f(r.latency_ms_p95 / 1000, 1)} s | ${r.latency_ms_median_per_page.map((x) => f(x / 1000, 1)).join(', ')} s | ${r.stalled_ms_total} ms |`);
 }
 lines.push('');
 const md = join(root, 'BENCHMARKS.md');

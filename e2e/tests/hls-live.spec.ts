@@ -6,104 +6,25 @@
  * presentation's fragment loader, from the web server and from each other.
  */
 import { type Browser, type Page, expect, test } from '@playwright/test';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FailureReport } from './diagnose.js';
 import { type FirefoxPage, openFirefoxPage } from './firefox.js';
 import { HLS_MOUNT } from './hls-ladder.js';
-import { type OriginServer, startOriginServer } from './origin.js';
+import { type LiveRun, SEGMENT_SECONDS, livePageUrl, startLiveRun as startRun } from './live-hls.js';
 import { openWatchedPage } from './player-pages.js';
 import { webForSpec } from './spec-setup.js';
-import { BIN, type Evaluable, type Proc, ROOT, run, sha256, startSignal } from './swarm.js';
+import { type Evaluable, sha256 } from './swarm.js';
 
 const report = new FailureReport();
 const { web, stops } = webForSpec(() => {}, [HLS_MOUNT]);
 
-/** Segment length in seconds (ffmpeg's -hls_time and the keyframe interval). */
-const SEGMENT_SECONDS = 2;
-
-/**
- * The packager's folder as a web server serves it: each request reads the file as it is
- * now on disk; `tamper` flips a byte of the files it matches.
- */
-class LiveFolder extends Map<string, Uint8Array | string> {
-  tamper: (path: string) => boolean = () => false;
-  constructor(private readonly dir: string) {
-    super();
-  }
-  override get(path: string): Uint8Array | string | undefined {
-    if (!path.startsWith('/live/')) return undefined;
-    const file = join(this.dir, path.slice('/live/'.length));
-    if (file.includes('..') || !existsSync(file)) return undefined;
-    if (!this.tamper(path)) return file;
-    const bytes = new Uint8Array(readFileSync(file));
-    bytes[1000] = (bytes[1000] ?? 0) ^ 0xff;
-    return bytes;
-  }
-}
-
-interface LiveRun {
-  dir: string;
-  key: string;
-  folder: LiveFolder;
-  server: OriginServer;
-  signal: string;
-  source: Proc;
-}
-
-/**
- * ffmpeg at real time for `seconds` (360p and 180p H.264 with AAC, a keyframe per segment)
- * into a fresh folder, `ppspp hls live` following it (signing only, or serving its swarms
- * too with `serve`), a signaling server and the web server; all stopped after the test.
- */
-async function startLiveRun(name: string, seconds: number, serve: boolean): Promise<LiveRun> {
-  const dir = join(ROOT, 'target', 'e2e', name);
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  const fps = 25;
-  const ffmpeg = run('ffmpeg', [
-    '-hide_banner', '-loglevel', 'error', '-re',
-    '-f', 'lavfi', '-i', `testsrc2=size=640x360:rate=${fps}:duration=${seconds}`,
-    '-f', 'lavfi', '-i', `sine=frequency=440:sample_rate=48000:duration=${seconds}`,
-    '-filter_complex', '[0:v]split=2[a][b];[b]scale=320:180[small]',
-    '-map', '[a]', '-map', '1:a', '-map', '[small]', '-map', '1:a',
-    '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p',
-    '-g', String(fps * SEGMENT_SECONDS), '-keyint_min', String(fps * SEGMENT_SECONDS), '-sc_threshold', '0',
-    '-b:v:0', '900k', '-b:v:1', '250k', '-c:a', 'aac', '-b:a', '64k',
-    '-f', 'hls', '-hls_time', String(SEGMENT_SECONDS), '-hls_list_size', '6',
-    '-hls_flags', 'independent_segments+temp_file+program_date_time',
-    '-hls_segment_type', 'fmp4', '-master_pl_name', 'master.m3u8',
-    '-var_stream_map', 'v:0,a:0 v:1,a:1',
-    '-hls_fmp4_init_filename', 'init_%v.mp4', '-hls_segment_filename', join(dir, 'seg_%v_%05d.m4s'),
-    join(dir, 'stream_%v.m3u8'),
-  ]);
-  report.keep('ffmpeg', ffmpeg);
-  stops.push(() => ffmpeg.stop());
-  const signal = await startSignal();
-  stops.push(() => signal.stop());
-  const source = run(join(BIN, 'ppspp'), [
-    'hls', 'live', join(dir, 'master.m3u8'), '--key', join(dir, 'stream.key'), '--wait', '20', '--linger', '5',
-    ...(serve ? ['--signal', signal.url, '--bind', '127.0.0.1:0'] : []),
-  ]);
-  report.keep('source', source);
-  stops.push(() => source.stop());
-  const key = await source.waitLine((l) => /^[0-9a-f]{40,}$/.test(l), 30_000);
-  const folder = new LiveFolder(dir);
-  const server = await startOriginServer(folder);
-  stops.push(() => server.stop());
-  return { dir, key, folder, server, signal: signal.url, source };
+function startLiveRun(name: string, seconds: number, serve: boolean): Promise<LiveRun> {
+  return startRun(name, seconds, serve, { keep: (n, p) => report.keep(n, p), stops });
 }
 
 function pageUrl(r: LiveRun, extra: Record<string, string> = {}): string {
-  const q = new URLSearchParams({
-    manifest: `${r.server.url}/live/master.ppspp.json`,
-    master: `${r.server.url}/live/master.m3u8`,
-    hidden: '1',
-    signal: r.signal,
-    streamKey: r.key,
-    ...extra,
-  });
-  return `${web()}/e2e/hls.html?${q}`;
+  return livePageUrl(web(), r, extra);
 }
 
 function openPage(browser: Browser, r: LiveRun, label: string, extra: Record<string, string> = {}): Promise<Page> {

@@ -480,6 +480,8 @@ export class Swarm extends Emitter<SwarmEvents> {
 
   /** Bytes in `chunk` (the last one may be short). */
   private chunkBytes(chunk: number): number {
+    // A live chunk may be short (segments end signing groups).
+    if (this.content.live) return this.engine.chunkLength(chunk) || this.content.chunkSize;
     return Math.min(this.content.chunkSize, this.content.length - chunk * this.content.chunkSize);
   }
 

@@ -161,6 +161,16 @@ impl WasmPeer {
             .map_err(|e| JsError::new(&e.to_string()))
     }
 
+    /// The length of held live chunk `chunk` (0: not held).
+    #[wasm_bindgen(js_name = chunkLength)]
+    pub fn chunk_length(&self, chunk: f64) -> f64 {
+        self.engine
+            .inner
+            .store()
+            .chunk_len(chunk.max(0.0) as u64)
+            .unwrap_or(0) as f64
+    }
+
     /// How many connected peers said they hold `chunk`.
     #[wasm_bindgen(js_name = peersHolding)]
     pub fn peers_holding(&self, chunk: f64) -> u32 {

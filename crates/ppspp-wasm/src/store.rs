@@ -40,6 +40,14 @@ impl ServeStore {
         }
     }
 
+    /// The length of held chunk `chunk` (a live chunk may be short).
+    pub fn chunk_len(&self, chunk: u64) -> Option<usize> {
+        match self {
+            ServeStore::Fetching(s) => s.chunk_len(chunk),
+            ServeStore::Seeding(_) => None,
+        }
+    }
+
     /// Held chunk `chunk` as kept (never poisoned: this is what the page itself plays).
     pub fn kept_chunk(&mut self, chunk: u64) -> Option<Vec<u8>> {
         let mut out = Vec::new();

@@ -224,6 +224,11 @@ impl SparseStore {
         }
     }
 
+    /// The length of held chunk `chunk` (a live chunk may be short).
+    pub fn chunk_len(&self, chunk: u64) -> Option<usize> {
+        self.chunks.get(&chunk).map(|c| c.len())
+    }
+
     /// An empty store for a live stream
     /// ([`Engine::new_live`](crate::engine::Engine::new_live)): chunks anywhere in its
     /// address space, of 1 to `chunk_size` bytes.
