@@ -1,5 +1,5 @@
 /**
- * Live HLS through hls.js, plain against over PPSPP: ffmpeg's live muxer (tests/live-hls.ts:
+ * Live HLS through hls.js, plain against over PPSPP: ffmpeg's live muxer (tests/live-packager.ts:
  * fMP4, 2 s segments, 360p and 180p with AAC) and `ppspp hls live` beside it signing only,
  * a static web server serving the packager's folder, 8 Chromium pages opened a second
  * apart, each playing 20 s with hls.js's defaults. Per mode: the web server's bytes ÷ the
@@ -12,7 +12,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Page, expect, test } from '@playwright/test';
 import { HLS_MOUNT } from '../tests/hls-ladder.js';
-import { livePageUrl, startLiveRun } from '../tests/live-hls.js';
+import { livePageUrl, startLiveRun } from '../tests/live-packager.js';
 import { webForSpec } from '../tests/spec-setup.js';
 import { ROOT } from '../tests/swarm.js';
 

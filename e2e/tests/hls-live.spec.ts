@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { FailureReport } from './diagnose.js';
 import { type FirefoxPage, openFirefoxPage } from './firefox.js';
 import { HLS_MOUNT } from './hls-ladder.js';
-import { type LiveRun, SEGMENT_SECONDS, livePageUrl, startLiveRun as startRun } from './live-hls.js';
+import { type LiveRun, SEGMENT_SECONDS, livePageUrl, startLiveRun as startRun } from './live-packager.js';
 import { openWatchedPage } from './player-pages.js';
 import { webForSpec } from './spec-setup.js';
 import { type Evaluable, sha256 } from './swarm.js';

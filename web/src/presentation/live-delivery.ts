@@ -37,7 +37,7 @@ export interface LiveHooks {
   noteRendition(rendition: number): void;
   reportP2p(e: P2pUnavailable): void;
   emit<K extends keyof PresentationEvents>(type: K, payload: PresentationEvents[K]): void;
-  /** A media segment was verified whole: what the player's ABR is to be told it took. */
+  /** A segment (media or initialisation) was verified whole: what the player's ABR is to be told it took. */
   loaded(rendition: number, missingAtStart: number, ms: number, bytes: Uint8Array): number;
 }
 
@@ -350,10 +350,10 @@ export class LiveDelivery {
       }
       active.init = data;
       const ms = performance.now() - startedAt;
-      settle({ bytes: data, ms, reportedMs: ms });
+      settle({ bytes: data, ms, reportedMs: this.hooks.loaded(rendition, data.length, ms, data) });
       return;
     }
-    settle({ bytes: active.init, ms: 0, reportedMs: 0 });
+    settle({ bytes: active.init, ms: 0, reportedMs: this.hooks.loaded(rendition, 0, 0, active.init) });
   }
 
   /** GETs `url` whole; throws an `origin-*` error naming what failed. */

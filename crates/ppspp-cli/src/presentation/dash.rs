@@ -3,7 +3,7 @@
 //! segments, in order, as parts of files. Parsing is dash-mpd-core's; the segment
 //! addressing (templates, timelines, lists, one indexed file) is resolved here.
 
-use super::source::{PartFiles, SourcePart, SourceRendition, codec_kinds};
+use super::source::{PartFiles, SourcePart, SourceRendition, Variant, codec_kinds};
 use dash_mpd_core::{
     AdaptationSet, BaseURL, Initialization, MPD, Period, Representation, SegmentTemplate,
     SegmentTimeline,
@@ -66,6 +66,116 @@ pub fn renditions(path: &Path) -> Result<Vec<SourceRendition>, String> {
         return Err(format!("{shown} has no video or audio Representation"));
     }
     Ok(out)
+}
+
+/// A live MPD as `dash live` follows it.
+pub struct LiveMpd {
+    /// It is no longer dynamic: nothing more comes.
+    pub ended: bool,
+    pub representations: Vec<LiveRepresentation>,
+}
+
+/// A Representation of a live MPD: what it is, and what it lists now.
+pub struct LiveRepresentation {
+    /// `uri` is the Representation's id.
+    pub variant: Variant,
+    pub init: Option<PathBuf>,
+    /// Each listed segment's `$Number$` and file.
+    pub segments: Vec<(u64, PathBuf)>,
+}
+
+/// The live MPD at `path` (ffmpeg's `dash` muxer: one Period, SegmentTemplate with a
+/// SegmentTimeline); `Ok(None)` while it cannot be read (being rewritten), an error for a
+/// form that cannot be followed.
+pub fn read_live(path: &Path) -> Result<Option<LiveMpd>, String> {
+    let shown = path.display();
+    let Ok(xml) = std::fs::read_to_string(path) else {
+        return Ok(None);
+    };
+    let Ok(mpd) = dash_mpd_core::parse(&xml) else {
+        return Ok(None);
+    };
+    let period = match mpd.periods.as_slice() {
+        [p] => p,
+        [] => return Ok(None),
+        _ => {
+            return Err(format!(
+                "{shown} has {} Periods: live MPDs of one Period are followed",
+                mpd.periods.len()
+            ));
+        }
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut representations = Vec::new();
+    for set in &period.adaptations {
+        for rep in &set.representations {
+            let Some(kind) = kind_of(set, rep) else {
+                continue;
+            };
+            let id = rep
+                .id
+                .clone()
+                .ok_or_else(|| format!("{shown}: a Representation has no id"))?;
+            let base = base_dir(dir, &mpd, period, set, rep)?;
+            let (init, segments) = live_segments(&base, period, set, rep)
+                .map_err(|e| format!("{shown}, Representation {id}: {e}"))?;
+            representations.push(LiveRepresentation {
+                variant: Variant {
+                    uri: id,
+                    kind,
+                    bandwidth: rep.bandwidth,
+                    resolution: rep.width.zip(rep.height).map(|(w, h)| format!("{w}x{h}")),
+                },
+                init,
+                segments,
+            });
+        }
+    }
+    Ok(Some(LiveMpd {
+        ended: mpd.mpdtype.as_deref() != Some("dynamic"),
+        representations,
+    }))
+}
+
+/// A live Representation's initialisation file and listed segments.
+#[allow(clippy::type_complexity)]
+fn live_segments(
+    base: &BaseDir,
+    period: &Period,
+    set: &AdaptationSet,
+    rep: &Representation,
+) -> Result<(Option<PathBuf>, Vec<(u64, PathBuf)>), String> {
+    let t = merged_template(period, set, rep).ok_or(
+        "live Representations are followed with a SegmentTemplate (ffmpeg: -use_template 1)",
+    )?;
+    let timeline = t.SegmentTimeline.as_ref().ok_or(
+        "a live SegmentTemplate without a SegmentTimeline is not followed (ffmpeg: -use_timeline 1)",
+    )?;
+    let id = rep.id.as_deref().unwrap_or("");
+    let bandwidth = rep.bandwidth.unwrap_or(0);
+    let init = match &t.initialization {
+        Some(i) => Some(super::manifest::local_path(
+            &base.dir,
+            &expand(i, id, bandwidth, None, None)?,
+        )?),
+        None => None,
+    };
+    let media = t
+        .media
+        .as_deref()
+        .ok_or("its SegmentTemplate has no media attribute")?;
+    let first = t.startNumber.unwrap_or(1);
+    let timescale = t.timescale.unwrap_or(1).max(1);
+    let mut segments = Vec::new();
+    for (i, (time, _)) in timeline_segments(timeline, timescale, None)?
+        .into_iter()
+        .enumerate()
+    {
+        let number = first + i as u64;
+        let uri = expand(media, id, bandwidth, Some(number), Some(time))?;
+        segments.push((number, super::manifest::local_path(&base.dir, &uri)?));
+    }
+    Ok((init, segments))
 }
 
 /// What a Representation carries: video, audio, or both in one stream; `None` for text

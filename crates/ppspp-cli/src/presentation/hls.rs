@@ -21,15 +21,7 @@ pub fn renditions(path: &Path) -> Result<Vec<SourceRendition>, String> {
         .collect()
 }
 
-/// A media playlist a master names, and what it carries.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Variant {
-    /// Relative to the master.
-    pub uri: String,
-    pub kind: &'static str,
-    pub bandwidth: Option<u64>,
-    pub resolution: Option<String>,
-}
+pub use super::source::Variant;
 
 /// The media playlists of the master (or lone media) playlist at `path`, as
 /// [`renditions`] takes them.

@@ -1,17 +1,20 @@
-//! `ppspp hls live MASTER.m3u8`: follows a live HLS presentation a packager writes into a
-//! folder (ffmpeg's `hls` muxer: fMP4 or MPEG-TS, a file per segment), makes each
-//! rendition a signed live swarm and serves it, and keeps `MASTER.ppspp.json` beside the
-//! master playlist (`live_manifest.rs`, docs/FORMATS.md). The packager's files are left
-//! as they are: the web server keeps serving them, and pages check what it serves against
-//! the manifest.
+//! `ppspp hls live MASTER.m3u8` and `ppspp dash live MANIFEST.mpd`: follows a live
+//! presentation a packager writes into a folder (ffmpeg's `hls` muxer: fMP4 or MPEG-TS, a
+//! file per segment; its `dash` muxer: SegmentTemplate with a SegmentTimeline), makes each
+//! rendition a signed live swarm (and serves it, if told where), and keeps
+//! `NAME.ppspp.json` beside the master playlist or MPD (`live_manifest.rs`,
+//! docs/FORMATS.md). The packager's files are left as they are: the web server keeps
+//! serving them, and pages check what it serves against the manifest.
 //!
 //! Each media segment is cut so that it ends a signing group
 //! (`ppspp::live::segment`): its munros cover it and nothing else, so a page can take it
 //! whole from the web server and check it, and the part's record can list them.
 
 use super::hls::{self, Variant};
+use super::live_listing::{Listed, Listing};
 use super::live_manifest::{InitEntry, LiveManifest, LivePartEntry, LiveRenditionEntry, ntp_hex};
 use super::manifest::{FORMAT, VERSION, local_path, path_for, relative_uri};
+use super::prepare::Packaging;
 use crate::live::LiveSourceArgs;
 use crate::net::{self, Flow, Links};
 use crate::root::parse_chunk_size;
@@ -27,8 +30,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 #[derive(Args, Debug)]
-pub struct LiveHlsArgs {
-    /// The master playlist the packager writes (or a lone media playlist).
+pub struct LivePresentationArgs {
+    /// The master playlist (or a lone media playlist) or the MPD the packager writes.
     pub master: PathBuf,
     /// Chunk size in bytes (1 to 1 MiB); a segment's last chunks are shorter.
     #[arg(long = "chunk-size", default_value_t = super::prepare::PRESENTATION_CHUNK_SIZE, value_parser = parse_chunk_size)]
@@ -51,7 +54,7 @@ const EXTRA_PARTS: usize = 4;
 /// A rendition being followed: its playlist, its swarm's feed, what is signed of it.
 struct Follow {
     variant: Variant,
-    playlist: PathBuf,
+    listing: Listing,
     key: LiveSigningKey,
     info: LiveInfo,
     feed: mpsc::Sender<Option<Vec<u8>>>,
@@ -70,7 +73,7 @@ struct Follow {
     ended: bool,
 }
 
-pub fn run(args: &LiveHlsArgs) -> Result<(), String> {
+pub fn run(args: &LivePresentationArgs, packaging: Packaging) -> Result<(), String> {
     let params = args.source.params(args.chunk_size)?;
     let stream_key = crate::live::load_or_make_key(&args.source.key, args.source.algorithm)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -78,13 +81,14 @@ pub fn run(args: &LiveHlsArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(async {
-        let variants = wait_for_master(&args.master, Duration::from_secs(args.wait)).await?;
+        let variants =
+            wait_for_renditions(&args.master, packaging, Duration::from_secs(args.wait)).await?;
         let clock = Clock::new();
         let config = args.source.engine_config(&clock);
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let mut follows = Vec::new();
         let mut serving = Vec::new();
-        for (i, variant) in variants.into_iter().enumerate() {
+        for (i, (variant, listing)) in variants.into_iter().enumerate() {
             let key = stream_key.derive(&variant.uri);
             let info = LiveInfo {
                 key: key.public_key().clone(),
@@ -103,7 +107,6 @@ pub fn run(args: &LiveHlsArgs) -> Result<(), String> {
             .map_err(|e| format!("rendition {}: cannot start: {e}", variant.uri))?;
             let (feed_tx, feed_rx) = mpsc::channel(4096);
             let (signed_tx, signed_rx) = mpsc::unbounded_channel();
-            let playlist = local_path(args.master.parent().unwrap_or(Path::new(".")), &variant.uri)?;
             serving.push(serve_rendition(
                 args,
                 i,
@@ -116,7 +119,7 @@ pub fn run(args: &LiveHlsArgs) -> Result<(), String> {
             ));
             follows.push(Follow {
                 variant,
-                playlist,
+                listing,
                 key,
                 info,
                 feed: feed_tx,
@@ -151,11 +154,15 @@ pub fn run(args: &LiveHlsArgs) -> Result<(), String> {
     })
 }
 
-/// The master playlist's media playlists, once the packager wrote them.
-async fn wait_for_master(master: &Path, wait: Duration) -> Result<Vec<Variant>, String> {
+/// The renditions and where each is listed, once the packager wrote its playlists or MPD.
+async fn wait_for_renditions(
+    master: &Path,
+    packaging: Packaging,
+    wait: Duration,
+) -> Result<Vec<(Variant, Listing)>, String> {
     let until = tokio::time::Instant::now() + wait;
     loop {
-        let error = match hls::variants(master) {
+        let error = match renditions(master, packaging) {
             Ok(v) => return Ok(v),
             Err(e) => e,
         };
@@ -169,10 +176,44 @@ async fn wait_for_master(master: &Path, wait: Duration) -> Result<Vec<Variant>, 
     }
 }
 
+/// The renditions of the master playlist or MPD at `master`, each with where it is listed.
+fn renditions(master: &Path, packaging: Packaging) -> Result<Vec<(Variant, Listing)>, String> {
+    let dir = master.parent().unwrap_or(Path::new("."));
+    match packaging {
+        Packaging::Hls => hls::variants(master)?
+            .into_iter()
+            .map(|v| {
+                let playlist = local_path(dir, &v.uri)?;
+                Ok((v, Listing::Hls(playlist)))
+            })
+            .collect(),
+        Packaging::Dash => {
+            let shown = master.display();
+            let live = super::dash::read_live(master)?
+                .ok_or_else(|| format!("cannot read {shown} as an MPD"))?;
+            if live.representations.is_empty() {
+                return Err(format!("{shown} has no video or audio Representation"));
+            }
+            Ok(live
+                .representations
+                .into_iter()
+                .map(|r| {
+                    let id = r.variant.uri.clone();
+                    let listing = Listing::Dash {
+                        mpd: master.to_path_buf(),
+                        id,
+                    };
+                    (r.variant, listing)
+                })
+                .collect())
+        }
+    }
+}
+
 /// Serves one rendition's swarm until `stop`, passing on what its engine signs.
 #[allow(clippy::too_many_arguments)]
 async fn serve_rendition(
-    args: &LiveHlsArgs,
+    args: &LivePresentationArgs,
     index: usize,
     id: String,
     mut engine: Engine<crate::net::Peer, SparseStore>,
@@ -243,7 +284,7 @@ async fn serve_rendition(
 /// Reads the playlists until they end (or Ctrl-C), feeding new segments to their swarms
 /// and writing the manifest as their parts are signed.
 async fn follow_all(
-    args: &LiveHlsArgs,
+    args: &LivePresentationArgs,
     stream_key: &LiveSigningKey,
     mut follows: Vec<Follow>,
     clock: &Clock,
@@ -277,7 +318,7 @@ async fn follow_all(
         let ended = follows.iter().all(|f| f.ended && f.pending.is_empty());
         if ended {
             eprintln!(
-                "live: the playlists ended; serving the stream's tail for {} s",
+                "live: the packager's lists ended; serving the stream's tail for {} s",
                 args.source.linger
             );
             tokio::time::sleep(Duration::from_secs(args.source.linger)).await;
@@ -329,7 +370,7 @@ fn manifest_of(
 }
 
 impl Follow {
-    /// Reads the playlist and feeds the segments not taken yet to the swarm.
+    /// Reads what the packager lists and feeds the segments not taken yet to the swarm.
     async fn take_new_segments(
         &mut self,
         master_dir: &Path,
@@ -339,86 +380,72 @@ impl Follow {
         if self.ended {
             return Ok(());
         }
-        // A playlist being rewritten (a packager without temp files) is read next time.
-        let Ok(media) = hls::read_media(&self.playlist) else {
+        let Some(Listed { segments, ended }) = self.listing.read()? else {
             return Ok(());
         };
-        let playlist_dir = self.playlist.parent().unwrap_or(master_dir).to_path_buf();
-        let last = media.media_sequence + media.segments.len() as u64;
-        if self.next_sequence.is_some_and(|n| last < n) {
+        let last = segments.last().map(|s| s.sequence + 1);
+        if let (Some(last), Some(next)) = (last, self.next_sequence)
+            && last < next
+        {
             // Numbered from the start again: the packager restarted, and its segments'
             // names may be those of earlier ones. They go on in the same swarm; the
             // manifest forgets the earlier names.
             eprintln!(
-                "live: rendition {}: the packager started again (media sequence {} after {}); the stream goes on",
+                "live: rendition {}: the packager started again (segment {} after {}); the stream goes on",
                 self.variant.uri,
-                media.media_sequence,
-                self.next_sequence.unwrap_or(0)
+                segments.first().map_or(0, |s| s.sequence),
+                next
             );
             self.parts.clear();
             self.pending.clear();
             self.next_sequence = None;
         }
-        let mut map: Option<String> = None;
-        self.listed = media.segments.len();
-        for (i, seg) in media.segments.iter().enumerate() {
-            if let Some(m) = &seg.map {
-                if m.byte_range.is_some() {
-                    return Err("EXT-X-MAP byte ranges are not followed live: write the initialisation section to a file of its own".into());
-                }
-                map = Some(m.uri.clone());
-            }
-            let sequence = media.media_sequence + i as u64;
-            if self.next_sequence.is_some_and(|n| sequence < n) {
+        self.listed = segments.len();
+        for seg in &segments {
+            if self.next_sequence.is_some_and(|n| seg.sequence < n) {
                 continue;
             }
-            if seg.byte_range.is_some() {
-                return Err("byte-range segments are not followed live: write a file per segment (ffmpeg: without hls_flags single_file)".into());
-            }
-            match &map {
-                Some(uri) => self.take_init(master_dir, &playlist_dir, uri, stream_key, clock)?,
+            match &seg.init {
+                Some(path) => self.take_init(master_dir, path, stream_key, clock)?,
                 None if self.record.is_none() => self.sign_record(None, stream_key, clock),
                 None => {}
             }
-            let path = local_path(&playlist_dir, &seg.uri)?;
-            let uri = relative_uri(master_dir, &path)?;
-            let bytes = match std::fs::read(&path) {
+            let uri = relative_uri(master_dir, &seg.path)?;
+            let bytes = match std::fs::read(&seg.path) {
                 Ok(b) => b,
                 // Deleted since it was listed (a packager's window moved on): skipped.
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    self.next_sequence = Some(sequence + 1);
+                    self.next_sequence = Some(seg.sequence + 1);
                     continue;
                 }
-                Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+                Err(e) => return Err(format!("cannot read {}: {e}", seg.path.display())),
             };
             if bytes.is_empty() {
-                self.next_sequence = Some(sequence + 1);
+                self.next_sequence = Some(seg.sequence + 1);
                 continue;
             }
             self.push_segment(uri, &bytes).await?;
-            self.next_sequence = Some(sequence + 1);
+            self.next_sequence = Some(seg.sequence + 1);
         }
-        if media.end_list {
+        if ended {
             self.ended = true;
             let _ = self.feed.send(None).await;
         }
         Ok(())
     }
 
-    /// Signs the rendition's record with the initialisation section at `uri`, when it is
+    /// Signs the rendition's record with the initialisation section at `path`, when it is
     /// new or changed.
     fn take_init(
         &mut self,
         master_dir: &Path,
-        playlist_dir: &Path,
-        uri: &str,
+        path: &Path,
         stream_key: &LiveSigningKey,
         clock: &Clock,
     ) -> Result<(), String> {
-        let path = local_path(playlist_dir, uri)?;
-        let uri = relative_uri(master_dir, &path)?;
+        let uri = relative_uri(master_dir, path)?;
         let bytes =
-            std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let init = InitSegment {
             uri,
             length: bytes.len() as u64,

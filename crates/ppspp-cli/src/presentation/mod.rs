@@ -5,6 +5,7 @@
 pub mod dash;
 pub mod hls;
 pub mod live;
+pub mod live_listing;
 pub mod live_manifest;
 pub mod manifest;
 pub mod parts_store;
@@ -24,13 +25,13 @@ pub enum HlsCommand {
     /// the master playlist maps the playlist's segments to it, signed. With --signal or
     /// --udp the swarms are served here too; without, pages take each segment's first
     /// copy from the web server. Prints the stream key pages are given.
-    Live(Box<live::LiveHlsArgs>),
+    Live(Box<live::LivePresentationArgs>),
 }
 
 pub fn run_hls(command: &HlsCommand) -> Result<(), String> {
     match command {
         HlsCommand::Prepare(args) => prepare::run(args, prepare::Packaging::Hls),
-        HlsCommand::Live(args) => live::run(args),
+        HlsCommand::Live(args) => live::run(args, prepare::Packaging::Hls),
     }
 }
 
@@ -40,11 +41,18 @@ pub enum DashCommand {
     /// with or without a SegmentTimeline, SegmentList, or one indexed file per
     /// Representation): writes MANIFEST.ppspp.json and a tree file per Representation.
     Prepare(prepare::PrepareArgs),
+    /// Follow a live DASH presentation a packager writes into a folder (one Period,
+    /// SegmentTemplate with a SegmentTimeline, a file per segment: ffmpeg's `dash` muxer
+    /// with -use_template 1 -use_timeline 1): each video and audio Representation becomes
+    /// a signed live swarm, and MANIFEST.ppspp.json beside the MPD maps its segments to
+    /// it, signed, as `hls live` does. Prints the stream key pages are given.
+    Live(Box<live::LivePresentationArgs>),
 }
 
 pub fn run_dash(command: &DashCommand) -> Result<(), String> {
     match command {
         DashCommand::Prepare(args) => prepare::run(args, prepare::Packaging::Dash),
+        DashCommand::Live(args) => live::run(args, prepare::Packaging::Dash),
     }
 }
 

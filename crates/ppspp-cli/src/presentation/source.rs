@@ -4,6 +4,17 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+/// A rendition as a packager lists it, and what it carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variant {
+    /// Its id: the media playlist's URI relative to the master (HLS), or the
+    /// Representation's id (DASH).
+    pub uri: String,
+    pub kind: &'static str,
+    pub bandwidth: Option<u64>,
+    pub resolution: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct SourceRendition {
     /// The media playlist's URI relative to the master (HLS) or the Representation's id.

@@ -1,8 +1,8 @@
 /**
- * A live HLS pipeline for the e2e tests and the benchmark: ffmpeg's test source through
- * ffmpeg's HLS muxer (fMP4, 2 s segments, two renditions with audio, EXT-X-PROGRAM-DATE-TIME
- * for latency), `ppspp hls live` beside it, and a static web server serving the packager's
- * folder as it is on disk, as a CDN would.
+ * A live pipeline for the e2e tests and the benchmark: ffmpeg's test source through
+ * ffmpeg's HLS or DASH muxer (fMP4, 2 s segments, 360p and 180p H.264 with AAC; HLS with
+ * EXT-X-PROGRAM-DATE-TIME for latency), `ppspp hls live` or `ppspp dash live` beside it,
+ * and a static web server serving the packager's folder as it is on disk, as a CDN would.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -34,6 +34,8 @@ export class LiveFolder extends Map<string, Uint8Array | string> {
 
 export interface LiveRun {
   dir: string;
+  /** The presentation's manifest name (`master` for HLS, `manifest` for DASH). */
+  name: string;
   key: string;
   folder: LiveFolder;
   server: OriginServer;
@@ -53,55 +55,80 @@ export interface LiveRunHooks {
  * serving its swarms too with `serve`), a signaling server and the web server (the folder
  * under /live/); each stopped by `hooks.stops`.
  */
-export async function startLiveRun(name: string, seconds: number, serve: boolean, hooks: LiveRunHooks): Promise<LiveRun> {
+export async function startLiveRun(name: string, seconds: number, serve: boolean, hooks: LiveRunHooks, packaging: 'hls' | 'dash' = 'hls'): Promise<LiveRun> {
   const { stops } = hooks;
   const dir = join(ROOT, 'target', 'e2e', name);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const fps = 25;
-  const ffmpeg = run('ffmpeg', [
+  const input = [
     '-hide_banner', '-loglevel', 'error', '-re',
     '-f', 'lavfi', '-i', `testsrc2=size=640x360:rate=${fps}:duration=${seconds}`,
     '-f', 'lavfi', '-i', `sine=frequency=440:sample_rate=48000:duration=${seconds}`,
     '-filter_complex', '[0:v]split=2[a][b];[b]scale=320:180[small]',
-    '-map', '[a]', '-map', '1:a', '-map', '[small]', '-map', '1:a',
+  ];
+  const encode = [
     '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p',
     '-g', String(fps * SEGMENT_SECONDS), '-keyint_min', String(fps * SEGMENT_SECONDS), '-sc_threshold', '0',
     '-b:v:0', '900k', '-b:v:1', '250k', '-c:a', 'aac', '-b:a', '64k',
+  ];
+  const hls = [
+    '-map', '[a]', '-map', '1:a', '-map', '[small]', '-map', '1:a', ...encode,
     '-f', 'hls', '-hls_time', String(SEGMENT_SECONDS), '-hls_list_size', '6',
     '-hls_flags', 'independent_segments+temp_file+program_date_time',
     '-hls_segment_type', 'fmp4', '-master_pl_name', 'master.m3u8',
     '-var_stream_map', 'v:0,a:0 v:1,a:1',
     '-hls_fmp4_init_filename', 'init_%v.mp4', '-hls_segment_filename', join(dir, 'seg_%v_%05d.m4s'),
     join(dir, 'stream_%v.m3u8'),
-  ]);
+  ];
+  // Segments that left the MPD's window stay on disk (extra_window_size), for the tests
+  // to compare with.
+  const dash = [
+    '-map', '[a]', '-map', '[small]', '-map', '1:a', ...encode,
+    '-f', 'dash', '-seg_duration', String(SEGMENT_SECONDS), '-window_size', '6', '-extra_window_size', '1000',
+    '-use_template', '1', '-use_timeline', '1', '-streaming', '0', '-ldash', '0',
+    '-adaptation_sets', 'id=0,streams=v id=1,streams=a',
+    '-init_seg_name', 'init-$RepresentationID$.m4s', '-media_seg_name', 'chunk-$RepresentationID$-$Number%05d$.m4s',
+    join(dir, 'manifest.mpd'),
+  ];
+  const ffmpeg = run('ffmpeg', [...input, ...(packaging === 'hls' ? hls : dash)]);
   hooks.keep?.('ffmpeg', ffmpeg);
   stops.push(() => ffmpeg.stop());
   const signal = await startSignal();
   stops.push(() => signal.stop());
   const source = run(join(BIN, 'ppspp'), [
-    'hls', 'live', join(dir, 'master.m3u8'), '--key', join(dir, 'stream.key'), '--wait', '20', '--linger', '5',
+    packaging, 'live', join(dir, packaging === 'hls' ? 'master.m3u8' : 'manifest.mpd'), '--key', join(dir, 'stream.key'), '--wait', '20', '--linger', '5',
     ...(serve ? ['--signal', signal.url, '--bind', '127.0.0.1:0'] : []),
   ]);
   hooks.keep?.('source', source);
   stops.push(() => source.stop());
   const key = await source.waitLine((l) => /^[0-9a-f]{40,}$/.test(l), 30_000);
+  // Pages are opened once the source has written its manifest (after the first segments).
+  const manifest = join(dir, `${packaging === 'hls' ? 'master' : 'manifest'}.ppspp.json`);
+  for (const until = Date.now() + 30_000; !existsSync(manifest); ) {
+    if (Date.now() > until) throw new Error(`${manifest} not written within 30 s; source: ${source.stderrTail()}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
   const folder = new LiveFolder(dir);
   const server = await startOriginServer(folder);
   stops.push(() => server.stop());
-  return { dir, key, folder, server, signal: signal.url, source };
+  return { dir, name: packaging === 'hls' ? 'master' : 'manifest', key, folder, server, signal: signal.url, source };
 }
 
-/** hls.html (on the test web server `web`) playing the run's presentation; `plain: '1'` for hls.js alone. */
-export function livePageUrl(web: string, r: LiveRun, extra: Record<string, string> = {}): string {
+/**
+ * hls.html (or `page`, such as shaka.html) on the test web server `web` playing the run's
+ * presentation; `plain: '1'` for the player alone.
+ */
+export function livePageUrl(web: string, r: LiveRun, extra: Record<string, string> = {}, page = 'hls'): string {
   const q = new URLSearchParams({
-    manifest: `${r.server.url}/live/master.ppspp.json`,
+    manifest: `${r.server.url}/live/${r.name}.ppspp.json`,
     master: `${r.server.url}/live/master.m3u8`,
+    mpd: `${r.server.url}/live/manifest.mpd`,
     hidden: '1',
     signal: r.signal,
     streamKey: r.key,
     ...extra,
   });
-  return `${web}/e2e/hls.html?${q}`;
+  return `${web}/e2e/${page}.html?${q}`;
 }
 

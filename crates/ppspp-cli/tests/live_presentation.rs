@@ -1,9 +1,10 @@
-//! `ppspp hls live` following a packager's live output. The packager is played by the test:
-//! the HLS fixture's fMP4 segments (`tests/fixtures/hls/fmp4-segments`) are written one
-//! at a time, each media playlist's window sliding over them, then the playlists end. The
-//! manifest the source keeps is then checked as a page checks it: each rendition's record
-//! under the stream key, its initialisation segment by hash, and every segment, as the web
-//! server serves it, against its signed part and munros, through a viewer engine.
+//! `ppspp hls live` and `ppspp dash live` following a packager's live output. The packager
+//! is played by the test: the HLS fixture's fMP4 segments (`tests/fixtures/hls/fmp4-segments`)
+//! are written one at a time, each media playlist's (or the MPD's) window sliding over
+//! them, then the lists end. The manifest the source keeps is then checked as a page
+//! checks it: each rendition's record under the stream key, its initialisation segment by
+//! hash, and every segment, as the web server serves it, against its signed part and
+//! munros, through a viewer engine.
 
 mod common;
 
@@ -13,7 +14,7 @@ use ppspp::engine::{Engine, EngineConfig, LivePartError};
 use ppspp::live::LivePublicKey;
 use ppspp::store::SparseStore;
 use ppspp::time::Time;
-use ppspp_cli::presentation::live_manifest::LiveManifest;
+use ppspp_cli::presentation::live_manifest::{LiveManifest, LiveRenditionEntry};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -87,12 +88,16 @@ fn start_source(dir: &Path, key: &Path, serve: bool, extra: &[&str]) -> Running 
     spawn(&args)
 }
 
-/// The manifest in `dir` once `done` holds of it (within 30 s).
+/// The manifest in `dir` (`master.ppspp.json`) once `done` holds of it (within 30 s).
 fn manifest_when(dir: &Path, done: impl Fn(&LiveManifest) -> bool) -> LiveManifest {
-    let path = dir.join("master.ppspp.json");
+    manifest_named_when(&dir.join("master.ppspp.json"), done)
+}
+
+/// The manifest at `path` once `done` holds of it (within 30 s).
+fn manifest_named_when(path: &Path, done: impl Fn(&LiveManifest) -> bool) -> LiveManifest {
     let limit = Instant::now() + Duration::from_secs(30);
     loop {
-        if let Some(m) = read_manifest(&path).filter(|m| done(m)) {
+        if let Some(m) = read_manifest(path).filter(|m| done(m)) {
             return m;
         }
         assert!(
@@ -100,6 +105,43 @@ fn manifest_when(dir: &Path, done: impl Fn(&LiveManifest) -> bool) -> LiveManife
             "the manifest did not get there in time"
         );
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Takes every part of `entry` from the files in `dir` through a viewer engine of its
+/// swarm, as a page takes segments from the web server: each checks against its record and
+/// munros, and a changed byte does not.
+fn take_every_part(entry: &LiveRenditionEntry, dir: &Path, stream_key: &LivePublicKey) {
+    let (record, _) = entry.to_record().unwrap();
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    let now = Time::ZERO;
+    let config = EngineConfig {
+        wall_clock_offset: wall,
+        ..EngineConfig::default()
+    };
+    let cs = record.info.params.chunk_size as usize;
+    let mut viewer: Engine<u32, SparseStore> =
+        Engine::new_live(config, record.info.clone(), SparseStore::live(cs), now).unwrap();
+    let alg = record.info.params.hash;
+    let mut next = 0;
+    for p in &entry.parts {
+        let (part, sig, munros) = p.to_part(alg).unwrap();
+        assert_eq!(part.first_chunk, next, "{}", part.uri);
+        next = part.end_chunk();
+        assert!(!part.verify(stream_key, &sig));
+        let bytes = std::fs::read(dir.join(&part.uri)).unwrap();
+        let mut tampered = bytes.clone();
+        tampered[bytes.len() / 2] ^= 0x40;
+        let r = viewer.handle_live_part(now, &part, &sig, &munros, &tampered);
+        assert!(matches!(r, Err(LivePartError::Mismatch(_))), "{r:?}");
+        assert_eq!(
+            viewer.handle_live_part(now, &part, &sig, &munros, &bytes),
+            Ok(part.chunks),
+            "{}",
+            part.uri
+        );
     }
 }
 
@@ -135,10 +177,6 @@ fn a_live_presentation_is_followed_and_every_segment_checks_against_its_manifest
     let ids: Vec<&str> = manifest.renditions.iter().map(|r| r.id.as_str()).collect();
     assert_eq!(ids, ["r0.m3u8", "r1.m3u8", "r2.m3u8"]);
 
-    let wall = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap();
-    let now = Time::ZERO;
     let mut swarms = Vec::new();
     for (entry, (_, init_file, segments)) in manifest.renditions.iter().zip(&RENDITIONS) {
         let (record, signature) = entry.to_record().unwrap();
@@ -153,34 +191,9 @@ fn a_live_presentation_is_followed_and_every_segment_checks_against_its_manifest
             &std::fs::read(fixture().join(init_file)).unwrap()
         ));
 
-        let config = EngineConfig {
-            wall_clock_offset: wall,
-            ..EngineConfig::default()
-        };
-        let cs = record.info.params.chunk_size as usize;
-        let mut viewer: Engine<u32, SparseStore> =
-            Engine::new_live(config, record.info.clone(), SparseStore::live(cs), now).unwrap();
-        let alg = record.info.params.hash;
         let uris: Vec<&str> = entry.parts.iter().map(|p| p.uri.as_str()).collect();
         assert_eq!(uris, *segments);
-        let mut next = 0;
-        for p in &entry.parts {
-            let (part, sig, munros) = p.to_part(alg).unwrap();
-            assert_eq!(part.first_chunk, next, "{}", part.uri);
-            next = part.end_chunk();
-            assert!(!part.verify(&stream_key, &sig));
-            let bytes = std::fs::read(dir.path.join(&part.uri)).unwrap();
-            let mut tampered = bytes.clone();
-            tampered[bytes.len() / 2] ^= 0x40;
-            let r = viewer.handle_live_part(now, &part, &sig, &munros, &tampered);
-            assert!(matches!(r, Err(LivePartError::Mismatch(_))), "{r:?}");
-            assert_eq!(
-                viewer.handle_live_part(now, &part, &sig, &munros, &bytes),
-                Ok(part.chunks),
-                "{}",
-                part.uri
-            );
-        }
+        take_every_part(entry, &dir.path, &stream_key);
     }
     // Each rendition is its own swarm.
     let distinct: std::collections::HashSet<Vec<u8>> =
@@ -245,4 +258,103 @@ fn a_source_with_no_packager_output_says_so() {
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains("waited 1 s for the packager"), "{err}");
+}
+
+/// Writes `manifest.mpd` in `dir` as ffmpeg's `dash` muxer does after its `upto`th segment:
+/// two Representations (the fixture's first two renditions' files under DASH names), a
+/// SegmentTimeline over a window of the last two, `type="static"` once the stream is over.
+fn write_mpd(dir: &Path, upto: usize, ended: bool) {
+    let mut sets = String::new();
+    for (id, (_, init, segments)) in RENDITIONS[..2].iter().enumerate() {
+        std::fs::copy(fixture().join(init), dir.join(format!("init-{id}.m4s"))).unwrap();
+        for (n, s) in segments[..upto.min(segments.len())].iter().enumerate() {
+            let name = dir.join(format!("chunk-{id}-{:05}.m4s", n + 1));
+            if !name.exists() {
+                std::fs::copy(fixture().join(s), name).unwrap();
+            }
+        }
+        let listed = upto.min(segments.len());
+        let first = listed.saturating_sub(2);
+        sets.push_str(&format!(
+            r#"<AdaptationSet contentType="video" mimeType="video/mp4"><Representation id="{id}" bandwidth="{bw}" width="320" height="180" codecs="avc1.42c00c"><SegmentTemplate timescale="1000" initialization="init-$RepresentationID$.m4s" media="chunk-$RepresentationID$-$Number%05d$.m4s" startNumber="{start}"><SegmentTimeline><S t="{t}" d="1000" r="{r}"/></SegmentTimeline></SegmentTemplate></Representation></AdaptationSet>"#,
+            bw = 500_000 * (id + 1),
+            start = first + 1,
+            t = first * 1000,
+            r = listed - first - 1,
+        ));
+    }
+    let kind = if ended { "static" } else { "dynamic" };
+    let text = format!(
+        r#"<?xml version="1.0" encoding="utf-8"?><MPD xmlns="urn:mpeg:dash:schema:mpd:2011" profiles="urn:mpeg:dash:profile:isoff-live:2011" type="{kind}" availabilityStartTime="2026-01-01T00:00:00Z" minBufferTime="PT2S"><Period id="0" start="PT0S">{sets}</Period></MPD>"#
+    );
+    let tmp = dir.join("manifest.mpd.tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(tmp, dir.join("manifest.mpd")).unwrap();
+}
+
+#[test]
+fn a_live_dash_presentation_is_followed_as_hls_is() {
+    let dir = TempDir::new("dash-live");
+    write_mpd(&dir.path, 1, false);
+    let mpd = dir.path.join("manifest.mpd");
+    let key_file = dir.path.join("stream.key");
+    let source = spawn(&[
+        "dash",
+        "live",
+        mpd.to_str().unwrap(),
+        "--key",
+        key_file.to_str().unwrap(),
+        "--algorithm",
+        "ed25519",
+        "--linger",
+        "0",
+    ]);
+    let stream_key = source.next_line(Duration::from_secs(30));
+    let stream_key =
+        LivePublicKey::from_swarm_id(&ppspp::hex::decode(&stream_key).unwrap()).unwrap();
+    for step in 2..=3 {
+        std::thread::sleep(Duration::from_millis(300));
+        write_mpd(&dir.path, step, step == 3);
+    }
+    let manifest = manifest_named_when(&dir.path.join("manifest.ppspp.json"), |m| {
+        m.ended
+            && m.renditions
+                .iter()
+                .zip(&RENDITIONS)
+                .all(|(e, r)| e.parts.len() == r.2.len())
+    });
+    assert_eq!(manifest.source, "manifest.mpd");
+    let ids: Vec<&str> = manifest.renditions.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["0", "1"]);
+    for (id, entry) in manifest.renditions.iter().enumerate() {
+        let (record, signature) = entry.to_record().unwrap();
+        assert!(record.verify(&stream_key, &signature), "{}", entry.id);
+        let init = record.init.as_ref().expect("an initialisation segment");
+        assert_eq!(init.uri, format!("init-{id}.m4s"));
+        assert!(init.matches(
+            &record.info,
+            &std::fs::read(dir.path.join(&init.uri)).unwrap()
+        ));
+        let uris: Vec<String> = entry.parts.iter().map(|p| p.uri.clone()).collect();
+        let want: Vec<String> = (1..=RENDITIONS[id].2.len())
+            .map(|n| format!("chunk-{id}-{n:05}.m4s"))
+            .collect();
+        assert_eq!(uris, want);
+        assert_eq!(entry.bandwidth, Some(500_000 * (id as u64 + 1)));
+        take_every_part(entry, &dir.path, &stream_key);
+    }
+    // The stream ended: the source finishes by itself.
+    let mut source = source;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = source.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the source did not finish after the MPD turned static"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success());
 }
