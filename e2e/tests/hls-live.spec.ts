@@ -113,16 +113,19 @@ test('six pages, Chromium and Firefox, play a live HLS stream from the web serve
   const r = await startLiveRun('hls-live-swarm', 80, false);
   const pages: Evaluable[] = [await openPage(browser, r, 'page 0')];
   await playing(pages[0]!, 4);
-  // hls.js alone over HTTP, joining with the later pages: the latency to match.
-  const plain = await openPage(browser, r, 'plain hls.js', { plain: '1' });
-  for (const i of [1, 2, 3, 4]) pages.push(await openPage(browser, r, `page ${i}`));
+  // hls.js alone over HTTP, two pages joining with the later pages: the latency to match.
+  const plains = [await openPage(browser, r, 'plain hls.js 0', { plain: '1' })];
+  for (const i of [1, 2, 3, 4]) {
+    pages.push(await openPage(browser, r, `page ${i}`));
+    if (i === 3) plains.push(await openPage(browser, r, 'plain hls.js 1', { plain: '1' }));
+  }
   const firefox: FirefoxPage = await openFirefoxPage(pageUrl(r));
   stops.push(() => firefox.close());
   pages.push(firefox);
-  for (const page of [...pages, plain]) await playing(page, 16);
+  for (const page of [...pages, ...plains]) await playing(page, 16);
   const all = (await Promise.all(pages.map(seen))).map((s) => s!);
-  const base = (await seen(plain))!;
-  for (const s of [...all, base]) {
+  const bases = (await Promise.all(plains.map(seen))).map((s) => s!);
+  for (const s of [...all, ...bases]) {
     console.log(JSON.stringify({ ...s.stats, frags: s.frags.length, latencyMs: median(s.latencyMs), loadMs: s.loadMs, stallsMs: s.stallsMs }));
   }
   for (const [i, s] of all.entries()) {
@@ -133,9 +136,10 @@ test('six pages, Chromium and Firefox, play a live HLS stream from the web serve
   }
   // Behind the packager within one segment of plain hls.js, which joined with the later
   // pages: where in a segment a page joins moves its latency by up to a segment, so the
-  // later pages' median is what is compared.
-  const ours = median(all.slice(1).map((s) => median(s.latencyMs)));
-  expect(ours, `the later pages' median latency (ms) against plain hls.js's ${median(base.latencyMs)}`).toBeLessThanOrEqual(median(base.latencyMs) + SEGMENT_SECONDS * 1000);
+  // later pages' samples are compared with the plain pages' as a whole.
+  const ours = median(all.slice(1).flatMap((s) => s.latencyMs));
+  const plain = median(bases.flatMap((s) => s.latencyMs));
+  expect(ours, `the later pages' median latency (ms) against plain hls.js's ${plain}`).toBeLessThanOrEqual(plain + SEGMENT_SECONDS * 1000);
   // More than a third of the later pages' bytes came from peers.
   const later = all.slice(1).map((s) => s.stats!);
   const sum = (k: 'bytesFromPeers' | 'bytesFromHttp' | 'bytesFromSeeders'): number => later.reduce((a, s) => a + s[k], 0);

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { expect, test } from '@playwright/test';
 import { DASH_LADDER, makeDashLadder } from './dash-ladder.js';
 import { LADDER, ladderFiles, makeLadder } from './hls-ladder.js';
+import { livePageUrl, startLiveRun } from './live-packager.js';
 import { startOriginServer } from './origin.js';
 import { ROOT, type Swarm, expectPlayedPast, startSwarm } from './swarm.js';
 import { startWebWith } from './swarm.js';
@@ -85,5 +86,39 @@ test('the packed package\'s player integrations bundle with Vite: hls.js, Shaka 
   } finally {
     await server.stop();
     await web.stop();
+  }
+});
+
+test('the packed package plays a live HLS stream with hls.js as web/README.md says, from the web server and a peer', async ({ browser }) => {
+  test.setTimeout(150_000);
+  const web = await startWebWith([`/app/=${join(APP, 'dist')}`]);
+  const stops: (() => Promise<void>)[] = [() => web.stop()];
+  try {
+    const run = await startLiveRun('package-live', 50, false, { stops });
+    // The run's page parameters, for the app's page.
+    const q = new URL(livePageUrl(web.url, run)).searchParams;
+    const app = new URLSearchParams({ player: 'hls', manifest: q.get('manifest')!, src: q.get('master')!, signal: run.signal, streamKey: run.key });
+    const pages = [];
+    for (const label of ['first', 'second']) {
+      const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
+      const page = await context.newPage();
+      await page.goto(`${web.url}/app/players.html?${app}`);
+      pages.push(page);
+      await expect
+        .poll(() => page.evaluate(() => {
+          const t = (window as unknown as { __t?: { error: string | null; presentation: { stats(): { segmentsLoaded: number } } | null } }).__t;
+          if (!t) return 'the page did not run';
+          if (t.error) return `failed: ${t.error}`;
+          const v = document.querySelector('video')!;
+          const played = v.played.length ? v.played.end(v.played.length - 1) - v.played.start(0) : 0;
+          return played > 6 && (t.presentation?.stats().segmentsLoaded ?? 0) > 3 ? 'played' : `played ${played} s`;
+        }), { timeout: 60_000, message: `the ${label} page plays the live stream through the packed package` })
+        .toBe('played');
+    }
+    const second = await pages[1]!.evaluate(() => (window as unknown as { __t: { presentation: { stats(): { bytesFromPeers: number } } } }).__t.presentation.stats());
+    expect(second.bytesFromPeers, 'the second page took bytes from the first').toBeGreaterThan(0);
+  } finally {
+    for (const context of browser.contexts()) await context.close();
+    for (const stop of stops.reverse()) await stop();
   }
 });

@@ -1,12 +1,16 @@
 /**
  * WebKitGTK (MediaSource and ManagedMediaSource, no WebRTC): a page whose URI names a
  * signaling server and a web server plays the 720p H.264 video from HTTP through the
- * safety net, with MediaSource and with ManagedMediaSource (the one an iPhone has).
+ * safety net, with MediaSource and with ManagedMediaSource (the one an iPhone has); an
+ * hls.js page plays a live HLS presentation from the web server, every segment checked.
  */
 import { expect, test } from '@playwright/test';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { HLS_MOUNT } from './hls-ladder.js';
+import { livePageUrl, startLiveRun } from './live-packager.js';
 import { serveOnOrigin } from './origin.js';
-import { VIDEO_HD_MP4, makeHdVideos, startSignal, startWeb } from './swarm.js';
+import { VIDEO_HD_MP4, makeHdVideos, sha256, startSignal, startWebWith } from './swarm.js';
 import { type WebKit, startWebKit, webkitMissing } from './webkit.js';
 
 let web: { url: string; stop(): Promise<void> };
@@ -15,7 +19,7 @@ const stops: (() => Promise<void>)[] = [];
 test.beforeAll(async () => {
   test.setTimeout(120_000);
   makeHdVideos();
-  web = await startWeb();
+  web = await startWebWith([HLS_MOUNT]);
 });
 test.afterAll(async () => {
   await web.stop();
@@ -76,3 +80,39 @@ for (const mse of ['auto', 'managed'] as const) {
     expect(seen!.kind, message).toBe(mse === 'managed' ? 'managed' : 'standard');
   });
 }
+
+test('WebKitGTK without WebRTC plays a live HLS stream through hls.js from the web server, every segment checked', async () => {
+  test.setTimeout(120_000);
+  const missing = webkitMissing();
+  if (missing) throw new Error(missing);
+  const run = await startLiveRun('webkit-live', 50, false, { stops });
+  const webkit: WebKit = await startWebKit();
+  stops.push(() => webkit.close());
+  await webkit.goto(livePageUrl(web.url, run));
+  type Live = { error: string | null; errors: string[]; played: number; frags: { url: string; sha: string }[]; fromHttp: number; segments: number } | null;
+  const script = `
+    const t = window.__t;
+    if (!t) return null;
+    const s = t.presentation ? t.presentation.stats() : null;
+    return { error: t.error, errors: t.errors, played: (t.latencyMs || []).length / 2, frags: t.frags,
+      fromHttp: s ? s.bytesFromHttp : 0, segments: s ? s.segmentsLoaded : 0 };
+  `;
+  let seen: Live = null;
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    seen = await webkit.evaluate<Live>(script);
+    if (seen && (seen.error || seen.played >= 8)) break;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  const message = `${JSON.stringify(seen && { ...seen, frags: seen.frags.length })}; ${webkit.logs()}`;
+  expect(seen, message).not.toBeNull();
+  expect(seen!.error, message).toBeNull();
+  expect(seen!.errors, message).toEqual([]);
+  expect(seen!.played, message).toBeGreaterThanOrEqual(8);
+  expect(seen!.fromHttp, message).toBeGreaterThan(0);
+  expect(seen!.segments, message).toBeGreaterThanOrEqual(seen!.frags.length);
+  for (const f of seen!.frags) {
+    const file = join(run.dir, new URL(f.url).pathname.replace(/^\/live\//, ''));
+    expect(f.sha, f.url).toBe(sha256(new Uint8Array(readFileSync(file))));
+  }
+});

@@ -1,6 +1,7 @@
 // web/README.md's player recipes as a web developer writes them: the packed npm package
 // and the players from npm, bundled by Vite. ?player= hls | shaka | videojs; ?manifest=
-// the presentation; ?src= the master playlist or MPD; HTTP only (no signaling server).
+// the presentation; ?src= the master playlist or MPD; ?signal= the signaling server (else
+// HTTP only); ?streamKey= a live presentation's stream key.
 import Hls from 'hls.js';
 import shaka from 'shaka-player';
 import videojs from 'video.js';
@@ -14,7 +15,9 @@ const video = document.getElementById('video');
 const t = { error: null, presentation: null };
 window.__t = t;
 try {
-  const presentation = await Presentation.load(params.get('manifest'), { signal: false });
+  const options = { signal: params.get('signal') ?? false };
+  if (params.get('streamKey')) options.streamKey = params.get('streamKey');
+  const presentation = await Presentation.load(params.get('manifest'), options);
   t.presentation = presentation;
   const src = params.get('src');
   switch (params.get('player')) {

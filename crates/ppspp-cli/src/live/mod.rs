@@ -26,6 +26,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
+/// Seconds of a presentation's rendition its live swarm keeps (a player starts a few
+/// segments behind the edge and may go back a little further).
+pub const RENDITION_WINDOW_SECS: u64 = 45;
+
 #[derive(Args, Debug)]
 pub struct LiveArgs {
     /// Chunk size in bytes (1 to 1 MiB). Chunks are also cut where a media segment
@@ -70,9 +74,11 @@ pub struct LiveSourceArgs {
     /// hashes travel, but each chunk costs a signature to make and to check.
     #[arg(long = "chunks-per-signature", default_value_t = 16)]
     pub chunks_per_signature: u64,
-    /// Chunks kept behind the live edge (the discard window).
-    #[arg(long, default_value_t = DEFAULT_DISCARD_WINDOW)]
-    pub window: u64,
+    /// Chunks kept behind the live edge (the discard window; what each viewer holds at
+    /// most). Default: 4096; for a presentation's renditions, 45 s of each at the bandwidth
+    /// its playlist or MPD declares (at least 256 chunks).
+    #[arg(long)]
+    pub window: Option<u64>,
     /// Merkle hash function: sha1, sha224, sha256, sha384 or sha512.
     #[arg(long = "hash", default_value = "sha256")]
     pub hash: HashAlgorithm,
@@ -110,8 +116,24 @@ impl LiveSourceArgs {
             hash: self.hash,
             chunk_size: u32::try_from(chunk_size).map_err(|_| "chunk size too large")?,
             chunks_per_signature: self.chunks_per_signature,
-            discard_window: self.window,
+            discard_window: self.window.unwrap_or(DEFAULT_DISCARD_WINDOW),
         })
+    }
+
+    /// A presentation rendition's parameters: without `--window`, a window of
+    /// [`RENDITION_WINDOW_SECS`] at its declared `bandwidth` (bits per second), so a page
+    /// holds what its player may ask for and not minutes more.
+    pub fn rendition_params(
+        &self,
+        chunk_size: usize,
+        bandwidth: Option<u64>,
+    ) -> Result<LiveParams, String> {
+        let mut params = self.params(chunk_size)?;
+        if let (None, Some(bps)) = (self.window, bandwidth) {
+            let bytes = bps / 8 * RENDITION_WINDOW_SECS;
+            params.discard_window = bytes.div_ceil(chunk_size.max(1) as u64).max(256);
+        }
+        Ok(params)
     }
 
     /// The source engine's configuration (peers, a random seed, the wall clock).
@@ -305,4 +327,52 @@ pub fn run(args: &LiveArgs) -> Result<(), String> {
             None => Ok(()),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        source: LiveSourceArgs,
+    }
+
+    fn args(extra: &[&str]) -> LiveSourceArgs {
+        Cli::try_parse_from(std::iter::once("ppspp").chain(extra.iter().copied()))
+            .unwrap()
+            .source
+    }
+
+    #[test]
+    fn a_rendition_keeps_45_s_at_its_bandwidth_unless_told_otherwise() {
+        let a = args(&[]);
+        assert_eq!(
+            a.params(1024).unwrap().discard_window,
+            DEFAULT_DISCARD_WINDOW
+        );
+        // 2.8 Mbit/s for 45 s in 8 KiB chunks.
+        let hd = a.rendition_params(8192, Some(2_800_000)).unwrap();
+        assert_eq!(hd.discard_window, (2_800_000u64 / 8 * 45).div_ceil(8192));
+        // A low rendition still keeps a floor; one with no declared bandwidth the default.
+        assert_eq!(
+            a.rendition_params(8192, Some(64_000))
+                .unwrap()
+                .discard_window,
+            256
+        );
+        assert_eq!(
+            a.rendition_params(8192, None).unwrap().discard_window,
+            DEFAULT_DISCARD_WINDOW
+        );
+        let told = args(&["--window", "1000"]);
+        assert_eq!(
+            told.rendition_params(8192, Some(2_800_000))
+                .unwrap()
+                .discard_window,
+            1000
+        );
+    }
 }

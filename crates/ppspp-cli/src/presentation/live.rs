@@ -74,7 +74,8 @@ struct Follow {
 }
 
 pub fn run(args: &LivePresentationArgs, packaging: Packaging) -> Result<(), String> {
-    let params = args.source.params(args.chunk_size)?;
+    // Checked before waiting for the packager.
+    args.source.params(args.chunk_size)?;
     let stream_key = crate::live::load_or_make_key(&args.source.key, args.source.algorithm)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -89,6 +90,9 @@ pub fn run(args: &LivePresentationArgs, packaging: Packaging) -> Result<(), Stri
         let mut follows = Vec::new();
         let mut serving = Vec::new();
         for (i, (variant, listing)) in variants.into_iter().enumerate() {
+            let params = args
+                .source
+                .rendition_params(args.chunk_size, variant.bandwidth)?;
             let key = stream_key.derive(&variant.uri);
             let info = LiveInfo {
                 key: key.public_key().clone(),
