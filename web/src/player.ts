@@ -5,8 +5,9 @@
  * fragment) that holds the new position.
  *
  * A live URI (`ppspp://live/…`) plays from the stream's edge instead: the initialisation
- * segment comes from the URI, the segments from the swarm (`media/live-feed.ts`), and
- * playback is held a latency target behind them (`media/live-latency.ts`).
+ * segment and the segments come from the swarm (`media/live-feed.ts`; an older URI's
+ * `init=` gives the former too), and playback is held a latency target behind them
+ * (`media/live-latency.ts`).
  */
 import { Emitter } from './emitter.js';
 import { PpsppError, fatal, messageOf } from './errors.js';
@@ -220,10 +221,11 @@ export class Player extends Emitter<PlayerEvents> {
     this.content = swarm.content;
     this.uri = swarm.uri;
     if (this.content.live) {
+      // The older URI form gives the initialisation segment; the stream carries it too.
       const init = this.content.live.init;
       const info = init ? parseLiveInit(init) : null;
-      if (!info) throw new PpsppError('bad-uri', 'the live URI has no usable init= (the stream\'s initialisation segment)');
-      this.live = new LiveFeed(swarm, info, options.liveLatencySeconds);
+      if (init && !info) throw new PpsppError('bad-uri', 'the live URI\'s init= is not an initialisation segment');
+      this.live = new LiveFeed(swarm, init && info ? { info, bytes: init } : null, options.liveLatencySeconds);
       this.latency = new LiveLatency(options.liveLatencySeconds, options.liveJumpSeconds);
     }
     if (!this.live) {
@@ -659,10 +661,10 @@ export class Player extends Emitter<PlayerEvents> {
   private feedLive(live: LiveFeed): void {
     if (this.ended) return;
     if (!this.info) {
-      const init = this.content.live?.init;
-      if (!init || !this.startMedia(parseLiveInit(init))) return;
+      const init = live.initSegment(performance.now());
+      if (!init || !this.startMedia(init.info)) return;
       this.mark('firstAppendMs');
-      this.queue?.push(init);
+      this.queue?.push(init.bytes);
     }
     const queue = this.queue;
     if (!queue || queue.pendingBytes >= MAX_PENDING) return;

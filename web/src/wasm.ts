@@ -105,7 +105,7 @@ export interface LiveInfo {
   chunksPerSignature: number;
   /** The discard window, in chunks. */
   window: number;
-  /** The media's initialisation segment (`init=`). */
+  /** The media's initialisation segment (`init=`, the earlier URI form: sources now send it in the stream). */
   init?: Uint8Array;
 }
 

@@ -117,8 +117,9 @@ fn a_live_stream_is_recorded_from_its_edge_and_plays() {
     let mut source = Killed(ffmpeg(9, true, Format::Webm));
     let mut streaming = live(&mut source.0, &key, &[]);
     let uri = streaming.next_line(Duration::from_secs(20));
+    // The URI names the stream; the initialisation segment travels in it.
     assert!(
-        uri.starts_with("ppspp://live/") && uri.contains("init="),
+        uri.starts_with("ppspp://live/") && !uri.contains("init="),
         "{uri}"
     );
     // Join a little after the start, as a late viewer.
@@ -126,6 +127,11 @@ fn a_live_stream_is_recorded_from_its_edge_and_plays() {
     let out = dir.join("recording.webm");
     let (codec, frames) = record(&uri, &out);
     assert_eq!(codec, "vp8");
+    // One initialisation segment: the copies in front of each Cluster are left out.
+    assert_eq!(
+        count(&std::fs::read(&out).unwrap(), &[0x1a, 0x45, 0xdf, 0xa3]),
+        1
+    );
     // Joined about 2 s in, of 9 s at 25 frames a second.
     assert!(frames >= 100, "{frames} frames recorded");
     ends_by_itself(&mut streaming);
@@ -142,20 +148,42 @@ fn a_live_stream_is_recorded_from_its_edge_and_plays() {
 #[test]
 fn fragmented_mp4_signed_chunk_by_chunk_is_recorded_and_plays() {
     let dir = temp_dir("live-mp4");
-    let mut source = Killed(ffmpeg(6, true, Format::Mp4));
+    let mut source = Killed(ffmpeg(12, true, Format::Mp4));
     let mut streaming = live(
         &mut source.0,
         &dir.join("source.key"),
         &["--chunks-per-signature", "1"],
     );
     let uri = streaming.next_line(Duration::from_secs(20));
-    assert!(uri.contains("sig=1") && uri.contains("init="), "{uri}");
+    assert!(uri.contains("sig=1") && !uri.contains("init="), "{uri}");
     std::thread::sleep(Duration::from_secs(1));
+    // A first recording, stopped after a few seconds: it gives the initialisation
+    // segment as the stream carries it.
+    let first = dir.join("first.mp4");
+    let recording = ppspp()
+        .args(["fetch", "--live", &uri, "-o", first.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start ppspp fetch --live");
+    std::thread::sleep(Duration::from_secs(3));
+    let _ = Command::new("kill")
+        .args(["-INT", &recording.id().to_string()])
+        .status();
+    let o = finish(recording, Duration::from_secs(20), "ppspp fetch --live");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let recorded = std::fs::read(&first).unwrap();
+    assert_eq!(count(&recorded, b"ftyp"), 1);
+    let moof = recorded.windows(4).position(|w| w == b"moof").unwrap() - 4;
+    // The older URI form, with the initialisation segment in it, is still read; recorded
+    // to the stream's end.
+    let older = format!("{uri}&init={}", ppspp::hex::encode(&recorded[..moof]));
     let out = dir.join("recording.mp4");
-    let (codec, frames) = record(&uri, &out);
+    let (codec, frames) = record(&older, &out);
     assert_eq!(codec, "h264");
-    // Joined about 1 s in, of 6 s at 25 frames a second.
-    assert!(frames >= 75, "{frames} frames recorded");
+    // Joined about 5 s in, of 12 s at 25 frames a second.
+    assert!(frames >= 100, "{frames} frames recorded");
+    assert_eq!(count(&std::fs::read(&out).unwrap(), b"ftyp"), 1);
     ends_by_itself(&mut streaming);
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -178,6 +206,11 @@ fn record(uri: &str, out: &std::path::Path) -> (String, u64) {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("0 rejected"), "{}", stderr(&o));
     probe(out)
+}
+
+/// How often `needle` occurs in `bytes`.
+fn count(bytes: &[u8], needle: &[u8]) -> usize {
+    bytes.windows(needle.len()).filter(|w| *w == needle).count()
 }
 
 /// The source stops by itself once its input ended and the stream's tail was served.

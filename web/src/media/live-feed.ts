@@ -1,9 +1,12 @@
 /**
- * What a live stream appends to MediaSource, and when. The initialisation segment comes
- * from the URI; the stream's chunks follow in order from the first that begins a media
- * segment (the source cuts chunks where segments start and end, `ppspp live`). Only
- * whole segments are appended (Firefox keeps just the first frame of a WebM Cluster split
- * across appends).
+ * What a live stream appends to MediaSource, and when. The stream's chunks are taken in
+ * order from the first that begins a media segment (the source cuts chunks where segments
+ * start and end, `ppspp live`); a source puts the initialisation segment in front of each
+ * media segment, so a viewer joining anywhere finds it in the swarm, signed as every chunk
+ * is (a URI's `init=`, the older form, gives it too). Only whole segments are appended
+ * (Firefox keeps just the first frame of a WebM Cluster split across appends); the
+ * initialisation segments among them go to MediaSource as they are, which takes one
+ * between media segments.
  *
  * Joining: the feed waits for two munros' signing times to learn the stream's rate in
  * chunks per second, then asks the engine for the chunks from the latency target (plus a
@@ -11,7 +14,7 @@
  * Chunks that leave the discard window before they come make a gap: the feed joins again.
  */
 import { concat } from './bytes.js';
-import { type InitInfo, findSegmentStart, wholeSegmentsLength } from './container.js';
+import { type InitInfo, detectContainer, findSegmentStart, parseInit, wholeSegmentsLength } from './container.js';
 
 /** What the feed reads: the engine's live stream (`Swarm`). */
 export interface LiveChunks {
@@ -34,6 +37,15 @@ const JOIN_MARGIN_SECONDS = 2;
 const JOIN_BACK_CHUNKS = 256;
 /** Bytes appended in one go at most (whole segments; one larger segment goes whole). */
 const APPEND_STEP = 1 << 20;
+/** Bytes read to find where an initialisation segment ends (`ppspp live` takes at most
+ * 16 KiB of one, and the first media segment's start must follow it). */
+const INIT_READ = 20 << 10;
+
+/** A live stream's initialisation segment: what MediaSource is set up with and given first. */
+export interface LiveInit {
+  info: InitInfo;
+  bytes: Uint8Array;
+}
 
 interface Edge {
   end: number;
@@ -64,11 +76,24 @@ export class LiveFeed {
   /** The edge and rate the join in progress aimed from. */
   private aim: { edge: number; chunksPerSecond: number | null } | null = null;
 
+  /**
+   * `init`: the stream's initialisation segment where the URI gives it (`init=`, the older
+   * form); null: found in the stream when joining.
+   */
   constructor(
     private readonly chunks: LiveChunks,
-    private readonly info: InitInfo,
+    private init: LiveInit | null,
     private readonly latencySeconds: number,
   ) {}
+
+  /**
+   * The stream's initialisation segment once known (from the URI, or from the stream once
+   * joined: this tries to join, at `nowMs`).
+   */
+  initSegment(nowMs: number): LiveInit | null {
+    if (!this.next) this.join(nowMs);
+    return this.next ? this.init : null;
+  }
 
   /** The edge moved on (a `live-edge` event), at `nowMs`. */
   onEdge(end: number, signedAtMs: number, nowMs: number): void {
@@ -116,7 +141,8 @@ export class LiveFeed {
     }
     if (!this.next && !this.join(nowMs)) return null;
     const next = this.next;
-    if (!next) return null;
+    const info = this.init?.info;
+    if (!next || !info) return null;
     // Held chunks from `next` on, in order.
     const parts: Uint8Array[] = [];
     const ends: number[] = [];
@@ -131,7 +157,7 @@ export class LiveFeed {
     }
     if (total === 0) return null;
     const bytes = concat(parts, total);
-    const whole = wholeSegmentsLength(this.info, bytes);
+    const whole = wholeSegmentsLength(info, bytes);
     if (whole === 0) {
       this.chunks.setPlayhead(next.chunk + parts.length);
       return null;
@@ -168,13 +194,59 @@ export class LiveFeed {
         this.chunks.setPlayhead(c);
         return false;
       }
-      if (findSegmentStart(this.info, data, 0) === 0) {
-        this.next = { chunk: c, offset: 0 };
+      let start: { chunk: number; offset: number } | null = null;
+      if (detectContainer(data) !== null) {
+        // A segment with the initialisation segment in front: playback starts after it.
+        const found = this.readInit(c, edge);
+        if (found === 'wait') {
+          this.scanFrom = c;
+          return false;
+        }
+        if (found) {
+          this.init = found.init;
+          start = found.after;
+        }
+      } else if (this.init && findSegmentStart(this.init.info, data, 0) === 0) {
+        start = { chunk: c, offset: 0 };
+      }
+      if (start) {
+        this.next = start;
         this.lastJoin = { chunk: c, edge: this.aim?.edge ?? edge, chunksPerSecond: this.aim?.chunksPerSecond ?? null };
         return true;
       }
     }
     this.scanFrom = edge;
     return false;
+  }
+
+  /**
+   * The initialisation segment starting chunk `c`, and where the media after it starts;
+   * 'wait' while chunks it needs are not held; null if it is none.
+   */
+  private readInit(c: number, edge: number): { init: LiveInit; after: { chunk: number; offset: number } } | 'wait' | null {
+    const parts: Uint8Array[] = [];
+    let total = 0;
+    for (let k = c; total < INIT_READ && k < edge; k++) {
+      const data = this.chunks.readChunk(k);
+      if (!data) {
+        this.chunks.setPlayhead(k);
+        return 'wait';
+      }
+      parts.push(data);
+      total += data.length;
+    }
+    const bytes = concat(parts, total);
+    let info: InitInfo | null;
+    try {
+      info = parseInit(bytes);
+    } catch {
+      return null;
+    }
+    if (!info) return total >= INIT_READ ? null : 'wait';
+    // The chunk and offset where the initialisation segment ends.
+    let at = info.initLength;
+    let k = 0;
+    while (k < parts.length && at >= parts[k]!.length) at -= parts[k++]!.length;
+    return { init: { info, bytes: bytes.slice(0, info.initLength) }, after: { chunk: c + k, offset: at } };
   }
 }

@@ -40,7 +40,10 @@ class FakeStream implements LiveChunks {
   }
 }
 
-const init = info(webm().file);
+const file = webm({ unknownSize: true }).file;
+const initInfo = info(file);
+/** The initialisation segment as an older live URI's `init=` gives it. */
+const init = { info: initInfo, bytes: file.slice(0, initInfo.initLength) };
 const clusters = Array.from({ length: 12 }, (_, i) => cluster(i * 1000, new Array<number>(90).fill(i)));
 
 describe('LiveFeed', () => {
@@ -74,6 +77,33 @@ describe('LiveFeed', () => {
     s.deliver(s.edge - 4, s.edge);
     const rest = feed.take(300);
     expect(rest).toEqual(concat(...s.chunks.slice(joinAt + wholeChunks)));
+  });
+
+  it('finds the initialisation segment in the stream, joins after it, and appends the rest as it comes', () => {
+    // As `ppspp live` cuts a stream: each media segment with the initialisation segment in
+    // front, a chunk starting where each begins.
+    const units = clusters.map((c) => concat(init.bytes, c));
+    const s = new FakeStream(cut(units, 40));
+    const perUnit = Math.ceil(units[0]!.length / 40);
+    const feed = new LiveFeed(s, null, 3);
+    s.edge = s.chunks.length;
+    feed.onEdge(s.edge - 2 * perUnit, 10_000, 0);
+    feed.onEdge(s.edge, 12_000, 50);
+    expect(feed.initSegment(100)).toBeNull();
+    // One unit a second: 5 s back, where a unit starts.
+    const back = 5 * perUnit;
+    expect(s.playhead).toBe(s.edge - back);
+    // Its first chunks only: the initialisation segment is not whole yet.
+    s.deliver(s.edge - back, s.edge - back + 1);
+    expect(feed.initSegment(150)).toBeNull();
+    s.deliver(s.edge - back + 1, s.edge);
+    const found = feed.initSegment(200);
+    expect(found?.bytes).toEqual(init.bytes);
+    expect(found?.info.mimeType).toBe(initInfo.mimeType);
+    const joinUnit = (s.edge - back) / perUnit;
+    expect(feed.lastJoin?.chunk).toBe(joinUnit * perUnit);
+    // The joined unit's Cluster, then whole units (their initialisation segments in them).
+    expect(feed.take(300)).toEqual(concat(clusters[joinUnit]!, ...units.slice(joinUnit + 1)));
   });
 
   it('measures the rate between the ends of signing bursts', () => {

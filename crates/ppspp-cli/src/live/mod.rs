@@ -1,7 +1,7 @@
 //! `ppspp live`: reads a live WebM or fragmented MP4 stream from stdin, cuts it into
-//! chunks at media segment boundaries, signs them as they come (RFC 7574 §6.1, Unified
-//! Merkle Tree) and serves them; prints the live URI first, with the initialisation
-//! segment in it.
+//! chunks at media segment boundaries, each segment with the initialisation segment in
+//! front of it, signs them as they come (RFC 7574 §6.1, Unified Merkle Tree) and serves
+//! them; prints the live URI first.
 
 pub mod key_file;
 pub mod record;
@@ -168,8 +168,8 @@ pub(crate) fn load_or_make_key(path: &Path, alg: LiveAlgorithm) -> Result<LiveSi
 /// What the reader thread found wrong with the input.
 type ReadError = Arc<Mutex<Option<String>>>;
 
-/// Reads stdin on a thread of its own: the initialisation segment goes to `init`, then
-/// every chunk to `chunks`, then `None` at the end of the input, and then `ended` fires.
+/// Reads stdin on a thread of its own: the initialisation segment goes to `init` (and in
+/// front of every media segment), then every chunk to `chunks`, then `None` at the end of the input, and then `ended` fires.
 fn read_stdin(
     chunk_size: usize,
     group: u64,
@@ -180,6 +180,7 @@ fn read_stdin(
 ) {
     std::thread::spawn(move || {
         let mut init = Some(init);
+        let mut in_band = Vec::new();
         let mut segmenter = Segmenter::new();
         let mut chunker = Chunker::new(chunk_size, group);
         let mut out = Vec::new();
@@ -203,9 +204,15 @@ fn read_stdin(
             if let Some(bytes) = segmenter.init()
                 && let Some(tx) = init.take()
             {
-                let _ = tx.send(bytes.to_vec());
+                in_band = bytes.to_vec();
+                let _ = tx.send(in_band.clone());
             }
-            while let Some(piece) = segmenter.pop() {
+            while let Some(mut piece) = segmenter.pop() {
+                // Each media segment carries the initialisation segment in front of it: a
+                // viewer joining anywhere finds it in the swarm, signed as every chunk is.
+                if piece.starts_segment {
+                    piece.bytes.splice(0..0, in_band.iter().copied());
+                }
                 chunker.add(&piece, &mut out);
             }
             for chunk in out.drain(..) {
@@ -274,8 +281,10 @@ pub fn run(args: &LiveArgs) -> Result<(), String> {
             clock.now(),
         )
         .map_err(|e| format!("cannot start: {e}"))?;
+        // The URI names the stream only: the initialisation segment travels in the stream,
+        // in front of each media segment (it was read, so the input is one we can cut).
+        drop(init);
         let mut uri = LiveUri::new(info.clone());
-        uri.init = Some(init);
         let on = crate::seed::serve_on(
             socket.as_ref(),
             &source.signal,

@@ -1,9 +1,11 @@
 //! `ppspp fetch --live URI -o FILE`: joins a live stream at its edge and records it: the
-//! initialisation segment from the URI, then every chunk in order from the first that
-//! begins a media segment. A gap (chunks that left the window before they came) skips to
-//! the next segment, so the file stays playable.
+//! initialisation segment, then every chunk in order from the first that begins a media
+//! segment. The source puts the initialisation segment in front of each media segment: the
+//! first one found is written, and the copies after it are left out, so the file has one
+//! (an older URI's `init=` gives it too). A gap (chunks that left the window before they
+//! came) skips to the next segment, so the file stays playable.
 
-use super::segmenter::{Container, container_of, starts_segment};
+use super::segmenter::{Container, Segmenter, container_of, starts_segment};
 use crate::fetch::{MAX_RTC_OFFERS, default_bind, give_up, join_rtc, resolve_peers};
 use crate::net::{self, Flow, Links, Peer};
 use crate::stats::StatsPrinter;
@@ -30,13 +32,26 @@ pub struct LiveFetch<'a> {
 
 /// Writes the stream's chunks in order.
 struct Recorder {
-    container: Container,
+    /// The initialisation segment written (`None`: not found yet).
+    init: Option<Vec<u8>>,
     file: std::io::BufWriter<std::fs::File>,
     /// The next chunk to write (`None`: waiting for a segment to start at).
     next: Option<u64>,
+    /// A copy of the initialisation segment being left out: bytes of it seen so far, kept
+    /// until they are all seen (a different one is written after all).
+    copy: Option<Vec<u8>>,
     written: u64,
     chunks: u64,
     gaps: u64,
+}
+
+/// The initialisation segment at the start of `bytes` (a segment's first chunks), if they
+/// hold it whole.
+fn init_at(bytes: &[u8]) -> Option<Vec<u8>> {
+    container_of(bytes)?;
+    let mut s = Segmenter::new();
+    s.push(bytes).ok()?;
+    s.init().map(<[u8]>::to_vec)
 }
 
 impl Recorder {
@@ -58,12 +73,39 @@ impl Recorder {
                 .collect();
             for c in held {
                 data.clear();
-                if engine.store_mut().read_chunk(c, &mut data).unwrap_or(false)
-                    && starts_segment(self.container, &data)
-                {
-                    self.next = Some(c);
-                    break;
+                if !engine.store_mut().read_chunk(c, &mut data).unwrap_or(false) {
+                    continue;
                 }
+                let starts = match &self.init {
+                    Some(init) => {
+                        container_of(&data).is_some() || starts_segment(kind(init), &data)
+                    }
+                    None => container_of(&data).is_some(),
+                };
+                if !starts {
+                    continue;
+                }
+                if self.init.is_none() {
+                    // Its initialisation segment, which may take a few chunks.
+                    let mut head = data.clone();
+                    let mut k = c + 1;
+                    let mut more = Vec::new();
+                    while head.len() < super::segmenter::MAX_INIT_LEN + 64 {
+                        more.clear();
+                        if !engine.store_mut().read_chunk(k, &mut more).unwrap_or(false) {
+                            break;
+                        }
+                        head.extend_from_slice(&more);
+                        k += 1;
+                    }
+                    let Some(init) = init_at(&head) else {
+                        continue;
+                    };
+                    self.file.write_all(&init)?;
+                    self.init = Some(init);
+                }
+                self.next = Some(c);
+                break;
             }
         }
         while let Some(n) = self.next {
@@ -71,13 +113,45 @@ impl Recorder {
             if !engine.store_mut().read_chunk(n, &mut data).unwrap_or(false) {
                 break;
             }
-            self.file.write_all(&data)?;
-            self.written += data.len() as u64;
+            self.write_chunk(&data)?;
             self.chunks += 1;
             self.next = Some(n + 1);
         }
         self.file.flush()
     }
+
+    /// Writes a chunk, leaving out a copy of the initialisation segment at its start.
+    fn write_chunk(&mut self, data: &[u8]) -> std::io::Result<()> {
+        let init = self.init.as_deref().unwrap_or_default();
+        let mut rest = data;
+        if self.copy.is_none() && !init.is_empty() && container_of(rest).is_some() {
+            self.copy = Some(Vec::new());
+        }
+        if let Some(seen) = self.copy.as_mut() {
+            let want = &init[seen.len()..];
+            let n = want.len().min(rest.len());
+            if rest[..n] == want[..n] {
+                seen.extend_from_slice(&rest[..n]);
+                rest = &rest[n..];
+                if seen.len() == init.len() {
+                    self.copy = None;
+                }
+            } else {
+                // Not the same initialisation segment (the source's input changed): kept.
+                let seen = self.copy.take().unwrap_or_default();
+                self.file.write_all(&seen)?;
+                self.written += seen.len() as u64;
+            }
+        }
+        self.file.write_all(rest)?;
+        self.written += rest.len() as u64;
+        Ok(())
+    }
+}
+
+/// The container of an initialisation segment known to be one.
+fn kind(init: &[u8]) -> Container {
+    container_of(init).unwrap_or(Container::WebM)
 }
 
 pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
@@ -86,10 +160,11 @@ pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
         .trim()
         .parse()
         .map_err(|e| format!("not a usable live URI ({e}): {}", req.uri))?;
-    let init = uri.init.clone().ok_or(
-        "the live URI has no init= (the stream's initialisation segment, which `ppspp live` puts there)",
-    )?;
-    let container = container_of(&init).ok_or("the live URI's init= is neither WebM nor MP4")?;
+    // An older URI gives the initialisation segment (`init=`); the stream carries it too.
+    let init = uri.init.clone();
+    if init.as_deref().is_some_and(|i| container_of(i).is_none()) {
+        return Err("the live URI's init= is neither WebM nor MP4".into());
+    }
     let signal: Vec<String> = match req.signal.is_empty() {
         true => uri.signal.clone().into_iter().collect(),
         false => req.signal.to_vec(),
@@ -148,17 +223,20 @@ pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
         (file, Unfinished(Some(part)))
     };
     let mut recorder = Recorder {
-        container,
+        init: init.clone(),
         file: std::io::BufWriter::new(file),
         next: None,
+        copy: None,
         written: 0,
         chunks: 0,
         gaps: 0,
     };
-    recorder
-        .file
-        .write_all(&init)
-        .map_err(|e| format!("cannot write {}: {e}", req.output.display()))?;
+    if let Some(init) = &init {
+        recorder
+            .file
+            .write_all(init)
+            .map_err(|e| format!("cannot write {}: {e}", req.output.display()))?;
+    }
     let bind = req.bind.unwrap_or_else(|| default_bind(&peers));
     let (stats, failed) = runtime.block_on(async {
         let socket = match peers.is_empty() {
@@ -250,7 +328,7 @@ pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
         req.output.display(),
         recorder.written,
         recorder.chunks,
-        init.len(),
+        recorder.init.as_ref().map_or(0, Vec::len),
         recorder.gaps,
         stats.chunks_verified,
         stats.chunks_rejected

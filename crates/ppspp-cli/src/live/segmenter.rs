@@ -31,7 +31,7 @@ pub enum Container {
     Mp4,
 }
 
-/// The longest initialisation segment accepted: it travels in the live URI.
+/// The longest initialisation segment accepted: it travels in front of every media segment.
 pub const MAX_INIT_LEN: usize = 16 * 1024;
 
 const EBML: u32 = 0x1A45_DFA3;
