@@ -94,7 +94,9 @@ const state = (page: Evaluable): Promise<LiveT> =>
  * What `page` appended to MediaSource, held against the source's stream: for each append
  * that buffered media, when it was done (Unix ms), where the buffered media ended then
  * (s), and when ffmpeg had written the last byte of it (Infinity: not the source's); and
- * how many appended segments (after the initialisation segment) are not the source's.
+ * how many appends after the initialisation segment are not the source's. The source puts
+ * the initialisation segment (the first append) in front of each media segment: an
+ * append's runs between its copies are each found in the stream.
  */
 async function appendsOf(page: Evaluable, source: LiveSource): Promise<{ timed: { at: number; mediaEnd: number; written: number }[]; foreign: number }> {
   const [times, all] = await page.evaluate(() => {
@@ -102,12 +104,29 @@ async function appendsOf(page: Evaluable, source: LiveSource): Promise<{ timed: 
     return [t.appendTimes, t.appended.map((a) => Array.from(a))] as const;
   });
   const stream = source.stream();
-  const offsets = all.map((a) => stream.indexOf(Buffer.from(a)));
+  const init = Buffer.from(all[0] ?? []);
+  /** Where the end of `a`'s last run is in the stream (0: it has none, only a copy of the
+   * initialisation segment); -1 if a run is not there. */
+  const endIn = (a: Buffer): number => {
+    let end = 0;
+    for (let at = 0; at < a.length; ) {
+      const copy = init.length > 0 ? a.indexOf(init, at) : -1;
+      const run = a.subarray(at, copy < 0 ? a.length : copy);
+      if (run.length > 0) {
+        const offset = stream.indexOf(run);
+        if (offset < 0) return -1;
+        end = offset + run.length;
+      }
+      at = copy < 0 ? a.length : copy + init.length;
+    }
+    return end;
+  };
+  const ends = all.map((a, i) => (i === 0 ? init.length : endIn(Buffer.from(a))));
   const timed = times.map(([at, mediaEnd, index]) => {
-    const offset = offsets[index] ?? -1;
-    return { at, mediaEnd, written: offset < 0 ? Infinity : source.writtenAt(offset + (all[index]?.length ?? 0)) };
+    const end = ends[index] ?? -1;
+    return { at, mediaEnd, written: end < 0 ? Infinity : source.writtenAt(end) };
   });
-  return { timed, foreign: offsets.slice(1).filter((o) => o < 0).length };
+  return { timed, foreign: ends.slice(1).filter((o) => o < 0).length };
 }
 
 /** The median of `values` (Infinity for none). */
