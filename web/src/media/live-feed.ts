@@ -4,9 +4,9 @@
  * start and end, `ppspp live`); a source puts the initialisation segment in front of each
  * media segment, so a viewer joining anywhere finds it in the swarm, signed as every chunk
  * is (a URI's `init=`, the older form, gives it too). Only whole segments are appended
- * (Firefox keeps just the first frame of a WebM Cluster split across appends); the
- * initialisation segments among them go to MediaSource as they are, which takes one
- * between media segments.
+ * (Firefox keeps just the first frame of a WebM Cluster split across appends), without
+ * the copies of the initialisation segment in front of them: it does not change within a
+ * run of the source, and not every browser's MediaSource takes one amid an append.
  *
  * Joining: the feed waits for two munros' signing times to learn the stream's rate in
  * chunks per second, then asks the engine for the chunks from the latency target (plus a
@@ -130,7 +130,7 @@ export class LiveFeed {
     return this.next !== null;
   }
 
-  /** The next whole segments to append, or null if none is here yet. */
+  /** The next whole segments to append (without the copies of the initialisation segment), or null if none is here yet. */
   take(nowMs: number): Uint8Array | null {
     const floor = this.chunks.liveFloor();
     if (this.next && this.next.chunk < floor) {
@@ -170,7 +170,7 @@ export class LiveFeed {
     const chunkLen = (parts[i]?.length ?? 0) + (i === 0 ? next.offset : 0);
     this.next = inChunk >= chunkLen ? { chunk: chunk + 1, offset: 0 } : { chunk, offset: inChunk };
     this.chunks.setPlayhead(this.next.chunk);
-    return bytes.subarray(0, whole);
+    return withoutCopies(bytes.subarray(0, whole), this.init?.bytes);
   }
 
   /** Chooses where to fetch from, then finds the first segment start there. */
@@ -249,4 +249,31 @@ export class LiveFeed {
     while (k < parts.length && at >= parts[k]!.length) at -= parts[k++]!.length;
     return { init: { info, bytes: bytes.slice(0, info.initLength) }, after: { chunk: c + k, offset: at } };
   }
+}
+
+/** `bytes` without the copies of `init` in them (the media as the source's input had it). */
+function withoutCopies(bytes: Uint8Array, init: Uint8Array | undefined): Uint8Array {
+  if (!init || init.length === 0) return bytes;
+  const runs: Uint8Array[] = [];
+  let total = 0;
+  let at = 0;
+  for (let i = indexOf(bytes, init, 0); i >= 0; i = indexOf(bytes, init, at)) {
+    runs.push(bytes.subarray(at, i));
+    total += i - at;
+    at = i + init.length;
+  }
+  if (at === 0) return bytes;
+  runs.push(bytes.subarray(at));
+  total += bytes.length - at;
+  return concat(runs, total);
+}
+
+/** Where `needle` first occurs in `hay` from `from` on, or -1. */
+function indexOf(hay: Uint8Array, needle: Uint8Array, from: number): number {
+  const first = needle[0];
+  outer: for (let i = hay.indexOf(first!, from); i >= 0 && i + needle.length <= hay.length; i = hay.indexOf(first!, i + 1)) {
+    for (let k = 1; k < needle.length; k++) if (hay[i + k] !== needle[k]) continue outer;
+    return i;
+  }
+  return -1;
 }
