@@ -89,7 +89,7 @@ test('the packed package\'s player integrations bundle with Vite: hls.js, Shaka 
   }
 });
 
-test('the packed package plays a live HLS stream with hls.js as web/README.md says, from the web server and a peer', async ({ browser }) => {
+test('the packed package plays a live HLS stream with hls.js as web/README.md says, from the web server and each other', async ({ browser }) => {
   test.setTimeout(150_000);
   const web = await startWebWith([`/app/=${join(APP, 'dist')}`]);
   const stops: (() => Promise<void>)[] = [() => web.stop()];
@@ -115,8 +115,12 @@ test('the packed package plays a live HLS stream with hls.js as web/README.md sa
         }), { timeout: 60_000, message: `the ${label} page plays the live stream through the packed package` })
         .toBe('played');
     }
-    const second = await pages[1]!.evaluate(() => (window as unknown as { __t: { presentation: { stats(): { bytesFromPeers: number } } } }).__t.presentation.stats());
-    expect(second.bytesFromPeers, 'the second page took bytes from the first').toBeGreaterThan(0);
+    // Both pages play at the edge, so either may fetch a new segment from the web server
+    // first and serve it to the other: bytes went between them, one way or the other.
+    const fromPeers = await Promise.all(
+      pages.map((p) => p.evaluate(() => (window as unknown as { __t: { presentation: { stats(): { bytesFromPeers: number } } } }).__t.presentation.stats().bytesFromPeers)),
+    );
+    expect(fromPeers[0]! + fromPeers[1]!, `bytes the pages took from each other: ${fromPeers.join(', ')}`).toBeGreaterThan(0);
   } finally {
     for (const context of browser.contexts()) await context.close();
     for (const stop of stops.reverse()) await stop();
