@@ -6,14 +6,12 @@
  * scheme plugin, from the web server and from each other.
  */
 import { type Page, expect, test } from '@playwright/test';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { SHAKA_MOUNT } from './dash-ladder.js';
 import { FailureReport } from './diagnose.js';
-import { livePageUrl, startLiveRun } from './live-packager.js';
+import { livePageUrl, packagerSha, playingLive, startLiveRun } from './live-packager.js';
 import { openWatchedPage } from './player-pages.js';
 import { webForSpec } from './spec-setup.js';
-import { type Evaluable, sha256 } from './swarm.js';
+import type { Evaluable } from './swarm.js';
 
 const report = new FailureReport();
 const { web, stops } = webForSpec(() => {}, [SHAKA_MOUNT]);
@@ -53,14 +51,8 @@ function seen(page: Evaluable): Promise<Seen | null> {
   });
 }
 
-async function playing(page: Evaluable, seconds: number): Promise<void> {
-  await expect
-    .poll(async () => {
-      const s = await seen(page);
-      if (!s) return 0;
-      return s.error ? `failed: ${s.error}` : s.played;
-    }, { timeout: 60_000, message: `the page plays ${seconds} s of the stream` })
-    .toBeGreaterThanOrEqual(seconds);
+function playing(page: Evaluable, seconds: number): Promise<void> {
+  return playingLive(page, seconds, seen);
 }
 
 test('three Shaka pages play a live DASH stream from the web server and each other, every segment the packager\'s', async ({ browser }) => {
@@ -78,10 +70,7 @@ test('three Shaka pages play a live DASH stream from the web server and each oth
     expect(s.errors, `page ${i}'s errors`).toEqual([]);
     expect(s.shakaErrors, `page ${i}'s Shaka errors`).toEqual([]);
     expect(s.segments.length, `page ${i} loaded segments`).toBeGreaterThan(4);
-    for (const seg of s.segments) {
-      const file = join(run.dir, new URL(seg.url).pathname.replace(/^\/live\//, ''));
-      expect(seg.sha, `page ${i}'s ${seg.url}`).toBe(sha256(new Uint8Array(readFileSync(file))));
-    }
+    for (const seg of s.segments) expect(seg.sha, `page ${i}'s ${seg.url}`).toBe(packagerSha(run, seg.url));
     expect(s.stats!.segmentsLoaded, `page ${i}'s segments came through the presentation`).toBeGreaterThanOrEqual(s.segments.length);
   }
   const later = all.slice(1).map((s) => s.stats!);

@@ -6,15 +6,13 @@
  * presentation's fragment loader, from the web server and from each other.
  */
 import { type Browser, type Page, expect, test } from '@playwright/test';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { FailureReport } from './diagnose.js';
 import { type FirefoxPage, openFirefoxPage } from './firefox.js';
 import { HLS_MOUNT } from './hls-ladder.js';
-import { type LiveRun, SEGMENT_SECONDS, livePageUrl, startLiveRun as startRun } from './live-packager.js';
+import { type LiveRun, SEGMENT_SECONDS, livePageUrl, packagerSha, playingLive, startLiveRun as startRun } from './live-packager.js';
 import { openWatchedPage } from './player-pages.js';
 import { webForSpec } from './spec-setup.js';
-import { type Evaluable, sha256 } from './swarm.js';
+import type { Evaluable } from './swarm.js';
 
 const report = new FailureReport();
 const { web, stops } = webForSpec(() => {}, [HLS_MOUNT]);
@@ -78,20 +76,8 @@ function seen(page: Evaluable): Promise<Seen | null> {
   });
 }
 
-/** Waits until the page has played `seconds` of the stream (up to 60 s); fails at once with its own error. */
-async function playing(page: Evaluable, seconds: number): Promise<void> {
-  await expect
-    .poll(async () => {
-      const s = await seen(page);
-      if (!s) return 0;
-      return s.error ? `failed: ${s.error}` : s.played;
-    }, { timeout: 60_000, message: `the page plays ${seconds} s of the stream` })
-    .toBeGreaterThanOrEqual(seconds);
-}
-
-/** The SHA-256 of the packager's file for `url` (written once, never changed). */
-function trueSha(r: LiveRun, url: string): string {
-  return sha256(new Uint8Array(readFileSync(join(r.dir, new URL(url).pathname.replace(/^\/live\//, '')))));
+function playing(page: Evaluable, seconds: number): Promise<void> {
+  return playingLive(page, seconds, seen);
 }
 
 function median(xs: number[]): number {
@@ -104,7 +90,7 @@ function checkVerified(r: LiveRun, s: Seen, label: string): void {
   expect(s.errors, `${label}'s errors`).toEqual([]);
   expect(s.hlsErrors.filter((e) => e.includes('fatal=true')), `${label}'s fatal hls.js errors`).toEqual([]);
   expect(s.frags.length, `${label} loaded segments`).toBeGreaterThan(4);
-  for (const f of s.frags) expect(f.sha, `${label}'s ${f.url}`).toBe(trueSha(r, f.url));
+  for (const f of s.frags) expect(f.sha, `${label}'s ${f.url}`).toBe(packagerSha(r, f.url));
 }
 
 test('six pages, Chromium and Firefox, play a live HLS stream from the web server and each other, every segment the packager\'s, as close to the edge as hls.js alone', async ({ browser }) => {

@@ -4,10 +4,11 @@
  * EXT-X-PROGRAM-DATE-TIME for latency), `ppspp hls live` or `ppspp dash live` beside it,
  * and a static web server serving the packager's folder as it is on disk, as a CDN would.
  */
+import { expect } from '@playwright/test';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { type OriginServer, startOriginServer } from './origin.js';
-import { BIN, type Proc, ROOT, run, startSignal } from './swarm.js';
+import { BIN, type Evaluable, type Proc, ROOT, run, sha256, startSignal } from './swarm.js';
 
 /** Segment length in seconds (ffmpeg's -hls_time and the keyframe interval). */
 export const SEGMENT_SECONDS = 2;
@@ -132,3 +133,26 @@ export function livePageUrl(web: string, r: LiveRun, extra: Record<string, strin
   return `${web}/e2e/${page}.html?${q}`;
 }
 
+
+/** The SHA-256 of the packager's file for `url` (served under /live/; written once, never changed). */
+export function packagerSha(r: LiveRun, url: string): string {
+  return sha256(new Uint8Array(readFileSync(join(r.dir, new URL(url).pathname.replace(/^\/live\//, '')))));
+}
+
+/**
+ * Waits (up to 60 s) until `page` has played `seconds` of the stream as `seen` reads it
+ * (null: the page has not run yet); fails at once with the page's own error.
+ */
+export async function playingLive(
+  page: Evaluable,
+  seconds: number,
+  seen: (page: Evaluable) => Promise<{ played: number; error: string | null } | null>,
+): Promise<void> {
+  await expect
+    .poll(async () => {
+      const s = await seen(page);
+      if (!s) return 0;
+      return s.error ? `failed: ${s.error}` : s.played;
+    }, { timeout: 60_000, message: `the page plays ${seconds} s of the stream` })
+    .toBeGreaterThanOrEqual(seconds);
+}

@@ -39,28 +39,18 @@ pub fn renditions(path: &Path) -> Result<Vec<SourceRendition>, String> {
         .map(|d| d.as_secs_f64());
     let mut files = PartFiles::new(dir);
     let mut out = Vec::new();
-    for set in &period.adaptations {
-        for rep in &set.representations {
-            let Some(kind) = kind_of(set, rep) else {
-                continue;
-            };
-            let id = rep
-                .id
-                .clone()
-                .ok_or_else(|| format!("{shown}: a Representation has no id"))?;
-            let base = base_dir(dir, &mpd, period, set, rep)?;
-            let (parts, duration_secs) =
-                representation_parts(&mut files, &base, period, set, rep, total_secs)
-                    .map_err(|e| format!("{shown}, Representation {id}: {e}"))?;
-            out.push(SourceRendition {
-                id,
-                kind: kind.into(),
-                bandwidth: rep.bandwidth,
-                resolution: rep.width.zip(rep.height).map(|(w, h)| format!("{w}x{h}")),
-                duration_secs,
-                parts,
-            });
-        }
+    for (v, base, set, rep) in media_representations(path, dir, &mpd, period)? {
+        let (parts, duration_secs) =
+            representation_parts(&mut files, &base, period, set, rep, total_secs)
+                .map_err(|e| format!("{shown}, Representation {}: {e}", v.uri))?;
+        out.push(SourceRendition {
+            id: v.uri,
+            kind: v.kind.into(),
+            bandwidth: v.bandwidth,
+            resolution: v.resolution,
+            duration_secs,
+            parts,
+        });
     }
     if out.is_empty() {
         return Err(format!("{shown} has no video or audio Representation"));
@@ -107,6 +97,31 @@ pub fn read_live(path: &Path) -> Result<Option<LiveMpd>, String> {
     };
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut representations = Vec::new();
+    for (variant, base, set, rep) in media_representations(path, dir, &mpd, period)? {
+        let (init, segments) = live_segments(&base, period, set, rep)
+            .map_err(|e| format!("{shown}, Representation {}: {e}", variant.uri))?;
+        representations.push(LiveRepresentation {
+            variant,
+            init,
+            segments,
+        });
+    }
+    Ok(Some(LiveMpd {
+        ended: mpd.mpdtype.as_deref() != Some("dynamic"),
+        representations,
+    }))
+}
+
+/// Every video and audio Representation of `period` (text is left out: it stays plain
+/// HTTP): what it is (its id as `uri`), where its relative URLs resolve, and where it sits.
+#[allow(clippy::type_complexity)]
+fn media_representations<'a>(
+    path: &Path,
+    dir: &Path,
+    mpd: &MPD,
+    period: &'a Period,
+) -> Result<Vec<(Variant, BaseDir, &'a AdaptationSet, &'a Representation)>, String> {
+    let mut out = Vec::new();
     for set in &period.adaptations {
         for rep in &set.representations {
             let Some(kind) = kind_of(set, rep) else {
@@ -115,26 +130,17 @@ pub fn read_live(path: &Path) -> Result<Option<LiveMpd>, String> {
             let id = rep
                 .id
                 .clone()
-                .ok_or_else(|| format!("{shown}: a Representation has no id"))?;
-            let base = base_dir(dir, &mpd, period, set, rep)?;
-            let (init, segments) = live_segments(&base, period, set, rep)
-                .map_err(|e| format!("{shown}, Representation {id}: {e}"))?;
-            representations.push(LiveRepresentation {
-                variant: Variant {
-                    uri: id,
-                    kind,
-                    bandwidth: rep.bandwidth,
-                    resolution: rep.width.zip(rep.height).map(|(w, h)| format!("{w}x{h}")),
-                },
-                init,
-                segments,
-            });
+                .ok_or_else(|| format!("{}: a Representation has no id", path.display()))?;
+            let variant = Variant {
+                uri: id,
+                kind,
+                bandwidth: rep.bandwidth,
+                resolution: rep.width.zip(rep.height).map(|(w, h)| format!("{w}x{h}")),
+            };
+            out.push((variant, base_dir(dir, mpd, period, set, rep)?, set, rep));
         }
     }
-    Ok(Some(LiveMpd {
-        ended: mpd.mpdtype.as_deref() != Some("dynamic"),
-        representations,
-    }))
+    Ok(out)
 }
 
 /// A live Representation's initialisation file and listed segments.
