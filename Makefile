@@ -6,6 +6,10 @@ FUZZ_SECONDS ?= 60
 # decode_datagram (crates/ppspp/fuzz) or signal_message (signaling/fuzz).
 FUZZ_TARGET ?= decode_datagram
 export CARGO_TERM_COLOR ?= never
+# CI builds once from a fresh clone: incremental compilation's caches would only take disk.
+ifeq ($(CI),true)
+export CARGO_INCREMENTAL := 0
+endif
 
 .PHONY: help setup setup-pack test lint test-rust test-wasm test-fuzz-build web web-poison native test-web test-e2e fuzz bench bench-smoke bench-criterion experiments demo clean
 
