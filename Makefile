@@ -42,6 +42,7 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked --features ppspp-cli/webrtc-rs -- -D warnings
 	$(CARGO) clippy -p ppspp-cli --all-targets --locked -- -D warnings
+	npx --no-install eslint --max-warnings 0 web e2e
 
 # The workspace's tests; `make native` builds at the lowest priority while they run.
 test-rust:

@@ -5,6 +5,22 @@
 import { expect, test } from '@playwright/test';
 import { type Swarm, startSignal, startSwarm, startWeb } from './swarm.js';
 
+/** What e2e/pages/peer.html gives its tests. */
+interface PeerApi {
+  seed(signal: string, size: number): Promise<{ uri: string; sha256: string }>;
+  fetch(
+    target: string,
+    options?: { signal?: string },
+  ): Promise<{ sha256: string; length: number; fromSeeders: number; fromPeers: number; fetchMs: number }>;
+  stream(uri: string): Promise<{ sha256: string; pieces: number }>;
+  errorOf(what: string, arg: unknown): Promise<string>;
+}
+declare global {
+  interface Window {
+    peerApi: PeerApi;
+  }
+}
+
 let web: { url: string; stop(): Promise<void> };
 let swarm: Swarm;
 
@@ -28,31 +44,31 @@ async function peerPage(browser: import('@playwright/test').Browser) {
 test('a page seeds bytes; other pages fetch and stream them, verified', async ({ browser }) => {
   const seeder = await peerPage(browser);
   const { uri, sha256 } = await seeder.evaluate(
-    ([signal]) => (window as any).peerApi.seed(signal, 3_000_000 + 123),
+    ([signal]) => window.peerApi.seed(signal, 3_000_000 + 123),
     [swarm.signal],
   );
   expect(uri).toMatch(/^ppspp:\/\/[0-9a-f]{64}\?len=3000123&cs=4096&hash=sha256&signal=/);
   const fetcher = await peerPage(browser);
-  const got = await fetcher.evaluate((u) => (window as any).peerApi.fetch(u), uri);
+  const got = await fetcher.evaluate((u) => window.peerApi.fetch(u), uri);
   expect(got.sha256).toBe(sha256);
   expect(got.length).toBe(3_000_123);
   // The seeding page said it seeds: its bytes count as from seeders.
   expect(got.fromSeeders).toBeGreaterThan(0);
   const streamer = await peerPage(browser);
-  const streamed = await streamer.evaluate((u) => (window as any).peerApi.stream(u), uri);
+  const streamed = await streamer.evaluate((u) => window.peerApi.stream(u), uri);
   expect(streamed.sha256).toBe(sha256);
   expect(streamed.pieces).toBeGreaterThan(1);
   // By the root hash alone: chunk size and length come from the peers, verified.
   const root = uri.slice('ppspp://'.length, uri.indexOf('?'));
   const byRoot = await peerPage(browser);
-  const gotByRoot = await byRoot.evaluate(([r, s]) => (window as any).peerApi.fetch(r, { signal: s }), [root, swarm.signal]);
+  const gotByRoot = await byRoot.evaluate(([r, s]) => window.peerApi.fetch(r, { signal: s }), [root, swarm.signal]);
   expect(gotByRoot.sha256).toBe(sha256);
   expect(gotByRoot.length).toBe(3_000_123);
 });
 
 test('clear, typed errors', async ({ browser }) => {
   const page = await peerPage(browser);
-  const err = (what: string, arg: unknown) => page.evaluate(([w, a]) => (window as any).peerApi.errorOf(w, a), [what, arg] as const);
+  const err = (what: string, arg: unknown) => page.evaluate(([w, a]) => window.peerApi.errorOf(w, a), [what, arg] as const);
   expect(await err('attach', { uri: 'http://example.com/a.webm' })).toMatch(/^PpsppError bad-uri: .*ppspp:\/\//);
   expect(await err('attach', { uri: swarm.uri, options: { maxConnections: 0 } })).toMatch(/^PpsppError bad-option: option maxConnections must be at least 1/);
   const noSignal = swarm.uri.replace(/&signal=[^&]*/, '');
@@ -70,14 +86,14 @@ test('a page reconnects to a restarted signaling server and is found again', asy
   const first = await startSignal();
   const bind = first.url.replace(/^ws:\/\/([^/]+)\/ws$/, '$1');
   const seeder = await peerPage(browser);
-  const { uri, sha256 } = await seeder.evaluate(([signal]) => (window as any).peerApi.seed(signal, 200_000), [first.url]);
+  const { uri, sha256 } = await seeder.evaluate(([signal]) => window.peerApi.seed(signal, 200_000), [first.url]);
   // The server goes away and comes back on the same address: the seeding page must rejoin.
   await first.stop();
   const again = await startSignal(bind);
   try {
     const fetcher = await peerPage(browser);
     // Reconnection backs off from about a second; the fetch waits for the seeder to rejoin.
-    const got = await fetcher.evaluate((u) => (window as any).peerApi.fetch(u), uri);
+    const got = await fetcher.evaluate((u) => window.peerApi.fetch(u), uri);
     expect(got.sha256).toBe(sha256);
   } finally {
     await again.stop();

@@ -25,10 +25,6 @@ test.afterEach(async ({ browser }) => {
   swarm = null;
 });
 
-async function closePage(page: Page): Promise<void> {
-  await page.context().close();
-}
-
 test('six pages play, receive the exact file and feed each other', async ({ browser }) => {
   // The seeder's upload is limited (an origin with little bandwidth): the pages must help.
   swarm = await startSwarm({ uploadLimit: 400_000 });

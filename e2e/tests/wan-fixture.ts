@@ -102,7 +102,6 @@ export function trackRuns(): (run: WanRun) => WanRun {
 
 /** Playwright's `test` with a fresh {@link WanRun} as `run`. */
 export const test = base.extend<{ run: WanRun }>({
-  // eslint-disable-next-line no-empty-pattern
   run: async ({}, use, info) => {
     const run = new WanRun();
     await use(run);

@@ -1,5 +1,5 @@
 /**
- * Across NATs (issue 13): pages in homes of the emulated internet (scripts/wan.sh), behind
+ * Across NATs: pages in homes of the emulated internet (scripts/wan.sh), behind
  * routers that keep source ports (endpoint-independent mapping, address- and
  * port-dependent filtering, as most home routers), with the seeder, the signaling server
  * and STUN on coturn in the public segment. Skipped, with the reason, where network
@@ -65,7 +65,7 @@ test.describe('across NATs', () => {
     test.setTimeout(180_000);
     await makeVideo();
     const wan = run.up('b');
-    const turn = run.keep('turn', await startTurn(wan));
+    run.keep('turn', await startTurn(wan));
     // No ice= in the pages: their servers and credentials come from the welcome.
     const swarm = await run.swarm(VIDEO, 100_000, { ttl: 600 });
     const pages: Page[] = [];

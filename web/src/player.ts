@@ -616,7 +616,7 @@ export class Player extends Emitter<PlayerEvents> {
     const start = Math.floor(verified / chunkSize);
     // Headers are small: what is verified from the segment's start holds them, if any does.
     const head = this.swarm.read(this.appendPos, Math.min(verified, this.appendPos + SEGMENT_HEAD_BYTES));
-    let segmentEnd: number | null = null;
+    let segmentEnd: number | null;
     try {
       segmentEnd = firstSegmentEnd(info, head);
     } catch {

@@ -12,7 +12,7 @@ export function loadEngine(): Promise<void> {
   try {
     bytes = readFileSync(url);
   } catch (err) {
-    throw new Error(`${url.pathname} is missing: run \`make web\` first (${String(err)})`);
+    throw new Error(`${url.pathname} is missing: run \`make web\` first (${String(err)})`, { cause: err });
   }
   return loadWasm(bytes as Uint8Array<ArrayBuffer>);
 }

@@ -46,7 +46,7 @@ describe('StallWatch', () => {
     now = standStill(w, now, 1500);
     expect(stalls).toHaveLength(0);
     v.ranges = [[0, 10]];
-    now = play(v, w, now, 500);
+    play(v, w, now, 500);
     expect(stalls).toHaveLength(1);
     const s = stalls[0]!;
     expect(s.cause).toBe('no-data');
