@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Native half of `make bench` (issue #6): measures, then writes one JSON file.
+// Native half of `make bench`: measures, then writes one JSON file.
 //   udp            ppspp seed/fetch over loopback UDP (scripts/bench-udp.sh), 1 and 8 KiB chunks
 //   binmap         criterion's binmap bench (ops/s per benchmark id, memory against a bitmap)
 //   verify_native  Merkle verification MB/s (crates/ppspp-wasm/examples/verify.rs, the same

@@ -41,7 +41,7 @@ const stackFigures = Object.fromEntries(
 
 const goodput = Object.entries(browser.goodput ?? {}).map(([cs, g]) => ({ cs: Number(cs), ...g }));
 const best = goodput.reduce((a, g) => (!a || med(g.ppspp_mbps) > med(a.ppspp_mbps) ? g : a), null);
-// The package's default chunk size: issue 16's goodput target is taken there.
+// The package's default chunk size: the browser goodput target is taken there.
 const atDefault = goodput.find((g) => g.cs === 8192) ?? best;
 const gp = browser.goodput_profile;
 /** A profiled page's main thread: the share our code took (engine, bindings, sends). */

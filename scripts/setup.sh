@@ -79,7 +79,7 @@ need_web() {
     command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
     command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
     command -v ip >/dev/null 2>&1 || missing+=(iproute2)
-    # NAT routers of the emulated internet (scripts/wan.sh, issue 13).
+    # NAT routers of the emulated internet (scripts/wan.sh).
     command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || missing+=(nftables)
     # Its routers hand packets to the link emulator with iptables' NFQUEUE target (this
     # kernel's nftables has no queue expression).

@@ -1,5 +1,5 @@
 /**
- * The WAN part of `make bench` (issue 13): one native seeder in the public segment and
+ * The WAN part of `make bench`: one native seeder in the public segment and
  * eight pages in the three homes of the emulated internet (scripts/wan.sh), every home's
  * path 20 ms each way with 1 % loss each way and a 20 Mbit/s uplink, playing the swarm
  * benchmark's video (made by scripts/bench-browser.mjs) to its end. Per run: each page's

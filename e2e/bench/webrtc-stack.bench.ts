@@ -1,5 +1,5 @@
 /**
- * The native WebRTC stack, chosen on figures (issue 13, docs/ARCHITECTURE.md): the native
+ * The native WebRTC stack, chosen on figures (docs/ARCHITECTURE.md, Native WebRTC): the native
  * seeder on str0m and on webrtc-rs (`ppspp seed --webrtc-stack`) sends one 50 MB file to one
  * Chromium page (peer.html, `Peer.fetch`) over three paths of the emulated internet
  * (scripts/wan.sh): direct (a home behind a port-preserving NAT, no added delay or loss),

@@ -1,5 +1,5 @@
 /**
- * HTTP-origin tests (issue 14): the content and its tree file (`ppspp root --tree`) on a
+ * HTTP-origin tests: the content and its tree file (`ppspp root --tree`) on a
  * plain static web server with Range support, pages that play from it and from each
  * other, all on loopback.
  */

@@ -1,5 +1,5 @@
 /**
- * Signaling on Redis (issue 17): a page and the native seeder meet through different
+ * Signaling on Redis: a page and the native seeder meet through different
  * `ppspp-signal --redis` instances, and when the seeder's instance dies the seeder joins
  * at the other one, where a new page finds it. All processes on loopback.
  */

@@ -438,7 +438,7 @@ describe('Swarm timers (fake time)', () => {
   });
 });
 
-// Issue 13, 4(f): a peer, for `no-peers`, is a connection whose data channel is open.
+// A peer, for `no-peers`, is a connection whose data channel is open.
 // Attempts still in ICE may fail late or never; they must not hold `no-peers` off, nor a
 // connection slot past `connectTimeoutMs`.
 describe('no-peers counts open data channels only (fake time)', () => {

@@ -1,7 +1,7 @@
-//! Load on one native seeder (issue 17, `make bench` part `seeder`): `ppspp seed` runs in a
-//! process of its own, and this one runs `--peers` light peers, each an engine with its own
-//! UDP socket or WebRTC transport and its own signaling connection, driven by the same loop
-//! as `ppspp fetch` (`ppspp_cli::net::run`), all on one thread.
+//! Load on one native seeder (how many peers it serves; `make bench` part `scale`):
+//! `ppspp seed` runs in a process of its own, and this one runs `--peers` light peers, each
+//! an engine with its own UDP socket or WebRTC transport and its own signaling connection,
+//! driven by the same loop as `ppspp fetch` (`ppspp_cli::net::run`), all on one thread.
 //!
 //! - `--transport webrtc`: page-like peers. Each offers to the seeder alone (so the figures
 //!   are the seeder's, not a swarm's) and downloads at most `--rate` bytes a second, as a

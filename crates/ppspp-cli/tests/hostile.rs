@@ -1,5 +1,6 @@
-//! `ppspp seed` and `ppspp fetch` against hostile peers and hostile inputs (issue 11's
-//! attacks), as real processes on loopback, every wait bounded.
+//! `ppspp seed` and `ppspp fetch` against hostile peers and hostile inputs (spoofed
+//! handshakes, peers of no use, impossible lengths, planted symlinks, a full disk, a seeded
+//! file that changes, many dead peers), as real processes on loopback, every wait bounded.
 
 mod common;
 

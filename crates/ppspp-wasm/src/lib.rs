@@ -2,9 +2,10 @@
 //!
 //! TypeScript owns the RTCPeerConnections and data channels and passes bytes in and out;
 //! this module never calls into JavaScript, so it holds no closures that could leak and no
-//! call from Rust can re-enter the object (docs/ARCHITECTURE.md, "Browser peer", says why
-//! and what a message costs). It stays sans-IO like the core: the caller passes the time
-//! (`performance.now()`) into every call and a seed from `crypto.getRandomValues`.
+//! call from Rust can re-enter the object. docs/ARCHITECTURE.md says why (section
+//! "`crates/ppspp-wasm`: the engine for browsers"), and BENCHMARKS.md ("Measurements behind
+//! design choices") what a message costs. It stays sans-IO like the core: the caller passes
+//! the time (`performance.now()`) into every call and a seed from `crypto.getRandomValues`.
 //!
 //! Peers are `u32` handles the caller assigns, one per data channel.
 #![forbid(unsafe_code)]

@@ -1,6 +1,7 @@
 //! Peers that attack or misbehave, against real engines: each case was found by attacking
-//! the seeder and `fetch` (issue 11) and must stay fixed. Time is simulated, so every test
-//! is deterministic and bounded.
+//! the seeder and `fetch` (spoofed handshakes, costly requests, peers of no use, data
+//! without its hashes, a full disk, our own address, PEX pointing at our LAN) and must stay
+//! fixed. Time is simulated, so every test is deterministic and bounded.
 
 mod common;
 
