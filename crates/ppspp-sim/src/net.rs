@@ -70,10 +70,6 @@ pub struct Node {
     /// Half of this node's share of a one-way delay (see [`Network::owd`]).
     pub delay: Duration,
     armed: Time,
-    /// Current back-off (µs) for a node that asks to be woken "now" without sending.
-    backoff_us: u64,
-    /// Timer wake-ups that sent nothing yet asked for "now" again (see [`Network::spins`]).
-    pub spins: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -249,8 +245,6 @@ impl Network {
             downlink,
             delay,
             armed: Time::NEVER,
-            backoff_us: 0,
-            spins: 0,
         });
         self.service(id, false);
         id
@@ -463,11 +457,6 @@ impl Network {
     }
 
     /// Sends whatever node `id` has queued, collects its events and re-arms its timer.
-    ///
-    /// An engine that is woken by its timer, sends nothing and asks to be woken at once
-    /// again (it does so while a rate limit holds it back) would spin at one instant; such
-    /// a node is woken after a back-off instead, 50 µs doubling up to 2 ms, reset as soon
-    /// as it sends.
     fn service(&mut self, id: NodeId, from_timer: bool) {
         let now = self.now;
         let mut out: Vec<(NodeId, usize, Body)> = Vec::new();
@@ -512,21 +501,18 @@ impl Network {
             NodeKind::TcpReceiver(_) | NodeKind::RtSink(_) | NodeKind::Alias { .. } => None,
         };
         self.send_buf = buf;
-        let sent = !out.is_empty();
         for (to, size, body) in out {
             self.send(id, to, size, body);
         }
         let node = &mut self.nodes[id as usize];
-        if sent {
-            node.backoff_us = 0;
-        }
         if let Some(t) = timeout {
-            let mut t = t.max(now);
-            if from_timer && !sent && t <= now {
-                node.spins += 1;
-                node.backoff_us = (node.backoff_us * 2).clamp(50, 2_000);
-                t = Time::from_micros(now.as_micros() + node.backoff_us);
-            }
+            // `SansIo::poll_timeout`'s promise: once its timers ran, a peer never asks to
+            // be woken again at the same instant (that would stall the simulated clock).
+            assert!(
+                !(from_timer && t <= now && matches!(node.kind, NodeKind::Peer(_))),
+                "node {id} asked to be woken at {t:?} after its timers ran at {now:?}"
+            );
+            let t = t.max(now);
             if t != node.armed {
                 node.armed = t;
                 self.push(t, EvKind::Timer(id));

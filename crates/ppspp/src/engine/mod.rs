@@ -131,6 +131,9 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     /// channel picks anew at once (an idle one would otherwise wait for its next datagram
     /// or timer, maybe half a minute).
     pick_again: bool,
+    /// When `handle_timeout` last ran, until a datagram arrives: no deadline is due at or
+    /// before it (see [`Engine::poll_timeout`]).
+    timers_ran_at: Option<Time>,
     /// Reused per datagram: a chunk read from the store, the hashes sent or received
     /// with one.
     scratch: Vec<u8>,
@@ -291,6 +294,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             saved: saved_copies::SavedCopies::default(),
             endgame: false,
             pick_again: false,
+            timers_ran_at: None,
             scratch: Vec::new(),
             hash_scratch: Vec::new(),
         };

@@ -41,6 +41,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// is dropped (and counted); a peer whose data fails verification is dropped and banned.
     pub fn handle_datagram(&mut self, now: Time, from: A, bytes: &[u8]) {
         self.stats.datagrams_received += 1;
+        self.timers_ran_at = None;
         if self.banned.contains(&from) {
             self.stats.datagrams_dropped += 1;
             return;

@@ -52,7 +52,9 @@ pub trait SansIo {
     /// The deadline of [`poll_timeout`](Self::poll_timeout) passed.
     fn handle_timeout(&mut self, now: Time);
     /// When to call [`handle_timeout`](Self::handle_timeout) next (`None`: only when a
-    /// datagram arrives).
+    /// datagram arrives). A deadline at or before the driver's clock means "now". Once
+    /// `handle_timeout(now)` has run, the deadline is later than `now` (or `None`), so a
+    /// driver that obeys it never spins and needs no guard of its own.
     fn poll_timeout(&self) -> Option<Time>;
     /// Writes the next datagram into `buf` (replacing what it held) and returns where it
     /// goes; `None` when nothing is due.

@@ -558,6 +558,13 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return false;
         }
         self.upload.try_take(now, len);
+        // When a chunk of this size may go next: pacing alone would wake the engine
+        // earlier, to find the limit still empty.
+        self.upload_ready_at = self
+            .upload
+            .wait_for(now, len)
+            .filter(|d| !d.is_zero())
+            .map(|d| now + d);
         ch.in_flight.push_back(InFlight {
             chunk,
             sent: now,

@@ -27,6 +27,8 @@ const NEVER_DELIVERED_ROUNDS: u32 = 3;
 /// Our HAVEs are re-announced in full this often on an idle channel: a lost HAVE would
 /// otherwise hide chunks from the peer for good.
 const HAVE_REFRESH: Duration = Duration::from_secs(30);
+/// The least a deadline the timers could not act on waits before they look again.
+const RECHECK: Duration = Duration::from_millis(1);
 /// A responder waits this long for the initiator's third datagram.
 const UNANSWERED_RESPONSE: Duration = Duration::from_secs(30);
 /// While we lack chunks, a peer that has offered none we lack and asked us for none since
@@ -147,8 +149,20 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) should next be called (`None`: only
-    /// when a datagram arrives).
+    /// when a datagram arrives). Once `handle_timeout(now)` has run, the deadline is later
+    /// than `now` until the next datagram: a driver never spins on it.
     pub fn poll_timeout(&self) -> Option<Time> {
+        let next = self.earliest_deadline()?;
+        match self.timers_ran_at {
+            // Whatever was due then was done; what is still due could not be (a send held
+            // by a window or limit that only a datagram or time frees) and is looked at
+            // again one pacing step later.
+            Some(ran) if next <= ran => Some(ran + self.config.pacing_granularity.max(RECHECK)),
+            _ => Some(next),
+        }
+    }
+
+    fn earliest_deadline(&self) -> Option<Time> {
         // Output that is ready now goes out through `poll_transmit`, which adapters drain
         // after every call; only waiting produces a deadline here.
         [
@@ -200,6 +214,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.rebalance_chokes(now);
         self.pick_again = false;
         self.schedule_requests(now, None);
+        self.timers_ran_at = Some(now);
     }
 
     /// Asks again the peers that refused us and are due, while we want chunks.

@@ -34,8 +34,7 @@ pub struct VirtualNet {
     pub corrupt_from: Option<u32>,
     pub rewrite: BTreeMap<u32, Rewrite>,
     pub observer: Option<Observer>,
-    /// Timer wake-ups that sent nothing while the deadline stayed passed (a driver obeying
-    /// `poll_timeout` would spin on them).
+    /// Timer wake-ups that sent nothing.
     pub idle_wakeups: u64,
     /// Where the last run stopped.
     pub now: Time,
@@ -159,9 +158,14 @@ impl VirtualNet {
                 if n.poll_timeout().is_some_and(|t| t <= now) {
                     n.handle_timeout(now);
                     let sent = self.drain(now, i as u32, n);
-                    if !sent && n.poll_timeout().is_some_and(|t| t <= now) {
+                    if !sent {
                         self.idle_wakeups += 1;
                     }
+                    let next = n.poll_timeout();
+                    assert!(
+                        next.is_none_or(|t| t > now),
+                        "node {i} asked to be woken at {next:?} after its timers ran at {now:?}"
+                    );
                 }
             }
         }
