@@ -176,7 +176,7 @@ export class Peer extends Emitter<PeerEvents> {
       // A fetcher uses the URI's HTTP origin, if it names one; a seeder has everything.
       const origin = seeding ? null : resolveHttpOrigin(undefined, content);
       const signal = signals ?? signalWithOrigin(this.options, content, origin);
-      swarm = new Swarm(engine, content, signal, this.options, seeding, origin);
+      swarm = new Swarm(engine, content, { signal, options: this.options, seeding, origin });
     } catch (err) {
       engine.free();
       throw err;

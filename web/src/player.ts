@@ -314,16 +314,14 @@ export class Player extends Emitter<PlayerEvents> {
     } catch (err) {
       throw new PpsppError('bad-uri', messageOf(err), { cause: err });
     }
-    const swarm = new Swarm(
-      engine,
-      content,
+    const swarm = new Swarm(engine, content, {
       signal,
-      resolved,
-      false,
+      options: resolved,
+      seeding: false,
       origin,
-      resolved.storage === 'opfs' && !live ? resolved.storageQuotaBytes : null,
+      storageQuota: resolved.storage === 'opfs' && !live ? resolved.storageQuotaBytes : null,
       p2pLater,
-    );
+    });
     let player: Player;
     try {
       player = new Player(video, swarm, resolved, attachedAt, mse);

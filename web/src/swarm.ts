@@ -116,6 +116,21 @@ const LONELY_REJOIN_MS = 5000;
  */
 const NO_PEERS_ERROR_MS = 10_000;
 
+/** How a {@link Swarm} takes part. */
+export interface SwarmSetup {
+  /** The signaling servers (null: no peers; an HTTP origin only). */
+  signal: string | readonly string[] | null;
+  options: ResolvedPeerOptions;
+  /** We hold the whole content and say so: peers count our bytes as a seeder's. */
+  seeding: boolean;
+  /** The HTTP origin, if any. */
+  origin?: HttpOriginSettings | null;
+  /** `storage: 'opfs'`: its quota in bytes (null or absent: memory only). */
+  storageQuota?: number | null;
+  /** HTTP only until {@link Swarm.enableP2p} (the `p2p: false` option; needs `origin`). */
+  p2pLater?: boolean;
+}
+
 export class Swarm extends Emitter<SwarmEvents> {
   readonly content: ContentInfo;
   readonly uri: string;
@@ -151,19 +166,21 @@ export class Swarm extends Emitter<SwarmEvents> {
   private readonly seederHandles = new Set<number>();
   private completeValue: boolean;
 
+  private readonly seeding: boolean;
+  private readonly storageQuota: number | null;
+  private p2pLater: boolean;
+
   constructor(
     private readonly engine: WasmPeer,
     content: ContentInfo,
-    signalUrls: string | readonly string[] | null,
-    options: ResolvedPeerOptions,
-    private readonly seeding: boolean,
-    origin: HttpOriginSettings | null = null,
-    /** `storage: 'opfs'`: its quota in bytes (null: memory only). */
-    private readonly storageQuota: number | null = null,
-    /** HTTP only until {@link enableP2p} (the `p2p: false` option; needs `origin`). */
-    private p2pLater = false,
+    setup: SwarmSetup,
   ) {
     super();
+    const { signal: signalUrls, options, origin = null } = setup;
+    this.seeding = setup.seeding;
+    this.storageQuota = setup.storageQuota ?? null;
+    this.p2pLater = setup.p2pLater ?? false;
+    const p2pLater = this.p2pLater;
     this.content = content;
     this.uri = engine.uri();
     this.completeValue = engine.isComplete();

@@ -63,7 +63,7 @@ function publish(data: Uint8Array, served = data): string {
 function fetcher(uri: string, origin: HttpOriginSettings, signal: string | null): Swarm {
   const r = resolvePeerOptions({ statsIntervalMs: 0 });
   const engine = WasmPeer.fetcher(uri, engineOptions(r), performance.now());
-  const swarm = new Swarm(engine, parseUriLoaded(uri), signal, r, false, origin);
+  const swarm = new Swarm(engine, parseUriLoaded(uri), { signal, options: r, seeding: false, origin });
   swarms.push(swarm);
   return swarm;
 }
@@ -150,7 +150,7 @@ describe('Swarm with an HTTP origin', () => {
     const uri = publish(data, served);
     const r = resolvePeerOptions({ statsIntervalMs: 0 });
     const seedEngine = WasmPeer.seeder(data, CHUNK, 'sha256', server.url, undefined, engineOptions(r), performance.now());
-    const seeder = new Swarm(seedEngine, parseUriLoaded(seedEngine.uri()), server.url, r, true);
+    const seeder = new Swarm(seedEngine, parseUriLoaded(seedEngine.uri()), { signal: server.url, options: r, seeding: true });
     swarms.push(seeder);
     await seeder.start();
     // The origin serves the first 64 chunks (its head), the seeder the rest.

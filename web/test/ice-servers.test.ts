@@ -365,13 +365,13 @@ describe('Swarm with the real engine and a server that sends iceServers', () => 
     const data = randomBytes(20 * 1024, 3);
     const seedOptions = resolvePeerOptions({ statsIntervalMs: 0 });
     const engine = WasmPeer.seeder(data, 1024, 'sha256', server.url, 'ice.bin', engineOptions(seedOptions), performance.now());
-    const seed = new Swarm(engine, parseUriLoaded(engine.uri()), server.url, seedOptions, true);
+    const seed = new Swarm(engine, parseUriLoaded(engine.uri()), { signal: server.url, options: seedOptions, seeding: true });
     swarms.push(seed);
     await seed.start();
 
     const fetchOptions = resolvePeerOptions({ statsIntervalMs: 0, iceServers: [PAGE_STUN] });
     const fetchEngine = WasmPeer.fetcher(seed.uri, engineOptions(fetchOptions), performance.now());
-    const fetch = new Swarm(fetchEngine, parseUriLoaded(seed.uri), server.url, fetchOptions, false);
+    const fetch = new Swarm(fetchEngine, parseUriLoaded(seed.uri), { signal: server.url, options: fetchOptions, seeding: false });
     swarms.push(fetch);
     const complete = nextEvent(fetch, 'complete');
     await fetch.start();

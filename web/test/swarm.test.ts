@@ -45,7 +45,7 @@ function resolved(o: PeerOptions = {}): ResolvedPeerOptions {
 function seeder(data: Uint8Array, o: PeerOptions = {}): Swarm {
   const r = resolved(o);
   const engine = WasmPeer.seeder(data, CHUNK, 'sha256', server.url, 'test.bin', engineOptions(r), performance.now());
-  const swarm = new Swarm(engine, parseUriLoaded(engine.uri()), server.url, r, true);
+  const swarm = new Swarm(engine, parseUriLoaded(engine.uri()), { signal: server.url, options: r, seeding: true });
   swarms.push(swarm);
   return swarm;
 }
@@ -53,7 +53,7 @@ function seeder(data: Uint8Array, o: PeerOptions = {}): Swarm {
 function fetcher(uri: string, o: PeerOptions = {}): Swarm {
   const r = resolved(o);
   const engine = WasmPeer.fetcher(uri, engineOptions(r), performance.now());
-  const swarm = new Swarm(engine, parseUriLoaded(uri), server.url, r, false);
+  const swarm = new Swarm(engine, parseUriLoaded(uri), { signal: server.url, options: r, seeding: false });
   swarms.push(swarm);
   return swarm;
 }

@@ -312,7 +312,7 @@ export class LiveDelivery {
     } catch (err) {
       throw new PpsppError('bad-manifest', `rendition ${r.id}: ${messageOf(err)}`, { cause: err });
     }
-    const swarm = new Swarm(engine, content, signal, o, false, null);
+    const swarm = new Swarm(engine, content, { signal, options: o, seeding: false });
     const active: Active = { swarm, chunkSize: content.chunkSize, pending: new Set(), peers: 0, init: null };
     this.active.set(rendition, active);
     swarm.on('chunk-verified', () => this.check(rendition));

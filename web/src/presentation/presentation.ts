@@ -255,7 +255,7 @@ export class Presentation extends Emitter<PresentationEvents> {
     } catch (err) {
       throw new PpsppError('bad-manifest', `rendition ${r.id}: ${messageOf(err)}`, { cause: err });
     }
-    const swarm = new Swarm(engine, content, signal, o, false, origin);
+    const swarm = new Swarm(engine, content, { signal, options: o, seeding: false, origin });
     const active: Active = { swarm, pending: new Set() };
     this.active.set(rendition, active);
     swarm.on('chunk-verified', () => this.check(rendition));
