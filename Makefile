@@ -11,7 +11,7 @@ ifeq ($(CI),true)
 export CARGO_INCREMENTAL := 0
 endif
 
-.PHONY: help setup setup-pack test lint test-rust test-wasm test-fuzz-build web web-poison native test-web test-e2e fuzz bench bench-smoke bench-criterion experiments demo clean
+.PHONY: help setup setup-pack test lint test-rust test-wasm test-fuzz-build web web-poison web-bench native test-web test-e2e fuzz bench bench-smoke bench-criterion experiments demo clean
 
 help:
 	@echo "make test    install what is missing, then run every test (what CI runs)"
@@ -40,7 +40,7 @@ test: setup lint test-rust test-wasm test-fuzz-build test-web test-e2e bench-smo
 
 lint:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --workspace --all-targets --locked --features ppspp-cli/webrtc-rs -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --locked --features ppspp-cli/webrtc-rs,ppspp-wasm/bench -- -D warnings
 	$(CARGO) clippy -p ppspp-cli --all-targets --locked -- -D warnings
 	npx --no-install eslint --max-warnings 0 web e2e
 
@@ -64,6 +64,10 @@ web:
 # The test-only poisoning build of the engine (web/wasm-poison/), for the e2e suite.
 web-poison:
 	cd web && node scripts/build-wasm.mjs --poison
+
+# The engine with the benchmark's verification workload (web/wasm-bench/), for make bench.
+web-bench:
+	cd web && node scripts/build-wasm.mjs --bench
 
 # The native seeder, the signaling server and the link emulator, optimised (demo, e2e).
 native:
@@ -89,7 +93,7 @@ fuzz:
 
 # The benchmark suite (BENCHMARKS.md says what each figure means). Browser parts run in a
 # network namespace of loopback only.
-bench: setup web native
+bench: setup web web-bench native
 	$(CARGO) build --release --locked -p ppspp-sim
 	node scripts/bench-native.mjs
 	scripts/netns.sh node scripts/bench-browser.mjs
@@ -97,7 +101,7 @@ bench: setup web native
 	node scripts/bench-report.mjs
 
 # Every benchmark once with tiny sizes: checks that each runs and yields numbers, not speed.
-bench-smoke: web native
+bench-smoke: web web-bench native
 	node scripts/bench-native.mjs --smoke
 	scripts/netns.sh node scripts/bench-browser.mjs --smoke
 	cd e2e && BENCH_SMOKE=1 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 ../scripts/netns.sh npx playwright test --config playwright.bench.config.ts

@@ -273,8 +273,8 @@ async function verifyOnce(soft) {
     ({ stdout } = await run(join(target, 'debug', 'examples', 'verify'), ['--smoke'], { timeoutS: 3600 }));
   } else {
     const profile = smoke ? [] : ['--release'];
-    log(`verify${soft ? ' (software hashing)' : ''}: cargo run ${profile.join(' ')} -p ppspp-wasm --example verify${smoke ? ' -- --smoke' : ''}`);
-    ({ stdout } = await run('cargo', ['run', ...profile, '-p', 'ppspp-wasm', '--example', 'verify', '--', ...(smoke ? ['--smoke'] : [])], { timeoutS: 3600, env }));
+    log(`verify${soft ? ' (software hashing)' : ''}: cargo run ${profile.join(' ')} -p ppspp-wasm --features bench --example verify${smoke ? ' -- --smoke' : ''}`);
+    ({ stdout } = await run('cargo', ['run', ...profile, '-p', 'ppspp-wasm', '--features', 'bench', '--example', 'verify', '--', ...(smoke ? ['--smoke'] : [])], { timeoutS: 3600, env }));
   }
   const line = stdout.trim().split('\n').filter((l) => l.startsWith('{')).pop();
   if (!line) throw new Error(`verify: no JSON line in its output:\n${stdout}`);

@@ -1,5 +1,6 @@
 // Builds the engine's WebAssembly module into web/wasm/ with wasm-pack (and, with
-// --poison, the test-only poisoning build into web/wasm-poison/ for the e2e suite).
+// --poison, the test-only poisoning build into web/wasm-poison/ for the e2e suite; with
+// --bench, the build with the benchmark's verification workload into web/wasm-bench/).
 // `--mode no-install` makes wasm-pack fail instead of downloading a wasm-bindgen CLI: the
 // setup script installs the exact version the crate pins.
 import { spawnSync } from 'node:child_process';
@@ -36,5 +37,6 @@ function declareDisposable(file) {
 
 build(join(web, 'wasm'));
 if (process.argv.includes('--poison')) build(join(web, 'wasm-poison'), 'poison');
+if (process.argv.includes('--bench')) build(join(web, 'wasm-bench'), 'bench');
 // wasm-pack writes a .gitignore of '*' that would also keep the files out of `npm pack`.
-for (const dir of ['wasm', 'wasm-poison']) rmSync(join(web, dir, '.gitignore'), { force: true });
+for (const dir of ['wasm', 'wasm-poison', 'wasm-bench']) rmSync(join(web, dir, '.gitignore'), { force: true });

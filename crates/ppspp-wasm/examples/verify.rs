@@ -5,7 +5,7 @@
 //! (10^6 bytes per second) of `VerifyBench::run` over 32 MiB of content, as
 //! `{min, median, max, runs}` over 3 runs; setup (content, sender tree) is not timed.
 //!
-//!     cargo run --release -p ppspp-wasm --example verify -- [--smoke]
+//!     cargo run --release -p ppspp-wasm --features bench --example verify -- [--smoke]
 //!
 //! `--smoke`: 1 MiB of content and 1 run each (numbers, not meaningful ones).
 

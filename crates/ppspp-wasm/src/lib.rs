@@ -10,6 +10,7 @@
 //! Peers are `u32` handles the caller assigns, one per data channel.
 #![forbid(unsafe_code)]
 
+#[cfg(any(test, feature = "bench"))]
 pub mod bench;
 mod convert;
 mod discovery;
