@@ -27,7 +27,8 @@ export const CHANNEL_LABEL = 'ppspp';
 /**
  * At most this much is handed to the data channel (`bufferedAmount`): an unordered
  * channel loses most of a large queue on a fresh connection, little of a small one
- * (BENCHMARKS.md, "Measurements behind design choices").
+ * (BENCHMARKS.md, "Measurements behind design choices"). The native peer follows the same
+ * rule, and this queue's (both are checked against tests/policy/adapters.json).
  */
 export const HIGH_WATER_BYTES = 64 * 1024;
 /**

@@ -22,9 +22,24 @@ export interface SignalingHandlers {
 
 /** The protocol version this client speaks (`join.v`). */
 export const PROTOCOL_VERSION = 1;
-const MAX_BACKOFF_MS = 30_000;
+/** The first wait before joining again, and the longest before jitter. */
+const FIRST_REJOIN_MS = 1000;
+const MAX_REJOIN_MS = 30_000;
 /** How long a server has to welcome us (`signalingTimeoutMs`'s default). */
 export const DEFAULT_TIMEOUT_MS = 10_000;
+
+/**
+ * The wait before attempt number `attempt` (from 0) to join again through `urls` servers:
+ * it doubles with each round through them, up to 30 s, times a jitter of 0.75 to 1.25
+ * picked by `random` (0 to 1) so pages that lost one server do not all come back at once.
+ * The native client follows the same policy (both are checked against
+ * tests/policy/adapters.json).
+ */
+export function rejoinDelayMs(attempt: number, urls: number, random: number): number {
+  const round = Math.floor(attempt / Math.max(1, urls));
+  const jitter = 0.75 + Math.min(1, Math.max(0, random)) * 0.5;
+  return Math.min(MAX_REJOIN_MS, FIRST_REJOIN_MS * 2 ** Math.min(round, 5)) * jitter;
+}
 
 /**
  * A message from the server as this client reads it: only the fields it acts on.
@@ -348,9 +363,8 @@ export class SignalingClient {
 
   private scheduleReconnect(): void {
     if (this.closed || this.retryTimer) return;
-    // The back-off grows with each round through the URLs; each attempt takes the next.
-    const round = Math.floor(this.attempt / this.urls.length);
-    const delay = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** round) * (0.75 + Math.random() * 0.5);
+    // Each attempt takes the next URL.
+    const delay = rejoinDelayMs(this.attempt, this.urls.length, Math.random());
     this.attempt += 1;
     this.advance();
     this.retryTimer = setTimeout(() => {

@@ -8,12 +8,14 @@
 //! retransmission and congestion control, so SCTP must not.
 
 mod peer_conn;
+mod rejoin;
 mod str0m_conn;
 #[cfg(feature = "webrtc-rs")]
 mod webrtc_rs_conn;
 
 use crate::gather::{Gatherer, Learnt};
 use crate::signal::SignalClient;
+use crate::udp::RECV_BUFFER;
 pub use peer_conn::Stack;
 use peer_conn::{CandidateKind, LocalCandidate, Output, PeerConn};
 use ppspp_signal_protocol::{ErrorCode, IceServer, ServerMessage};
@@ -23,20 +25,18 @@ use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::net::UdpSocket;
-/// Messages are dropped (a loss PPSPP recovers from) while more than this is buffered in the
-/// channel: a large queue on an unordered, unreliable channel mostly gets lost anyway.
+/// At most this much is handed to the WebRTC stack: a large queue on an unordered,
+/// unreliable channel mostly gets lost anyway. The page's client follows the same rule
+/// (both are checked against tests/policy/adapters.json).
 pub const MAX_BUFFERED: usize = 64 * 1024;
-/// Messages beyond [`MAX_BUFFERED`] wait in the connection's queue up to this many bytes;
-/// more are dropped (a loss PPSPP recovers from).
-pub const MAX_QUEUED: usize = 1024 * 1024;
+/// Messages beyond [`MAX_BUFFERED`] wait in the connection's queue up to this many bytes,
+/// so LEDBAT sees slow start's overshoot as delay; more are dropped (a loss PPSPP recovers
+/// from).
+pub const MAX_QUEUED: usize = 2 * 1024 * 1024;
 /// A peer connection whose channel is not open after this long is given up.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(20);
-/// Datagrams up to this size are accepted.
-const RECV_BUFFER: usize = 65_536;
 /// After joining again, offers go to at most this many of the new sample's peers.
 const REJOIN_OFFERS: usize = 8;
-/// Longest wait between attempts to join again.
-const MAX_REJOIN_BACKOFF: Duration = Duration::from_secs(30);
 
 /// What happened to a peer connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -242,12 +242,8 @@ impl RtcTransport {
     /// each round through the URLs.
     fn start_rejoin(&mut self) {
         let f = &mut self.failover;
-        let round = f.attempts / u32::try_from(f.urls.len()).unwrap_or(1).max(1);
+        let delay = rejoin::rejoin_delay(f.attempts, f.urls.len(), rand::random::<f64>());
         f.attempts = f.attempts.saturating_add(1);
-        let jitter = 0.75 + rand::random::<f64>() * 0.5;
-        let delay = Duration::from_secs(1u64 << round.min(5))
-            .min(MAX_REJOIN_BACKOFF)
-            .mul_f64(jitter);
         let (urls, first, room) = (f.urls.clone(), (f.index + 1) % f.urls.len(), f.room.clone());
         f.task = Some(tokio::spawn(async move {
             tokio::time::sleep(delay).await;
