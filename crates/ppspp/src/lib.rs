@@ -27,6 +27,7 @@ pub mod bin;
 pub mod binmap;
 pub mod codec;
 pub mod congestion;
+pub mod content;
 pub mod engine;
 pub mod hex;
 pub mod live;

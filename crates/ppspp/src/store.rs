@@ -237,7 +237,7 @@ impl SparseStore {
         SparseStore {
             live: true,
             ..SparseStore::new(
-                crate::engine::LIVE_CHUNKS.saturating_mul(chunk_size as u64),
+                crate::live::LIVE_CHUNKS.saturating_mul(chunk_size as u64),
                 chunk_size,
             )
         }

@@ -16,7 +16,7 @@
 //! to the page. Values are percent-encoded where needed.
 //! Unknown parameters are ignored so later versions can add some.
 
-use crate::engine::ContentInfo;
+use crate::content::ContentInfo;
 use crate::merkle::{Hash, HashAlgorithm};
 use core::fmt;
 use core::str::FromStr;

@@ -5,7 +5,7 @@
 
 use core::fmt;
 
-use super::chunk_spec::ChunkAddressing;
+use super::addressing::ChunkAddressing;
 use crate::Bin;
 
 /// Why bytes from the network could not be decoded.

@@ -35,15 +35,19 @@
 //! assert_eq!(msgs, [Message::Request(ChunkSpec::Chunk32 { start: 0, end: 0 }), Message::PexReq]);
 //! ```
 
+mod addressing;
 mod chunk_spec;
 mod error;
 mod message;
+mod message_type;
 mod options;
 mod reader;
 
-pub use chunk_spec::{ChunkAddressing, ChunkSpec, ChunkSpecBins};
+pub use addressing::ChunkAddressing;
+pub use chunk_spec::{ChunkSpec, ChunkSpecBins};
 pub use error::{DecodeError, EncodeError};
-pub use message::{Handshake, Message, MessageType};
+pub use message::{Handshake, Message};
+pub use message_type::MessageType;
 pub use options::{
     ContentIntegrity, HandshakeOptions, LIVE_DISCARD_ALL_32, SupportedMessages,
     code as option_code, hash_function, merkle_hash_size, signature_size,

@@ -1,9 +1,9 @@
 //! HANDSHAKE protocol options (RFC 7574 §7, digest §1.3) and the supported-messages bitmap.
 
 use super::CodecConfig;
-use super::chunk_spec::ChunkAddressing;
+use super::addressing::ChunkAddressing;
 use super::error::{DecodeError, EncodeError};
-use super::message::MessageType;
+use super::message_type::MessageType;
 use super::reader::Reader;
 
 /// Option codes.

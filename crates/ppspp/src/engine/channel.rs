@@ -90,7 +90,7 @@ pub(crate) struct Channel<A> {
     /// verify against our run's munros and get an honest peer banned).
     pub other_run: bool,
     /// Sign All: signatures received ahead of the chunks they sign (a bounded few).
-    pub pending_signatures: Vec<super::live_stream::ChunkSignature>,
+    pub pending_signatures: Vec<super::chunk_signature::ChunkSignature>,
     /// Live: the peer's discard window (handshake option 7), applied to what it announces.
     pub peer_window: Option<u64>,
 

@@ -3,7 +3,8 @@
 use crate::Bin;
 use crate::codec::{ChunkAddressing, CodecConfig};
 use crate::congestion::{ConfigError, CongestionConfig};
-use crate::merkle::{Hash, HashAlgorithm, MerkleError};
+pub use crate::content::ContentInfo;
+use crate::merkle::MerkleError;
 use crate::picker::{Live, Picker, RarestFirst, Sequential, Vod};
 use core::fmt;
 
@@ -170,19 +171,6 @@ impl Default for EngineConfig {
     }
 }
 
-/// What identifies the content: the swarm metadata every peer must agree on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ContentInfo {
-    /// The Merkle root, which is the swarm ID.
-    pub root: Hash,
-    /// The Merkle hash function.
-    pub hash: HashAlgorithm,
-    /// Chunk size in bytes (the last chunk may be shorter).
-    pub chunk_size: u32,
-    /// Content length in bytes.
-    pub content_len: u64,
-}
-
 /// Why an engine could not be built.
 #[derive(Clone, Debug, PartialEq)]
 pub enum EngineError {
@@ -282,27 +270,29 @@ impl EngineConfig {
     }
 }
 
-impl ContentInfo {
-    /// Checks that a DATA datagram fits what peers decode: the chunk, every hash it may
-    /// need (peaks and uncles, one per layer each), and up to an MTU of control messages
-    /// sent with it.
-    pub(super) fn check_datagram_fits(&self, root_bin: Bin, mtu: usize) -> Result<(), EngineError> {
-        // Per INTEGRITY: type, the widest chunk spec (byte64: two u64), the hash.
-        let per_hash = 1 + 16 + self.hash.size();
-        let hashes = 2 * (root_bin.layer() as usize + 1) * per_hash;
-        // DATA: type, chunk spec, timestamp.
-        let data = 1 + 16 + 8 + self.chunk_size as usize;
-        let max = CodecConfig::default().max_datagram_len;
-        if mtu + hashes + data > max {
-            return Err(EngineError::Content(
-                ContentError::ChunkTooLargeForDatagram {
-                    chunk_size: self.chunk_size,
-                    max,
-                },
-            ));
-        }
-        Ok(())
+/// Checks that a DATA datagram of `content` fits what peers decode: the chunk, every hash
+/// it may need (peaks and uncles, one per layer each), and up to an MTU of control
+/// messages sent with it.
+pub(super) fn check_datagram_fits(
+    content: &ContentInfo,
+    root_bin: Bin,
+    mtu: usize,
+) -> Result<(), EngineError> {
+    // Per INTEGRITY: type, the widest chunk spec (byte64: two u64), the hash.
+    let per_hash = 1 + 16 + content.hash.size();
+    let hashes = 2 * (root_bin.layer() as usize + 1) * per_hash;
+    // DATA: type, chunk spec, timestamp.
+    let data = 1 + 16 + 8 + content.chunk_size as usize;
+    let max = CodecConfig::default().max_datagram_len;
+    if mtu + hashes + data > max {
+        return Err(EngineError::Content(
+            ContentError::ChunkTooLargeForDatagram {
+                chunk_size: content.chunk_size,
+                max,
+            },
+        ));
     }
+    Ok(())
 }
 
 impl fmt::Display for EngineError {

@@ -1,7 +1,7 @@
 //! What the engine reports to its adapter.
 
-use super::http_origin::OriginError;
 use super::misbehaviour::Misbehaviour;
+use super::origin_error::OriginError;
 use crate::congestion::Phase;
 use crate::merkle::{VerifyError, WrongLength};
 use crate::store::StoreError;

@@ -25,6 +25,7 @@
 //!   Unified Merkle Tree has no such gap, which is one reason it is the default.
 
 use super::channel::Channel;
+use super::chunk_signature::ChunkSignature;
 use super::config::{ContentError, ContentInfo, EngineConfig, EngineError, PickerKind};
 use super::event::Event;
 use super::handshake::{LiveHandshake, SwarmParams};
@@ -32,58 +33,13 @@ use super::{Engine, PeerAddr};
 use crate::Bin;
 use crate::codec::{CodecConfig, ContentIntegrity, signature_size};
 use crate::live::{
-    LiveError, LivePublicKey, LiveSigningKey, LiveSource, LiveVerifier, SignedMunro, SignedWithin,
-    SpecFormat,
+    LIVE_CHUNKS, LiveError, LiveInfo, LiveParams, LiveSigningKey, LiveSource, LiveVerifier,
+    SignedMunro, SignedWithin, SpecFormat, ntp_from_unix_micros, unix_micros_from_ntp,
 };
-use crate::merkle::{Hash, HashAlgorithm, VerifyingTree};
+use crate::merkle::{Hash, VerifyingTree};
 use crate::store::ChunkStore;
 use crate::time::Time;
 use std::collections::BTreeMap;
-
-/// Chunks a live stream can address (chunk32 addressing): the engine's address space.
-pub const LIVE_CHUNKS: u64 = u32::MAX as u64;
-
-/// Seconds from the NTP era (1900) to the Unix epoch.
-const NTP_UNIX_OFFSET: u64 = 2_208_988_800;
-
-/// A 64-bit NTP timestamp for `micros` since the Unix epoch.
-pub fn ntp_from_unix_micros(micros: u64) -> u64 {
-    let secs = micros / 1_000_000 + NTP_UNIX_OFFSET;
-    let frac = ((micros % 1_000_000) << 32) / 1_000_000;
-    (secs << 32) | frac
-}
-
-/// Microseconds since the Unix epoch for a 64-bit NTP timestamp (0 before the epoch).
-pub fn unix_micros_from_ntp(ntp: u64) -> u64 {
-    let secs = (ntp >> 32).saturating_sub(NTP_UNIX_OFFSET);
-    let frac = ((ntp & 0xFFFF_FFFF) * 1_000_000) >> 32;
-    secs * 1_000_000 + frac
-}
-
-/// How a live stream is cut and signed: what the source chooses and every viewer must
-/// know (the live URI carries it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LiveParams {
-    /// The Merkle hash function.
-    pub hash: HashAlgorithm,
-    /// Chunk size in bytes (the last chunk of a stream may be shorter).
-    pub chunk_size: u32,
-    /// Chunks under one signed munro: a power of two from 2 to 65536 (the Unified Merkle
-    /// Tree), or 1: every chunk signed itself, over its bytes (Sign All,
-    /// [`SIGN_ALL`](crate::live::SIGN_ALL)).
-    pub chunks_per_signature: u64,
-    /// Chunks kept behind the live edge (handshake option 7).
-    pub discard_window: u64,
-}
-
-/// What identifies a live stream: the source's key and how the stream is cut.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LiveInfo {
-    /// The source's public key, which is the swarm ID.
-    pub key: LivePublicKey,
-    /// Chunking and signing.
-    pub params: LiveParams,
-}
 
 /// The source signs; a viewer verifies.
 #[derive(Debug)]
@@ -114,14 +70,6 @@ pub(super) struct LiveStream {
     /// The caller set the playhead (`Engine::set_playhead`): tuning in does not move it,
     /// and the read-ahead bound counts from it.
     aimed: bool,
-}
-
-/// Sign All: a chunk's signature received ahead of the chunk.
-#[derive(Clone, Debug)]
-pub(super) struct ChunkSignature {
-    pub chunk: u64,
-    pub timestamp: u64,
-    pub signature: Vec<u8>,
 }
 
 /// Sign All: signatures kept per channel while their chunks are on the way (they travel
@@ -179,12 +127,14 @@ pub(super) struct LiveProof {
     pub uncles: Vec<(Bin, Hash)>,
 }
 
-impl LiveParams {
-    /// Whether every chunk is signed itself (Sign All) rather than under munros.
-    pub fn signs_every_chunk(&self) -> bool {
-        self.chunks_per_signature == crate::live::SIGN_ALL
-    }
+/// What the engine asks of a live stream's parameters.
+trait LiveParamsCheck {
+    fn check(&self) -> Result<(), EngineError>;
+    fn content(&self) -> ContentInfo;
+    fn check_datagram_fits(&self, sig_len: usize, mtu: usize) -> Result<(), EngineError>;
+}
 
+impl LiveParamsCheck for LiveParams {
     fn check(&self) -> Result<(), EngineError> {
         if self.discard_window == 0 {
             return Err(EngineError::Config(

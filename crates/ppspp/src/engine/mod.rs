@@ -14,6 +14,7 @@
 
 mod addr;
 mod channel;
+mod chunk_signature;
 mod config;
 mod discover;
 mod discovery_outcome;
@@ -25,6 +26,7 @@ mod live_part;
 mod live_stream;
 mod memory_bound;
 mod misbehaviour;
+mod origin_error;
 mod recv;
 mod redial;
 mod request;
@@ -34,17 +36,19 @@ mod schedule;
 mod send;
 mod timers;
 
+pub use crate::live::{
+    LIVE_CHUNKS, LiveInfo, LiveParams, ntp_from_unix_micros, unix_micros_from_ntp,
+};
 pub use addr::{PeerAddr, is_private};
 pub use config::{ContentError, ContentInfo, EngineConfig, EngineError, PickerKind};
 pub use discover::{CANDIDATE_CHUNK_SIZES, Discovery};
 pub use discovery_outcome::{DiscoveryConfigError, DiscoveryError, DiscoveryEvent, ProbeFailure};
 pub use event::{ChannelStats, CloseReason, Event, SendState, Stats};
-pub use http_origin::{HttpOriginConfig, OriginError, OriginFile, OriginRequest};
+pub use http_origin::{HttpOriginConfig, OriginFile, OriginRequest};
 pub use live_part::LivePartError;
-pub use live_stream::{
-    LIVE_CHUNKS, LiveInfo, LiveParams, LivePushError, ntp_from_unix_micros, unix_micros_from_ntp,
-};
+pub use live_stream::LivePushError;
 pub use misbehaviour::{HandshakeMismatch, Misbehaviour};
+pub use origin_error::OriginError;
 pub use sans_io::{Connect, SansIo};
 
 use crate::Bin;
@@ -212,7 +216,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             .ok_or(EngineError::Content(ContentError::SizeUnknown))?;
         let root_bin =
             Bin::covering(chunk_count).ok_or(EngineError::Content(ContentError::NoChunks))?;
-        content.check_datagram_fits(root_bin, config.mtu)?;
+        config::check_datagram_fits(&content, root_bin, config.mtu)?;
         Engine::with_integrity(
             config,
             content,

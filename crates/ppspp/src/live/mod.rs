@@ -5,6 +5,7 @@
 
 pub mod key;
 pub mod munro;
+pub mod params;
 pub mod presentation;
 pub mod segment;
 pub mod session;
@@ -14,6 +15,7 @@ pub mod uri;
 
 pub use key::{KeyError, LiveAlgorithm, LivePublicKey, LiveSigningKey};
 pub use munro::{SignedMunro, SpecFormat, signed_bytes, signed_chunk_bytes};
+pub use params::{LIVE_CHUNKS, LiveInfo, LiveParams, ntp_from_unix_micros, unix_micros_from_ntp};
 pub use presentation::{InitSegment, LivePart, LiveRendition};
 pub use umt::{LiveError, LiveSource, LiveVerifier, SIGN_ALL, SignedWithin};
 pub use uri::LiveUri;

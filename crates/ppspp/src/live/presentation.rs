@@ -13,8 +13,8 @@
 //! Each signature covers a domain tag, so none can be taken for another kind.
 
 use super::key::{LivePublicKey, LiveSigningKey};
+use super::params::LiveInfo;
 use super::segment::segment_chunk_lengths;
-use crate::engine::LiveInfo;
 use crate::merkle::Hash;
 
 /// A media segment of a rendition: where its bytes sit in the rendition's live swarm.
@@ -144,8 +144,8 @@ impl LiveRendition {
 
 #[cfg(test)]
 mod tests {
+    use super::super::params::LiveParams;
     use super::*;
-    use crate::engine::LiveParams;
     use crate::live::LiveAlgorithm;
     use crate::merkle::HashAlgorithm;
 

@@ -19,7 +19,7 @@
 //! needs no swarm of its own and no signature. Unknown parameters are ignored.
 
 use super::key::LivePublicKey;
-use crate::engine::{LiveInfo, LiveParams};
+use super::params::{LiveInfo, LiveParams};
 use crate::merkle::HashAlgorithm;
 use crate::uri::{
     DEFAULT_CHUNK_SIZE, UriError, bad, parse_chunk_size, parse_hash, parse_signal, parse_udp,
