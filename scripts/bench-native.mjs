@@ -264,18 +264,12 @@ async function verifyOnce(soft) {
   const env = soft
     ? { RUSTFLAGS: '--cfg sha1_backend="soft" --cfg sha2_backend="soft"', CARGO_TARGET_DIR: join(root, 'target', 'soft-hash') }
     : {};
-  // The smoke run checks that figures come, not their speed: the test build `make test`
-  // already made serves (no release build of its own).
-  let stdout;
-  if (smoke && !soft) {
-    log('verify: the test build\'s examples/verify --smoke');
-    await testBuild();
-    ({ stdout } = await run(join(target, 'debug', 'examples', 'verify'), ['--smoke'], { timeoutS: 3600 }));
-  } else {
-    const profile = smoke ? [] : ['--release'];
-    log(`verify${soft ? ' (software hashing)' : ''}: cargo run ${profile.join(' ')} -p ppspp-wasm --features bench --example verify${smoke ? ' -- --smoke' : ''}`);
-    ({ stdout } = await run('cargo', ['run', ...profile, '-p', 'ppspp-wasm', '--features', 'bench', '--example', 'verify', '--', ...(smoke ? ['--smoke'] : [])], { timeoutS: 3600, env }));
-  }
+  // The smoke run checks that figures come, not their speed: a debug build (no release
+  // build of its own). The example needs the `bench` feature, which the test build of
+  // `make test` leaves out, so it is built here in either case.
+  const profile = smoke ? [] : ['--release'];
+  log(`verify${soft ? ' (software hashing)' : ''}: cargo run ${profile.join(' ')} -p ppspp-wasm --features bench --example verify${smoke ? ' -- --smoke' : ''}`);
+  const { stdout } = await run('cargo', ['run', ...profile, '-p', 'ppspp-wasm', '--features', 'bench', '--example', 'verify', '--', ...(smoke ? ['--smoke'] : [])], { timeoutS: 3600, env });
   const line = stdout.trim().split('\n').filter((l) => l.startsWith('{')).pop();
   if (!line) throw new Error(`verify: no JSON line in its output:\n${stdout}`);
   const v = JSON.parse(line);
