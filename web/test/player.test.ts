@@ -477,7 +477,7 @@ describe('ManagedMediaSource (iPhone, Safari)', () => {
     const plain = await attach(uri, { httpOrigin: FAKE_ORIGIN });
     expect(plain.mediaSource).not.toBeInstanceOf(FakeManagedMediaSource);
     await expect(attach(uri, { httpOrigin: FAKE_ORIGIN, mediaSource: 'managed' })).rejects.toMatchObject({ code: 'mse-unsupported' });
-    undo.push(installManagedMediaSource(true));
+    undo.push(installManagedMediaSource({ keepMediaSource: true }));
     const managed = await attach(uri, { httpOrigin: FAKE_ORIGIN, mediaSource: 'managed' });
     expect(managed.mediaSource).toBeInstanceOf(FakeManagedMediaSource);
     const g = globalThis as Record<string, unknown>;

@@ -19,33 +19,39 @@ export interface LatencyStep {
   event: { type: 'behind'; catchUp: 'rate' | 'jump' } | { type: 'caught-up' } | null;
 }
 
+export interface LiveLatencyOptions {
+  /** Seconds behind the buffered edge playback aims for. */
+  targetSeconds: number;
+  /** Seconds beyond the target at which playback jumps rather than plays faster. */
+  jumpSeconds: number;
+}
+
 export class LiveLatency {
   private behind = false;
 
-  constructor(
-    /** Seconds behind the buffered edge playback aims for. */
-    private readonly targetSeconds: number,
-    /** Seconds beyond the target at which playback jumps rather than plays faster. */
-    private readonly jumpSeconds: number,
-  ) {}
+  constructor(private readonly options: LiveLatencyOptions) {}
 
-  /** Seconds of media buffered ahead of `currentTime`, up to `bufferedEnd`. */
+  /**
+   * What holds playback at `currentTime` near the target behind `bufferedEnd` (where the
+   * buffered media ends): the rate to play at, and a jump if it is too far behind.
+   */
   step(currentTime: number, bufferedEnd: number): LatencyStep {
+    const { targetSeconds, jumpSeconds } = this.options;
     const lag = bufferedEnd - currentTime;
-    if (lag > this.targetSeconds + this.jumpSeconds) {
+    if (lag > targetSeconds + jumpSeconds) {
       this.behind = true;
       return {
         rate: 1,
-        seekTo: bufferedEnd - this.targetSeconds,
+        seekTo: bufferedEnd - targetSeconds,
         event: { type: 'behind', catchUp: 'jump' },
       };
     }
-    if (lag > this.targetSeconds + TOLERANCE_SECONDS) {
+    if (lag > targetSeconds + TOLERANCE_SECONDS) {
       const event = this.behind ? null : ({ type: 'behind', catchUp: 'rate' } as const);
       this.behind = true;
       return { rate: CATCH_UP_RATE, seekTo: null, event };
     }
-    if (this.behind && lag <= this.targetSeconds + CAUGHT_UP_SECONDS) {
+    if (this.behind && lag <= targetSeconds + CAUGHT_UP_SECONDS) {
       this.behind = false;
       return { rate: 1, seekTo: null, event: { type: 'caught-up' } };
     }

@@ -199,7 +199,7 @@ export function browserEvicts(sb: FakeSourceBuffer, start: number, end: number):
  * An iPhone's media: ManagedMediaSource in place, and (unless `keepMediaSource`) no
  * MediaSource; call after {@link installMedia}. Returns the undo.
  */
-export function installManagedMediaSource(keepMediaSource = false): () => void {
+export function installManagedMediaSource({ keepMediaSource = false }: { keepMediaSource?: boolean } = {}): () => void {
   const g = globalThis as Record<string, unknown>;
   const before = g.MediaSource;
   g.ManagedMediaSource = FakeManagedMediaSource;
@@ -218,6 +218,7 @@ let urlCount = 0;
 export class FakeVideoElement extends EventTarget {
   currentTime = 0;
   duration = NaN;
+  playbackRate = 1;
   paused = true;
   ended = false;
   seeking = false;

@@ -1,44 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { LiveFeed, type LiveChunks } from '../../src/media/live-feed.js';
-import { CATCH_UP_RATE, LiveLatency } from '../../src/media/live-latency.js';
+import { LiveFeed } from '../../src/media/live-feed.js';
+import { FakeLiveStream, cutIntoChunks } from '../fakes/live-stream.js';
 import { cluster, concat, info, webm } from './helpers.js';
-
-/** A live stream's chunks as `ppspp live` cuts them: at most `cs` bytes, cut where each
- * Cluster starts and ends. */
-function cut(clusters: Uint8Array[], cs: number): Uint8Array[] {
-  const out: Uint8Array[] = [];
-  for (const c of clusters) {
-    for (let at = 0; at < c.length; at += cs) out.push(c.subarray(at, Math.min(c.length, at + cs)));
-  }
-  return out;
-}
-
-class FakeStream implements LiveChunks {
-  held = new Map<number, Uint8Array>();
-  edge = 0;
-  floor = 0;
-  playhead = -1;
-  constructor(readonly chunks: Uint8Array[]) {}
-  liveEdge(): number {
-    return this.edge;
-  }
-  liveFloor(): number {
-    return this.floor;
-  }
-  readChunk(c: number): Uint8Array | undefined {
-    return this.held.get(c);
-  }
-  setPlayhead(c: number): void {
-    this.playhead = c;
-  }
-  /** The peer delivers chunks `from..to`. */
-  deliver(from: number, to: number): void {
-    for (let c = from; c < to; c++) {
-      const data = this.chunks[c];
-      if (data) this.held.set(c, data);
-    }
-  }
-}
 
 const file = webm({ unknownSize: true }).file;
 const initInfo = info(file);
@@ -48,7 +11,7 @@ const clusters = Array.from({ length: 12 }, (_, i) => cluster(i * 1000, new Arra
 
 describe('LiveFeed', () => {
   it('waits for the rate, joins behind the edge at a Cluster start, and appends whole Clusters', () => {
-    const s = new FakeStream(cut(clusters, 40));
+    const s = new FakeLiveStream(cutIntoChunks(clusters, 40));
     const feed = new LiveFeed(s, init, 3);
     s.edge = s.chunks.length;
     // One munro's time says nothing of the rate yet.
@@ -83,7 +46,7 @@ describe('LiveFeed', () => {
     // As `ppspp live` cuts a stream: each media segment with the initialisation segment in
     // front, a chunk starting where each begins.
     const units = clusters.map((c) => concat(init.bytes, c));
-    const s = new FakeStream(cut(units, 40));
+    const s = new FakeLiveStream(cutIntoChunks(units, 40));
     const perUnit = Math.ceil(units[0]!.length / 40);
     const feed = new LiveFeed(s, null, 3);
     s.edge = s.chunks.length;
@@ -108,7 +71,7 @@ describe('LiveFeed', () => {
   });
 
   it('measures the rate between the ends of signing bursts', () => {
-    const s = new FakeStream(cut(clusters, 40));
+    const s = new FakeLiveStream(cutIntoChunks(clusters, 40));
     const feed = new LiveFeed(s, init, 3);
     // Two munros of 16 chunks signed together each second: 32 chunks a second.
     feed.onEdge(32, 10_000, 0);
@@ -120,7 +83,7 @@ describe('LiveFeed', () => {
   });
 
   it('joins again when what comes next leaves the window first', () => {
-    const s = new FakeStream(cut(clusters, 40));
+    const s = new FakeLiveStream(cutIntoChunks(clusters, 40));
     const feed = new LiveFeed(s, init, 1);
     s.edge = 9;
     feed.onEdge(6, 0, 0);
@@ -137,7 +100,7 @@ describe('LiveFeed', () => {
   });
 
   it('guesses how far back to join when the rate does not come', () => {
-    const s = new FakeStream(cut(clusters, 40));
+    const s = new FakeLiveStream(cutIntoChunks(clusters, 40));
     const feed = new LiveFeed(s, init, 3);
     s.edge = s.chunks.length;
     feed.onEdge(s.edge, 5000, 0);
@@ -148,17 +111,5 @@ describe('LiveFeed', () => {
     s.deliver(0, s.edge);
     expect(feed.take(3100)).not.toBeNull();
     expect(feed.lastJoin).toEqual({ chunk: 0, edge: s.edge, chunksPerSecond: null });
-  });
-});
-
-describe('LiveLatency', () => {
-  it('plays faster a little behind, jumps far behind, and says when it caught up', () => {
-    const l = new LiveLatency(3, 4);
-    expect(l.step(10, 13)).toEqual({ rate: 1, seekTo: null, event: null });
-    expect(l.step(10, 14)).toEqual({ rate: CATCH_UP_RATE, seekTo: null, event: { type: 'behind', catchUp: 'rate' } });
-    expect(l.step(10.5, 14)).toEqual({ rate: CATCH_UP_RATE, seekTo: null, event: null });
-    expect(l.step(10.95, 14)).toEqual({ rate: 1, seekTo: null, event: { type: 'caught-up' } });
-    expect(l.step(10, 20)).toEqual({ rate: 1, seekTo: 17, event: { type: 'behind', catchUp: 'jump' } });
-    expect(l.step(17, 20).event).toEqual({ type: 'caught-up' });
   });
 });

@@ -1,0 +1,385 @@
+/**
+ * A file's feed of MediaSource: verified bytes are appended in order, in whole media
+ * segments; the engine's VoD picker is pointed just ahead of what playback needs; a seek
+ * outside the buffer moves both to the media segment (WebM Cluster, MP4 fragment) that
+ * holds the new position.
+ */
+import type { Feed, MediaSink } from './feed.js';
+import { type InitInfo, findSegmentStart, firstSegmentEnd, parseInit, segmentStartTime, wholeSegmentsLength } from './container.js';
+import { type VideoLike, bufferedAhead } from './stall-watch.js';
+import { completeChildrenEnd, openClusterHead } from './webm.js';
+import { PpsppError } from '../errors.js';
+
+/** What the feed reads and steers: the engine's file (`Swarm`). */
+export interface VodChunks {
+  /** Where the verified bytes from `offset` on end. */
+  verifiedEnd(offset: number): number;
+  /** Where the engine's window ends: it fetches no further (under `maxMemoryBytes`). */
+  wantedEnd(): number;
+  /** Verified bytes `start..end`. */
+  read(start: number, end: number): Uint8Array;
+  setPlayhead(chunk: number): void;
+  setReadAhead(chunks: number, fromHttp: number): void;
+  setWaitingFor(chunks: { start: number; end: number } | null): void;
+}
+
+/** The part of the video element the feed reads. */
+export interface VodVideo extends VideoLike {
+  readonly duration: number;
+}
+
+export interface VodFeedOptions {
+  /** The file's length in bytes, and its chunk size. */
+  content: { length: number; chunkSize: number };
+  /** Bytes the engine fetches ahead before the bit rate is known (`readAheadBytes`). */
+  readAheadBytes: number;
+  /** Seconds of media fetched ahead of the playhead; 0: no bound (`readAheadSeconds`). */
+  readAheadSeconds: number;
+  /** Seconds ahead the HTTP origin is asked for (`httpReadAheadSeconds`). */
+  httpReadAheadSeconds: number;
+}
+
+/** Bytes looked at for whole segments in one go (MediaSource parses faster in large
+ * appends); a segment larger than this is appended whole all the same. */
+const APPEND_STEP = 1 << 20;
+/** Seconds buffered ahead of the playhead at most; more waits for playback. */
+export const MAX_AHEAD_SECONDS = 60;
+/** Seconds buffered ahead below which playback starves: see `followPlayback`. */
+const STARVING_SECONDS = 1;
+/** Seconds of read-ahead before the buffer holds any: the window opens from there as it fills. */
+const READ_AHEAD_START_SECONDS = 10;
+/** The read-ahead bound never cuts a page's fetching below this many bytes ahead (a segment or two). */
+const MIN_READ_AHEAD_BYTES = 1 << 20;
+/** What is read from a segment's start to find its end in its headers (a moof is a few KiB). */
+const SEGMENT_HEAD_BYTES = 64 << 10;
+/** Bytes read around a seek estimate to find a segment start. */
+const SEEK_PROBE = 512 << 10;
+
+interface Seek {
+  target: number;
+  /** Where the probe starts (byte offset). */
+  start: number;
+  /** Bytes looked at from `start`. */
+  probe: number;
+  /** How far back the estimate was moved, in bytes. */
+  back: number;
+}
+
+export class VodFeed implements Feed {
+  private info: InitInfo | null = null;
+  private appendPos = 0;
+  /** Verified bytes run from `appendPos` to here without a whole segment in them (a
+   * segment larger than the read-ahead window): the engine fetches on from here. */
+  private segmentWait: number | null = null;
+  /** A WebM Cluster appended in part (as an unknown-size Cluster): where it ends. */
+  private openCluster: { end: number } | null = null;
+  private seek: Seek | null = null;
+  private ended = false;
+  private closed = false;
+
+  constructor(
+    private readonly chunks: VodChunks,
+    private readonly video: VodVideo,
+    private readonly sink: MediaSink,
+    private readonly options: VodFeedOptions,
+  ) {
+    // Until the bit rate is known (the duration read, or a second appended), the
+    // read-ahead is bounded in bytes: a fast origin would otherwise send much of the
+    // video before its first frame. What playback waits for is served all the same.
+    const inChunks = (bytes: number): number => Math.ceil(bytes / options.content.chunkSize);
+    const first = Math.max(options.readAheadBytes, MIN_READ_AHEAD_BYTES);
+    chunks.setReadAhead(options.readAheadSeconds > 0 ? inChunks(first) : -1, inChunks(MIN_READ_AHEAD_BYTES));
+  }
+
+  feed(): void {
+    if (!this.info && !this.startMedia()) return;
+    if (this.seek && !this.continueSeek()) return;
+    const { length } = this.options.content;
+    if (this.appendPos < length) {
+      if (this.sink.full() || bufferedAhead(this.video) > MAX_AHEAD_SECONDS) return;
+      const next = this.nextAppend();
+      // Nothing to append yet: where playback waits moved on with what was verified.
+      if (!next) this.followPlayback();
+      if (next) {
+        this.sink.append(next.bytes);
+        this.appendPos = next.to;
+        this.segmentWait = null;
+        this.followPlayback();
+        this.sink.scheduleFeed();
+      }
+    } else if (!this.ended) {
+      this.ended = true;
+      void this.sink.idle().then(() => {
+        if (this.appendPos >= length && !this.seek && !this.sink.endOfStream()) {
+          this.ended = false; // a SourceBuffer was still updating: try again on the next feed
+        }
+      });
+    }
+  }
+
+  onTimeUpdate(): void {
+    this.followPlayback();
+  }
+
+  onTick(): void {
+    // Playback waiting moves nothing here: verified chunks and time updates do.
+  }
+
+  onSeeking(): void {
+    const info = this.info;
+    if (!info || this.closed) return;
+    const t = this.video.currentTime;
+    const b = this.video.buffered;
+    for (let i = 0; i < b.length; i++) if (b.start(i) <= t && t < b.end(i) - 0.1) return;
+    this.playFrom(info, t);
+  }
+
+  /**
+   * A ManagedMediaSource removed `ranges` on its own (memory pressure). Media removed
+   * behind the playhead is nothing to play; removed ahead of it, it is appended again
+   * from where it went, from the chunks the engine holds (nothing is fetched again while
+   * they are within the read-ahead).
+   */
+  onBrowserEvicted(ranges: [number, number][]): boolean {
+    const info = this.info;
+    if (!info || this.closed || this.seek) return false;
+    const t = this.video.currentTime;
+    const ahead = ranges.filter(([, end]) => end > t + 0.1);
+    if (ahead.length === 0) return false;
+    const from = Math.max(t, Math.min(...ahead.map(([start]) => start)));
+    this.sink.reset();
+    this.playFrom(info, from);
+    return true;
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+
+  /** Parses the initialization segment once it is here and has MediaSource set up for it. */
+  private startMedia(): boolean {
+    const { length } = this.options.content;
+    const avail = this.chunks.verifiedEnd(0);
+    if (avail === 0) return false;
+    const info = parseInit(this.chunks.read(0, avail));
+    if (!info && avail >= length) {
+      throw new PpsppError('media-error', 'the content has no complete initialization segment');
+    }
+    if (!info) return false;
+    this.sink.start(info);
+    if (info.durationSeconds !== null && Number.isFinite(info.durationSeconds)) this.sink.setDuration(info.durationSeconds);
+    this.info = info;
+    return true;
+  }
+
+  /**
+   * What to append next, and where in the file it ends: whole media segments; or, for a
+   * WebM Cluster not yet whole, its complete blocks so far, the first time behind the
+   * Cluster's ID with an unknown size (as live streams write it), so playback need not
+   * wait for the whole Cluster. Both engines take a Cluster of unknown size in pieces;
+   * Firefox does not take a Cluster of known size in pieces.
+   */
+  private nextAppend(): { bytes: Uint8Array; to: number } | null {
+    const info = this.info;
+    if (!info) return null;
+    const from = this.appendPos;
+    const verified = this.chunks.verifiedEnd(from);
+    if (this.openCluster) {
+      const limit = this.openCluster.end;
+      const bytes = this.chunks.read(from, Math.min(verified, limit));
+      const end = verified >= limit ? bytes.length : completeChildrenEnd(bytes, 0, bytes.length);
+      if (verified >= limit) this.openCluster = null;
+      return end > 0 ? { bytes: bytes.subarray(0, end), to: from + end } : null;
+    }
+    const whole = this.wholeSegmentsEnd();
+    if (whole > from) return { bytes: this.chunks.read(from, whole), to: whole };
+    if (info.kind !== 'webm' || from < info.initLength || verified <= from) return null;
+    const bytes = this.chunks.read(from, Math.min(verified, from + APPEND_STEP));
+    const open = openClusterHead(bytes);
+    if (!open || open.clusterEnd === null) return null;
+    this.openCluster = { end: from + open.clusterEnd };
+    const body = bytes.subarray(open.children, open.end);
+    const piece = new Uint8Array(open.head.length + body.length);
+    piece.set(open.head);
+    piece.set(body, open.head.length);
+    return { bytes: piece, to: from + open.end };
+  }
+
+  /**
+   * Where the verified bytes after `appendPos` stop being whole media segments (the init
+   * segment first, alone). At the end of the content the rest is whole by definition.
+   * With no whole segment yet while the verified run already fills half the read-ahead
+   * window, the engine is told to fetch on from its end.
+   */
+  private wholeSegmentsEnd(): number {
+    const info = this.info;
+    if (!info) return this.appendPos;
+    if (this.appendPos === 0) return info.initLength;
+    const { length, chunkSize } = this.options.content;
+    const verified = this.chunks.verifiedEnd(this.appendPos);
+    if (verified >= length) return length;
+    let end = Math.min(verified, this.appendPos + APPEND_STEP);
+    let whole = wholeSegmentsLength(info, this.chunks.read(this.appendPos, end));
+    if (whole === 0 && end < verified) {
+      end = verified;
+      whole = wholeSegmentsLength(info, this.chunks.read(this.appendPos, end));
+    }
+    if (whole === 0 && verified - this.appendPos >= this.options.readAheadBytes / 2) {
+      this.segmentWait = verified;
+      this.chunks.setPlayhead(Math.floor(verified / chunkSize));
+    }
+    return this.appendPos + whole;
+  }
+
+  /**
+   * Moves the engine's VoD window to what playback needs next: the byte position of the
+   * current time (proportional estimate; no sooner than what is still to be appended).
+   * Following the append position instead would make everything "due" as fast as it
+   * arrives, and seeders would be asked for all of it.
+   *
+   * While playback starves (less than {@link STARVING_SECONDS} buffered ahead: before the
+   * first frame, or a stall coming), the engine is also told where it waits: the first
+   * chunk not verified after what was appended. An HTTP origin serves those chunks if no
+   * peer holds them, however far the estimate is (a first keyframe larger than the due
+   * span, say).
+   */
+  private followPlayback(): void {
+    const info = this.info;
+    if (!info || this.seek) return;
+    const { chunkSize } = this.options.content;
+    const t = this.video.currentTime;
+    const rate = this.bytesPerSecond();
+    const playing = this.byteAt(t) ?? (rate === null ? null : info.initLength + Math.floor(t * rate));
+    const at = playing === null ? this.appendPos : Math.min(this.appendPos, playing);
+    if (rate !== null) {
+      // In chunks, at least MIN_READ_AHEAD_BYTES; -1 (0 seconds): no bound.
+      const chunks = (seconds: number): number =>
+        seconds > 0 ? Math.ceil(Math.max(MIN_READ_AHEAD_BYTES, seconds * rate) / chunkSize) : -1;
+      // The window opens as the buffer fills (twice what is buffered, READ_AHEAD_START_SECONDS
+      // at first): a page starting next to others does not pull its whole read-ahead at once
+      // while its first frame and theirs need the link and the CPU.
+      const opened = Math.max(READ_AHEAD_START_SECONDS, 2 * bufferedAhead(this.video));
+      const { readAheadSeconds, httpReadAheadSeconds } = this.options;
+      const ahead = readAheadSeconds > 0 ? Math.min(readAheadSeconds, opened) : 0;
+      this.chunks.setReadAhead(chunks(ahead), chunks(httpReadAheadSeconds));
+    }
+    this.chunks.setPlayhead(Math.floor(Math.max(at, this.segmentWait ?? 0) / chunkSize));
+    const starving = bufferedAhead(this.video) < STARVING_SECONDS;
+    this.chunks.setWaitingFor(starving ? this.waitingChunks(info) : null);
+  }
+
+  /**
+   * The chunks playback waits for: from the first one not verified after what was
+   * appended to where the segment being fetched ends, as far as its headers say (a first
+   * segment far bigger than the engine's due span must come whole, from the origin if no
+   * peer holds it).
+   */
+  private waitingChunks(info: InitInfo): { start: number; end: number } {
+    const { chunkSize, length } = this.options.content;
+    const verified = this.chunks.verifiedEnd(this.appendPos);
+    const start = Math.floor(verified / chunkSize);
+    // Headers are small: what is verified from the segment's start holds them, if any does.
+    const head = this.chunks.read(this.appendPos, Math.min(verified, this.appendPos + SEGMENT_HEAD_BYTES));
+    let segmentEnd: number | null;
+    try {
+      segmentEnd = firstSegmentEnd(info, head);
+    } catch {
+      segmentEnd = null; // malformed: appending reports it
+    }
+    if (segmentEnd === null) return { start, end: start };
+    return { start, end: Math.ceil(Math.min(length, this.appendPos + segmentEnd) / chunkSize) };
+  }
+
+  private duration(): number | null {
+    const d = this.info?.durationSeconds ?? this.video.duration;
+    return d !== null && Number.isFinite(d) && d > 0 ? d : null;
+  }
+
+  /**
+   * The media's bytes per second: the average over the file if its duration is known,
+   * else over what was appended so far (null before a second of it is buffered).
+   */
+  private bytesPerSecond(): number | null {
+    const info = this.info;
+    if (!info) return null;
+    const duration = this.duration();
+    if (duration) return (this.options.content.length - info.initLength) / duration;
+    // The buffered range that holds the playhead ends where the appends end.
+    const appendedTo = this.video.currentTime + bufferedAhead(this.video);
+    const bytes = this.appendPos - info.initLength;
+    return appendedTo >= 1 && bytes > 0 ? bytes / appendedTo : null;
+  }
+
+  /** Where media time `t` lies in the file, estimated in proportion to the duration. */
+  private byteAt(t: number): number | null {
+    const info = this.info;
+    const duration = this.duration();
+    if (!info || !duration) return null;
+    return info.initLength + Math.floor((t / duration) * (this.options.content.length - info.initLength));
+  }
+
+  /** Finds the segment of media time `t` and appends on from there (a seek, or media the browser let go of). */
+  private playFrom(info: InitInfo, t: number): void {
+    const back = Math.max(SEEK_PROBE, Math.floor((this.options.content.length - info.initLength) * 0.02));
+    const rate = this.bytesPerSecond();
+    const estimate = this.byteAt(t) ?? (rate === null ? null : info.initLength + Math.floor(t * rate));
+    this.beginSeek({ target: t, start: estimate ?? info.initLength, probe: SEEK_PROBE, back });
+  }
+
+  private beginSeek(seek: Seek): void {
+    const info = this.info;
+    if (!info) return;
+    const { chunkSize } = this.options.content;
+    const start = Math.max(info.initLength, seek.start - seek.back);
+    // Chunk-aligned so that the probe is whole chunks the picker fetches first.
+    seek.start = Math.floor(start / chunkSize) * chunkSize;
+    this.seek = seek;
+    this.ended = false;
+    this.chunks.setPlayhead(Math.floor(seek.start / chunkSize));
+    this.sink.scheduleFeed();
+  }
+
+  /** Finds the segment to play a pending seek from; true once appending may go on. */
+  private continueSeek(): boolean {
+    const seek = this.seek;
+    const info = this.info;
+    if (!seek || !info) return true;
+    const { length, chunkSize } = this.options.content;
+    // No further than the engine fetches from the seek's start (under maxMemoryBytes).
+    const reach = Math.min(length, this.chunks.wantedEnd());
+    const want = Math.min(reach, seek.start + seek.probe);
+    const verified = this.chunks.verifiedEnd(seek.start);
+    if (verified < want) {
+      // Playback waits for the probe: an HTTP origin serves it if no peer holds it.
+      this.chunks.setWaitingFor({ start: Math.floor(verified / chunkSize), end: Math.ceil(want / chunkSize) });
+      return false;
+    }
+    const bytes = this.chunks.read(seek.start, want);
+    const at = findSegmentStart(info, bytes, 0);
+    if (at === null) {
+      if (want >= reach) {
+        // No segment start from the estimate to the end or as far as the engine fetches
+        // from it: look further back.
+        this.beginSeek({ ...seek, back: seek.back * 2, start: seek.start + seek.back });
+      } else {
+        seek.probe *= 2;
+        this.sink.scheduleFeed();
+      }
+      return false;
+    }
+    const time = segmentStartTime(info, bytes.subarray(at));
+    if (time !== null && time > seek.target + 0.05 && seek.start > info.initLength) {
+      // The segment starts after the target: step back further and look again.
+      this.beginSeek({ ...seek, start: seek.start + seek.back, back: seek.back * 2 });
+      return false;
+    }
+    this.seek = null;
+    this.sink.reset();
+    this.appendPos = seek.start + at;
+    this.segmentWait = null;
+    this.openCluster = null;
+    // The engine fetches on from the segment found (its window may end inside it).
+    this.followPlayback();
+    return true;
+  }
+}
