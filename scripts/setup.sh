@@ -100,6 +100,12 @@ need_web() {
         log "installing ${missing[*]} (browser tests, demo video, benchmarks)"
         apt_install "${missing[@]}"
     fi
+    # The scraper of DEPLOY.md's monitoring section, which deploy.spec.ts runs (Debian's,
+    # as an operator installs it; not the node exporter it recommends).
+    if ! command -v prometheus >/dev/null 2>&1; then
+        log "installing prometheus (the deployment test scrapes with it)"
+        apt_install --no-install-recommends prometheus
+    fi
 }
 
 need_font() {

@@ -5,7 +5,9 @@
  * docs/deploy/ as they are, with only what DEPLOY.md's "Checked" lists changed: addresses
  * and paths, a self-signed certificate the browsers and the seeder are told to trust, and
  * the seeder's upload limit (so that the pages must trade). Two pages in NATed homes play
- * over https:// and wss://, from the seeder and from each other.
+ * over https:// and wss://, from the seeder and from each other, while Prometheus, with
+ * prometheus.yml, scrapes the signaling server and the seeder, and every query of the
+ * Grafana dashboard answers.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -28,6 +30,30 @@ function fromGuide(file: string, replace: [string, string][] = []): string {
     text = text.split(from).join(to);
   }
   return text;
+}
+
+/** `url` fetched from inside the namespace `ns` (where Prometheus listens on loopback). */
+function getIn(ns: string, url: string): string {
+  const got = spawnSync('ip', ['netns', 'exec', ns, process.execPath, '-e',
+    'fetch(process.argv[1], { signal: AbortSignal.timeout(5000) }).then((r) => r.text()).then((t) => process.stdout.write(t), (e) => { console.error(String(e)); process.exit(1); })', url],
+  { encoding: 'utf8', timeout: 10_000 });
+  if (got.status !== 0) throw new Error(`GET ${url}: ${got.stderr}`);
+  return got.stdout;
+}
+
+interface PromAnswer { status: string; error?: string; data?: { result: { metric: Record<string, string>; value: [number, string] }[] } }
+
+/** An instant PromQL query of the Prometheus at 127.0.0.1:9090 in `ns`. */
+function promQuery(ns: string, query: string): PromAnswer {
+  return JSON.parse(getIn(ns, `http://127.0.0.1:9090/api/v1/query?query=${encodeURIComponent(query)}`)) as PromAnswer;
+}
+
+/** The value of a query whose answer is one number (NaN when it has none). */
+function promValue(ns: string, query: string): number {
+  const answer = promQuery(ns, query);
+  expect(answer.status, `${query}: ${answer.error ?? ''}`).toBe('success');
+  const first = answer.data?.result[0];
+  return first ? Number(first.value[1]) : NaN;
 }
 
 /** KEY=VALUE lines (a systemd EnvironmentFile). */
@@ -117,6 +143,13 @@ test.describe('docs/DEPLOY.md', () => {
     const seeder = run.keep('seeder', wan.exec('pub', 'env', [`SSL_CERT_FILE=${join(dir, 'ca.pem')}`, ...seedArgv]));
     const uri = await seeder.waitLine((l) => l.startsWith('ppspp://'), 30_000);
     expect(uri).toContain(`signal=wss://${HOST}/ws`);
+    expect(seedEnv.PPSPP_SEED_METRICS, 'seed.env gives the metrics an address').toBeDefined();
+
+    // 10. Monitoring: Prometheus with prometheus.yml (scraping every second here), from now on.
+    const pub = `${wan.name}-pub`;
+    writeFileSync(join(dir, 'prometheus.yml'), fromGuide('prometheus.yml', [['scrape_interval: 15s', 'scrape_interval: 1s']]));
+    run.keep('prometheus', wan.exec('pub', 'prometheus', [`--config.file=${join(dir, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${join(dir, 'prometheus-data')}`, '--web.listen-address=127.0.0.1:9090']));
 
     // 7. The page, in two homes behind port-keeping NATs.
     const pages: Page[] = [];
@@ -139,5 +172,30 @@ test.describe('docs/DEPLOY.md', () => {
     for (const page of pages) expect(await page.evaluate(() => document.getElementById('status')!.textContent)).toBe('');
     for (const s of stats) expect(s.bytesFromSeeders, 'each page got data from the seeder').toBeGreaterThan(0);
     expect(stats.reduce((a, s) => a + s.bytesFromPeers, 0), 'the pages got data from each other').toBeGreaterThan(0);
+
+    // What the operator sees: both processes scraped, the swarm's figures in them.
+    const figures: [string, string, number][] = [
+      ['the signaling server is scraped', 'up{job="ppspp-signal"}', 1],
+      ['the seeder is scraped', 'up{job="ppspp-seed"}', 1],
+      ['the pages and the seeder joined', 'sum(ppspp_signal_joins_total{outcome="welcome"})', 3],
+      ['they are in the room', 'sum(ppspp_signal_peers)', 3],
+      ['offers and answers were relayed', 'sum(ppspp_signal_signals_total{outcome="delivered"})', 1],
+      ['each join got a TURN credential', 'sum(ppspp_signal_turn_credentials_total)', 3],
+      ['the seeder sent video', 'sum(ppspp_seed_bytes_sent_total)', 1],
+    ];
+    for (const [what, query, atLeast] of figures) {
+      await expect.poll(() => promValue(pub, query), { timeout: 20_000, message: `${what}: ${query}` }).toBeGreaterThanOrEqual(atLeast);
+    }
+    // Every query of the dashboard is valid PromQL over these metrics, and the main ones have data.
+    const dashboard = JSON.parse(readFileSync(join(DOCS, 'grafana-dashboard.json'), 'utf8')) as { panels: { title: string; targets: { expr: string }[] }[] };
+    const mustShow = ['Viewers', 'Joins', 'Signals relayed', 'TURN credentials', 'Seeder upload', 'Seeder peers'];
+    for (const panel of dashboard.panels) {
+      for (const { expr } of panel.targets) {
+        const answer = promQuery(pub, expr);
+        expect(answer.status, `${panel.title}: ${expr}: ${answer.error ?? ''}`).toBe('success');
+        if (mustShow.includes(panel.title)) expect(answer.data!.result.length, `${panel.title} shows data: ${expr}`).toBeGreaterThan(0);
+      }
+    }
+    for (const title of mustShow) expect(dashboard.panels.map((p) => p.title)).toContain(title);
   });
 });

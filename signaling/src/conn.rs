@@ -113,6 +113,7 @@ impl Conn {
             Err(_) => {
                 // The client does not read: its TCP buffers are full.
                 tracing::info!(peer = ?self.joined.as_ref().map(|j| &j.peer_id), "write timed out; dropping slow reader");
+                self.shared.metrics.slow_reader_dropped();
                 false
             }
         }
@@ -126,9 +127,11 @@ impl Conn {
     async fn error(&mut self, msg: ServerMessage) -> Result<(), End> {
         // A fatal error closes with its close code, the code's name as the reason.
         let close = match &msg {
-            ServerMessage::Error { code, .. } => code
-                .close_code()
-                .map(|close| End::Close(close, Utf8Bytes::from(code.as_str()))),
+            ServerMessage::Error { code, .. } => {
+                self.shared.metrics.error_sent(code.as_str());
+                code.close_code()
+                    .map(|close| End::Close(close, Utf8Bytes::from(code.as_str())))
+            }
             _ => None,
         };
         if !self.send_json(&msg).await {
@@ -178,7 +181,9 @@ impl Conn {
                 .to_json();
                 // Queued bytes are charged by length: do not hold spare capacity.
                 text.shrink_to_fit();
-                let msg = match self.shared.rooms.relay(&j.peer_id, &to, text.into()).await {
+                let relayed = self.shared.rooms.relay(&j.peer_id, &to, text.into()).await;
+                self.shared.metrics.relayed(relayed);
+                let msg = match relayed {
                     Relayed::Delivered => return Ok(()),
                     Relayed::UnknownPeer => {
                         undelivered(ErrorCode::UnknownPeer, "no such peer in this room", to)
@@ -205,7 +210,7 @@ impl Conn {
                 };
                 // As in the welcome, with credentials issued now for the current peer id.
                 let reply = ServerMessage::IceServers {
-                    ice_servers: crate::ice::for_peer(&self.shared.config, &j.peer_id),
+                    ice_servers: self.ice_servers(&j.peer_id),
                 };
                 if self.send_json(&reply).await {
                     Ok(())
@@ -225,14 +230,17 @@ impl Conn {
             if let ServerMessage::Error { supported, .. } = &mut msg {
                 *supported = Some(vec![PROTOCOL_VERSION]);
             }
+            self.shared.metrics.join_refused("unsupported-version");
             return self.error(msg).await;
         }
         if self.joined.is_some() {
+            self.shared.metrics.join_refused("already-joined");
             return self
                 .fail(ErrorCode::AlreadyJoined, "already in a room; leave first")
                 .await;
         }
         if !valid_swarm_id(&swarm) {
+            self.shared.metrics.join_refused("bad-swarm");
             return self
                 .fail(
                     ErrorCode::BadSwarm,
@@ -247,13 +255,11 @@ impl Conn {
                     peer_id: peer_id.clone(),
                     mailbox,
                 });
+                self.shared.metrics.joined();
                 let welcome = ServerMessage::Welcome {
                     v: PROTOCOL_VERSION,
                     swarm,
-                    ice_servers: crate::ice::welcome_field(crate::ice::for_peer(
-                        &self.shared.config,
-                        &peer_id,
-                    )),
+                    ice_servers: crate::ice::welcome_field(self.ice_servers(&peer_id)),
                     peer_id,
                     peers,
                 };
@@ -263,8 +269,20 @@ impl Conn {
                     Err(End::Gone)
                 }
             }
-            Err(refused) => self.fail(refused.0, refused.1).await,
+            Err(refused) => {
+                self.shared.metrics.join_refused(refused.0.as_str());
+                self.fail(refused.0, refused.1).await
+            }
         }
+    }
+
+    /// The ICE servers for `peer_id`, with a TURN credential issued now if TURN is set up.
+    fn ice_servers(&self, peer_id: &str) -> Vec<crate::protocol::IceServer> {
+        let servers = crate::ice::for_peer(&self.shared.config, peer_id);
+        if servers.iter().any(|s| s.credential.is_some()) {
+            self.shared.metrics.turn_credential_issued();
+        }
+        servers
     }
 
     /// Handles one received frame. `Err` ends the connection.
@@ -396,6 +414,7 @@ pub(crate) async fn run(
             Event::Queued(None) => {
                 // The registry dropped us: not even a notice fit in our queue.
                 tracing::info!(peer = ?conn.joined.as_ref().map(|j| &j.peer_id), "queue full; dropping slow reader");
+                conn.shared.metrics.slow_reader_dropped();
                 conn.joined = None;
                 Err(End::Close(
                     close_code::POLICY,

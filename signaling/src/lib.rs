@@ -29,6 +29,7 @@ mod http_conns;
 pub mod ice;
 mod ip_limits;
 mod mailbox;
+mod metrics;
 pub mod protocol;
 mod redis_config;
 mod registry;
@@ -64,9 +65,13 @@ pub use redis_config::RedisConfig;
 /// The path of the health endpoint.
 pub const HEALTH_PATH: &str = "/health";
 
+/// The path of the Prometheus metrics (docs/DEPLOY.md lists them).
+pub const METRICS_PATH: &str = "/metrics";
+
 pub(crate) struct Shared {
     pub(crate) config: Config,
     pub(crate) rooms: rooms::Rooms,
+    pub(crate) metrics: Arc<metrics::Metrics>,
     /// Connections per client address.
     ip_limits: Arc<ip_limits::IpLimits>,
     /// One permit per open WebSocket connection.
@@ -84,7 +89,8 @@ impl Shared {
 }
 
 /// Serves signaling on `listener` until `shutdown` resolves: WebSocket clients on
-/// [`WS_PATH`] (`/ws`), health on [`HEALTH_PATH`] (`/health`).
+/// [`WS_PATH`] (`/ws`), health on [`HEALTH_PATH`] (`/health`), Prometheus metrics on
+/// [`METRICS_PATH`] (`/metrics`).
 ///
 /// On shutdown it stops accepting, sends every client a close frame (1001, going away) and
 /// returns once all connections are closed or `config.shutdown_grace` has passed.
@@ -114,13 +120,17 @@ pub async fn serve(
         sample_size: config.sample_size,
         room_notice_rate: config.room_notice_rate,
     };
+    let metrics = Arc::new(metrics::Metrics::new());
     let rooms = match &config.redis {
         None => rooms::Rooms::Memory(registry::Registry::new(limits)),
-        Some(redis) => rooms::Rooms::Redis(cluster::Cluster::connect(redis, limits).await?),
+        Some(redis) => {
+            rooms::Rooms::Redis(cluster::Cluster::connect(redis, limits, metrics.clone()).await?)
+        }
     };
     let shared = Arc::new(Shared {
         config,
         rooms,
+        metrics,
         ip_limits: Arc::default(),
         connections: Arc::new(Semaphore::new(max_connections as usize)),
         max_connections,
@@ -129,6 +139,7 @@ pub async fn serve(
     let app = Router::new()
         .route(WS_PATH, get(ws_handler))
         .route(HEALTH_PATH, get(health))
+        .route(METRICS_PATH, get(scrape))
         .with_state(shared.clone());
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "serving signaling");
@@ -170,6 +181,9 @@ pub async fn serve(
             cfg.max_http_connections_per_ip,
         ) else {
             tracing::debug!(%peer, "connection refused: max_http_connections_per_ip reached");
+            shared
+                .metrics
+                .refused(metrics::RefusedBy::HttpConnectionsPerIp);
             continue;
         };
         // Every slot taken: the oldest connection makes room if it has been open long
@@ -179,6 +193,7 @@ pub async fn serve(
             Err(_) if http_conns.evict_oldest() => None,
             Err(_) => {
                 tracing::debug!(%peer, "connection refused: max_http_connections reached");
+                shared.metrics.refused(metrics::RefusedBy::HttpConnections);
                 continue;
             }
         };
@@ -336,10 +351,12 @@ async fn ws_handler(
         shared.config.max_connections_per_ip,
     ) else {
         tracing::debug!(%peer, "connection refused: max_connections_per_ip reached");
+        shared.metrics.refused(metrics::RefusedBy::ConnectionsPerIp);
         return unavailable("too many connections from this address");
     };
     let Ok(permit) = shared.connections.clone().try_acquire_owned() else {
         tracing::info!("connection refused: max_connections reached");
+        shared.metrics.refused(metrics::RefusedBy::Connections);
         return unavailable("too many connections");
     };
     let cfg = &shared.config;
@@ -380,4 +397,21 @@ async fn health(State(shared): State<Arc<Shared>>) -> Response {
         StatusCode::SERVICE_UNAVAILABLE
     };
     (code, body).into_response()
+}
+
+async fn scrape(State(shared): State<Arc<Shared>>) -> Response {
+    let counts = shared.rooms.counts();
+    let text = shared.metrics.render(metrics::Now {
+        rooms: counts.rooms,
+        peers: counts.peers,
+        room_sizes: shared.rooms.room_sizes(),
+        connections: shared.open_connections(),
+        queued_bytes: shared.rooms.queued_bytes(),
+        backend_up: shared.rooms.backend().1,
+    });
+    (
+        [(axum::http::header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+        text,
+    )
+        .into_response()
 }

@@ -176,6 +176,15 @@ impl Registry {
         }
     }
 
+    /// How many peers each room has.
+    pub(crate) fn room_sizes(&self) -> Vec<usize> {
+        self.lock()
+            .rooms
+            .values()
+            .map(|r| r.members.len())
+            .collect()
+    }
+
     /// Bytes queued for all clients.
     pub(crate) fn queued_bytes(&self) -> usize {
         self.queued.load(std::sync::atomic::Ordering::Relaxed)

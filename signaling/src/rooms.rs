@@ -64,6 +64,11 @@ impl Rooms {
         self.registry().counts()
     }
 
+    /// How many peers of this process each of its rooms has.
+    pub(crate) fn room_sizes(&self) -> Vec<usize> {
+        self.registry().room_sizes()
+    }
+
     /// Bytes queued for this process's clients.
     pub(crate) fn queued_bytes(&self) -> usize {
         self.registry().queued_bytes()

@@ -329,6 +329,7 @@ async fn light_peer(
             rtc: rtc.as_mut(),
             origin: None,
             live: None,
+            metrics: None,
         },
         &clock,
         None,

@@ -371,6 +371,7 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
                 rtc: rtc.as_mut(),
                 origin: origin.as_mut(),
                 live: None,
+                metrics: None,
             },
             &clock,
             stats,

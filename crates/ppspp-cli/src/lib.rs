@@ -10,6 +10,7 @@ pub mod gather;
 pub mod http_origin;
 pub mod ice_args;
 pub mod live;
+pub mod metrics;
 pub mod net;
 pub mod presentation;
 pub mod progress;

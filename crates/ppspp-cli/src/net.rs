@@ -5,6 +5,7 @@
 //! engine and discovery. The peer decides everything; the loop only moves bytes and time.
 
 use crate::http_origin::{Answer, HttpOrigin};
+use crate::metrics::SwarmMetrics;
 use crate::rtc::{RtcEvent, RtcTransport};
 use crate::stats::StatsPrinter;
 use crate::udp::{Clock, RECV_BUFFER};
@@ -209,6 +210,7 @@ async fn drive<P: SansIo<Addr = Peer>>(
 /// HTTP origin, if any, makes the requests the engine wants.
 struct Serving<'a, S: ChunkStore, F> {
     stats: Option<&'a mut StatsPrinter>,
+    metrics: Option<&'a mut SwarmMetrics>,
     origin: Option<&'a mut HttpOrigin>,
     live: Option<&'a mut LiveFeed>,
     on_event: F,
@@ -281,10 +283,13 @@ where
         if let Some(s) = self.stats.as_deref_mut() {
             s.print(p, now);
         }
+        if let Some(m) = self.metrics.as_deref_mut() {
+            m.update(&p.stats());
+        }
     }
 
     fn ticks(&self) -> bool {
-        self.stats.is_some()
+        self.stats.is_some() || self.metrics.is_some()
     }
 }
 
@@ -295,6 +300,8 @@ pub struct Links<'a> {
     pub origin: Option<&'a mut HttpOrigin>,
     /// A live source's chunks.
     pub live: Option<&'a mut LiveFeed>,
+    /// The swarm's figures for `--metrics`, updated on the stats tick.
+    pub metrics: Option<&'a mut SwarmMetrics>,
 }
 
 /// What a serving command (`seed`, `live`) says of its peers: who came, who left and why.
@@ -323,15 +330,21 @@ pub async fn run<S: ChunkStore>(
         mut rtc,
         origin,
         live,
+        metrics,
     } = links;
     let mut role = Serving {
         stats: stats.as_mut(),
+        metrics,
         origin,
         live,
         on_event,
         _store: std::marker::PhantomData,
     };
     drive(engine, &mut role, udp, rtc.as_deref_mut(), clock, stop).await;
+    if let Some(m) = role.metrics.take() {
+        m.update(&engine.stats());
+    }
+    drop(role);
     // The last line describes the channels as they ended, before they are closed.
     if let Some(s) = stats.as_mut() {
         s.print(engine, clock.now());

@@ -1,6 +1,7 @@
 //! `ppspp seed FILE`: hash the file, print its swarm URI, serve it until interrupted.
 
 use crate::file_store::FileStore;
+use crate::metrics::SeedMetrics;
 use crate::net::{self, Flow, Links};
 use crate::root::{DEFAULT_CHUNK_SIZE, hash_with_progress, parse_chunk_size};
 use crate::rtc::RtcTransport;
@@ -14,6 +15,7 @@ use ppspp::store::ChunkStore;
 use ppspp::uri::SwarmUri;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 #[derive(Args, Debug)]
 pub struct SeedArgs {
@@ -48,6 +50,11 @@ pub struct SeedArgs {
     /// Print one JSON line of figures per second on stdout (after the URI line).
     #[arg(long = "stats-json")]
     pub(crate) stats_json: bool,
+    /// Serve Prometheus metrics on http://ADDR/metrics (e.g. 127.0.0.1:9464): bytes sent,
+    /// peers, handshakes refused, chunks resent, per swarm. Off by default; anyone who can
+    /// reach ADDR can read them.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) metrics: Option<SocketAddr>,
     #[command(flatten)]
     pub(crate) ice: crate::ice_args::IceArgs,
 }
@@ -151,6 +158,7 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
             uri_prefix: None,
             shown: args.file.display().to_string(),
             stats: args.stats_json.then(StatsPrinter::new),
+            metrics: start_metrics(args).await?,
         };
         let clock = Clock::new();
         match serve(args, socket, &tree, store, &clock, served, crate::shutdown_signal()).await? {
@@ -172,6 +180,19 @@ pub struct Served {
     /// What is seeded, in the "seeding …" message.
     pub shown: String,
     pub stats: Option<StatsPrinter>,
+    /// Where the swarm's figures go for `--metrics`.
+    pub metrics: Option<Arc<SeedMetrics>>,
+}
+
+/// Starts `--metrics`' server, if asked for, and says where it listens.
+pub async fn start_metrics(args: &SeedArgs) -> Result<Option<Arc<SeedMetrics>>, String> {
+    let Some(addr) = args.metrics else {
+        return Ok(None);
+    };
+    let metrics = Arc::new(SeedMetrics::new());
+    let local = metrics.serve(addr).await?;
+    eprintln!("metrics on http://{local}{}", crate::metrics::PATH);
+    Ok(Some(metrics))
 }
 
 /// Serves complete content (`tree`, `store`) on `socket` and the signaling servers of
@@ -208,8 +229,11 @@ pub async fn serve<S: ChunkStore>(
     uri.udp.extend(on.udp);
     // The URI names one server; the instances share its rooms.
     uri.signal = args.signal.first().cloned();
-    uri.name = Some(served.name);
+    uri.name = Some(served.name.clone());
     let mut rtc = on.rtc;
+    let mut metrics = served
+        .metrics
+        .map(|m| m.swarm(&uri.root.to_hex(), &served.name));
     match &served.uri_prefix {
         Some(p) => crate::print_line(format_args!("{p} {uri}"))?,
         None => crate::print_line(&uri)?,
@@ -229,6 +253,7 @@ pub async fn serve<S: ChunkStore>(
             rtc: rtc.as_mut(),
             origin: None,
             live: None,
+            metrics: metrics.as_mut(),
         },
         clock,
         served.stats,

@@ -736,6 +736,14 @@ fn a_full_seeder_refuses_and_the_refused_come_back_once_there_is_room() {
     );
     assert!(refused(&events(&mut nodes[3])));
     assert!(nodes[3].redialing());
+    // What an operator's metrics count: the loser's second datagram and the third's
+    // opening handshake.
+    assert!(
+        nodes[0].stats().handshakes_refused >= 2,
+        "{:?}",
+        nodes[0].stats()
+    );
+    assert_eq!(nodes[winner].stats().handshakes_refused, 0);
     // The winner completes and leaves; the others, asking again, get the slot in turn.
     let t = run_from(t, &mut nodes, &mut net, Time::from_millis(60_000), |n| {
         n[winner].is_complete()

@@ -31,6 +31,7 @@ use tokio::task::JoinHandle;
 use tokio::time::timeout;
 
 use crate::mailbox::Mailbox;
+use crate::metrics::Metrics;
 use crate::protocol::{ErrorCode, undelivered};
 use crate::redis_config::RedisConfig;
 use crate::registry::{
@@ -114,6 +115,7 @@ struct Node {
     resync: Notify,
     /// Tells the subscriber to subscribe again: Redis no longer lists its subscription.
     resubscribe: Notify,
+    metrics: Arc<Metrics>,
 }
 
 /// The Redis-backed rooms of one instance.
@@ -144,7 +146,11 @@ fn timed_out(what: &str) -> RedisError {
 impl Cluster {
     /// Connects to Redis and subscribes this instance's channels. Fails if Redis cannot
     /// be reached now, or is older than 6.2; once running, outages are waited out.
-    pub(crate) async fn connect(config: &RedisConfig, limits: Limits) -> io::Result<Cluster> {
+    pub(crate) async fn connect(
+        config: &RedisConfig,
+        limits: Limits,
+        metrics: Arc<Metrics>,
+    ) -> io::Result<Cluster> {
         let url = config.redacted_url();
         let cannot = |e: &dyn std::fmt::Display| {
             io::Error::new(
@@ -197,6 +203,7 @@ impl Cluster {
             subscribed: AtomicBool::new(false),
             resync: Notify::new(),
             resubscribe: Notify::new(),
+            metrics,
         });
         // Subscribed before the first welcome, so no signal to a client here is lost.
         let (ready, subscribed) = oneshot::channel();
@@ -246,18 +253,22 @@ impl Cluster {
             let key = new_peer_key();
             let id = peer_id_hex(key);
             let answer: RedisResult<(String, Vec<String>, Vec<String>)> = node
-                .scripts
-                .join
-                .key(&room)
-                .key(names.peer(&id))
-                .arg(&id)
-                .arg(&whereabouts)
-                .arg(node.ttl_ms())
-                .arg(lim.max_peers_per_room)
-                .arg(lim.sample_size)
-                .arg(names.departures())
-                .arg(&departure)
-                .invoke_async(&mut node.con.clone())
+                .metrics
+                .redis(
+                    "join",
+                    node.scripts
+                        .join
+                        .key(&room)
+                        .key(names.peer(&id))
+                        .arg(&id)
+                        .arg(&whereabouts)
+                        .arg(node.ttl_ms())
+                        .arg(lim.max_peers_per_room)
+                        .arg(lim.sample_size)
+                        .arg(names.departures())
+                        .arg(&departure)
+                        .invoke_async(&mut node.con.clone()),
+                )
                 .await;
             let (status, expired, sample) = answer.map_err(|e| node.unavailable("join", &e))?;
             node.expired(swarm, &expired);
@@ -298,13 +309,17 @@ impl Cluster {
         }
         .to_json();
         let published: RedisResult<i64> = node
-            .scripts
-            .relay
-            .key(node.names.peer(&to_id))
-            .arg(&*swarm)
-            .arg(node.names.inbox_prefix())
-            .arg(message)
-            .invoke_async(&mut node.con.clone())
+            .metrics
+            .redis(
+                "relay",
+                node.scripts
+                    .relay
+                    .key(node.names.peer(&to_id))
+                    .arg(&*swarm)
+                    .arg(node.names.inbox_prefix())
+                    .arg(message)
+                    .invoke_async(&mut node.con.clone()),
+            )
             .await;
         match published {
             Ok(n) if n > 0 => {
@@ -342,15 +357,19 @@ impl Node {
             let id = peer_id_hex(key);
             let message = format!("{}{id}", departure_prefix(&self.names.instance, &swarm));
             let done: RedisResult<i64> = self
-                .scripts
-                .leave
-                .key(self.names.room(&swarm))
-                .key(self.names.peer(&id))
-                .arg(&id)
-                .arg(self.names.whereabouts(&swarm))
-                .arg(self.names.departures())
-                .arg(message)
-                .invoke_async(&mut self.con.clone())
+                .metrics
+                .redis(
+                    "leave",
+                    self.scripts
+                        .leave
+                        .key(self.names.room(&swarm))
+                        .key(self.names.peer(&id))
+                        .arg(&id)
+                        .arg(self.names.whereabouts(&swarm))
+                        .arg(self.names.departures())
+                        .arg(message)
+                        .invoke_async(&mut self.con.clone()),
+                )
                 .await;
             if let Err(e) = done {
                 tracing::debug!(peer = %id, error = %e, "leave not recorded; the peer expires instead");
@@ -409,10 +428,11 @@ impl Node {
                 let node = self.clone();
                 tokio::spawn(async move {
                     let channel = node.names.inbox_of(&reply);
-                    let sent: RedisResult<i64> = redis::cmd("PUBLISH")
-                        .arg(channel)
-                        .arg(bounce.to_json())
-                        .query_async(&mut node.con.clone())
+                    let mut publish = redis::cmd("PUBLISH");
+                    publish.arg(channel).arg(bounce.to_json());
+                    let sent: RedisResult<i64> = node
+                        .metrics
+                        .redis("bounce", publish.query_async(&mut node.con.clone()))
                         .await;
                     if let Err(e) = sent {
                         tracing::debug!(error = %e, "bounce not sent");
@@ -443,7 +463,11 @@ impl Node {
                 for key in batch {
                     call.arg(peer_id_hex(*key));
                 }
-                let expired: Vec<String> = match call.invoke_async(&mut self.con.clone()).await {
+                let expired: Vec<String> = match self
+                    .metrics
+                    .redis("refresh", call.invoke_async(&mut self.con.clone()))
+                    .await
+                {
                     Ok(expired) => expired,
                     Err(e) => {
                         tracing::debug!(error = %e, "refresh failed");
@@ -460,10 +484,16 @@ impl Node {
                 self.forget(gone).await;
             }
         }
-        let listeners: RedisResult<(String, i64)> = redis::cmd("PUBSUB")
+        let mut numsub = redis::cmd("PUBSUB");
+        numsub
             .arg("NUMSUB")
-            .arg(self.names.inbox_of(&self.names.instance))
-            .query_async(&mut self.con.clone())
+            .arg(self.names.inbox_of(&self.names.instance));
+        let listeners: RedisResult<(String, i64)> = self
+            .metrics
+            .redis(
+                "subscription-check",
+                numsub.query_async(&mut self.con.clone()),
+            )
             .await;
         match listeners {
             Ok((_, 0)) => {

@@ -1,5 +1,5 @@
 //! Helpers shared by the integration tests: an in-process server, a WebSocket client that
-//! speaks the protocol, and a raw HTTP GET for `/health`. Every wait is bounded.
+//! speaks the protocol, and a raw HTTP GET for `/health` and `/metrics`. Every wait is bounded.
 
 #![allow(dead_code)] // each test binary uses a different subset
 
@@ -90,11 +90,17 @@ pub async fn health(addr: SocketAddr) -> (u16, Value) {
 
 /// `GET /health` from the loopback address `from`.
 pub async fn health_from(from: &str, addr: SocketAddr) -> (u16, Value) {
+    let (status, body) = get_from(from, addr, "/health").await;
+    (status, serde_json::from_str(&body).expect("health JSON"))
+}
+
+/// `GET path` over a fresh TCP connection from the loopback address `from`: (status code,
+/// body).
+pub async fn get_from(from: &str, addr: SocketAddr, path: &str) -> (u16, String) {
     let fut = async {
         let mut s = connect_from(from, addr).await.expect("connect");
-        s.write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-            .await
-            .expect("write");
+        let head = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+        s.write_all(head.as_bytes()).await.expect("write");
         let mut buf = Vec::new();
         s.read_to_end(&mut buf).await.expect("read");
         let text = String::from_utf8(buf).expect("utf8");
@@ -103,10 +109,25 @@ pub async fn health_from(from: &str, addr: SocketAddr) -> (u16, Value) {
             .nth(1)
             .and_then(|s| s.parse().ok())
             .expect("status");
-        let body = text.split("\r\n\r\n").nth(1).unwrap_or("");
-        (status, serde_json::from_str(body).expect("health JSON"))
+        let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        (status, body.to_owned())
     };
-    timeout(WAIT, fut).await.expect("health timed out")
+    timeout(WAIT, fut).await.expect("GET timed out")
+}
+
+/// `GET /metrics`: the scrape's text.
+pub async fn metrics(addr: SocketAddr) -> String {
+    let (status, body) = get_from("127.0.0.1", addr, "/metrics").await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+/// The value of the sample whose name and labels are `series` (e.g.
+/// `ppspp_signal_joins_total{outcome="welcome"}`), if the scrape has it.
+pub fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
 }
 
 pub struct Client {

@@ -324,6 +324,7 @@ pub fn run(args: &LiveArgs) -> Result<(), String> {
                 rtc: rtc.as_mut(),
                 origin: None,
                 live: Some(&mut feed),
+                metrics: None,
             },
             &clock,
             stats,

@@ -275,6 +275,7 @@ pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
                 rtc: rtc.as_mut(),
                 origin: None,
                 live: None,
+                metrics: None,
             },
             &clock,
             req.stats_json.then(StatsPrinter::new),

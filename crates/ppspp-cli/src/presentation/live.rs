@@ -269,6 +269,7 @@ async fn serve_rendition(
             rtc: rtc.as_mut(),
             origin: None,
             live: Some(&mut feed),
+            metrics: None,
         },
         clock,
         None,

@@ -31,7 +31,7 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
             ));
         }
         let store = PartsStore::open(&src.parts, r.chunk_size as usize)?;
-        ready.push((src, tree, store));
+        ready.push(Ready { src, tree, store });
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -40,15 +40,15 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
     runtime.block_on(async {
         let stop = crate::shutdown_signal().shared();
         let clock = Clock::new();
+        let metrics = crate::seed::start_metrics(args).await?;
         let mut serving = Vec::new();
-        for (i, (src, tree, store)) in ready.into_iter().enumerate() {
+        for (i, rendition) in ready.into_iter().enumerate() {
             serving.push(serve_rendition(
                 args,
                 i,
-                src,
-                tree,
-                store,
+                rendition,
                 &clock,
+                metrics.clone(),
                 stop.clone(),
             ));
         }
@@ -73,13 +73,19 @@ pub(super) fn udp_for(base: SocketAddr, index: usize) -> Result<SocketAddr, Stri
     Ok(SocketAddr::new(base.ip(), port))
 }
 
-async fn serve_rendition(
-    args: &SeedArgs,
-    index: usize,
+/// A rendition checked against the manifest, ready to serve.
+struct Ready {
     src: SourceRendition,
     tree: MerkleTree,
     store: PartsStore,
+}
+
+async fn serve_rendition(
+    args: &SeedArgs,
+    index: usize,
+    Ready { src, tree, store }: Ready,
     clock: &Clock,
+    metrics: Option<std::sync::Arc<crate::metrics::SeedMetrics>>,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<(), String> {
     let socket = match args.udp {
@@ -94,6 +100,7 @@ async fn serve_rendition(
         uri_prefix: Some(src.id.clone()),
         shown: format!("rendition {} ({} bytes)", src.id, src.length()),
         stats: args.stats_json.then(|| StatsPrinter::for_swarm(&src.id)),
+        metrics,
     };
     let changed = serve(args, socket, &tree, store, clock, served, stop)
         .await

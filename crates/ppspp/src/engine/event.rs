@@ -219,6 +219,9 @@ pub struct Stats {
     pub munros_accepted: u64,
     /// Live: munros refused (bad signature, stale, not a munro).
     pub munros_rejected: u64,
+    /// Handshakes answered with a refusal because every channel slot
+    /// (`EngineConfig::max_peers`) was taken (a peer that tries again counts again).
+    pub handshakes_refused: u64,
     /// Open channels.
     pub peers: usize,
     /// Handshakes answered whose initiator has not come back yet (they hold no channel).

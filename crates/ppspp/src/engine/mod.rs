@@ -687,6 +687,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// Refuses an opening handshake from `peer` (its channel `remote_id`) for want of room:
     /// a close goes back, so that it asks again later instead of waiting on us.
     fn refuse(&mut self, peer: A, remote_id: u32) {
+        self.stats.handshakes_refused += 1;
         // One close per incoming handshake or answered one at most, no larger than it, and
         // a queue bounded like the half-open table (a crowd arriving at once all hear).
         if self.refusals.len() < self.config.max_half_open {
