@@ -6,8 +6,8 @@
  * and paths, a self-signed certificate the browsers and the seeder are told to trust, and
  * the seeder's upload limit (so that the pages must trade). Two pages in NATed homes play
  * over https:// and wss://, from the seeder and from each other, while Prometheus, with
- * prometheus.yml, scrapes the signaling server and the seeder, and every query of the
- * Grafana dashboard answers.
+ * prometheus.yml, scrapes the signaling server and the seeder (the pages report their
+ * offload through the signaling server), and every query of the Grafana dashboard answers.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -102,7 +102,8 @@ test.describe('docs/DEPLOY.md', () => {
 
     // 4. The signaling server: its unit's command with signal.env and the secret file.
     const signalUnit = readFileSync(join(DOCS, 'ppspp-signal.service'), 'utf8');
-    const signalEnv = { ...envFile(fromGuide('signal.env')), PPSPP_SIGNAL_TURN_SECRET_FILE: join(dir, 'turn-secret') };
+    // Pages report every 5 s instead of 30, so that reports come while they play.
+    const signalEnv = { ...envFile(fromGuide('signal.env', [['PPSPP_SIGNAL_REPORT_EVERY=30', 'PPSPP_SIGNAL_REPORT_EVERY=5']])), PPSPP_SIGNAL_TURN_SECRET_FILE: join(dir, 'turn-secret') };
     expect(signalUnit).toContain('Environment=PPSPP_SIGNAL_TURN_SECRET_FILE=%d/turn-secret');
     const signalArgv = execStart(signalUnit, signalEnv).map((w) => w.replace('/usr/local/bin/', `${BIN}/`));
     const signal = run.keep('signal', wan.exec('pub', 'env', [...Object.entries(signalEnv).map(([k, v]) => `${k}=${v}`), ...signalArgv]));
@@ -182,13 +183,16 @@ test.describe('docs/DEPLOY.md', () => {
       ['offers and answers were relayed', 'sum(ppspp_signal_signals_total{outcome="delivered"})', 1],
       ['each join got a TURN credential', 'sum(ppspp_signal_turn_credentials_total)', 3],
       ['the seeder sent video', 'sum(ppspp_seed_bytes_sent_total)', 1],
+      ['both pages reported', 'sum(ppspp_signal_reporting_peers)', 2],
+      ['the pages reported bytes from the seeder', 'sum(ppspp_signal_reported_bytes_total{source="seeders"})', 1],
+      ['the pages reported bytes from each other', 'sum(ppspp_signal_reported_bytes_total{source="peers"})', 1],
     ];
     for (const [what, query, atLeast] of figures) {
       await expect.poll(() => promValue(pub, query), { timeout: 20_000, message: `${what}: ${query}` }).toBeGreaterThanOrEqual(atLeast);
     }
     // Every query of the dashboard is valid PromQL over these metrics, and the main ones have data.
     const dashboard = JSON.parse(readFileSync(join(DOCS, 'grafana-dashboard.json'), 'utf8')) as { panels: { title: string; targets: { expr: string }[] }[] };
-    const mustShow = ['Viewers', 'Joins', 'Signals relayed', 'TURN credentials', 'Seeder upload', 'Seeder peers'];
+    const mustShow = ['Offload', 'Bytes received by source', 'Viewers', 'Joins', 'Signals relayed', 'TURN credentials', 'Seeder upload', 'Seeder peers'];
     for (const panel of dashboard.panels) {
       for (const { expr } of panel.targets) {
         const answer = promQuery(pub, expr);

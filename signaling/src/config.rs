@@ -9,6 +9,10 @@ use crate::redis_config::RedisConfig;
 /// The shortest TURN secret accepted, in bytes: 128 bits if they are random.
 pub const MIN_TURN_SECRET_LEN: usize = 16;
 
+/// The shortest and longest interval between a client's reports.
+const MIN_REPORT_EVERY: Duration = Duration::from_secs(5);
+const MAX_REPORT_EVERY: Duration = Duration::from_secs(3600);
+
 /// Limits and timers of a signaling server. `Config::default()` is what the binary runs
 /// with when no flag or environment variable says otherwise.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,6 +80,10 @@ pub struct Config {
     /// How long a TURN credential is valid from the `join` it was issued for (whole
     /// seconds count): between 1 s and 7 days.
     pub turn_credential_ttl: Duration,
+    /// How often clients that report (the site opted in) send their figures: the
+    /// `welcome`'s `reportEvery`, in whole seconds (5 s to 1 hour). Zero: the server takes
+    /// no reports and the welcome says nothing of them.
+    pub report_every: Duration,
     /// Rooms in this Redis, shared with every other instance configured alike, instead of
     /// in this process's memory. `None` (the default): one process serves the site.
     /// With Redis, `max_peers_per_room` holds across instances; `max_rooms` and every
@@ -108,6 +116,7 @@ impl Default for Config {
             turn_urls: Vec::new(),
             turn_secret: None,
             turn_credential_ttl: Duration::from_secs(24 * 3600),
+            report_every: Duration::from_secs(30),
             redis: None,
         }
     }
@@ -233,7 +242,21 @@ impl Config {
                 ttl.as_secs_f64()
             ));
         }
+        let every = self.report_every;
+        if !every.is_zero() && !(MIN_REPORT_EVERY..=MAX_REPORT_EVERY).contains(&every) {
+            return Err(format!(
+                "report_every must be 0 (no reports) or between {} s and {} s, not {} s",
+                MIN_REPORT_EVERY.as_secs(),
+                MAX_REPORT_EVERY.as_secs(),
+                every.as_secs_f64()
+            ));
+        }
         Ok(())
+    }
+
+    /// The `welcome`'s `reportEvery`: whole seconds, or `None` when reports are off.
+    pub(crate) fn report_every_secs(&self) -> Option<u64> {
+        (!self.report_every.is_zero()).then_some(self.report_every.as_secs())
     }
 }
 

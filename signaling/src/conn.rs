@@ -16,6 +16,7 @@ use crate::protocol::{
     undelivered, valid_swarm_id,
 };
 use crate::registry::{Outbound, Relayed};
+use crate::report::{Growth, ReportState};
 
 /// Read buffer of each connection. Signaling frames are small; tungstenite's 128 KiB
 /// default would dominate the memory of an idle client.
@@ -70,6 +71,8 @@ impl Bucket {
 struct Joined {
     peer_id: String,
     mailbox: Arc<Mailbox>,
+    swarm: Arc<str>,
+    report: ReportState,
 }
 
 /// How a connection ends.
@@ -149,6 +152,9 @@ impl Conn {
 
     async fn leave_room(&mut self) {
         if let Some(j) = self.joined.take() {
+            if j.report.reported() {
+                self.shared.metrics.reporter_left(&j.swarm);
+            }
             self.shared.rooms.leave(&j.peer_id).await;
             tracing::debug!(peer = %j.peer_id, "left");
         }
@@ -218,6 +224,38 @@ impl Conn {
                     Err(End::Gone)
                 }
             }
+            ClientMessage::Report {
+                bytes,
+                stalls,
+                stall_ms,
+            } => {
+                let every = self.shared.config.report_every;
+                let Some(j) = &mut self.joined else {
+                    return self.fail(ErrorCode::NotJoined, "join a room first").await;
+                };
+                if every.is_zero() {
+                    return self
+                        .fail(ErrorCode::BadReport, "this server takes no reports")
+                        .await;
+                }
+                let first = !j.report.reported();
+                let totals = Growth {
+                    bytes,
+                    stalls,
+                    stall_ms,
+                };
+                match j.report.take(Instant::now(), every, totals) {
+                    Ok(grew) => {
+                        self.shared.metrics.reported(&j.swarm, first, grew);
+                        Ok(())
+                    }
+                    Err(why) => {
+                        self.shared.metrics.report_refused();
+                        self.fail(ErrorCode::BadReport, format!("report not taken: {why}"))
+                            .await
+                    }
+                }
+            }
         }
     }
 
@@ -254,12 +292,15 @@ impl Conn {
                 self.joined = Some(Joined {
                     peer_id: peer_id.clone(),
                     mailbox,
+                    swarm: Arc::from(swarm.as_str()),
+                    report: ReportState::new(Instant::now()),
                 });
                 self.shared.metrics.joined();
                 let welcome = ServerMessage::Welcome {
                     v: PROTOCOL_VERSION,
                     swarm,
                     ice_servers: crate::ice::welcome_field(self.ice_servers(&peer_id)),
+                    report_every: self.shared.config.report_every_secs(),
                     peer_id,
                     peers,
                 };
@@ -415,7 +456,11 @@ pub(crate) async fn run(
                 // The registry dropped us: not even a notice fit in our queue.
                 tracing::info!(peer = ?conn.joined.as_ref().map(|j| &j.peer_id), "queue full; dropping slow reader");
                 conn.shared.metrics.slow_reader_dropped();
-                conn.joined = None;
+                if let Some(j) = conn.joined.take()
+                    && j.report.reported()
+                {
+                    conn.shared.metrics.reporter_left(&j.swarm);
+                }
                 Err(End::Close(
                     close_code::POLICY,
                     Utf8Bytes::from_static("slow reader"),

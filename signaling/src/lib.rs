@@ -33,6 +33,7 @@ mod metrics;
 pub mod protocol;
 mod redis_config;
 mod registry;
+mod report;
 mod rooms;
 mod send_buffer;
 

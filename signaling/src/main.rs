@@ -110,6 +110,11 @@ struct Args {
     /// days).
     #[arg(long, env = "PPSPP_SIGNAL_TURN_TTL", default_value_t = Config::default().turn_credential_ttl.as_secs_f64())]
     turn_ttl: f64,
+    /// Seconds between the figures pages report when their site opted in (bytes from
+    /// peers, HTTP and seeders, stalls), aggregated per swarm on /metrics; 5 to 3600, or 0
+    /// to take no reports.
+    #[arg(long, env = "PPSPP_SIGNAL_REPORT_EVERY", default_value_t = Config::default().report_every.as_secs())]
+    report_every: u64,
     /// Keep rooms in this Redis (6.2 or newer), shared with every instance given the same
     /// URL and prefix, instead of in this process: `redis://[:PASSWORD@]HOST[:PORT][/DB]`.
     /// Prefer the environment variable when the URL holds a password.
@@ -192,6 +197,7 @@ impl Args {
             turn_urls: self.turn_urls.clone(),
             turn_secret: self.turn_secret()?,
             turn_credential_ttl: seconds("turn-ttl", self.turn_ttl)?,
+            report_every: Duration::from_secs(self.report_every),
             redis: match &self.redis {
                 None => None,
                 Some(url) => Some(RedisConfig {

@@ -2,7 +2,10 @@
 //! flavour): what the server did since it started (counters, kept as it goes) and what it
 //! holds now (gauges, read at each scrape). docs/DEPLOY.md lists them with what to watch.
 
+use std::collections::HashMap;
 use std::future::Future;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -15,6 +18,7 @@ use prometheus_client::registry::Registry;
 
 use crate::mailbox::Refused;
 use crate::registry::Relayed;
+use crate::report::Growth;
 
 /// The content type of what [`Metrics::render`] returns.
 pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -47,6 +51,20 @@ struct Operation {
 struct Peers {
     peers: &'static str,
 }
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Swarm {
+    swarm: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SwarmSource {
+    swarm: String,
+    source: &'static str,
+}
+
+/// Where reported bytes came from, as labelled.
+const SOURCES: [&str; 3] = ["peers", "http", "seeders"];
 
 type Histograms = Family<Operation, Histogram, fn() -> Histogram>;
 
@@ -97,12 +115,26 @@ pub(crate) struct Metrics {
     connections: Gauge,
     queued_bytes: Gauge,
     backend_up: Gauge,
+    reported_bytes: Family<SwarmSource, Counter>,
+    reported_stalls: Family<Swarm, Counter>,
+    reported_stall_seconds: Family<Swarm, Counter<f64, AtomicU64>>,
+    reporters: Family<Swarm, Gauge>,
+    reports_refused: Counter,
+    /// Clients here that reported, per swarm: a swarm's series go when its last one leaves,
+    /// so they are bounded by the rooms here.
+    reporting: Mutex<HashMap<Arc<str>, usize>>,
 }
 
 fn redis_histogram() -> Histogram {
     // 0.25 ms to about half a second: a Redis beside the server answers in well under a
     // millisecond, one across a region in tens.
     Histogram::new(exponential_buckets(0.000_25, 2.0, 12))
+}
+
+fn swarm_label(swarm: &str) -> Swarm {
+    Swarm {
+        swarm: swarm.to_owned(),
+    }
 }
 
 fn to_i64(n: usize) -> i64 {
@@ -127,6 +159,12 @@ impl Metrics {
             connections: Gauge::default(),
             queued_bytes: Gauge::default(),
             backend_up: Gauge::default(),
+            reported_bytes: Family::default(),
+            reported_stalls: Family::default(),
+            reported_stall_seconds: Family::default(),
+            reporters: Family::default(),
+            reports_refused: Counter::default(),
+            reporting: Mutex::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -195,7 +233,90 @@ impl Metrics {
             "1 while the room store answers (always, without Redis), else 0",
             m.backend_up.clone(),
         );
+        r.register(
+            "reported_bytes",
+            "Bytes pages reported receiving, per swarm and source (peers, http, seeders); only pages whose site opted in report",
+            m.reported_bytes.clone(),
+        );
+        r.register(
+            "reported_stalls",
+            "Stalls of playback pages reported, per swarm",
+            m.reported_stalls.clone(),
+        );
+        r.register(
+            "reported_stall_seconds",
+            "Seconds of stalled playback pages reported, per swarm",
+            m.reported_stall_seconds.clone(),
+        );
+        r.register(
+            "reporting_peers",
+            "Pages on this instance that reported, per swarm",
+            m.reporters.clone(),
+        );
+        r.register(
+            "reports_refused",
+            "Reports not taken (too soon, totals that went down, more than a viewer can receive)",
+            m.reports_refused.clone(),
+        );
         m
+    }
+
+    fn lock_reporting(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, usize>> {
+        // Each update is one statement, so a poisoned lock is still usable.
+        self.reporting.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A client of `swarm` reported what `grew` since its last report (`first`: its first
+    /// since it joined).
+    pub(crate) fn reported(&self, swarm: &Arc<str>, first: bool, grew: Growth) {
+        if first {
+            *self.lock_reporting().entry(swarm.clone()).or_default() += 1;
+            self.reporters.get_or_create(&swarm_label(swarm)).inc();
+        }
+        let bytes = [grew.bytes.peers, grew.bytes.http, grew.bytes.seeders];
+        for (source, n) in SOURCES.into_iter().zip(bytes) {
+            self.reported_bytes
+                .get_or_create(&SwarmSource {
+                    swarm: swarm.to_string(),
+                    source,
+                })
+                .inc_by(n);
+        }
+        let label = swarm_label(swarm);
+        self.reported_stalls
+            .get_or_create(&label)
+            .inc_by(grew.stalls);
+        self.reported_stall_seconds
+            .get_or_create(&label)
+            .inc_by(grew.stall_ms as f64 / 1000.0);
+    }
+
+    /// A client of `swarm` that had reported left; with the last one, the swarm's series go.
+    pub(crate) fn reporter_left(&self, swarm: &Arc<str>) {
+        let mut reporting = self.lock_reporting();
+        let Some(n) = reporting.get_mut(swarm) else {
+            return;
+        };
+        *n -= 1;
+        let label = swarm_label(swarm);
+        if *n > 0 {
+            self.reporters.get_or_create(&label).dec();
+            return;
+        }
+        reporting.remove(swarm);
+        for source in SOURCES {
+            self.reported_bytes.remove(&SwarmSource {
+                swarm: swarm.to_string(),
+                source,
+            });
+        }
+        self.reported_stalls.remove(&label);
+        self.reported_stall_seconds.remove(&label);
+        self.reporters.remove(&label);
+    }
+
+    pub(crate) fn report_refused(&self) {
+        self.reports_refused.inc();
     }
 
     pub(crate) fn joined(&self) {

@@ -128,3 +128,112 @@ async fn redis_round_trips_are_timed_per_operation() {
     one.stop().await.expect("serve");
     two.stop().await.expect("serve");
 }
+
+#[tokio::test]
+async fn page_reports_add_up_per_swarm_and_go_with_the_last_reporter() {
+    let server = Server::start(Config::default()).await;
+    let (mut a, mut b) = (server.client().await, server.client().await);
+    a.join(&swarm(5)).await;
+    b.join(&swarm(5)).await;
+    let report = |peers: u64, http: u64, seeders: u64| json!({"type": "report", "bytes": {"peers": peers, "http": http, "seeders": seeders}, "stalls": 1, "stallMs": 250});
+    a.send(report(1_000_000, 50_000, 200_000)).await;
+    b.send(report(3_000_000, 0, 100_000)).await;
+    // Too soon after a's first: refused, not fatal, counted nowhere.
+    a.send(report(9_000_000, 0, 0)).await;
+    let refused = a.expect_error("bad-report").await;
+    assert_eq!(refused["fatal"], false);
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most every"),
+        "{refused}"
+    );
+    let s = swarm(5);
+    let bytes = |source: &str| {
+        format!("ppspp_signal_reported_bytes_total{{swarm=\"{s}\",source=\"{source}\"}}")
+    };
+    let text = metrics(server.addr).await;
+    assert_eq!(sample(&text, &bytes("peers")), Some(4_000_000.0), "{text}");
+    assert_eq!(sample(&text, &bytes("http")), Some(50_000.0));
+    assert_eq!(sample(&text, &bytes("seeders")), Some(300_000.0));
+    assert_eq!(
+        sample(
+            &text,
+            &format!("ppspp_signal_reported_stalls_total{{swarm=\"{s}\"}}")
+        ),
+        Some(2.0)
+    );
+    assert_eq!(
+        sample(
+            &text,
+            &format!("ppspp_signal_reporting_peers{{swarm=\"{s}\"}}")
+        ),
+        Some(2.0)
+    );
+    assert_eq!(
+        sample(&text, "ppspp_signal_reports_refused_total"),
+        Some(1.0)
+    );
+    // A report outside a room is refused too.
+    let mut outside = server.client().await;
+    outside.send(report(1, 1, 1)).await;
+    outside.expect_error("not-joined").await;
+
+    a.close().await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while value(
+        &server,
+        &format!("ppspp_signal_reporting_peers{{swarm=\"{s}\"}}"),
+    )
+    .await
+        != 1.0
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "a's leaving was not counted"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    b.close().await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let text = metrics(server.addr).await;
+        if sample(&text, &bytes("peers")).is_none() {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the swarm's series stayed:\n{text}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    server.stop().await.expect("serve");
+}
+
+#[tokio::test]
+async fn the_welcome_says_how_often_to_report_or_nothing_when_reports_are_off() {
+    let on = Server::start(Config::default()).await;
+    let mut c = on.client().await;
+    c.send(json!({"type": "join", "v": 1, "swarm": swarm(3)}))
+        .await;
+    let welcome = c.recv().await;
+    assert_eq!(welcome["reportEvery"], 30, "{welcome}");
+    on.stop().await.expect("serve");
+
+    let off = Server::start(Config {
+        report_every: std::time::Duration::ZERO,
+        ..Config::default()
+    })
+    .await;
+    let mut c = off.client().await;
+    c.send(json!({"type": "join", "v": 1, "swarm": swarm(3)}))
+        .await;
+    let welcome = c.recv().await;
+    assert!(welcome.get("reportEvery").is_none(), "{welcome}");
+    c.send(json!({"type": "report", "bytes": {"peers": 1, "http": 0, "seeders": 0}, "stalls": 0, "stallMs": 0}))
+        .await;
+    let refused = c.expect_error("bad-report").await;
+    assert!(refused["message"].as_str().unwrap().contains("no reports"));
+    off.stop().await.expect("serve");
+}

@@ -71,6 +71,13 @@ export interface PeerOptions {
    * next or nobody else has (default true): this is what keeps the origin's upload low.
    */
   preferPeers?: boolean;
+  /**
+   * Report this page's figures to the signaling server for the site's operator (default
+   * false): every `reportEvery` seconds the server asks for, the bytes received from
+   * peers, from HTTP and from seeders, and the stalls, which the server adds up per swarm
+   * on its metrics. Nothing that identifies the viewer is sent.
+   */
+  reportOffload?: boolean;
 }
 
 /** Options of a {@link Player}. */
@@ -178,6 +185,7 @@ export interface ResolvedPeerOptions {
   statsIntervalMs: number;
   wasm: string | URL | undefined;
   preferPeers: boolean;
+  reportOffload: boolean;
 }
 
 export interface ResolvedPlayerOptions extends ResolvedPeerOptions {
@@ -284,7 +292,7 @@ export function checkSignalUrl(url: string, what = 'option signal'): string {
 
 const KNOWN_PEER = [
   'signal', 'signalingTimeoutMs', 'iceServers', 'iceTransportPolicy', 'maxConnections', 'uploadLimit', 'downloadLimit', 'priority',
-  'connectTimeoutMs', 'statsIntervalMs', 'wasm', 'preferPeers',
+  'connectTimeoutMs', 'statsIntervalMs', 'wasm', 'preferPeers', 'reportOffload',
 ];
 const KNOWN_PLAYER = [
   ...KNOWN_PEER, 'mimeType', 'keepBehindSeconds', 'readAheadBytes', 'readAheadSeconds', 'httpReadAheadSeconds',
@@ -389,6 +397,7 @@ export function resolvePeerOptions(options: PeerOptions = {}, known = KNOWN_PEER
     statsIntervalMs: number(options, 'statsIntervalMs', 1000, { min: 0 }),
     wasm,
     preferPeers: boolean(options, 'preferPeers', true),
+    reportOffload: boolean(options, 'reportOffload', false),
   };
 }
 

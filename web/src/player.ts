@@ -215,6 +215,7 @@ export class Player extends Emitter<PlayerEvents> {
           ),
         ),
     });
+    swarm.setStallSource(() => ({ stalls: this.stalls.stalls, stallMs: this.stalls.rebufferMs }));
   }
 
   /**

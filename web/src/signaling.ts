@@ -47,7 +47,7 @@ export function rejoinDelayMs(attempt: number, urls: number, random: number): nu
  * (`test/signaling-protocol.test.ts`).
  */
 export type ServerMessage =
-  | { type: 'welcome'; peerId: string; peers: string[]; iceServers?: RTCIceServer[] }
+  | { type: 'welcome'; peerId: string; peers: string[]; iceServers?: RTCIceServer[]; reportEvery?: number }
   | { type: 'signal'; from: string; data: unknown }
   | { type: 'ice-servers'; iceServers: RTCIceServer[] }
   | { type: 'peer-left'; peerId: string }
@@ -102,6 +102,9 @@ export function decodeServerMessage(text: string): ServerMessage | null {
       };
       const iceServers = decodeIceServers(msg.iceServers);
       if (iceServers) welcome.iceServers = iceServers;
+      // Seconds between reports, when the server takes them; anything else: it does not.
+      const every = msg.reportEvery;
+      if (typeof every === 'number' && Number.isInteger(every) && every > 0) welcome.reportEvery = every;
       return welcome;
     }
     case 'signal':
@@ -137,6 +140,26 @@ export function encodeIce(): string {
   return JSON.stringify({ type: 'ice' });
 }
 
+/** What a `report` carries: running totals since the join (bytes verified, by source; stalls). */
+export interface ReportTotals {
+  peers: number;
+  http: number;
+  seeders: number;
+  stalls: number;
+  stallMs: number;
+}
+
+/** The `report` frame: `totals` since our join, as whole non-negative numbers. */
+export function encodeReport(totals: ReportTotals): string {
+  const whole = (n: number): number => (Number.isFinite(n) && n > 0 ? Math.floor(n) : 0);
+  return JSON.stringify({
+    type: 'report',
+    bytes: { peers: whole(totals.peers), http: whole(totals.http), seeders: whole(totals.seeders) },
+    stalls: whole(totals.stalls),
+    stallMs: whole(totals.stallMs),
+  });
+}
+
 /**
  * When the earliest of `servers`' TURN credentials expires (ms since the epoch, by the
  * server's clock), read from their TURN REST usernames (`<unix expiry>:<peer id>`); null
@@ -167,10 +190,11 @@ const MAX_ICE_REFRESH_MS = 24 * 3600_000;
  * just left (`unknown-peer`), or to one whose queue is full (`peer-busy`: it reads slowly;
  * that connection attempt times out and another peer is tried), or a server that cannot
  * serve now (`unavailable`: its room store is down; the close follows, and the next URL is
- * tried).
+ * tried), or a report it did not take (`bad-report`: the operator's figures miss one
+ * report; playback is not concerned).
  */
 export function isRoutineError(code: string): boolean {
-  return code === 'unknown-peer' || code === 'peer-busy' || code === 'unavailable';
+  return code === 'unknown-peer' || code === 'peer-busy' || code === 'unavailable' || code === 'bad-report';
 }
 
 export class SignalingClient {
@@ -189,6 +213,8 @@ export class SignalingClient {
   private iceAnswerDue = false;
   /** False once the server said it does not know `ice` (an older server). */
   private iceSupported = true;
+  /** The latest welcome's `reportEvery`: seconds between reports, null when the server takes none. */
+  private reportEveryValue: number | null = null;
 
   /** After start() failed: go on trying in the background (see {@link start}). */
   private keepTrying = false;
@@ -223,6 +249,14 @@ export class SignalingClient {
    */
   get iceServers(): RTCIceServer[] {
     return this.iceServersValue;
+  }
+
+  /**
+   * Seconds between `report`s the server asked for in the latest welcome (set before the
+   * `welcome` handler runs); null when it takes none.
+   */
+  get reportEverySeconds(): number | null {
+    return this.reportEveryValue;
   }
 
   /**
@@ -300,6 +334,7 @@ export class SignalingClient {
           this.attempt = 0;
           this.peerIdValue = msg.peerId;
           this.iceServersValue = msg.iceServers ?? [];
+          this.reportEveryValue = msg.reportEvery ?? null;
           this.iceAnswerDue = false;
           this.scheduleIceRefresh();
           this.handlers.welcome(this.peerIdValue, msg.peers);
@@ -371,6 +406,16 @@ export class SignalingClient {
       this.retryTimer = null;
       this.open();
     }, delay);
+  }
+
+  /**
+   * Sends a `report` of `totals` since our join; false when not sent (not joined, or the
+   * server takes no reports).
+   */
+  report(totals: ReportTotals): boolean {
+    if (this.reportEveryValue === null || this.socket?.readyState !== WebSocket.OPEN || this.peerIdValue === null) return false;
+    this.socket.send(encodeReport(totals));
+    return true;
   }
 
   /** Relays `data` to `to`; dropped silently while disconnected (the peer will retry). */

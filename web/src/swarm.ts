@@ -11,7 +11,8 @@ import { type ErrorCode, PpsppError, fatal, messageOf } from './errors.js';
 import { HttpOrigin, type HttpOriginSettings } from './http-origin.js';
 import type { ResolvedPeerOptions } from './options.js';
 import { SavedChunks, type StorageFallback } from './saved-chunks.js';
-import { SignalingClient } from './signaling.js';
+import { OffloadReports } from './offload-reports.js';
+import { type ReportTotals, SignalingClient } from './signaling.js';
 import type { ChannelStats, ContentInfo, EngineEvent, EngineStats, WasmPeer } from './wasm.js';
 
 /** One channel's figures, with who is at the other end. */
@@ -169,6 +170,10 @@ export class Swarm extends Emitter<SwarmEvents> {
   private readonly seeding: boolean;
   private readonly storageQuota: number | null;
   private p2pLater: boolean;
+  /** Reports for the operator (`reportOffload`), null when the site did not ask for them. */
+  private readonly reports: OffloadReports | null;
+  /** Where the stalls in those reports come from (the Player's stall watch), if anywhere. */
+  private stallSource: () => { stalls: number; stallMs: number } = () => ({ stalls: 0, stallMs: 0 });
 
   constructor(
     private readonly engine: WasmPeer,
@@ -200,6 +205,7 @@ export class Swarm extends Emitter<SwarmEvents> {
     this.origin = origin && new HttpOrigin(engine, origin, () => this.driver.kick(), signalUrls === null || p2pLater);
     this.signaling = signalUrls === null ? null : new SignalingClient(signalUrls, content.root, {
       welcome: (_id, peers) => {
+        this.reports?.joined(this.signaling?.reportEverySeconds ?? null);
         this.markJoined();
         for (const remote of peers) this.connections.offer(remote);
       },
@@ -208,6 +214,10 @@ export class Swarm extends Emitter<SwarmEvents> {
       disconnected: () => {},
       error: (err) => this.emit('error', err),
     }, options.signalingTimeoutMs);
+    const signaling = this.signaling;
+    this.reports = signaling && options.reportOffload
+      ? new OffloadReports(() => this.reportTotals(), (since) => signaling.report(since))
+      : null;
     this.connections = new Connections(
       this.signaling ?? OFFLINE,
       {
@@ -662,9 +672,25 @@ export class Swarm extends Emitter<SwarmEvents> {
     return this.connections.selectedPairs();
   }
 
+  /**
+   * Where the stalls of the operator's reports come from (`reportOffload`): the Player
+   * gives its stall watch; without one, reports carry bytes only.
+   */
+  setStallSource(source: () => { stalls: number; stallMs: number }): void {
+    this.stallSource = source;
+  }
+
+  /** The running totals the operator's reports are made of. */
+  private reportTotals(): ReportTotals {
+    const { stalls, stallMs } = this.stallSource();
+    return { peers: this.bytesFromPeers, http: this.bytesFromHttp, seeders: this.bytesFromSeeders, stalls, stallMs };
+  }
+
   /** Leaves the swarm: explicit closes to peers, then connections and signaling go. */
   close(): void {
     if (this.closed) return;
+    // While the bytes are still counted and the signaling connection stands.
+    this.reports?.close();
     this.engine.closeAll();
     this.driver.flush(1024);
     this.driver.close();

@@ -28,6 +28,7 @@ describe('peer options', () => {
       statsIntervalMs: 1000,
       wasm: undefined,
       preferPeers: true,
+      reportOffload: false,
     });
   });
 
@@ -65,6 +66,7 @@ describe('peer options', () => {
     expect(badOption(() => resolvePeerOptions({ signal: [7] as unknown as string[] }))).toMatch(/as strings/);
     expect(badOption(() => resolvePeerOptions({ connectTimeoutMs: 5 }))).toMatch(/connectTimeoutMs/);
     expect(badOption(() => resolvePeerOptions({ preferPeers: 'yes' } as never))).toMatch(/preferPeers.*true or false/);
+    expect(badOption(() => resolvePeerOptions({ reportOffload: 1 } as never))).toMatch(/reportOffload.*true or false/);
     // A typo must not be silently ignored.
     expect(badOption(() => resolvePeerOptions({ maxConnection: 3 } as never))).toMatch(/unknown option "maxConnection"/);
     expect(badOption(() => resolvePeerOptions({ iceServers: 'stun:x' } as never))).toMatch(/iceServers/);

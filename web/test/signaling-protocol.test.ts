@@ -16,6 +16,7 @@ import {
   encodeIce,
   encodeJoin,
   encodeLeave,
+  encodeReport,
   encodeSignal,
   isRoutineError,
 } from '../src/signaling.js';
@@ -67,6 +68,12 @@ describe('client → server fixtures', () => {
       case 'ice':
         expect(encodeIce()).toBe(f.text);
         break;
+      case 'report': {
+        const bytes = m.bytes as Record<string, number>;
+        const totals = { peers: bytes.peers!, http: bytes.http!, seeders: bytes.seeders!, stalls: Number(m.stalls), stallMs: Number(m.stallMs) };
+        expect(encodeReport(totals)).toBe(f.text);
+        break;
+      }
       default:
         throw new Error(`the client does not send ${String(m.type)} messages`);
     }
@@ -79,12 +86,14 @@ describe('server → client fixtures', () => {
     const decoded = decodeServerMessage(f.text);
     switch (m.type) {
       case 'welcome':
-        // `iceServers` as sent (RTCIceServer's shape), and no such key when absent.
-        expect(decoded).toStrictEqual(
-          m.iceServers === undefined
-            ? { type: 'welcome', peerId: m.peer_id, peers: m.peers }
-            : { type: 'welcome', peerId: m.peer_id, peers: m.peers, iceServers: m.iceServers },
-        );
+        // `iceServers` and `reportEvery` as sent, and no such key when absent.
+        expect(decoded).toStrictEqual({
+          type: 'welcome',
+          peerId: m.peer_id,
+          peers: m.peers,
+          ...(m.iceServers === undefined ? {} : { iceServers: m.iceServers }),
+          ...(m.reportEvery === undefined ? {} : { reportEvery: m.reportEvery }),
+        });
         break;
       case 'signal':
         expect(decoded).toEqual({ type: 'signal', from: m.from, data: m.data });
@@ -109,7 +118,7 @@ describe('server → client fixtures', () => {
       .filter((f) => f.json.type === 'error' && isRoutineError(String(f.json.code)))
       .map((f) => f.json.code)
       .sort();
-    expect(routine).toEqual(['peer-busy', 'unavailable', 'unknown-peer']);
+    expect(routine).toEqual(['bad-report', 'peer-busy', 'unavailable', 'unknown-peer']);
   });
 
   it('has welcomes with and without iceServers', () => {
@@ -247,6 +256,24 @@ describe('SignalingClient on the fixtures', () => {
       client.send(String(f.json.to), f.json.data);
       expect(socket.sent, f.name).toEqual([f.text]);
     }
+
+    // Reports go only to a server whose latest welcome asked for them.
+    const report = only('report', toServer);
+    const bytes = report.json.bytes as Record<string, number>;
+    const totals = { peers: bytes.peers!, http: bytes.http!, seeders: bytes.seeders!, stalls: Number(report.json.stalls), stallMs: Number(report.json.stallMs) };
+    const asking = toClient.find((f) => f.json.type === 'welcome' && f.json.reportEvery !== undefined);
+    if (!asking) throw new Error('no welcome with reportEvery');
+    socket.deliver(asking.text);
+    expect(client.reportEverySeconds).toBe(asking.json.reportEvery);
+    socket.sent.length = 0;
+    expect(client.report(totals)).toBe(true);
+    expect(socket.sent).toEqual([report.text]);
+    socket.deliver(welcome.text);
+    expect(welcome.json.reportEvery).toBeUndefined();
+    expect(client.reportEverySeconds).toBeNull();
+    socket.sent.length = 0;
+    expect(client.report(totals)).toBe(false);
+    expect(socket.sent).toEqual([]);
 
     socket.sent.length = 0;
     expect(client.requestIceServers()).toBe(true);

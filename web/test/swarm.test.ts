@@ -427,6 +427,35 @@ describe('Swarm timers (fake time)', () => {
     expect(log['peer-left']).toEqual([]);
   });
 
+  it('with reportOffload, reports its bytes by source every reportEvery seconds, and a last one as it leaves', async () => {
+    server.reportEvery = 5;
+    const data = randomBytes(40 * CHUNK + 5, 23);
+    const seed = seeder(data);
+    await seed.start();
+    const quiet = fetcher(seed.uri);
+    const reporting = fetcher(seed.uri, { reportOffload: true });
+    const done = Promise.all([nextEvent(quiet, 'complete'), nextEvent(reporting, 'complete')]);
+    await Promise.all([quiet.start(), reporting.start()]);
+    await vi.advanceTimersByTimeAsync(4_000);
+    await done;
+    const reports = () => server.received.filter((r) => r.msg.type === 'report');
+    expect(reports()).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1_000);
+    const me = idOf(reporting, 2);
+    expect(reports().map((r) => r.from)).toEqual([me]);
+    const first = reports()[0]!.msg as { bytes: { peers: number; http: number; seeders: number }; stalls: number; stallMs: number };
+    // Everything came from the seeder or the other fetcher, nothing from HTTP; no stall source here.
+    expect(first.bytes.http).toBe(0);
+    expect(first.bytes.peers + first.bytes.seeders).toBe(data.length);
+    expect(first.bytes.seeders).toBe(reporting.stats().bytesFromSeeders);
+    expect([first.stalls, first.stallMs]).toEqual([0, 0]);
+    await vi.advanceTimersByTimeAsync(3_000);
+    reporting.close();
+    await vi.advanceTimersByTimeAsync(10); // the fake socket delivers in a later task
+    expect(reports()).toHaveLength(2);
+    expect(reports()[1]!.msg.bytes).toEqual(first.bytes);
+  });
+
   it('emits stats every statsIntervalMs with the engine figures', async () => {
     const seed = seeder(randomBytes(10 * CHUNK, 19), { statsIntervalMs: 500 });
     const log = record(seed);

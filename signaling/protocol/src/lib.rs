@@ -73,6 +73,32 @@ pub enum ClientMessage {
     /// without rejoining, because those of the `welcome` expire. Answered by an
     /// `ice-servers`; before `join` (or after `leave`) by a `not-joined` error.
     Ice,
+    /// `{"type":"report","bytes":{"peers":…,"http":…,"seeders":…},"stalls":…,"stallMs":…}`:
+    /// what the client received since its `join`, for the operator's swarm-wide figures.
+    /// Sent only to a server whose `welcome` has `reportEvery`, at most that often, and
+    /// only if the site asked for it. Each figure is a running total since the join, never
+    /// smaller than in the client's previous report. Success is silent; a report the server
+    /// does not take is a `bad-report` error (not fatal), and counts for nothing.
+    Report {
+        /// Payload bytes received, verified, by where they came from.
+        bytes: ReportBytes,
+        /// Stalls of playback (the playhead stood still while it should have played).
+        stalls: u64,
+        /// Milliseconds those stalls lasted.
+        #[serde(rename = "stallMs")]
+        stall_ms: u64,
+    },
+}
+
+/// The bytes of a `report`, by source.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportBytes {
+    /// From other viewers.
+    pub peers: u64,
+    /// From the HTTP origin (a CDN or web server).
+    pub http: u64,
+    /// From seeders.
+    pub seeders: u64,
 }
 
 /// A message from the server to a client.
@@ -101,6 +127,14 @@ pub enum ServerMessage {
             skip_serializing_if = "Option::is_none"
         )]
         ice_servers: Option<Vec<IceServer>>,
+        /// Seconds between the client's `report`s, when the server takes them (absent: it
+        /// does not, and clients send none). On the wire `reportEvery`.
+        #[serde(
+            rename = "reportEvery",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
+        report_every: Option<u64>,
     },
     /// A relayed `signal`: `data` as the peer `from` sent it. `from` is set by the server
     /// and cannot be forged; `data` is still untrusted input.
@@ -244,13 +278,17 @@ pub enum ErrorCode {
     /// `unavailable`, fatal: the server cannot serve the request now (with rooms in Redis,
     /// Redis does not answer). Reconnect later, or to another server of the site.
     Unavailable,
+    /// `bad-report`: a `report` the server did not take (too soon after the last, totals
+    /// that went down, more than a viewer can receive, or reports are off). Not fatal;
+    /// nothing of it was counted.
+    BadReport,
     /// A code this version does not define (from a newer server), as it was sent.
     Other(String),
 }
 
 impl ErrorCode {
     /// Every code this version defines, in the order of `docs/SIGNALING.md`'s table.
-    pub const KNOWN: [ErrorCode; 16] = [
+    pub const KNOWN: [ErrorCode; 17] = [
         ErrorCode::BadJson,
         ErrorCode::BadMessage,
         ErrorCode::UnknownType,
@@ -267,6 +305,7 @@ impl ErrorCode {
         ErrorCode::TooManyRooms,
         ErrorCode::PeerBusy,
         ErrorCode::Unavailable,
+        ErrorCode::BadReport,
     ];
 
     /// The code as it appears on the wire, e.g. `"unknown-peer"`.
@@ -288,6 +327,7 @@ impl ErrorCode {
             ErrorCode::TooManyRooms => "too-many-rooms",
             ErrorCode::PeerBusy => "peer-busy",
             ErrorCode::Unavailable => "unavailable",
+            ErrorCode::BadReport => "bad-report",
             ErrorCode::Other(code) => code,
         }
     }
@@ -326,6 +366,7 @@ impl ErrorCode {
             | ErrorCode::RoomFull
             | ErrorCode::TooManyRooms
             | ErrorCode::PeerBusy
+            | ErrorCode::BadReport
             | ErrorCode::Other(_) => None,
         }
     }
@@ -406,7 +447,7 @@ impl std::error::Error for DecodeError {}
 
 impl ClientMessage {
     /// The `type`s a client may send in this version.
-    pub const TYPES: [&'static str; 4] = ["join", "signal", "leave", "ice"];
+    pub const TYPES: [&'static str; 5] = ["join", "signal", "leave", "ice", "report"];
 
     /// Parses one text frame from a client. Unknown extra fields are ignored.
     pub fn from_json(text: &str) -> Result<ClientMessage, DecodeError> {
@@ -425,6 +466,7 @@ impl ClientMessage {
             ClientMessage::Signal { .. } => "signal",
             ClientMessage::Leave => "leave",
             ClientMessage::Ice => "ice",
+            ClientMessage::Report { .. } => "report",
         }
     }
 }

@@ -31,6 +31,8 @@ export class FakeSignalServer {
   unavailable = false;
   /** Accepts connections and never answers anything (a hung process, a proxy holding the upgrade). */
   silent = false;
+  /** The welcome's `reportEvery` (seconds between reports); null: the server takes none. */
+  reportEvery: number | null = null;
 
   constructor() {
     serverCount += 1;
@@ -87,7 +89,9 @@ export class FakeSignalServer {
         const peers = this.room(swarm);
         client.peerId = (this.nextPeer++).toString(16).padStart(32, '0');
         client.swarm = swarm;
-        this.push(client, { type: 'welcome', v: 1, swarm, peer_id: client.peerId, peers });
+        const welcome: Record<string, unknown> = { type: 'welcome', v: 1, swarm, peer_id: client.peerId, peers };
+        if (this.reportEvery !== null) welcome.reportEvery = this.reportEvery;
+        this.push(client, welcome);
         break;
       }
       case 'signal': {
