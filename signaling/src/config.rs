@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use crate::ice::{self, MAX_ICE_URLS, MAX_TURN_CREDENTIAL_TTL, TurnSecret};
+use crate::locality::AsTable;
 use crate::redis_config::RedisConfig;
 
 /// The shortest TURN secret accepted, in bytes: 128 bits if they are random.
@@ -39,8 +42,27 @@ pub struct Config {
     /// An HTTP connection that does not deliver a complete request head within this long
     /// (also between requests on a kept-alive connection) is closed.
     pub http_header_timeout: Duration,
-    /// Most peers listed in a `welcome` (a uniform random sample of the room).
+    /// Most peers listed in a `welcome`: the closest of the room to the newcomer (same
+    /// address block, then same AS), and `random_sample_share` of them from the whole room
+    /// at random.
     pub sample_size: usize,
+    /// The share of a `welcome`'s sample drawn from the whole room at random (0 to 1; at
+    /// least one place once the sample has two): what keeps a swarm spread over networks
+    /// from splitting into islands. 1: every sample at random, as without locality.
+    pub random_sample_share: f64,
+    /// The address block that counts as one network for samples: an IPv4 prefix length
+    /// (default 24; 0 leaves blocks out).
+    pub locality_v4_prefix: u8,
+    /// The same for IPv6 (default 48).
+    pub locality_v6_prefix: u8,
+    /// A prefix-to-AS table (CAIDA's pfx2as format): peers in the newcomer's AS come next
+    /// after its block. None: blocks only.
+    pub as_table: Option<Arc<AsTable>>,
+    /// The request header holding the client's address, set by a proxy in front (e.g.
+    /// `X-Real-IP`); its last comma-separated address counts, for locality. None (the
+    /// default): the TCP peer's address. Set it only behind a proxy that always sets the
+    /// header, or clients can claim any address.
+    pub client_ip_header: Option<String>,
     /// Token-bucket refill: frames per second a client may send on average.
     pub rate_per_sec: f64,
     /// Token-bucket depth: frames a client may send in a burst.
@@ -103,6 +125,11 @@ impl Default for Config {
             max_http_connections_per_ip: 32,
             http_header_timeout: Duration::from_secs(10),
             sample_size: 20,
+            random_sample_share: 0.25,
+            locality_v4_prefix: 24,
+            locality_v6_prefix: 48,
+            as_table: None,
+            client_ip_header: None,
             rate_per_sec: 50.0,
             rate_burst: 200.0,
             idle_timeout: Duration::from_secs(60),
@@ -242,6 +269,23 @@ impl Config {
                 ttl.as_secs_f64()
             ));
         }
+        if !(0.0..=1.0).contains(&self.random_sample_share) {
+            return Err(format!(
+                "random_sample_share must be between 0 and 1, not {}",
+                self.random_sample_share
+            ));
+        }
+        if self.locality_v4_prefix > 32 || self.locality_v6_prefix > 128 {
+            return Err(format!(
+                "locality prefixes must be at most 32 (IPv4) and 128 (IPv6), not {} and {}",
+                self.locality_v4_prefix, self.locality_v6_prefix
+            ));
+        }
+        if let Some(h) = &self.client_ip_header
+            && axum::http::HeaderName::from_bytes(h.as_bytes()).is_err()
+        {
+            return Err(format!("client_ip_header {h:?} is not a header name"));
+        }
         let every = self.report_every;
         if !every.is_zero() && !(MIN_REPORT_EVERY..=MAX_REPORT_EVERY).contains(&every) {
             return Err(format!(
@@ -252,6 +296,15 @@ impl Config {
             ));
         }
         Ok(())
+    }
+
+    /// How client addresses are judged for closeness.
+    pub(crate) fn judge(&self) -> crate::locality::Judge<'_> {
+        crate::locality::Judge {
+            v4_prefix: self.locality_v4_prefix,
+            v6_prefix: self.locality_v6_prefix,
+            as_table: self.as_table.as_deref(),
+        }
     }
 
     /// The `welcome`'s `reportEvery`: whole seconds, or `None` when reports are off.

@@ -1,6 +1,7 @@
 //! One client connection: a single task that reads frames, writes replies and queued
 //! messages, pings, and enforces the rate limit and the idle timeout.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,6 +11,7 @@ use tokio::time::{Instant, timeout};
 
 use crate::Shared;
 use crate::ip_limits::IpSlot;
+use crate::locality::Locality;
 use crate::mailbox::Mailbox;
 use crate::protocol::{
     ClientMessage, ErrorCode, PROTOCOL_VERSION, ServerMessage, close_code, parse_client,
@@ -104,6 +106,8 @@ struct Conn {
     joined: Option<Joined>,
     /// The WebSocket layer returned an error: nothing more can be read.
     read_failed: bool,
+    /// Where the client is, for the samples it gets and the ones it is in.
+    locality: Locality,
 }
 
 impl Conn {
@@ -286,7 +290,7 @@ impl Conn {
                 )
                 .await;
         }
-        match self.shared.rooms.join(&swarm).await {
+        match self.shared.rooms.join(&swarm, &self.locality).await {
             Ok((peer_id, mailbox, peers)) => {
                 tracing::debug!(peer = %peer_id, %swarm, "joined");
                 self.joined = Some(Joined {
@@ -407,14 +411,17 @@ pub(crate) async fn run(
     shared: Arc<Shared>,
     _permit: OwnedSemaphorePermit,
     _ip: IpSlot,
+    client: IpAddr,
 ) {
     let cfg = shared.config.clone();
     let mut shutdown = shared.shutdown.clone();
+    let locality = shared.config.judge().locate(client);
     let mut conn = Conn {
         ws,
         shared,
         joined: None,
         read_failed: false,
+        locality,
     };
     let mut bucket = Bucket::new(cfg.rate_per_sec, cfg.rate_burst);
     let mut ping = tokio::time::interval_at(Instant::now() + cfg.ping_interval, cfg.ping_interval);

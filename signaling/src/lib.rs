@@ -1,7 +1,7 @@
 //! `ppspp-signal`: the WebSocket signaling server and tracker of ppspp-web.
 //!
 //! Peers of one swarm (one piece of content, named by its Merkle root) meet in a room:
-//! `join` tells a newcomer its server-assigned peer id and a random sample of the peers
+//! `join` tells a newcomer its server-assigned peer id and a sample of the peers
 //! already there; the newcomer then opens WebRTC connections to them by relaying
 //! offers, answers and ICE candidates through `signal` messages. The protocol is specified
 //! in `docs/SIGNALING.md`.
@@ -28,6 +28,7 @@ mod conn;
 mod http_conns;
 pub mod ice;
 mod ip_limits;
+mod locality;
 mod mailbox;
 mod metrics;
 pub mod protocol;
@@ -60,6 +61,7 @@ use tokio::task::JoinHandle;
 
 pub use config::Config;
 pub use ice::TurnSecret;
+pub use locality::AsTable;
 pub use protocol::{PROTOCOL_VERSION, WS_PATH};
 pub use redis_config::RedisConfig;
 
@@ -119,6 +121,7 @@ pub async fn serve(
         max_rooms: config.max_rooms,
         max_peers_per_room: config.max_peers_per_room,
         sample_size: config.sample_size,
+        random_places: locality::random_places(config.sample_size, config.random_sample_share),
         room_notice_rate: config.room_notice_rate,
     };
     let metrics = Arc::new(metrics::Metrics::new());
@@ -341,8 +344,10 @@ struct ClientAddr(SocketAddr);
 async fn ws_handler(
     State(shared): State<Arc<Shared>>,
     Extension(ClientAddr(peer)): Extension<ClientAddr>,
+    headers: axum::http::HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
+    let client = client_ip(&shared.config, &headers, peer);
     if *shared.shutdown.borrow() {
         return unavailable("shutting down");
     }
@@ -369,7 +374,31 @@ async fn ws_handler(
         .max_write_buffer_size(transport_limit * 2)
         .max_message_size(transport_limit)
         .max_frame_size(transport_limit)
-        .on_upgrade(move |socket| conn::run(socket, shared, permit, ip_slot))
+        .on_upgrade(move |socket| conn::run(socket, shared, permit, ip_slot, client))
+}
+
+/// The client's address: from the configured header a proxy sets (its last address), or
+/// the TCP peer's.
+fn client_ip(
+    config: &Config,
+    headers: &axum::http::HeaderMap,
+    peer: SocketAddr,
+) -> std::net::IpAddr {
+    let Some(name) = &config.client_ip_header else {
+        return peer.ip();
+    };
+    let from_header = headers
+        .get(name.as_str())
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.rsplit(',').next())
+        .and_then(|v| v.trim().parse().ok());
+    match from_header {
+        Some(ip) => ip,
+        None => {
+            tracing::debug!(%peer, header = %name, "no client address in the header; using the connection's");
+            peer.ip()
+        }
+    }
 }
 
 async fn health(State(shared): State<Arc<Shared>>) -> Response {

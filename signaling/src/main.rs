@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use ppspp_signal::{Config, RedisConfig, TurnSecret, WS_PATH};
+use ppspp_signal::{AsTable, Config, RedisConfig, TurnSecret, WS_PATH};
 use tracing_subscriber::EnvFilter;
 
 /// WebSocket signaling server and tracker for ppspp-web peers.
@@ -52,6 +52,24 @@ struct Args {
     /// Most peers listed in a `welcome`.
     #[arg(long, env = "PPSPP_SIGNAL_SAMPLE_SIZE", default_value_t = Config::default().sample_size)]
     sample_size: usize,
+    /// Share of a welcome's sample drawn from the whole room at random (0 to 1); the rest
+    /// are the closest peers: same address block, then same AS (--as-table).
+    #[arg(long, env = "PPSPP_SIGNAL_RANDOM_SAMPLE_SHARE", default_value_t = Config::default().random_sample_share)]
+    random_sample_share: f64,
+    /// IPv4 prefix length of the address block peers share to count as close (0: none).
+    #[arg(long, env = "PPSPP_SIGNAL_LOCALITY_V4_PREFIX", default_value_t = Config::default().locality_v4_prefix)]
+    locality_v4_prefix: u8,
+    /// IPv6 prefix length of the same (0: none).
+    #[arg(long, env = "PPSPP_SIGNAL_LOCALITY_V6_PREFIX", default_value_t = Config::default().locality_v6_prefix)]
+    locality_v6_prefix: u8,
+    /// Prefix-to-AS table in CAIDA's pfx2as format (address, length, AS per line): peers
+    /// of the newcomer's AS are offered after those of its block.
+    #[arg(long, value_name = "FILE", env = "PPSPP_SIGNAL_AS_TABLE")]
+    as_table: Option<PathBuf>,
+    /// Request header with the client's address, set by the proxy in front (e.g.
+    /// X-Real-IP), for locality; only behind a proxy that always sets it.
+    #[arg(long, value_name = "NAME", env = "PPSPP_SIGNAL_CLIENT_IP_HEADER")]
+    client_ip_header: Option<String>,
     /// Messages per second a client may send on average (token-bucket refill).
     #[arg(long, env = "PPSPP_SIGNAL_RATE", default_value_t = Config::default().rate_per_sec)]
     rate: f64,
@@ -184,6 +202,16 @@ impl Args {
             max_http_connections_per_ip: self.max_http_connections_per_ip,
             http_header_timeout: seconds("http-header-timeout", self.http_header_timeout)?,
             sample_size: self.sample_size,
+            random_sample_share: self.random_sample_share,
+            locality_v4_prefix: self.locality_v4_prefix,
+            locality_v6_prefix: self.locality_v6_prefix,
+            as_table: match &self.as_table {
+                None => None,
+                Some(path) => Some(std::sync::Arc::new(
+                    AsTable::from_file(path).map_err(|e| format!("--as-table: {e}"))?,
+                )),
+            },
+            client_ip_header: self.client_ip_header.clone(),
             rate_per_sec: self.rate,
             rate_burst: self.burst,
             idle_timeout: seconds("idle-timeout", self.idle_timeout)?,

@@ -23,6 +23,7 @@ use std::time::Instant;
 
 use axum::extract::ws::Utf8Bytes;
 
+use crate::locality::{self, Locality};
 use crate::mailbox::{Budget, Mailbox, Refused};
 use crate::protocol::{ErrorCode, PEER_ID_HEX_LEN, ServerMessage};
 
@@ -62,6 +63,8 @@ struct PeerEntry {
     mailbox: Arc<Mailbox>,
     /// Peer ids this peer knows (it is among their `watchers`).
     knows: HashSet<PeerKey>,
+    /// Where it is, for the samples of newcomers.
+    locality: Locality,
 }
 
 /// A token bucket of `peer-left` notices a room may broadcast beyond the targeted ones.
@@ -113,6 +116,9 @@ pub(crate) struct NotHere {
     pub swarm: Arc<str>,
 }
 
+/// A peer of a room here, with its locality's tag (what Redis keeps of it).
+pub(crate) type Member = (PeerKey, String);
+
 /// A peer this registry removed: it left, or it was dropped as a slow reader.
 pub(crate) type Removed = (PeerKey, Arc<str>);
 
@@ -123,7 +129,24 @@ pub(crate) struct Limits {
     pub max_rooms: usize,
     pub max_peers_per_room: usize,
     pub sample_size: usize,
+    /// Places of each sample drawn from the whole room at random; the rest go to the
+    /// closest peers.
+    pub random_places: usize,
     pub room_notice_rate: f64,
+}
+
+impl Limits {
+    /// With Redis: how many of the room a join draws at random to pick its sample from
+    /// (the closest of them first). The whole room when it is that small; beyond, the
+    /// closest of a random draw rather than of the room, to keep a join one bounded
+    /// round trip.
+    pub(crate) fn candidates(&self) -> usize {
+        if self.random_places >= self.sample_size {
+            self.sample_size
+        } else {
+            (self.sample_size * 8).max(256).min(self.max_peers_per_room)
+        }
+    }
 }
 
 /// The room registry.
@@ -190,11 +213,13 @@ impl Registry {
         self.queued.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// In memory mode: adds a new peer to `swarm`'s room. Returns its id, its mailbox and a
-    /// random sample of at most `sample_size` of the peers that were already there.
+    /// In memory mode: adds a new peer at `at` to `swarm`'s room. Returns its id, its
+    /// mailbox and a sample of at most `sample_size` of the peers that were already there,
+    /// the closest first after `random_places` drawn at random.
     pub(crate) fn join(
         &self,
         swarm: &str,
+        at: &Locality,
     ) -> Result<(PeerKey, Arc<Mailbox>, Vec<PeerKey>), JoinRefused> {
         let lim = self.limits;
         let mut g = self.lock();
@@ -214,15 +239,22 @@ impl Registry {
         }
         let sample: Vec<PeerKey> = match inner.rooms.get(swarm) {
             Some(room) => {
-                let n = room.members.len();
-                rand::seq::index::sample(&mut rand::rng(), n, lim.sample_size.min(n))
-                    .into_iter()
-                    .map(|i| room.members[i])
-                    .collect()
+                let candidates: Vec<(PeerKey, &Locality)> = room
+                    .members
+                    .iter()
+                    .filter_map(|k| inner.peers.get(k).map(|p| (*k, &p.locality)))
+                    .collect();
+                locality::sample(
+                    at,
+                    &candidates,
+                    lim.sample_size,
+                    lim.random_places,
+                    &mut rand::rng(),
+                )
             }
             None => Vec::new(),
         };
-        let mailbox = self.insert(inner, swarm, key, &sample);
+        let mailbox = self.insert(inner, swarm, key, &sample, at.clone());
         Ok((key, mailbox, sample))
     }
 
@@ -236,10 +268,17 @@ impl Registry {
         Ok(())
     }
 
-    /// With Redis: adds `key`, which Redis admitted to `swarm` with the welcome `sample`.
-    pub(crate) fn admit(&self, swarm: &str, key: PeerKey, sample: &[PeerKey]) -> Arc<Mailbox> {
+    /// With Redis: adds `key` at `at`, which Redis admitted to `swarm` with the welcome
+    /// `sample`.
+    pub(crate) fn admit(
+        &self,
+        swarm: &str,
+        key: PeerKey,
+        sample: &[PeerKey],
+        at: Locality,
+    ) -> Arc<Mailbox> {
         let mut g = self.lock();
-        self.insert(&mut g, swarm, key, sample)
+        self.insert(&mut g, swarm, key, sample, at)
     }
 
     fn insert(
@@ -248,6 +287,7 @@ impl Registry {
         swarm: &str,
         key: PeerKey,
         sample: &[PeerKey],
+        locality: Locality,
     ) -> Arc<Mailbox> {
         let lim = &self.limits;
         let swarm: Arc<str> = match inner.rooms.get_key_value(swarm) {
@@ -274,6 +314,7 @@ impl Registry {
                 index,
                 mailbox: mailbox.clone(),
                 knows: sample.iter().copied().collect(),
+                locality,
             },
         );
         mailbox
@@ -380,12 +421,22 @@ impl Registry {
         self.lock().peers.contains_key(&key)
     }
 
-    /// Every room with peers here, and those peers.
-    pub(crate) fn snapshot(&self) -> Vec<(Arc<str>, Vec<PeerKey>)> {
+    /// Every room with peers here, and those peers with their locality tags.
+    pub(crate) fn snapshot(&self) -> Vec<(Arc<str>, Vec<Member>)> {
         let g = self.lock();
         g.rooms
             .iter()
-            .map(|(swarm, room)| (swarm.clone(), room.members.clone()))
+            .map(|(swarm, room)| {
+                let members = room
+                    .members
+                    .iter()
+                    .map(|k| {
+                        let tag = g.peers.get(k).map(|p| p.locality.tag()).unwrap_or_default();
+                        (*k, tag)
+                    })
+                    .collect();
+                (swarm.clone(), members)
+            })
             .collect()
     }
 }
@@ -493,6 +544,7 @@ mod tests {
             max_rooms: 10,
             max_peers_per_room: 100,
             sample_size: 5,
+            random_places: 5,
             room_notice_rate: rate,
         })
     }
@@ -512,7 +564,7 @@ mod tests {
         let mut boxes = Vec::new();
         let mut ids = Vec::new();
         for _ in 0..30 {
-            let (id, mailbox, sample) = reg.join(&swarm('a')).unwrap();
+            let (id, mailbox, sample) = reg.join(&swarm('a'), &Locality::default()).unwrap();
             assert!(sample.len() <= 5 && sample.len() <= ids.len());
             assert!(sample.iter().all(|s| ids.contains(s)));
             ids.push(id);
@@ -545,10 +597,10 @@ mod tests {
     fn departures_go_to_those_who_know_once_the_budget_is_spent() {
         // No broadcast budget at all: only targeted notices.
         let reg = registry(1 << 20, 0.0);
-        let (a, box_a, _) = reg.join(&swarm('b')).unwrap();
-        let (b, box_b, sample) = reg.join(&swarm('b')).unwrap();
+        let (a, box_a, _) = reg.join(&swarm('b'), &Locality::default()).unwrap();
+        let (b, box_b, sample) = reg.join(&swarm('b'), &Locality::default()).unwrap();
         assert_eq!(sample, vec![a]);
-        let (c, box_c, _) = reg.join(&swarm('b')).unwrap();
+        let (c, box_c, _) = reg.join(&swarm('b'), &Locality::default()).unwrap();
         // b knows a (sample); a learns c from c's signal.
         assert_eq!(reg.relay(c, a, "hi".into()), Ok(Relayed::Delivered));
         reg.leave(c);
@@ -577,9 +629,14 @@ mod tests {
         let reg = registry(1 << 20, 0.0);
         let (remote_x, remote_y) = (new_peer_key(), new_peer_key());
         // a was welcomed with x in its sample; b learns y from y's signal.
-        let box_a = reg.admit(&swarm('d'), new_peer_key(), &[remote_x]);
+        let box_a = reg.admit(
+            &swarm('d'),
+            new_peer_key(),
+            &[remote_x],
+            Locality::default(),
+        );
         let b = new_peer_key();
-        let box_b = reg.admit(&swarm('d'), b, &[]);
+        let box_b = reg.admit(&swarm('d'), b, &[], Locality::default());
         assert!(matches!(
             reg.relay(b, remote_y, "?".into()),
             Err(NotHere { .. })
@@ -610,8 +667,8 @@ mod tests {
     fn a_queue_without_room_for_a_notice_drops_its_reader() {
         let total = 4 * (100 + crate::mailbox::ENTRY_OVERHEAD);
         let reg = registry(total, 1000.0);
-        let (a, box_a, _) = reg.join(&swarm('c')).unwrap();
-        let (b, box_b, _) = reg.join(&swarm('c')).unwrap();
+        let (a, box_a, _) = reg.join(&swarm('c'), &Locality::default()).unwrap();
+        let (b, box_b, _) = reg.join(&swarm('c'), &Locality::default()).unwrap();
         let big: String = "y".repeat(100);
         let mut delivered = 0;
         while reg.relay(a, b, big.clone().into()) == Ok(Relayed::Delivered) {
@@ -622,7 +679,7 @@ mod tests {
         let mut others = Vec::new();
         let mut removed = Vec::new();
         for _ in 0..40 {
-            let (id, mb, _) = reg.join(&swarm('c')).unwrap();
+            let (id, mb, _) = reg.join(&swarm('c'), &Locality::default()).unwrap();
             removed.extend(reg.leave(id).into_iter().map(|(k, _)| k));
             others.push(mb);
             if box_b.is_closed() {

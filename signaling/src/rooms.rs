@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::cluster::Cluster;
+use crate::locality::Locality;
 use crate::mailbox::Mailbox;
 use crate::registry::{
     Counts, JoinRefused, Outbound, Registry, Relayed, parse_peer_id, peer_id_hex,
@@ -26,10 +27,10 @@ impl Rooms {
     }
 
     /// Adds a new peer to `swarm`'s room.
-    pub(crate) async fn join(&self, swarm: &str) -> Result<Joined, JoinRefused> {
+    pub(crate) async fn join(&self, swarm: &str, at: &Locality) -> Result<Joined, JoinRefused> {
         let (key, mailbox, sample) = match self {
-            Rooms::Memory(r) => r.join(swarm)?,
-            Rooms::Redis(c) => c.join(swarm).await?,
+            Rooms::Memory(r) => r.join(swarm, at)?,
+            Rooms::Redis(c) => c.join(swarm, at).await?,
         };
         let sample = sample.into_iter().map(peer_id_hex).collect();
         Ok((peer_id_hex(key), mailbox, sample))

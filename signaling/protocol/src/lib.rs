@@ -105,9 +105,9 @@ pub struct ReportBytes {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum ServerMessage {
-    /// The reply to `join`: the client's server-assigned `peer_id` and a uniform random
-    /// sample of the peers already in the room (never the client itself; empty for the
-    /// first). The newcomer initiates: it sends offers to the peers it wants.
+    /// The reply to `join`: the client's server-assigned `peer_id` and a sample of the peers
+    /// already in the room, the closest to the client first (never the client itself;
+    /// empty for the first). The newcomer initiates: it sends offers to the peers it wants.
     Welcome {
         /// The protocol version of this session.
         v: u64,

@@ -30,6 +30,7 @@ use tokio::sync::{Notify, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
 
+use crate::locality::{self, Locality};
 use crate::mailbox::Mailbox;
 use crate::metrics::Metrics;
 use crate::protocol::{ErrorCode, undelivered};
@@ -70,6 +71,11 @@ struct Names {
 impl Names {
     fn room(&self, swarm: &str) -> String {
         format!("{}:room:{swarm}", self.prefix)
+    }
+
+    /// The room's localities (the key the scripts' sweep derives from the room's).
+    fn localities(&self, swarm: &str) -> String {
+        format!("{}:loc", self.room(swarm))
     }
 
     fn peer_prefix(&self) -> String {
@@ -232,11 +238,13 @@ impl Cluster {
         self.node.up.load(Ordering::Relaxed) && self.node.subscribed.load(Ordering::Relaxed)
     }
 
-    /// Admits a new peer to `swarm`'s room (all instances' peers count towards its
-    /// limit), with a sample of the whole room.
+    /// Admits a new peer at `at` to `swarm`'s room (all instances' peers count towards its
+    /// limit), with a sample of the whole room: the closest of a random draw of
+    /// candidates (`Limits::candidates`), after the places drawn at random.
     pub(crate) async fn join(
         &self,
         swarm: &str,
+        at: &Locality,
     ) -> Result<(PeerKey, Arc<Mailbox>, Vec<PeerKey>), JoinRefused> {
         let node = &self.node;
         let lim = *node.registry.limits();
@@ -252,7 +260,8 @@ impl Cluster {
         for _ in 0..4 {
             let key = new_peer_key();
             let id = peer_id_hex(key);
-            let answer: RedisResult<(String, Vec<String>, Vec<String>)> = node
+            type Answer = (String, Vec<String>, Vec<String>, Vec<Option<String>>);
+            let answer: RedisResult<Answer> = node
                 .metrics
                 .redis(
                     "join",
@@ -260,26 +269,40 @@ impl Cluster {
                         .join
                         .key(&room)
                         .key(names.peer(&id))
+                        .key(names.localities(swarm))
                         .arg(&id)
                         .arg(&whereabouts)
                         .arg(node.ttl_ms())
                         .arg(lim.max_peers_per_room)
-                        .arg(lim.sample_size)
+                        .arg(lim.candidates())
                         .arg(names.departures())
                         .arg(&departure)
+                        .arg(at.tag())
                         .invoke_async(&mut node.con.clone()),
                 )
                 .await;
-            let (status, expired, sample) = answer.map_err(|e| node.unavailable("join", &e))?;
+            let (status, expired, candidates, tags) =
+                answer.map_err(|e| node.unavailable("join", &e))?;
             node.expired(swarm, &expired);
             match status.as_str() {
                 "ok" => {
-                    let sample: Vec<PeerKey> = sample
+                    let candidates: Vec<(PeerKey, Locality)> = candidates
                         .iter()
-                        .filter_map(|s| parse_peer_id(s))
-                        .filter(|k| *k != key)
+                        .zip(tags.iter().map(Some).chain(std::iter::repeat(None)))
+                        .filter_map(|(s, tag)| {
+                            let k = parse_peer_id(s).filter(|k| *k != key)?;
+                            let at = tag.and_then(Option::as_deref).map(Locality::from_tag);
+                            Some((k, at.unwrap_or_default()))
+                        })
                         .collect();
-                    let mailbox = node.registry.admit(swarm, key, &sample);
+                    let sample = locality::sample(
+                        at,
+                        &candidates,
+                        lim.sample_size,
+                        lim.random_places,
+                        &mut rand::rng(),
+                    );
+                    let mailbox = node.registry.admit(swarm, key, &sample, at.clone());
                     return Ok((key, mailbox, sample));
                 }
                 "full" => return Err(room_full(lim.max_peers_per_room)),
@@ -364,6 +387,7 @@ impl Node {
                         .leave
                         .key(self.names.room(&swarm))
                         .key(self.names.peer(&id))
+                        .key(self.names.localities(&swarm))
                         .arg(&id)
                         .arg(self.names.whereabouts(&swarm))
                         .arg(self.names.departures())
@@ -455,13 +479,14 @@ impl Node {
             for batch in ids.chunks(REFRESH_BATCH) {
                 let mut call = self.scripts.refresh.prepare_invoke();
                 call.key(self.names.room(&swarm))
+                    .key(self.names.localities(&swarm))
                     .arg(self.ttl_ms())
                     .arg(self.names.peer_prefix())
                     .arg(self.names.whereabouts(&swarm))
                     .arg(self.names.departures())
                     .arg(departure_prefix(&self.names.instance, &swarm));
-                for key in batch {
-                    call.arg(peer_id_hex(*key));
+                for (key, tag) in batch {
+                    call.arg(peer_id_hex(*key)).arg(tag);
                 }
                 let expired: Vec<String> = match self
                     .metrics
@@ -478,8 +503,8 @@ impl Node {
                 // Peers that left while the script ran were just put back: remove them again.
                 let gone: Vec<Removed> = batch
                     .iter()
-                    .filter(|k| !self.registry.contains(**k))
-                    .map(|k| (*k, swarm.clone()))
+                    .filter(|(k, _)| !self.registry.contains(*k))
+                    .map(|(k, _)| (*k, swarm.clone()))
                     .collect();
                 self.forget(gone).await;
             }

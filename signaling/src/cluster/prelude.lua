@@ -6,8 +6,9 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- Removes the members of `room` that expired by `now`, announces each on `channel` as
--- `prefix .. id`, and returns their ids. Every instance refreshes its peers every third of
+-- Removes the members of `room` that expired by `now` (and their localities, kept in the
+-- hash `room .. ':loc'`), announces each on `channel` as `prefix .. id`, and returns
+-- their ids. Every instance refreshes its peers every third of
 -- `ttl`, so scripts run that often; when none ran for half of `ttl` (Redis stalled, or
 -- every instance was cut off from it), peers expired without their instances' fault, and
 -- nothing is swept for one `ttl`, while the instances put their peers back.
@@ -26,6 +27,7 @@ local function sweep(room, now, ttl, channel, prefix)
   if #expired > 0 then
     redis.call('ZREMRANGEBYSCORE', room, '-inf', now)
     for _, id in ipairs(expired) do
+      redis.call('HDEL', room .. ':loc', id)
       redis.call('PUBLISH', channel, prefix .. id)
     end
   end

@@ -167,6 +167,20 @@ impl Client {
         Client { ws, peer_id: None }
     }
 
+    /// Connects with the request header `name: value` (as a proxy in front would add).
+    pub async fn connect_with_header(url: &str, name: &'static str, value: &str) -> Client {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        let mut request = url.into_client_request().expect("request");
+        request
+            .headers_mut()
+            .insert(name, value.parse().expect("header value"));
+        let (ws, _) = timeout(WAIT, tokio_tungstenite::connect_async(request))
+            .await
+            .expect("connect timed out")
+            .expect("connect");
+        Client { ws, peer_id: None }
+    }
+
     pub async fn send(&mut self, v: Value) {
         self.send_text(v.to_string()).await;
     }
