@@ -30,8 +30,8 @@ async function serve(
   return served;
 }
 
-async function signaling(): Promise<string> {
-  const s = await startSignal();
+async function signaling(extra: string[] = []): Promise<string> {
+  const s = await startSignal('127.0.0.1:0', extra);
   stops.push(() => s.stop());
   return s.url;
 }
@@ -61,6 +61,30 @@ test('six pages play from a static web server and each other; the server sends a
   expect(fromPeers, 'pages fed each other').toBeGreaterThan(3 * video.length);
   expect(server.bytesSent('/video-origin-60s.tree'), 'tree file reads stay small').toBeLessThan(video.length / 20);
   for (const page of pages) expect(await t(page, (x) => x.errors)).toEqual([]);
+});
+
+test('below --p2p-min-peers pages play from the origin alone; the page that makes the room big enough gets the video from the others', async ({ browser }) => {
+  test.setTimeout(120_000);
+  const video = new Uint8Array(readFileSync(VIDEO_ORIGIN));
+  const { uri } = await serve(video);
+  const swarmUri = await uri(await signaling(['--p2p-min-peers', '3']));
+  const stats = (p: Page) => t(p, (x) => (x.player as { stats(): Record<string, number> }).stats());
+  const early = await openPages(browser, web(), swarmUri, 2, '', report.watch('early'));
+  for (const page of early) await expectPlayedPast(page, 6);
+  for (const page of early) {
+    const s = await stats(page);
+    expect(s.bytesFromPeers, 'a room of two is below the threshold: no peer-to-peer').toBe(0);
+    expect(s.connections ?? 0).toBe(0);
+    expect(s.bytesFromHttp).toBeGreaterThan(0);
+    // Alone by the server's policy is not an error while the origin serves.
+    expect(await t(page, (x) => x.errors)).toEqual([]);
+  }
+  const [third] = await openPages(browser, web(), swarmUri, 1, '', report.watch('third'));
+  expect(await completeHash(third!, 90_000)).toBe(sha256(video));
+  const s = await stats(third!);
+  console.log(`third page: ${s.bytesFromPeers} B from peers, ${s.bytesFromHttp} B from HTTP`);
+  expect(s.bytesFromPeers, 'the third page was offered the others').toBeGreaterThan(0);
+  expect(await t(third!, (x) => x.errors)).toEqual([]);
 });
 
 test('a tampered byte on the server: origin-corrupt, the chunk from peers, nothing corrupt appended', async ({ browser }) => {

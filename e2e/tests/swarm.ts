@@ -225,8 +225,8 @@ export interface Swarm {
 }
 
 /** ppspp-signal alone, on `bind` (default: a free loopback port). */
-export async function startSignal(bind = '127.0.0.1:0'): Promise<{ url: string; stop(): Promise<void> }> {
-  const signal = run(join(BIN, 'ppspp-signal'), ['--bind', bind]);
+export async function startSignal(bind = '127.0.0.1:0', extra: string[] = []): Promise<{ url: string; stop(): Promise<void> }> {
+  const signal = run(join(BIN, 'ppspp-signal'), ['--bind', bind, ...extra]);
   const line = await signal.waitLine((l) => l.includes('listening on '));
   return { url: line.slice(line.indexOf('ws://')), stop: () => signal.stop() };
 }

@@ -106,6 +106,11 @@ pub struct Config {
     /// `welcome`'s `reportEvery`, in whole seconds (5 s to 1 hour). Zero: the server takes
     /// no reports and the welcome says nothing of them.
     pub report_every: Duration,
+    /// Peers a room needs before its welcomes list any (0 or 1, the default 0: always).
+    /// Below, a newcomer's welcome has an empty sample and `p2pFrom`: pages play from their
+    /// HTTP origin, and peer-to-peer starts when the newcomer that brings the room to this
+    /// number is offered the others. For sites whose origin is cheap for small audiences.
+    pub p2p_min_peers: usize,
     /// Rooms in this Redis, shared with every other instance configured alike, instead of
     /// in this process's memory. `None` (the default): one process serves the site.
     /// With Redis, `max_peers_per_room` holds across instances; `max_rooms` and every
@@ -144,6 +149,7 @@ impl Default for Config {
             turn_secret: None,
             turn_credential_ttl: Duration::from_secs(24 * 3600),
             report_every: Duration::from_secs(30),
+            p2p_min_peers: 0,
             redis: None,
         }
     }
@@ -285,6 +291,12 @@ impl Config {
             && axum::http::HeaderName::from_bytes(h.as_bytes()).is_err()
         {
             return Err(format!("client_ip_header {h:?} is not a header name"));
+        }
+        if self.p2p_min_peers > self.max_peers_per_room {
+            return Err(format!(
+                "p2p_min_peers ({}) is more than a room holds (max_peers_per_room {})",
+                self.p2p_min_peers, self.max_peers_per_room
+            ));
         }
         let every = self.report_every;
         if !every.is_zero() && !(MIN_REPORT_EVERY..=MAX_REPORT_EVERY).contains(&every) {

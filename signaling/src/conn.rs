@@ -291,8 +291,13 @@ impl Conn {
                 .await;
         }
         match self.shared.rooms.join(&swarm, &self.locality).await {
-            Ok((peer_id, mailbox, peers)) => {
-                tracing::debug!(peer = %peer_id, %swarm, "joined");
+            Ok(crate::rooms::Joined {
+                peer_id,
+                mailbox,
+                sample: peers,
+                held,
+            }) => {
+                tracing::debug!(peer = %peer_id, %swarm, held, "joined");
                 self.joined = Some(Joined {
                     peer_id: peer_id.clone(),
                     mailbox,
@@ -305,6 +310,7 @@ impl Conn {
                     swarm,
                     ice_servers: crate::ice::welcome_field(self.ice_servers(&peer_id)),
                     report_every: self.shared.config.report_every_secs(),
+                    p2p_from: held.then_some(self.shared.config.p2p_min_peers as u64),
                     peer_id,
                     peers,
                 };

@@ -122,6 +122,7 @@ pub async fn serve(
         max_peers_per_room: config.max_peers_per_room,
         sample_size: config.sample_size,
         random_places: locality::random_places(config.sample_size, config.random_sample_share),
+        p2p_min_peers: config.p2p_min_peers,
         room_notice_rate: config.room_notice_rate,
     };
     let metrics = Arc::new(metrics::Metrics::new());

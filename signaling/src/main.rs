@@ -133,6 +133,10 @@ struct Args {
     /// to take no reports.
     #[arg(long, env = "PPSPP_SIGNAL_REPORT_EVERY", default_value_t = Config::default().report_every.as_secs())]
     report_every: u64,
+    /// Peers a room needs before peer-to-peer starts (0: always): below, welcomes list no
+    /// peers and pages play from their HTTP origin.
+    #[arg(long, env = "PPSPP_SIGNAL_P2P_MIN_PEERS", default_value_t = Config::default().p2p_min_peers)]
+    p2p_min_peers: usize,
     /// Keep rooms in this Redis (6.2 or newer), shared with every instance given the same
     /// URL and prefix, instead of in this process: `redis://[:PASSWORD@]HOST[:PORT][/DB]`.
     /// Prefer the environment variable when the URL holds a password.
@@ -226,6 +230,7 @@ impl Args {
             turn_secret: self.turn_secret()?,
             turn_credential_ttl: seconds("turn-ttl", self.turn_ttl)?,
             report_every: Duration::from_secs(self.report_every),
+            p2p_min_peers: self.p2p_min_peers,
             redis: match &self.redis {
                 None => None,
                 Some(url) => Some(RedisConfig {

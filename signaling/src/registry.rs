@@ -133,6 +133,17 @@ pub(crate) struct Limits {
     /// closest peers.
     pub random_places: usize,
     pub room_notice_rate: f64,
+    /// Peers a room needs for its welcomes to list any (0 or 1: always).
+    pub p2p_min_peers: usize,
+}
+
+/// A peer admitted to a room: its id, its queue, its welcome's sample, and whether the
+/// room is still below `p2p_min_peers` (then the sample is empty).
+pub(crate) struct Admission {
+    pub key: PeerKey,
+    pub mailbox: Arc<Mailbox>,
+    pub sample: Vec<PeerKey>,
+    pub held: bool,
 }
 
 impl Limits {
@@ -216,11 +227,7 @@ impl Registry {
     /// In memory mode: adds a new peer at `at` to `swarm`'s room. Returns its id, its
     /// mailbox and a sample of at most `sample_size` of the peers that were already there,
     /// the closest first after `random_places` drawn at random.
-    pub(crate) fn join(
-        &self,
-        swarm: &str,
-        at: &Locality,
-    ) -> Result<(PeerKey, Arc<Mailbox>, Vec<PeerKey>), JoinRefused> {
+    pub(crate) fn join(&self, swarm: &str, at: &Locality) -> Result<Admission, JoinRefused> {
         let lim = self.limits;
         let mut g = self.lock();
         let inner = &mut *g;
@@ -237,7 +244,10 @@ impl Registry {
         while inner.peers.contains_key(&key) {
             key = new_peer_key();
         }
+        let size = inner.rooms.get(swarm).map_or(0, |r| r.members.len()) + 1;
+        let held = size < lim.p2p_min_peers;
         let sample: Vec<PeerKey> = match inner.rooms.get(swarm) {
+            Some(_) if held => Vec::new(),
             Some(room) => {
                 let candidates: Vec<(PeerKey, &Locality)> = room
                     .members
@@ -255,7 +265,12 @@ impl Registry {
             None => Vec::new(),
         };
         let mailbox = self.insert(inner, swarm, key, &sample, at.clone());
-        Ok((key, mailbox, sample))
+        Ok(Admission {
+            key,
+            mailbox,
+            sample,
+            held,
+        })
     }
 
     /// With Redis: whether a peer could join `swarm` here as far as this instance's own
@@ -534,6 +549,12 @@ fn announce(
 mod tests {
     use super::*;
 
+    /// Joins `swarm` from nowhere in particular: (id, queue, sample).
+    fn joined(reg: &Registry, swarm: &str) -> (PeerKey, Arc<Mailbox>, Vec<PeerKey>) {
+        let a = reg.join(swarm, &Locality::default()).expect("join");
+        (a.key, a.mailbox, a.sample)
+    }
+
     fn swarm(c: char) -> String {
         std::iter::repeat_n(c, 40).collect()
     }
@@ -545,6 +566,7 @@ mod tests {
             max_peers_per_room: 100,
             sample_size: 5,
             random_places: 5,
+            p2p_min_peers: 0,
             room_notice_rate: rate,
         })
     }
@@ -564,7 +586,7 @@ mod tests {
         let mut boxes = Vec::new();
         let mut ids = Vec::new();
         for _ in 0..30 {
-            let (id, mailbox, sample) = reg.join(&swarm('a'), &Locality::default()).unwrap();
+            let (id, mailbox, sample) = joined(&reg, &swarm('a'));
             assert!(sample.len() <= 5 && sample.len() <= ids.len());
             assert!(sample.iter().all(|s| ids.contains(s)));
             ids.push(id);
@@ -597,10 +619,10 @@ mod tests {
     fn departures_go_to_those_who_know_once_the_budget_is_spent() {
         // No broadcast budget at all: only targeted notices.
         let reg = registry(1 << 20, 0.0);
-        let (a, box_a, _) = reg.join(&swarm('b'), &Locality::default()).unwrap();
-        let (b, box_b, sample) = reg.join(&swarm('b'), &Locality::default()).unwrap();
+        let (a, box_a, _) = joined(&reg, &swarm('b'));
+        let (b, box_b, sample) = joined(&reg, &swarm('b'));
         assert_eq!(sample, vec![a]);
-        let (c, box_c, _) = reg.join(&swarm('b'), &Locality::default()).unwrap();
+        let (c, box_c, _) = joined(&reg, &swarm('b'));
         // b knows a (sample); a learns c from c's signal.
         assert_eq!(reg.relay(c, a, "hi".into()), Ok(Relayed::Delivered));
         reg.leave(c);
@@ -667,8 +689,8 @@ mod tests {
     fn a_queue_without_room_for_a_notice_drops_its_reader() {
         let total = 4 * (100 + crate::mailbox::ENTRY_OVERHEAD);
         let reg = registry(total, 1000.0);
-        let (a, box_a, _) = reg.join(&swarm('c'), &Locality::default()).unwrap();
-        let (b, box_b, _) = reg.join(&swarm('c'), &Locality::default()).unwrap();
+        let (a, box_a, _) = joined(&reg, &swarm('c'));
+        let (b, box_b, _) = joined(&reg, &swarm('c'));
         let big: String = "y".repeat(100);
         let mut delivered = 0;
         while reg.relay(a, b, big.clone().into()) == Ok(Relayed::Delivered) {
@@ -679,7 +701,7 @@ mod tests {
         let mut others = Vec::new();
         let mut removed = Vec::new();
         for _ in 0..40 {
-            let (id, mb, _) = reg.join(&swarm('c'), &Locality::default()).unwrap();
+            let (id, mb, _) = joined(&reg, &swarm('c'));
             removed.extend(reg.leave(id).into_iter().map(|(k, _)| k));
             others.push(mb);
             if box_b.is_closed() {

@@ -10,8 +10,14 @@ use crate::registry::{
     Counts, JoinRefused, Outbound, Registry, Relayed, parse_peer_id, peer_id_hex,
 };
 
-/// A joined peer: its id, its queue, and the ids of the welcome sample.
-pub(crate) type Joined = (String, Arc<Mailbox>, Vec<String>);
+/// A joined peer: its id, its queue, the ids of the welcome sample, and whether the room is
+/// below the peer count P2P starts at.
+pub(crate) struct Joined {
+    pub peer_id: String,
+    pub mailbox: Arc<Mailbox>,
+    pub sample: Vec<String>,
+    pub held: bool,
+}
 
 pub(crate) enum Rooms {
     Memory(Registry),
@@ -28,12 +34,16 @@ impl Rooms {
 
     /// Adds a new peer to `swarm`'s room.
     pub(crate) async fn join(&self, swarm: &str, at: &Locality) -> Result<Joined, JoinRefused> {
-        let (key, mailbox, sample) = match self {
+        let a = match self {
             Rooms::Memory(r) => r.join(swarm, at)?,
             Rooms::Redis(c) => c.join(swarm, at).await?,
         };
-        let sample = sample.into_iter().map(peer_id_hex).collect();
-        Ok((peer_id_hex(key), mailbox, sample))
+        Ok(Joined {
+            peer_id: peer_id_hex(a.key),
+            mailbox: a.mailbox,
+            sample: a.sample.into_iter().map(peer_id_hex).collect(),
+            held: a.held,
+        })
     }
 
     /// Delivers `text` (an already printed `signal`) from `from` to `to`.

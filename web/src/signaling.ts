@@ -47,7 +47,7 @@ export function rejoinDelayMs(attempt: number, urls: number, random: number): nu
  * (`test/signaling-protocol.test.ts`).
  */
 export type ServerMessage =
-  | { type: 'welcome'; peerId: string; peers: string[]; iceServers?: RTCIceServer[]; reportEvery?: number }
+  | { type: 'welcome'; peerId: string; peers: string[]; iceServers?: RTCIceServer[]; reportEvery?: number; p2pFrom?: number }
   | { type: 'signal'; from: string; data: unknown }
   | { type: 'ice-servers'; iceServers: RTCIceServer[] }
   | { type: 'peer-left'; peerId: string }
@@ -105,6 +105,9 @@ export function decodeServerMessage(text: string): ServerMessage | null {
       // Seconds between reports, when the server takes them; anything else: it does not.
       const every = msg.reportEvery;
       if (typeof every === 'number' && Number.isInteger(every) && every > 0) welcome.reportEvery = every;
+      // The room is below the size the server starts peer-to-peer at.
+      const from = msg.p2pFrom;
+      if (typeof from === 'number' && Number.isInteger(from) && from > 0) welcome.p2pFrom = from;
       return welcome;
     }
     case 'signal':
@@ -215,6 +218,8 @@ export class SignalingClient {
   private iceSupported = true;
   /** The latest welcome's `reportEvery`: seconds between reports, null when the server takes none. */
   private reportEveryValue: number | null = null;
+  /** The latest welcome's `p2pFrom`: the room size peer-to-peer starts at, null when it has. */
+  private p2pFromValue: number | null = null;
 
   /** After start() failed: go on trying in the background (see {@link start}). */
   private keepTrying = false;
@@ -257,6 +262,15 @@ export class SignalingClient {
    */
   get reportEverySeconds(): number | null {
     return this.reportEveryValue;
+  }
+
+  /**
+   * The room size the server starts peer-to-peer at, when the latest welcome said the room
+   * is below it (its sample is then empty: the page plays from its other sources until a
+   * newcomer offers it a connection); null otherwise.
+   */
+  get p2pFrom(): number | null {
+    return this.p2pFromValue;
   }
 
   /**
@@ -335,6 +349,7 @@ export class SignalingClient {
           this.peerIdValue = msg.peerId;
           this.iceServersValue = msg.iceServers ?? [];
           this.reportEveryValue = msg.reportEvery ?? null;
+          this.p2pFromValue = msg.p2pFrom ?? null;
           this.iceAnswerDue = false;
           this.scheduleIceRefresh();
           this.handlers.welcome(this.peerIdValue, msg.peers);

@@ -111,6 +111,12 @@ export interface SwarmEvents {
  */
 const LONELY_REJOIN_MS = 5000;
 /**
+ * The same while the server holds peer-to-peer back (the room is below its `p2pFrom`): the
+ * newcomer that brings the room there offers us a connection, so a rejoin only catches a
+ * room that grew while no newcomer's sample held us.
+ */
+const HELD_REJOIN_MS = 30_000;
+/**
  * With no peer for this long the `no-peers` error fires, once (the swarm keeps trying). A
  * peer is a connection whose data channel is open (from its `peer-joined` to its
  * `peer-left`); attempts still being set up do not count, as ICE may fail late or never.
@@ -371,7 +377,8 @@ export class Swarm extends Emitter<SwarmEvents> {
     }
     this.lonelySince ??= now;
     const alone = now - this.lonelySince;
-    if (alone >= LONELY_REJOIN_MS && Math.floor(alone / LONELY_REJOIN_MS) !== Math.floor((alone - 1000) / LONELY_REJOIN_MS)) {
+    const every = this.signaling?.p2pFrom != null ? HELD_REJOIN_MS : LONELY_REJOIN_MS;
+    if (alone >= every && Math.floor(alone / every) !== Math.floor((alone - 1000) / every)) {
       this.signaling?.rejoin();
     }
   }

@@ -93,6 +93,7 @@ describe('server → client fixtures', () => {
           peers: m.peers,
           ...(m.iceServers === undefined ? {} : { iceServers: m.iceServers }),
           ...(m.reportEvery === undefined ? {} : { reportEvery: m.reportEvery }),
+          ...(m.p2pFrom === undefined ? {} : { p2pFrom: m.p2pFrom }),
         });
         break;
       case 'signal':
@@ -224,8 +225,11 @@ describe('SignalingClient on the fixtures', () => {
       switch (m.type) {
         case 'welcome':
           expect(calls, f.name).toEqual([['welcome', m.peer_id, m.peers]]);
-          // Each welcome's iceServers replace the last ones ([] when it has none).
+          // Each welcome's iceServers replace the last ones ([] when it has none), and so
+          // do its reportEvery and p2pFrom.
           expect(client.iceServers, f.name).toEqual(m.iceServers ?? []);
+          expect(client.reportEverySeconds, f.name).toBe(m.reportEvery ?? null);
+          expect(client.p2pFrom, f.name).toBe(m.p2pFrom ?? null);
           break;
         case 'signal':
           expect(calls, f.name).toEqual([['signal', m.from, m.data]]);

@@ -395,6 +395,23 @@ describe('Swarm timers (fake time)', () => {
     expect(log.error.map((e) => e.code)).toEqual(['no-peers']);
   });
 
+  it('held back by the server (p2pFrom), a lone fetcher rejoins every 30 s instead of 5 s', async () => {
+    server.p2pMinPeers = 3;
+    const seed = seeder(randomBytes(10 * CHUNK, 18));
+    const uri = seed.uri;
+    await seed.start();
+    const fetch = fetcher(uri);
+    await fetch.start();
+    // Two in the room: the fetcher's welcome listed nobody, the seeder's neither.
+    expect(server.room(fetch.content.root)).toHaveLength(2);
+    expect(joinsOf()).toBe(2);
+    await vi.advanceTimersByTimeAsync(29_000);
+    expect(joinsOf()).toBe(2);
+    await vi.advanceTimersByTimeAsync(1_500);
+    expect(joinsOf()).toBe(4); // both rejoined once
+    expect(fetch.stats().connections).toBe(0);
+  });
+
   it('a seeder alone reports no no-peers error (it has everything)', async () => {
     const seed = seeder(randomBytes(10 * CHUNK, 17));
     const log = record(seed);

@@ -135,6 +135,12 @@ pub enum ServerMessage {
             skip_serializing_if = "Option::is_none"
         )]
         report_every: Option<u64>,
+        /// Present when the room has fewer peers than the server starts peer-to-peer at:
+        /// that number. `peers` is then empty, and the client plays from its other sources
+        /// (an HTTP origin) until a newcomer, once the room has grown to it, offers it a
+        /// connection. On the wire `p2pFrom`.
+        #[serde(rename = "p2pFrom", default, skip_serializing_if = "Option::is_none")]
+        p2p_from: Option<u64>,
     },
     /// A relayed `signal`: `data` as the peer `from` sent it. `from` is set by the server
     /// and cannot be forged; `data` is still untrusted input.

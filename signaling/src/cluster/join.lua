@@ -6,16 +6,17 @@
 -- ARGV[5] candidates for the sample  ARGV[6] departure channel
 -- ARGV[7] departure message prefix  ARGV[8] the new peer's locality
 -- Returns {status, expired ids (removed and announced here), candidates, their
--- localities}; status is "ok", "full" or "taken" (the id is in use: draw another). The
--- instance picks the welcome's sample from the candidates, the closest first.
+-- localities, the room's size with the new peer}; status is "ok", "full" or "taken" (the
+-- id is in use: draw another). The instance picks the welcome's sample from the
+-- candidates, the closest first.
 local now = now_ms()
 local ttl = tonumber(ARGV[3])
 local expired = sweep(KEYS[1], now, ttl, ARGV[6], ARGV[7])
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then
-  return {'full', expired, {}, {}}
+  return {'full', expired, {}, {}, 0}
 end
 if not redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ttl) then
-  return {'taken', expired, {}, {}}
+  return {'taken', expired, {}, {}, 0}
 end
 local candidates = {}
 local localities = {}
@@ -29,4 +30,4 @@ redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
 redis.call('PEXPIRE', KEYS[1], 2 * ttl)
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[8])
 redis.call('PEXPIRE', KEYS[3], 2 * ttl)
-return {'ok', expired, candidates, localities}
+return {'ok', expired, candidates, localities, redis.call('ZCARD', KEYS[1])}

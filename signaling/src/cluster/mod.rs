@@ -31,13 +31,12 @@ use tokio::task::JoinHandle;
 use tokio::time::timeout;
 
 use crate::locality::{self, Locality};
-use crate::mailbox::Mailbox;
 use crate::metrics::Metrics;
 use crate::protocol::{ErrorCode, undelivered};
 use crate::redis_config::RedisConfig;
 use crate::registry::{
-    JoinRefused, Limits, NotHere, Outbound, PeerKey, Registry, Relayed, Removed, new_peer_key,
-    parse_peer_id, peer_id_hex, room_full,
+    Admission, JoinRefused, Limits, NotHere, Outbound, PeerKey, Registry, Relayed, Removed,
+    new_peer_key, parse_peer_id, peer_id_hex, room_full,
 };
 use inbox::{Inbox, departure_prefix, parse_departure};
 
@@ -241,11 +240,7 @@ impl Cluster {
     /// Admits a new peer at `at` to `swarm`'s room (all instances' peers count towards its
     /// limit), with a sample of the whole room: the closest of a random draw of
     /// candidates (`Limits::candidates`), after the places drawn at random.
-    pub(crate) async fn join(
-        &self,
-        swarm: &str,
-        at: &Locality,
-    ) -> Result<(PeerKey, Arc<Mailbox>, Vec<PeerKey>), JoinRefused> {
+    pub(crate) async fn join(&self, swarm: &str, at: &Locality) -> Result<Admission, JoinRefused> {
         let node = &self.node;
         let lim = *node.registry.limits();
         node.registry.may_open(swarm)?;
@@ -260,7 +255,7 @@ impl Cluster {
         for _ in 0..4 {
             let key = new_peer_key();
             let id = peer_id_hex(key);
-            type Answer = (String, Vec<String>, Vec<String>, Vec<Option<String>>);
+            type Answer = (String, Vec<String>, Vec<String>, Vec<Option<String>>, u64);
             let answer: RedisResult<Answer> = node
                 .metrics
                 .redis(
@@ -281,20 +276,22 @@ impl Cluster {
                         .invoke_async(&mut node.con.clone()),
                 )
                 .await;
-            let (status, expired, candidates, tags) =
+            let (status, expired, candidates, tags, size) =
                 answer.map_err(|e| node.unavailable("join", &e))?;
             node.expired(swarm, &expired);
             match status.as_str() {
                 "ok" => {
-                    let candidates: Vec<(PeerKey, Locality)> = candidates
-                        .iter()
-                        .zip(tags.iter().map(Some).chain(std::iter::repeat(None)))
-                        .filter_map(|(s, tag)| {
-                            let k = parse_peer_id(s).filter(|k| *k != key)?;
-                            let at = tag.and_then(Option::as_deref).map(Locality::from_tag);
-                            Some((k, at.unwrap_or_default()))
-                        })
-                        .collect();
+                    let held = usize::try_from(size).unwrap_or(usize::MAX) < lim.p2p_min_peers;
+                    let candidates: Vec<(PeerKey, Locality)> =
+                        if held { Vec::new() } else { candidates }
+                            .iter()
+                            .zip(tags.iter().map(Some).chain(std::iter::repeat(None)))
+                            .filter_map(|(s, tag)| {
+                                let k = parse_peer_id(s).filter(|k| *k != key)?;
+                                let at = tag.and_then(Option::as_deref).map(Locality::from_tag);
+                                Some((k, at.unwrap_or_default()))
+                            })
+                            .collect();
                     let sample = locality::sample(
                         at,
                         &candidates,
@@ -303,7 +300,12 @@ impl Cluster {
                         &mut rand::rng(),
                     );
                     let mailbox = node.registry.admit(swarm, key, &sample, at.clone());
-                    return Ok((key, mailbox, sample));
+                    return Ok(Admission {
+                        key,
+                        mailbox,
+                        sample,
+                        held,
+                    });
                 }
                 "full" => return Err(room_full(lim.max_peers_per_room)),
                 _ => {}

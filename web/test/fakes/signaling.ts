@@ -33,6 +33,8 @@ export class FakeSignalServer {
   silent = false;
   /** The welcome's `reportEvery` (seconds between reports); null: the server takes none. */
   reportEvery: number | null = null;
+  /** Peers a room needs before welcomes list any (`p2pFrom` below it); 0: always. */
+  p2pMinPeers = 0;
 
   constructor() {
     serverCount += 1;
@@ -86,11 +88,13 @@ export class FakeSignalServer {
           return;
         }
         const swarm = String(msg.swarm);
-        const peers = this.room(swarm);
+        const held = this.room(swarm).length + 1 < this.p2pMinPeers;
+        const peers = held ? [] : this.room(swarm);
         client.peerId = (this.nextPeer++).toString(16).padStart(32, '0');
         client.swarm = swarm;
         const welcome: Record<string, unknown> = { type: 'welcome', v: 1, swarm, peer_id: client.peerId, peers };
         if (this.reportEvery !== null) welcome.reportEvery = this.reportEvery;
+        if (held) welcome.p2pFrom = this.p2pMinPeers;
         this.push(client, welcome);
         break;
       }
