@@ -111,7 +111,7 @@ bench-smoke: web web-bench native
 bench-criterion: setup
 	$(CARGO) bench -p ppspp --locked --benches
 
-SIM_EXPERIMENTS := link capacity delay loss latecomer priority coexist swarm latency multipath
+SIM_EXPERIMENTS := link capacity delay loss latecomer priority coexist swarm latency multipath locality
 
 # Every simulator experiment (docs/EXPERIMENTS.md); results in target/sim/<experiment>.
 experiments: setup

@@ -12,6 +12,7 @@ pub mod net;
 pub mod plot;
 pub mod priority_queue;
 pub mod realtime;
+pub mod sampling;
 pub mod scenario;
 pub mod store;
 pub mod swarm;

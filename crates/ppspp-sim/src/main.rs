@@ -74,6 +74,15 @@ enum Cmd {
         #[arg(long, default_value_t = 16)]
         content_mib: usize,
     },
+    /// The signaling server's samples at random vs by locality, 80 hosts in 10 ASes,
+    /// seeds `--seed` to `--seed` + 2: inter-AS bytes, completion, islands.
+    Locality {
+        #[command(flatten)]
+        common: Common,
+        /// Content size in MiB.
+        #[arg(long, default_value_t = 4)]
+        content_mib: usize,
+    },
 }
 
 fn main() -> ExitCode {
@@ -88,6 +97,7 @@ fn main() -> ExitCode {
         Cmd::Coexist(c) => ("coexist", c),
         Cmd::Latency(c) => ("latency", c),
         Cmd::Multipath { common, .. } => ("multipath", common),
+        Cmd::Locality { common, .. } => ("locality", common),
         Cmd::Swarm { common, .. } => ("swarm", common),
     };
     let out = common
@@ -112,6 +122,10 @@ fn main() -> ExitCode {
             common,
             content_mib,
         } => experiments::multipath::run(&out, common.seed, *content_mib),
+        Cmd::Locality {
+            common,
+            content_mib,
+        } => experiments::locality::run(&out, common.seed, *content_mib),
         Cmd::Swarm {
             common,
             leechers,

@@ -25,8 +25,9 @@
 
 use crate::link::LinkConfig;
 use crate::net::{CorePath, Network, NodeId};
+use crate::sampling::{Sampling, meet, shuffle, unreachable_from};
 use crate::scenario::{Content, config};
-use ppspp::engine::EngineConfig;
+use ppspp::engine::{EngineConfig, Event};
 use ppspp::rng::Rng;
 use ppspp::time::Time;
 use std::collections::{BTreeMap, BTreeSet};
@@ -181,6 +182,18 @@ pub fn disjoint_selection(
         .collect()
 }
 
+/// How hosts come to have channels to each other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Meeting {
+    /// Hosts in one AS always; across the core, each host to peers in a seeded random
+    /// order, at most `max_outgoing` (the multipath paper's setting).
+    Mesh,
+    /// Through the signaling server: hosts join in a seeded random order (the seeder
+    /// first), and each opens channels to the sample its welcome gives it, of at most
+    /// `size` of those before it (single path routing).
+    Samples { size: usize, sampling: Sampling },
+}
+
 #[derive(Clone, Debug)]
 pub struct MultipathParams {
     /// The ASes hosts sit in, one after another (host i in `host_ases[i % len]`).
@@ -202,6 +215,7 @@ pub struct MultipathParams {
     pub seed: u64,
     /// Simulated seconds after which the run stops, complete or not.
     pub limit_s: f64,
+    pub meeting: Meeting,
 }
 
 #[derive(Clone, Debug)]
@@ -220,6 +234,13 @@ pub struct MultipathResult {
     /// Payload bytes that arrived at a host holding them already, per content byte
     /// delivered.
     pub duplicate_share: f64,
+    /// Per fetching host, when its first chunk was verified (seconds).
+    pub first_chunk_s: Vec<Option<f64>>,
+    /// Channels between hosts of different ASes, as the hosts opened them.
+    pub cross_as_channels: usize,
+    /// Fetching hosts that the opened channels do not link to the seeder (islands; they
+    /// can still be reached through peer exchange).
+    pub cut_off: usize,
 }
 
 impl MultipathResult {
@@ -303,8 +324,92 @@ pub fn run(p: &MultipathParams) -> MultipathResult {
             pair_paths.insert((i, j), paths);
         }
     }
+    let mut rng = Rng::new(p.seed ^ 0x6d70);
     // Which paths each pair uses: (lower host, higher host, path number).
-    let mut channels: BTreeSet<(usize, usize, usize)> = BTreeSet::new();
+    let channels = match p.meeting {
+        Meeting::Mesh => mesh_channels(p, &host_as, &pair_paths, &mut rng),
+        Meeting::Samples { size, sampling } => {
+            let mut order: Vec<usize> = (1..p.hosts).collect();
+            shuffle(&mut order, &mut rng);
+            order.insert(0, 0);
+            meet(&host_as, &order, size, sampling, &mut rng)
+                .into_iter()
+                .map(|(i, j)| (i.min(j), i.max(j), 0))
+                .collect()
+        }
+    };
+    let pairs: Vec<(usize, usize)> = channels.iter().map(|&(i, j, _)| (i, j)).collect();
+    let cross_as_channels = pairs
+        .iter()
+        .filter(|(i, j)| host_as[*i] != host_as[*j])
+        .count();
+    let cut_off = unreachable_from(p.hosts, &pairs, 0).len();
+    for &(i, j, k) in &channels {
+        let to = net.alias(hosts[j], k);
+        net.alias(hosts[i], k);
+        net.with_engine(hosts[i], |e, now| {
+            e.connect(to, now);
+        });
+    }
+    let leechers: Vec<NodeId> = hosts[1..].to_vec();
+    let limit = Time::from_micros((p.limit_s * 1e6) as u64);
+    net.run_while(Duration::from_millis(250), limit, |n| {
+        leechers.iter().all(|&id| n.engine(id).is_complete())
+    });
+    let completion_s = leechers
+        .iter()
+        .map(|&id| {
+            net.peer_ref(id)
+                .completed_at
+                .map(|t| t.as_micros() as f64 / 1e6)
+        })
+        .collect();
+    let first_chunk_s = leechers
+        .iter()
+        .map(|&id| {
+            net.peer_ref(id)
+                .events
+                .iter()
+                .find(|(_, e)| matches!(e, Event::ChunkVerified { .. }))
+                .map(|(t, _)| t.as_micros() as f64 / 1e6)
+        })
+        .collect();
+    let core_link_bytes: BTreeMap<(usize, usize), u64> = as_link
+        .iter()
+        .map(|(&ends, &l)| (ends, net.links[l].stats.bytes))
+        .collect();
+    let core_bytes: u64 = core_link_bytes.values().sum();
+    let delivered = (p.content_len * (p.hosts - 1)) as f64;
+    let duplicate: u64 = hosts
+        .iter()
+        .map(|&h| net.engine(h).stats().bytes_duplicate)
+        .sum();
+    let corrupt_chunks = leechers
+        .iter()
+        .map(|&id| net.engine(id).store().corrupt_writes)
+        .sum();
+    MultipathResult {
+        completion_s,
+        channels: channels.len(),
+        corrupt_chunks,
+        core_link_bytes,
+        core_bytes_per_content_byte: core_bytes as f64 / delivered,
+        duplicate_share: duplicate as f64 / delivered,
+        first_chunk_s,
+        cross_as_channels,
+        cut_off,
+    }
+}
+
+/// The channels of [`Meeting::Mesh`]: hosts in one AS always, and across the core each
+/// host to peers in a seeded random order, over the paths its routing picks.
+fn mesh_channels(
+    p: &MultipathParams,
+    host_as: &[usize],
+    pair_paths: &BTreeMap<(usize, usize), Vec<Vec<usize>>>,
+    rng: &mut Rng,
+) -> BTreeSet<(usize, usize, usize)> {
+    let mut channels = BTreeSet::new();
     // Hosts in one AS reach each other without crossing the core, whatever the routing:
     // they are always connected, and the outgoing limit counts channels across the core.
     for i in 0..p.hosts {
@@ -314,11 +419,10 @@ pub fn run(p: &MultipathParams) -> MultipathResult {
             }
         }
     }
-    let mut rng = Rng::new(p.seed ^ 0x6d70);
     for i in 0..p.hosts {
         // The peers this host opens channels to: the same under every routing.
         let mut peers: Vec<usize> = (0..p.hosts).filter(|&j| host_as[j] != host_as[i]).collect();
-        shuffle(&mut peers, &mut rng);
+        shuffle(&mut peers, rng);
         peers.truncate(p.max_outgoing.unwrap_or(usize::MAX));
         let paths_to = |peers: &[usize]| -> Vec<(usize, usize, Vec<usize>)> {
             peers
@@ -360,55 +464,7 @@ pub fn run(p: &MultipathParams) -> MultipathResult {
             }
         }
     }
-    for &(i, j, k) in &channels {
-        let to = net.alias(hosts[j], k);
-        net.alias(hosts[i], k);
-        net.with_engine(hosts[i], |e, now| {
-            e.connect(to, now);
-        });
-    }
-    let leechers: Vec<NodeId> = hosts[1..].to_vec();
-    let limit = Time::from_micros((p.limit_s * 1e6) as u64);
-    net.run_while(Duration::from_millis(250), limit, |n| {
-        leechers.iter().all(|&id| n.engine(id).is_complete())
-    });
-    let completion_s = leechers
-        .iter()
-        .map(|&id| {
-            net.peer_ref(id)
-                .completed_at
-                .map(|t| t.as_micros() as f64 / 1e6)
-        })
-        .collect();
-    let core_link_bytes: BTreeMap<(usize, usize), u64> = as_link
-        .iter()
-        .map(|(&ends, &l)| (ends, net.links[l].stats.bytes))
-        .collect();
-    let core_bytes: u64 = core_link_bytes.values().sum();
-    let delivered = (p.content_len * (p.hosts - 1)) as f64;
-    let duplicate: u64 = hosts
-        .iter()
-        .map(|&h| net.engine(h).stats().bytes_duplicate)
-        .sum();
-    let corrupt_chunks = leechers
-        .iter()
-        .map(|&id| net.engine(id).store().corrupt_writes)
-        .sum();
-    MultipathResult {
-        completion_s,
-        channels: channels.len(),
-        corrupt_chunks,
-        core_link_bytes,
-        core_bytes_per_content_byte: core_bytes as f64 / delivered,
-        duplicate_share: duplicate as f64 / delivered,
-    }
-}
-
-/// Fisher-Yates with the simulator's generator.
-fn shuffle<T>(xs: &mut [T], rng: &mut Rng) {
-    for i in (1..xs.len()).rev() {
-        xs.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
-    }
+    channels
 }
 
 /// A fixed hash of a host pair (ECMP's per-flow choice).

@@ -3,7 +3,7 @@
 //! traffic on it, and every host still completes with nothing corrupt. (How much faster
 //! is the experiment's figure, not a test's.)
 
-use ppspp_sim::multipath::{MultipathParams, MultipathResult, Routing, TIER1, run};
+use ppspp_sim::multipath::{Meeting, MultipathParams, MultipathResult, Routing, TIER1, run};
 
 fn swarm(routing: Routing, max_outgoing: Option<usize>) -> (MultipathParams, MultipathResult) {
     let p = MultipathParams {
@@ -18,6 +18,7 @@ fn swarm(routing: Routing, max_outgoing: Option<usize>) -> (MultipathParams, Mul
         queue_bytes: 100_000,
         seed: 1,
         limit_s: 600.0,
+        meeting: Meeting::Mesh,
     };
     let r = run(&p);
     assert!(

@@ -9,6 +9,7 @@ pub mod delay;
 pub mod latecomer;
 pub mod latency;
 pub mod link;
+pub mod locality;
 pub mod loss;
 pub mod multipath;
 pub mod priority;

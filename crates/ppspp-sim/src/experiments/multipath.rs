@@ -6,7 +6,9 @@
 //! swarm's figures depend much on its seed (which peers meet, which get the seeder's upload
 //! slots first), so every case runs with three seeds and the ratios are compared per seed.
 
-use ppspp_sim::multipath::{MultipathParams, MultipathResult, Routing, TIER1, run as run_one};
+use ppspp_sim::multipath::{
+    Meeting, MultipathParams, MultipathResult, Routing, TIER1, run as run_one,
+};
 use ppspp_sim::plot::{Series, csv, lines};
 use serde_json::json;
 use std::path::Path;
@@ -176,6 +178,7 @@ fn params(
         queue_bytes: 100_000,
         seed,
         limit_s: 3600.0,
+        meeting: Meeting::Mesh,
     }
 }
 
