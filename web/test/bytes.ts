@@ -1,6 +1,7 @@
 /**
  * Byte builders for synthetic WebM and fragmented MP4, shared by the container tests
- * (media/helpers.ts) and the Player's fake media (fakes/webm.ts, fakes/mp4.ts).
+ * (media/helpers.ts), the Player's fake media (fakes/webm.ts, fakes/mp4.ts) and its
+ * tests (what it appended, joined with `concat`).
  */
 
 export const concat = (...parts: Array<Uint8Array | number[]>): Uint8Array => {

@@ -3,7 +3,7 @@
  * server holds the content and its tree file; peers, where there are any, talk over fake
  * WebRTC and a fake signaling server.
  */
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { PpsppError } from '../src/errors.js';
 import type { HttpOriginSettings } from '../src/http-origin.js';
 import { resolvePeerOptions } from '../src/options.js';
@@ -13,32 +13,19 @@ import { WasmPeer, parseUriLoaded, treeFile } from '../src/wasm.js';
 import { differsAt } from './fakes/bytes.js';
 import { loadEngine } from './fakes/engine.js';
 import { type FakeHttp, installFetch } from './fakes/http.js';
-import { FakeSignalServer, installWebSocket } from './fakes/signaling.js';
 import { nextEvent } from './fakes/tasks.js';
 import { randomBytes } from './fakes/webm.js';
-import { FakeNet, installWebRtc } from './fakes/webrtc.js';
+import { useFakeWorld } from './fakes/world.js';
 
 const CHUNK = 1024;
 const CONTENT_URL = 'http://origin.test/v.bin';
 const TREE_URL = 'http://origin.test/v.tree';
 
-let server: FakeSignalServer;
+const world = useFakeWorld();
+const swarms = world.closeAfterEach((s: Swarm) => s.close());
 let http: FakeHttp;
-const undo: (() => void)[] = [];
-const swarms: Swarm[] = [];
 
 beforeAll(loadEngine);
-
-beforeEach(() => {
-  undo.push(installWebRtc(new FakeNet()), installWebSocket());
-  server = new FakeSignalServer();
-});
-
-afterEach(() => {
-  for (const s of swarms.splice(0)) s.close();
-  server.close();
-  for (const u of undo.splice(0).reverse()) u();
-});
 
 function settings(o: Partial<HttpOriginSettings> = {}): HttpOriginSettings {
   return { url: CONTENT_URL, tree: TREE_URL, maxRequests: 4, timeoutMs: 2_000, headBytes: 256 << 10, ...o };
@@ -56,7 +43,7 @@ function publish(data: Uint8Array, served = data): string {
     ]),
   );
   http = fake;
-  undo.push(restore);
+  world.undoAfter(restore);
   return uri;
 }
 
@@ -117,7 +104,7 @@ describe('Swarm with an HTTP origin', () => {
       [TREE_URL, treeFile(data, CHUNK, 'sha256')],
     ]));
     http = fake;
-    undo.push(restore);
+    world.undoAfter(restore);
     const parts = [
       { url: `${base}init.mp4`, offset: null, length: slice(0).length },
       { url: `${base}joined.m4s`, offset: 1000, length: slice(1).length },
@@ -149,12 +136,12 @@ describe('Swarm with an HTTP origin', () => {
     served[37 * CHUNK + 5] = (served[37 * CHUNK + 5] ?? 0) ^ 0x40;
     const uri = publish(data, served);
     const r = resolvePeerOptions({ statsIntervalMs: 0 });
-    const seedEngine = WasmPeer.seeder(data, CHUNK, 'sha256', server.url, undefined, engineOptions(r), performance.now());
-    const seeder = new Swarm(seedEngine, parseUriLoaded(seedEngine.uri()), { signal: server.url, options: r, seeding: true });
+    const seedEngine = WasmPeer.seeder(data, CHUNK, 'sha256', world.server.url, undefined, engineOptions(r), performance.now());
+    const seeder = new Swarm(seedEngine, parseUriLoaded(seedEngine.uri()), { signal: world.server.url, options: r, seeding: true });
     swarms.push(seeder);
     await seeder.start();
     // The origin serves the first 64 chunks (its head), the seeder the rest.
-    const swarm = fetcher(uri, settings({ headBytes: 64 * CHUNK }), server.url);
+    const swarm = fetcher(uri, settings({ headBytes: 64 * CHUNK }), world.server.url);
     const corrupt = nextEvent(swarm, 'origin-corrupt');
     const done = nextEvent(swarm, 'complete');
     await swarm.start();
@@ -182,7 +169,7 @@ describe('Swarm with an HTTP origin', () => {
   it('a missing file: origin-status with the status; with signaling it is not fatal', async () => {
     const uri = publish(randomBytes(50 * CHUNK, 6));
     http.misbehave = (url) => (url === TREE_URL ? 'not-found' : undefined);
-    const swarm = fetcher(uri, settings(), server.url);
+    const swarm = fetcher(uri, settings(), world.server.url);
     const error = nextEvent(swarm, 'error');
     await swarm.start();
     const e = await error;

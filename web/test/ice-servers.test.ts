@@ -13,10 +13,11 @@ import { SignalingClient, credentialsExpireAt, decodeIceServers, decodeServerMes
 import { Swarm } from '../src/swarm.js';
 import { WasmPeer, parseUriLoaded } from '../src/wasm.js';
 import { loadEngine } from './fakes/engine.js';
-import { FakeSignalServer, FakeWebSocket, installWebSocket } from './fakes/signaling.js';
+import { FakeWebSocket } from './fakes/signaling.js';
 import { nextEvent } from './fakes/tasks.js';
 import { randomBytes } from './fakes/webm.js';
 import { FakeNet, FakePeerConnection, installWebRtc } from './fakes/webrtc.js';
+import { useFakeWorld } from './fakes/world.js';
 
 const SWARM = 'c89800bfc82ed01ed6e3bfd5408c51274491f7d4';
 const PAGE_STUN: RTCIceServer = { urls: 'stun:stun.page.test:3478' };
@@ -329,17 +330,12 @@ describe('Connections with the welcome’s ICE servers', () => {
 });
 
 describe('Swarm with the real engine and a server that sends iceServers', () => {
-  let net: FakeNet;
-  let server: FakeSignalServer;
-  const undo: (() => void)[] = [];
-  const swarms: Swarm[] = [];
+  const world = useFakeWorld();
+  const swarms = world.closeAfterEach((s: Swarm) => s.close());
 
   beforeAll(loadEngine);
 
   beforeEach(() => {
-    net = new FakeNet();
-    undo.push(installWebRtc(net), installWebSocket());
-    server = new FakeSignalServer();
     // The fake server's welcomes gain iceServers: per join, as the real server's do.
     let joins = 0;
     const deliver = FakeWebSocket.prototype.deliver;
@@ -352,34 +348,28 @@ describe('Swarm with the real engine and a server that sends iceServers', () => 
       }
       deliver.call(this, text);
     });
-    undo.push(() => spy.mockRestore());
-  });
-
-  afterEach(() => {
-    for (const s of swarms.splice(0)) s.close();
-    server.close();
-    for (const u of undo.splice(0).reverse()) u();
+    world.undoAfter(() => spy.mockRestore());
   });
 
   it('every RTCPeerConnection gets the page’s iceServers option and the credentials of its own join', async () => {
     const data = randomBytes(20 * 1024, 3);
     const seedOptions = resolvePeerOptions({ statsIntervalMs: 0 });
-    const engine = WasmPeer.seeder(data, 1024, 'sha256', server.url, 'ice.bin', engineOptions(seedOptions), performance.now());
-    const seed = new Swarm(engine, parseUriLoaded(engine.uri()), { signal: server.url, options: seedOptions, seeding: true });
+    const engine = WasmPeer.seeder(data, 1024, 'sha256', world.server.url, 'ice.bin', engineOptions(seedOptions), performance.now());
+    const seed = new Swarm(engine, parseUriLoaded(engine.uri()), { signal: world.server.url, options: seedOptions, seeding: true });
     swarms.push(seed);
     await seed.start();
 
     const fetchOptions = resolvePeerOptions({ statsIntervalMs: 0, iceServers: [PAGE_STUN] });
     const fetchEngine = WasmPeer.fetcher(seed.uri, engineOptions(fetchOptions), performance.now());
-    const fetch = new Swarm(fetchEngine, parseUriLoaded(seed.uri), { signal: server.url, options: fetchOptions, seeding: false });
+    const fetch = new Swarm(fetchEngine, parseUriLoaded(seed.uri), { signal: world.server.url, options: fetchOptions, seeding: false });
     swarms.push(fetch);
     const complete = nextEvent(fetch, 'complete');
     await fetch.start();
     await complete;
 
     // The fetcher (second join) offered; the seeder (first join) answered.
-    const offerer = net.connections.find((pc) => pc.localDescription?.type === 'offer');
-    const answerer = net.connections.find((pc) => pc.localDescription?.type === 'answer');
+    const offerer = world.net.connections.find((pc) => pc.localDescription?.type === 'offer');
+    const answerer = world.net.connections.find((pc) => pc.localDescription?.type === 'answer');
     expect(offerer?.config.iceServers).toEqual([PAGE_STUN, SERVER_STUN, turn(2)]);
     expect(answerer?.config.iceServers).toEqual([SERVER_STUN, turn(1)]);
   });

@@ -2,34 +2,19 @@
  * Peer.fetch with an AbortSignal, and the errors Peer's calls reject with: two Peers over
  * the fake WebRTC stack and signaling server of test/fakes/, with the real engine.
  */
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { PpsppError } from '../src/errors.js';
 import { Peer } from '../src/peer.js';
 import { loadEngine } from './fakes/engine.js';
-import { FakeSignalServer, installWebSocket } from './fakes/signaling.js';
 import { nextEvent, until } from './fakes/tasks.js';
-import { FakeNet, installWebRtc } from './fakes/webrtc.js';
+import { useFakeWorld } from './fakes/world.js';
 
 const CHUNK = 1024;
 
-let net: FakeNet;
-let server: FakeSignalServer;
-const undo: (() => void)[] = [];
-const peers: Peer[] = [];
+const world = useFakeWorld();
+const peers = world.closeAfterEach((p: Peer) => p.close());
 
 beforeAll(loadEngine);
-
-beforeEach(() => {
-  net = new FakeNet();
-  undo.push(installWebRtc(net), installWebSocket());
-  server = new FakeSignalServer();
-});
-
-afterEach(() => {
-  for (const p of peers.splice(0)) p.close();
-  server.close();
-  for (const u of undo.splice(0).reverse()) u();
-});
 
 function bytes(n: number): Uint8Array {
   const b = new Uint8Array(n);
@@ -47,7 +32,7 @@ async function peer(options: Parameters<typeof Peer.create>[0] = {}): Promise<Pe
 async function seed(size: number, uploadLimit = 0): Promise<{ uri: string; data: Uint8Array }> {
   const data = bytes(size);
   const s = await peer({ uploadLimit });
-  const uri = await s.seed(data, { signal: server.url, chunkSize: CHUNK });
+  const uri = await s.seed(data, { signal: world.server.url, chunkSize: CHUNK });
   return { uri, data };
 }
 
@@ -83,7 +68,7 @@ describe('Peer.fetch', () => {
     expect(f.stats(uri)).toBeNull();
     expect(f.have(uri)).toEqual([]);
     // Its connection went with it.
-    await until(() => net.openChannels().length === 0, 'the channels closed');
+    await until(() => world.net.openChannels().length === 0, 'the channels closed');
   });
 
   it('rejects with any reason the signal gives, AbortSignal.timeout() included', async () => {
@@ -99,13 +84,13 @@ describe('Peer.fetch', () => {
 
   it('with a signal already aborted, rejects before joining anything', async () => {
     const { uri } = await seed(10 * CHUNK);
-    const joins = server.received.filter((r) => r.msg.type === 'join').length;
+    const joins = world.server.received.filter((r) => r.msg.type === 'join').length;
     const f = await peer();
     const controller = new AbortController();
     controller.abort();
     expect(await rejection(f.fetch(uri, { signal: controller.signal }))).toMatchObject({ name: 'AbortError' });
     expect(f.stats(uri)).toBeNull();
-    expect(server.received.filter((r) => r.msg.type === 'join')).toHaveLength(joins);
+    expect(world.server.received.filter((r) => r.msg.type === 'join')).toHaveLength(joins);
   });
 
   it('an abort leaves the swarm to another fetch of the same content', async () => {
@@ -121,14 +106,14 @@ describe('Peer.fetch', () => {
   });
 
   it('aborts learning the content from its peers (fetch by root hash)', async () => {
-    const f = await peer({ signal: server.url });
+    const f = await peer({ signal: world.server.url });
     const controller = new AbortController();
     // Nobody in that room: discovery would wait 30 s.
     const fetching = f.fetch('ab'.repeat(32), { signal: controller.signal });
-    await until(() => server.received.some((r) => r.msg.type === 'join'), 'discovery joined the room');
+    await until(() => world.server.received.some((r) => r.msg.type === 'join'), 'discovery joined the room');
     controller.abort();
     expect(await rejection(fetching)).toMatchObject({ name: 'AbortError' });
-    await until(() => server.room('ab'.repeat(32)).length === 0, 'discovery left the room');
+    await until(() => world.server.room('ab'.repeat(32)).length === 0, 'discovery left the room');
   });
 
   it('rejects with closed, fatal, when the peer is closed first', async () => {

@@ -4,12 +4,13 @@
  * order, how it takes a full buffer, a failing SourceBuffer and a seek, and how attach
  * fails.
  */
-import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import type { PpsppError } from '../src/errors.js';
 import { type PeerOptions, type PlayerOptions, resolvePeerOptions } from '../src/options.js';
 import { Peer, engineOptions } from '../src/peer.js';
 import { Player, type PlayerEvents } from '../src/player.js';
 import { WasmPeer } from '../src/wasm.js';
+import { concat } from './bytes.js';
 import { differsAt } from './fakes/bytes.js';
 import { loadEngine } from './fakes/engine.js';
 import {
@@ -17,41 +18,24 @@ import {
   liveObjectUrls,
 } from './fakes/media.js';
 import { FAKE_ORIGIN, publishOnFakeOrigin } from './fakes/origin.js';
-import { FakeSignalServer, installWebSocket } from './fakes/signaling.js';
 import { nextEvent, until } from './fakes/tasks.js';
 import { syntheticMp4 } from './fakes/mp4.js';
 import { type SyntheticWebm, syntheticWebm } from './fakes/webm.js';
-import { FakeNet, installWebRtc } from './fakes/webrtc.js';
+import { useFakeWorld } from './fakes/world.js';
 
 const CHUNK = 8192;
 
-let net: FakeNet;
-let server: FakeSignalServer;
-const undo: (() => void)[] = [];
-const players: Player[] = [];
-const peers: Peer[] = [];
+const world = useFakeWorld({ installs: [installMedia], beforeClosing: () => vi.restoreAllMocks() });
+const players = world.closeAfterEach((p: Player) => p.destroy());
+const peers = world.closeAfterEach((p: Peer) => p.close());
 
 beforeAll(loadEngine);
-
-beforeEach(() => {
-  net = new FakeNet();
-  undo.push(installWebRtc(net), installWebSocket(), installMedia());
-  server = new FakeSignalServer();
-});
-
-afterEach(() => {
-  vi.restoreAllMocks();
-  for (const p of players.splice(0)) p.destroy();
-  for (const p of peers.splice(0)) p.close();
-  server.close();
-  for (const u of undo.splice(0).reverse()) u();
-});
 
 /** Seeds `file` from a Peer (the origin); returns its URI (signal= the fake server). */
 async function seed(file: Uint8Array, options: PeerOptions = {}): Promise<{ uri: string; peer: Peer }> {
   const peer = await Peer.create({ statsIntervalMs: 0, ...options });
   peers.push(peer);
-  const uri = await peer.seed(file, { signal: server.url, chunkSize: CHUNK, name: 'video.webm' });
+  const uri = await peer.seed(file, { signal: world.server.url, chunkSize: CHUNK, name: 'video.webm' });
   return { uri, peer };
 }
 
@@ -80,16 +64,6 @@ async function attach(uri: string, options: PlayerOptions = {}, prepare?: (video
 async function sourceBuffer(ms: FakeMediaSource): Promise<FakeSourceBuffer> {
   await until(() => ms.sourceBuffers.length > 0, 'a SourceBuffer');
   return ms.sourceBuffers[0]!;
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 const appendedBytes = (sb: FakeSourceBuffer): number => sb.appends.reduce((n, a) => n + a.length, 0);
@@ -130,7 +104,7 @@ function expectFileInPieces(media: SyntheticWebm, appends: Uint8Array[], start: 
 
 describe('Player.attach rejects', () => {
   /** A real URI of some content, signal= the fake server, with nobody seeding it. */
-  const someUri = (signal = server.url): string => {
+  const someUri = (signal = world.server.url): string => {
     const engine = WasmPeer.seeder(new Uint8Array(1000), 1024, 'sha256', signal, undefined, engineOptions(resolvePeerOptions()), 0);
     const uri = engine.uri();
     engine.free();
@@ -153,7 +127,7 @@ describe('Player.attach rejects', () => {
     const g = globalThis as { RTCPeerConnection?: unknown };
     delete g.RTCPeerConnection;
     await expect(Player.attach(video(), someUri())).rejects.toMatchObject({ code: 'webrtc-unsupported' });
-    expect(server.received).toEqual([]);
+    expect(world.server.received).toEqual([]);
   });
 
   it('with bad-option for something that is not a video element, or an unknown option', async () => {
@@ -170,7 +144,7 @@ describe('Player.attach rejects', () => {
       code: 'mse-unsupported',
       message: expect.stringContaining('av01'),
     });
-    expect(server.received).toEqual([]);
+    expect(world.server.received).toEqual([]);
   });
 
   it('with bad-uri for a URI that is not one', async () => {
@@ -183,7 +157,7 @@ describe('Player.attach rejects', () => {
   });
 
   it('with signaling-unreachable within signalingTimeoutMs when the server never answers (no HTTP origin)', async () => {
-    server.silent = true;
+    world.server.silent = true;
     const started = performance.now();
     await expect(Player.attach(video(), someUri(), { signalingTimeoutMs: 1000 })).rejects.toMatchObject({
       code: 'signaling-unreachable',
@@ -199,7 +173,7 @@ describe('Player with an HTTP origin (fake fetch) and no signaling server', () =
   function publish(file: Uint8Array, misbehave?: (url: string) => 'not-found' | undefined): string {
     const { uri, http, restore } = publishOnFakeOrigin(file, CHUNK);
     if (misbehave) http.misbehave = misbehave;
-    undo.push(restore);
+    world.undoAfter(restore);
     return uri;
   }
   const httpOrigin = FAKE_ORIGIN;
@@ -210,7 +184,7 @@ describe('Player with an HTTP origin (fake fetch) and no signaling server', () =
     const { mediaSource, log, player } = await attach(uri, { httpOrigin });
     const sb = await sourceBuffer(mediaSource);
     await until(() => mediaSource.endOfStreamCalls > 0, 'endOfStream');
-    expect(differsAt(concat(sb.appends), media.file), 'the appends differ from the file at').toBeNull();
+    expect(differsAt(concat(...sb.appends), media.file), 'the appends differ from the file at').toBeNull();
     expect(log.error).toEqual([]);
     expect(player.stats()).toMatchObject({ bytesFromHttp: media.file.length, bytesFromPeers: 0, connections: 0 });
   });
@@ -227,7 +201,7 @@ describe('Player with an HTTP origin (fake fetch) and no signaling server', () =
   async function playsToTheEnd(a: Attached, media: SyntheticWebm): Promise<void> {
     const sb = await sourceBuffer(a.mediaSource);
     await until(() => a.mediaSource.endOfStreamCalls > 0, 'endOfStream');
-    expect(differsAt(concat(sb.appends), media.file), 'the appends differ from the file at').toBeNull();
+    expect(differsAt(concat(...sb.appends), media.file), 'the appends differ from the file at').toBeNull();
     expect(a.log.error).toEqual([]);
     expect(a.player.stats()).toMatchObject({ bytesFromHttp: media.file.length, bytesFromPeers: 0 });
   }
@@ -240,7 +214,7 @@ describe('Player with an HTTP origin (fake fetch) and no signaling server', () =
       await playsToTheEnd(a, media);
       expect(a.noP2p).toEqual([]);
     }
-    expect(server.received).toEqual([]);
+    expect(world.server.received).toEqual([]);
   });
 
   it('signal: false without an HTTP origin is a bad-option', async () => {
@@ -254,31 +228,31 @@ describe('Player with an HTTP origin (fake fetch) and no signaling server', () =
     delete g.RTCPeerConnection;
     const media = syntheticWebm(6, 20_000);
     const uri = publish(media.file);
-    const a = await attachWatched(uri, { httpOrigin, signal: server.url });
+    const a = await attachWatched(uri, { httpOrigin, signal: world.server.url });
     await playsToTheEnd(a, media);
     expect(a.noP2p).toMatchObject([{ reason: 'webrtc-unsupported' }]);
-    expect(server.received).toEqual([]);
+    expect(world.server.received).toEqual([]);
   });
 
   it('signaling unreachable: attach resolves at once, plays from HTTP with p2p-unavailable, and joins once the server is back', async () => {
     const media = syntheticWebm(6, 20_000);
     const uri = publish(media.file);
-    server.close();
-    const a = await attachWatched(uri, { httpOrigin, signal: server.url });
+    world.server.close();
+    const a = await attachWatched(uri, { httpOrigin, signal: world.server.url });
     await until(() => a.noP2p.length > 0, 'p2p-unavailable');
     expect(a.noP2p).toMatchObject([{ reason: 'signaling-unreachable' }]);
     await playsToTheEnd(a, media);
-    server.reopen();
+    world.server.reopen();
     await until(() => a.player.startup.joinedMs !== null, 'joined once the server is back', 4_000);
-    expect(server.room(a.player.content.root)).toHaveLength(1);
+    expect(world.server.room(a.player.content.root)).toHaveLength(1);
   });
 
   it('signaling silent: attach does not wait for it; p2p-unavailable after signalingTimeoutMs', async () => {
-    server.silent = true;
+    world.server.silent = true;
     const media = syntheticWebm(6, 20_000);
     const uri = publish(media.file);
     const started = performance.now();
-    const a = await attachWatched(uri, { httpOrigin, signal: server.url, signalingTimeoutMs: 1000 });
+    const a = await attachWatched(uri, { httpOrigin, signal: world.server.url, signalingTimeoutMs: 1000 });
     expect(performance.now() - started).toBeLessThan(1000);
     await playsToTheEnd(a, media);
     await until(() => a.noP2p.length > 0, 'p2p-unavailable', 5_000);
@@ -289,7 +263,7 @@ describe('Player with an HTTP origin (fake fetch) and no signaling server', () =
     // 60 s at 100 kB/s: 20 s ahead is 2 MB of 6.
     const media = syntheticWebm(60, 100_000);
     const { uri, http, restore } = publishOnFakeOrigin(media.file, CHUNK);
-    undo.push(restore);
+    world.undoAfter(restore);
     const sent = (): number => http.served.get(FAKE_ORIGIN.url) ?? 0;
     // 12 s buffered ahead: the window is open to its full 20 s (it opens with the buffer).
     const a = await attach(uri, { httpOrigin, readAheadSeconds: 20, httpReadAheadSeconds: 0 }, (v) => (v.ranges = [[0, 12]]));
@@ -315,7 +289,7 @@ describe('Player with an HTTP origin (fake fetch) and no signaling server', () =
   it('the read-ahead opens with the buffer: 10 s before anything is buffered', async () => {
     const media = syntheticWebm(60, 100_000);
     const { uri, http, restore } = publishOnFakeOrigin(media.file, CHUNK);
-    undo.push(restore);
+    world.undoAfter(restore);
     const sent = (): number => http.served.get(FAKE_ORIGIN.url) ?? 0;
     const a = await attach(uri, { httpOrigin, httpReadAheadSeconds: 0 }, (v) => (v.ranges = [[0, 2]]));
     const ahead = (seconds: number): number => media.clusters[seconds]!.offset;
@@ -333,7 +307,7 @@ describe('Player with an HTTP origin (fake fetch) and no signaling server', () =
   it('httpReadAheadSeconds: alone, the page asks the origin for that much ahead', async () => {
     const media = syntheticWebm(60, 100_000);
     const { uri, http, restore } = publishOnFakeOrigin(media.file, CHUNK);
-    undo.push(restore);
+    world.undoAfter(restore);
     const sent = (): number => http.served.get(FAKE_ORIGIN.url) ?? 0;
     // Media buffered ahead: playback does not wait (it would be served whatever it waits for).
     await attach(uri, { httpOrigin, httpReadAheadSeconds: 12 }, (v) => (v.ranges = [[0, 8]]));
@@ -364,7 +338,7 @@ describe('viewer controls', () => {
   async function seededWithOrigin(media: SyntheticWebm): Promise<string> {
     const { uri } = await seed(media.file);
     const { restore } = publishOnFakeOrigin(media.file, CHUNK);
-    undo.push(restore);
+    world.undoAfter(restore);
     return uri;
   }
 
@@ -410,7 +384,7 @@ describe('viewer controls', () => {
   it('p2p: false: HTTP only, the signaling server unheard of, until enableP2P()', async () => {
     const media = syntheticWebm(6, 20_000);
     const uri = await seededWithOrigin(media);
-    const joins = (): number => server.received.filter((r) => r.msg.type === 'join').length;
+    const joins = (): number => world.server.received.filter((r) => r.msg.type === 'join').length;
     const before = joins();
     const a = await attach(uri, { httpOrigin: FAKE_ORIGIN, p2p: false });
     await until(() => a.mediaSource.endOfStreamCalls > 0, 'played to the end from HTTP');
@@ -432,20 +406,20 @@ describe('viewer controls', () => {
     const { uri } = await seed(media.file, { iceTransportPolicy: 'relay' });
     const a = await attach(uri, { iceTransportPolicy: 'relay' });
     await until(() => a.player.stats().connections > 0, 'a connection');
-    expect(net.connections.length).toBeGreaterThan(0);
-    for (const pc of net.connections) expect(pc.getConfiguration().iceTransportPolicy).toBe('relay');
+    expect(world.net.connections.length).toBeGreaterThan(0);
+    for (const pc of world.net.connections) expect(pc.getConfiguration().iceTransportPolicy).toBe('relay');
   });
 });
 
 describe('ManagedMediaSource (iPhone, Safari)', () => {
   function publishHttp(file: Uint8Array): { uri: string; sent: () => number } {
     const { uri, http, restore } = publishOnFakeOrigin(file, CHUNK);
-    undo.push(restore);
+    world.undoAfter(restore);
     return { uri, sent: () => http.served.get(FAKE_ORIGIN.url) ?? 0 };
   }
 
   it('where MediaSource is missing: plays through ManagedMediaSource, appending only while it streams', async () => {
-    undo.push(installManagedMediaSource());
+    world.undoAfter(installManagedMediaSource());
     // 3 MB: appended in pieces of about 1 MiB.
     const media = syntheticWebm(10, 300_000);
     const { uri } = publishHttp(media.file);
@@ -466,7 +440,7 @@ describe('ManagedMediaSource (iPhone, Safari)', () => {
     expect(sb!.appends.length).toBeLessThanOrEqual(during + 1);
     ms.startStreaming();
     await until(() => ms.endOfStreamCalls > 0, 'endOfStream');
-    expect(differsAt(concat(sb!.appends), media.file)).toBeNull();
+    expect(differsAt(concat(...sb!.appends), media.file)).toBeNull();
     expect(sb!.appendsNotStreaming).toBe(0);
     expect(a.log.error).toEqual([]);
   });
@@ -477,7 +451,7 @@ describe('ManagedMediaSource (iPhone, Safari)', () => {
     const plain = await attach(uri, { httpOrigin: FAKE_ORIGIN });
     expect(plain.mediaSource).not.toBeInstanceOf(FakeManagedMediaSource);
     await expect(attach(uri, { httpOrigin: FAKE_ORIGIN, mediaSource: 'managed' })).rejects.toMatchObject({ code: 'mse-unsupported' });
-    undo.push(installManagedMediaSource({ keepMediaSource: true }));
+    world.undoAfter(installManagedMediaSource({ keepMediaSource: true }));
     const managed = await attach(uri, { httpOrigin: FAKE_ORIGIN, mediaSource: 'managed' });
     expect(managed.mediaSource).toBeInstanceOf(FakeManagedMediaSource);
     const g = globalThis as Record<string, unknown>;
@@ -493,7 +467,7 @@ describe('ManagedMediaSource (iPhone, Safari)', () => {
   });
 
   it('media the browser evicts ahead of the playhead is appended again from the engine, not fetched again', async () => {
-    undo.push(installManagedMediaSource());
+    world.undoAfter(installManagedMediaSource());
     const media = syntheticWebm(10, 30_000);
     const { uri, sent } = publishHttp(media.file);
     const a = await attach(uri, { httpOrigin: FAKE_ORIGIN, readAheadSeconds: 0 });
@@ -509,7 +483,7 @@ describe('ManagedMediaSource (iPhone, Safari)', () => {
     browserEvicts(sb, 4, 10);
     a.video.ranges = [[0, 4]];
     await until(() => ms.endOfStreamCalls > 1, 'appended again to the end');
-    const again = concat(sb.appends.slice(before));
+    const again = concat(...sb.appends.slice(before));
     // From the Cluster at or before 4 s to the end of the file.
     const from = media.file.length - again.length;
     expect(media.clusters.some((c) => c.offset === from && c.time <= 4), `appended again from byte ${from}`).toBe(true);
@@ -532,7 +506,7 @@ describe('Player over fake WebRTC and MediaSource, with the real engine', () => 
     expect(mediaSource.duration).toBe(20);
     const appends = sb.appends;
     expect(appends[0]).toEqual(media.file.subarray(0, media.initLength));
-    expect(differsAt(concat(appends), media.file), 'the appends differ from the file at').toBeNull();
+    expect(differsAt(concat(...appends), media.file), 'the appends differ from the file at').toBeNull();
     const clusterAt = new Set(media.clusters.map((c) => c.offset));
     let at = media.initLength;
     for (const a of appends.slice(1)) {
@@ -560,7 +534,7 @@ describe('Player over fake WebRTC and MediaSource, with the real engine', () => 
     expect(mediaSource.duration).toBe(20);
     const appends = sb.appends;
     expect(appends[0]).toEqual(media.file.subarray(0, media.initLength));
-    expect(differsAt(concat(appends), media.file), 'the appends differ from the file at').toBeNull();
+    expect(differsAt(concat(...appends), media.file), 'the appends differ from the file at').toBeNull();
     const fragmentAt = new Set(media.fragments.map((f) => f.offset));
     let at = media.initLength;
     for (const a of appends.slice(1)) {
@@ -601,7 +575,7 @@ describe('Player over fake WebRTC and MediaSource, with the real engine', () => 
       most = Math.max(most, player.stats().chunksHave * CHUNK);
     }
     expect(mediaSource.endOfStreamCalls).toBe(1);
-    expect(differsAt(concat(sb.appends), media.file), 'the appends differ from the file at').toBeNull();
+    expect(differsAt(concat(...sb.appends), media.file), 'the appends differ from the file at').toBeNull();
     expect(most, 'bytes held at most').toBeLessThanOrEqual(bound);
     const stats = player.stats();
     expect(stats.chunksEvicted).toBeGreaterThan(0);
@@ -657,7 +631,7 @@ describe('Player over fake WebRTC and MediaSource, with the real engine', () => 
     video.currentTime = 20;
     const sb = await sourceBuffer(mediaSource);
     await until(() => mediaSource.endOfStreamCalls > 0, 'endOfStream');
-    expect(differsAt(concat(sb.appends), media.file), 'the appends differ from the file at').toBeNull();
+    expect(differsAt(concat(...sb.appends), media.file), 'the appends differ from the file at').toBeNull();
     // The init segment, then the refused append (not recorded), a remove keeping 5 s, the same append.
     expect(sb.ops[0]?.op).toBe('append');
     expect(sb.ops[1]).toEqual({ op: 'remove', start: 0, end: 15 });
@@ -674,7 +648,7 @@ describe('Player over fake WebRTC and MediaSource, with the real engine', () => 
     const { mediaSource, log } = await attach(uri);
     const sb = await sourceBuffer(mediaSource);
     await until(() => mediaSource.endOfStreamCalls > 0, 'endOfStream');
-    expect(differsAt(concat(sb.appends), media.file), 'the appends differ from the file at').toBeNull();
+    expect(differsAt(concat(...sb.appends), media.file), 'the appends differ from the file at').toBeNull();
     expect(sb.ops.every((o) => o.op === 'append')).toBe(true);
     expect(log.error).toEqual([]);
   });
@@ -765,7 +739,7 @@ describe('Player over fake WebRTC and MediaSource, with the real engine', () => 
     // From there on, in order to the end, and the stream ends.
     await until(() => mediaSource.endOfStreamCalls > 0, 'endOfStream', 15_000);
     const after = sb.ops.slice(abortAt + 1).flatMap((o) => (o.op === 'append' ? [o.bytes] : []));
-    expect(differsAt(concat(after), media.file.subarray(cluster!.offset)), 'the appends after the seek differ at').toBeNull();
+    expect(differsAt(concat(...after), media.file.subarray(cluster!.offset)), 'the appends after the seek differ at').toBeNull();
     expect(log.error).toEqual([]);
   }, 40_000);
 

@@ -3,7 +3,7 @@
  * peers exchange is real PPSPP, so content, verification, progress and peer events are
  * the engine's own.
  */
-import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { PpsppError } from '../src/errors.js';
 import { type PeerOptions, type ResolvedPeerOptions, resolvePeerOptions } from '../src/options.js';
 import { engineOptions } from '../src/peer.js';
@@ -11,32 +11,16 @@ import { Swarm, type SwarmEvents } from '../src/swarm.js';
 import { WasmPeer, parseUriLoaded } from '../src/wasm.js';
 import { differsAt } from './fakes/bytes.js';
 import { loadEngine } from './fakes/engine.js';
-import { FakeSignalServer, installWebSocket } from './fakes/signaling.js';
 import { nextEvent, until, untilTasks } from './fakes/tasks.js';
 import { randomBytes } from './fakes/webm.js';
-import { FakeNet, installWebRtc } from './fakes/webrtc.js';
+import { useFakeWorld } from './fakes/world.js';
 
 const CHUNK = 1024;
 
-let net: FakeNet;
-let server: FakeSignalServer;
-const undo: (() => void)[] = [];
-const swarms: Swarm[] = [];
+const world = useFakeWorld({ beforeClosing: () => vi.useRealTimers() });
+const swarms = world.closeAfterEach((s: Swarm) => s.close());
 
 beforeAll(loadEngine);
-
-beforeEach(() => {
-  net = new FakeNet();
-  undo.push(installWebRtc(net), installWebSocket());
-  server = new FakeSignalServer();
-});
-
-afterEach(() => {
-  vi.useRealTimers();
-  for (const s of swarms.splice(0)) s.close();
-  server.close();
-  for (const u of undo.splice(0).reverse()) u();
-});
 
 function resolved(o: PeerOptions = {}): ResolvedPeerOptions {
   return resolvePeerOptions({ statsIntervalMs: 0, ...o });
@@ -44,8 +28,8 @@ function resolved(o: PeerOptions = {}): ResolvedPeerOptions {
 
 function seeder(data: Uint8Array, o: PeerOptions = {}): Swarm {
   const r = resolved(o);
-  const engine = WasmPeer.seeder(data, CHUNK, 'sha256', server.url, 'test.bin', engineOptions(r), performance.now());
-  const swarm = new Swarm(engine, parseUriLoaded(engine.uri()), { signal: server.url, options: r, seeding: true });
+  const engine = WasmPeer.seeder(data, CHUNK, 'sha256', world.server.url, 'test.bin', engineOptions(r), performance.now());
+  const swarm = new Swarm(engine, parseUriLoaded(engine.uri()), { signal: world.server.url, options: r, seeding: true });
   swarms.push(swarm);
   return swarm;
 }
@@ -53,7 +37,7 @@ function seeder(data: Uint8Array, o: PeerOptions = {}): Swarm {
 function fetcher(uri: string, o: PeerOptions = {}): Swarm {
   const r = resolved(o);
   const engine = WasmPeer.fetcher(uri, engineOptions(r), performance.now());
-  const swarm = new Swarm(engine, parseUriLoaded(uri), { signal: server.url, options: r, seeding: false });
+  const swarm = new Swarm(engine, parseUriLoaded(uri), { signal: world.server.url, options: r, seeding: false });
   swarms.push(swarm);
   return swarm;
 }
@@ -85,7 +69,7 @@ function record(swarm: Swarm): Log {
 
 /** The swarm's peer id in the fake server's room (the remote its peers see). */
 function idOf(swarm: Swarm, index: number): string {
-  const id = server.room(swarm.content.root)[index];
+  const id = world.server.room(swarm.content.root)[index];
   if (id === undefined) throw new Error(`no peer ${index} in the room`);
   return id;
 }
@@ -152,8 +136,8 @@ describe('Swarm over fake WebRTC, with the real engine', () => {
     const left = nextEvent(first, 'peer-left');
     seed.close();
     expect(await left).toMatchObject({ remote: seederId });
-    await until(() => server.room(seed.content.root).length === 1, 'the seeder left the room');
-    expect(server.room(seed.content.root)).toEqual([firstId]);
+    await until(() => world.server.room(seed.content.root).length === 1, 'the seeder left the room');
+    expect(world.server.room(seed.content.root)).toEqual([firstId]);
 
     const late = fetcher(seed.uri);
     const log = record(late);
@@ -179,7 +163,7 @@ describe('Swarm over fake WebRTC, with the real engine', () => {
     const { peer } = await joined;
     await nextEvent(fetch, 'progress', (p) => p.have >= 10);
     // The seeder's end of the channel closes (its tab crashed, its network went away).
-    const ends = net.openChannels();
+    const ends = world.net.openChannels();
     expect(ends).toHaveLength(2);
     const seederEnd = ends.find((c) => c.pc.localDescription?.type === 'answer');
     expect(seederEnd).toBeDefined();
@@ -200,7 +184,7 @@ describe('Swarm over fake WebRTC, with the real engine', () => {
     const seed = seeder(data);
     await seed.start();
     let corrupted = 0;
-    net.intercept = ({ data: bytes }) => {
+    world.net.intercept = ({ data: bytes }) => {
       // The first datagram that carries a whole chunk: its last byte is chunk data.
       if (corrupted === 0 && bytes.length > CHUNK) {
         corrupted += 1;
@@ -227,7 +211,7 @@ describe('Swarm over fake WebRTC, with the real engine', () => {
     const held = fetch.haveRanges().some(([a, b]) => a <= r.chunk && r.chunk < b);
     expect(held, 'the rejected chunk is not held').toBe(false);
     // Its connection is closed, and the seeder's end learns of it.
-    const offered = net.connections.find((pc) => pc.localDescription?.type === 'offer');
+    const offered = world.net.connections.find((pc) => pc.localDescription?.type === 'offer');
     expect(offered?.connectionState).toBe('closed');
     await until(() => seed.stats().connections === 0, "the seeder's connection closes too");
   });
@@ -259,13 +243,13 @@ describe('Swarm over fake WebRTC, with the real engine', () => {
     const seed = seeder(data);
     await seed.start();
     let n = 0;
-    net.intercept = ({ data: bytes }) => (++n % 10 === 0 ? null : bytes);
+    world.net.intercept = ({ data: bytes }) => (++n % 10 === 0 ? null : bytes);
     const fetch = fetcher(seed.uri);
     const done = nextEvent(fetch, 'complete', undefined, 25_000);
     await fetch.start();
     await done;
     expect(differsAt(fetch.read(0, data.length), data)).toBeNull();
-    expect(net.delivered).toBeLessThan(net.sent);
+    expect(world.net.delivered).toBeLessThan(world.net.sent);
     expect(seed.stats().retransmissions).toBeGreaterThan(0);
   }, 30_000);
 
@@ -337,7 +321,7 @@ describe('Swarm over fake WebRTC, with the real engine', () => {
   it('start() rejects with signaling-unreachable when the server cannot be reached', async () => {
     const data = randomBytes(10 * CHUNK, 14);
     const seed = seeder(data);
-    server.close();
+    world.server.close();
     await expect(seed.start()).rejects.toMatchObject({ code: 'signaling-unreachable' });
   });
 
@@ -349,10 +333,10 @@ describe('Swarm over fake WebRTC, with the real engine', () => {
     const me = idOf(seed, 0);
     const stranger = 'f'.repeat(32);
     for (const junk of [null, 'offer', 42, { kind: 'answer', sdp: 'v=0' }, { kind: 'candidate', candidate: {} }, { kind: 'offer' }]) {
-      server.inject(me, stranger, junk);
+      world.server.inject(me, stranger, junk);
     }
-    server.inject(me, stranger, { kind: 'offer', sdp: 'v=0 not a real offer' });
-    await until(() => net.connections.length === 1 && net.connections[0]!.connectionState === 'closed', 'the bad offer\'s connection is closed');
+    world.server.inject(me, stranger, { kind: 'offer', sdp: 'v=0 not a real offer' });
+    await until(() => world.net.connections.length === 1 && world.net.connections[0]!.connectionState === 'closed', 'the bad offer\'s connection is closed');
     expect(seed.stats().connections).toBe(0);
     expect(log['peer-joined']).toEqual([]);
     expect(log['peer-left']).toEqual([]);
@@ -370,7 +354,7 @@ describe('Swarm timers (fake time)', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'performance', 'Date'] });
   });
 
-  const joinsOf = (): number => server.received.filter((r) => r.msg.type === 'join').length;
+  const joinsOf = (): number => world.server.received.filter((r) => r.msg.type === 'join').length;
 
   it('alone, a fetcher rejoins signaling every 5 s and reports no-peers once, after 10 s', async () => {
     const data = randomBytes(10 * CHUNK, 16);
@@ -385,7 +369,7 @@ describe('Swarm timers (fake time)', () => {
     expect(joinsOf()).toBe(1);
     await vi.advanceTimersByTimeAsync(200);
     expect(joinsOf()).toBe(2);
-    expect(server.received.filter((r) => r.msg.type === 'leave')).toHaveLength(1);
+    expect(world.server.received.filter((r) => r.msg.type === 'leave')).toHaveLength(1);
     await vi.advanceTimersByTimeAsync(4_800);
     expect(log.error).toEqual([]);
     await vi.advanceTimersByTimeAsync(200);
@@ -396,14 +380,14 @@ describe('Swarm timers (fake time)', () => {
   });
 
   it('held back by the server (p2pFrom), a lone fetcher rejoins every 30 s instead of 5 s', async () => {
-    server.p2pMinPeers = 3;
+    world.server.p2pMinPeers = 3;
     const seed = seeder(randomBytes(10 * CHUNK, 18));
     const uri = seed.uri;
     await seed.start();
     const fetch = fetcher(uri);
     await fetch.start();
     // Two in the room: the fetcher's welcome listed nobody, the seeder's neither.
-    expect(server.room(fetch.content.root)).toHaveLength(2);
+    expect(world.server.room(fetch.content.root)).toHaveLength(2);
     expect(joinsOf()).toBe(2);
     await vi.advanceTimersByTimeAsync(29_000);
     expect(joinsOf()).toBe(2);
@@ -421,7 +405,7 @@ describe('Swarm timers (fake time)', () => {
   });
 
   it('drops a connection whose channel does not open within connectTimeoutMs, without peer events', async () => {
-    net.connectable = false;
+    world.net.connectable = false;
     const seed = seeder(randomBytes(10 * CHUNK, 18));
     await seed.start();
     const fetch = fetcher(seed.uri, { connectTimeoutMs: 3000 });
@@ -429,10 +413,10 @@ describe('Swarm timers (fake time)', () => {
     await fetch.start();
     // The offer, answer and candidates go through; ICE never completes.
     await untilTasks(
-      () => net.connections[0]?.remoteDescription?.type === 'answer' && net.connections[0].candidates.length === 1,
+      () => world.net.connections[0]?.remoteDescription?.type === 'answer' && world.net.connections[0].candidates.length === 1,
       "the answer and the seeder's candidate reach the fetcher",
     );
-    const offered = net.connections[0]!;
+    const offered = world.net.connections[0]!;
     expect(offered.localDescription?.type).toBe('offer');
     expect(fetch.stats().connections).toBe(1);
     await vi.advanceTimersByTimeAsync(2_990);
@@ -445,7 +429,7 @@ describe('Swarm timers (fake time)', () => {
   });
 
   it('with reportOffload, reports its bytes by source every reportEvery seconds, and a last one as it leaves', async () => {
-    server.reportEvery = 5;
+    world.server.reportEvery = 5;
     const data = randomBytes(40 * CHUNK + 5, 23);
     const seed = seeder(data);
     await seed.start();
@@ -455,7 +439,7 @@ describe('Swarm timers (fake time)', () => {
     await Promise.all([quiet.start(), reporting.start()]);
     await vi.advanceTimersByTimeAsync(4_000);
     await done;
-    const reports = () => server.received.filter((r) => r.msg.type === 'report');
+    const reports = () => world.server.received.filter((r) => r.msg.type === 'report');
     expect(reports()).toEqual([]);
     await vi.advanceTimersByTimeAsync(1_000);
     const me = idOf(reporting, 2);
@@ -493,25 +477,25 @@ describe('no-peers counts open data channels only (fake time)', () => {
   });
 
   const codes = (log: Log): string[] => log.error.map((e) => e.code);
-  const joinsOf = (): number => server.received.filter((r) => r.msg.type === 'join').length;
+  const joinsOf = (): number => world.server.received.filter((r) => r.msg.type === 'join').length;
 
   it('an offer whose ICE failed is made again after a back-off, and the second attempt connects', async () => {
-    net.connectable = false;
-    net.failAfterMs = 2_000;
+    world.net.connectable = false;
+    world.net.failAfterMs = 2_000;
     const data = randomBytes(10 * CHUNK, 31);
     const seed = seeder(data);
     await seed.start();
-    const before = net.connections.length;
+    const before = world.net.connections.length;
     const fetch = fetcher(seed.uri);
     const log = record(fetch);
     await fetch.start();
-    const offers = (): typeof net.connections =>
-      net.connections.slice(before).filter((pc) => pc.localDescription?.type === 'offer');
+    const offers = (): typeof world.net.connections =>
+      world.net.connections.slice(before).filter((pc) => pc.localDescription?.type === 'offer');
     await untilTasks(() => offers().length === 1 && offers()[0]!.iceConnectionState === 'checking', 'the offer is in ICE checks');
     await vi.advanceTimersByTimeAsync(2_100);
     expect(offers()[0]!.connectionState).toBe('closed');
     // The path works now (a NAT mapping or TURN permission made too late the first time).
-    net.connectable = true;
+    world.net.connectable = true;
     await vi.advanceTimersByTimeAsync(500);
     expect(offers()).toHaveLength(1);
     await vi.advanceTimersByTimeAsync(1_000);
@@ -526,17 +510,17 @@ describe('no-peers counts open data channels only (fake time)', () => {
   ])(
     'every ICE attempt $what: one non-fatal no-peers after 10 s while they still check; closed at $endsAt ms, then retried',
     async ({ failAfterMs, connectTimeoutMs, endsAt }) => {
-      net.connectable = false;
-      net.failAfterMs = failAfterMs;
+      world.net.connectable = false;
+      world.net.failAfterMs = failAfterMs;
       const data = randomBytes(10 * CHUNK, 30);
       const seeds = [seeder(data), seeder(data)];
       for (const seed of seeds) await seed.start();
-      const before = net.connections.length;
+      const before = world.net.connections.length;
       const fetch = fetcher(seeds[0]!.uri, { connectTimeoutMs });
       const log = record(fetch);
       await fetch.start();
-      const offers = (): typeof net.connections =>
-        net.connections.slice(before).filter((pc) => pc.localDescription?.type === 'offer');
+      const offers = (): typeof world.net.connections =>
+        world.net.connections.slice(before).filter((pc) => pc.localDescription?.type === 'offer');
       await untilTasks(
         () => offers().length === 2 && offers().every((pc) => pc.iceConnectionState === 'checking'),
         "the fetcher's offers to both seeders are in ICE checks",
@@ -584,8 +568,8 @@ describe('no-peers counts open data channels only (fake time)', () => {
     await fetch.start();
     await untilTasks(() => log['peer-joined'].length === 1, 'the fetcher joins the other fetcher');
     // A seeder that comes later cannot be reached: its attempts check forever.
-    net.connectable = false;
-    net.failAfterMs = Infinity;
+    world.net.connectable = false;
+    world.net.failAfterMs = Infinity;
     const hostile = seeder(data);
     await hostile.start();
     await untilTasks(() => fetch.stats().connections === 2, "the hostile seeder's attempt reaches the fetcher");
@@ -606,20 +590,20 @@ describe('no-peers counts open data channels only (fake time)', () => {
   });
 
   it('an attempt that never completes holds its slot until connectTimeoutMs only: a peer that comes later gets it and connects', async () => {
-    net.connectable = false;
-    net.failAfterMs = Infinity;
+    world.net.connectable = false;
+    world.net.failAfterMs = Infinity;
     const data = randomBytes(10 * CHUNK, 32);
     const hostile = seeder(data);
     await hostile.start();
-    const before = net.connections.length;
+    const before = world.net.connections.length;
     const fetch = fetcher(hostile.uri, { maxConnections: 1, connectTimeoutMs: 12_000 });
     const log = record(fetch);
     await fetch.start();
     await untilTasks(
-      () => net.connections[before]?.iceConnectionState === 'checking',
+      () => world.net.connections[before]?.iceConnectionState === 'checking',
       "the fetcher's offer is in ICE checks",
     );
-    const attempt = net.connections[before]!;
+    const attempt = world.net.connections[before]!;
     expect(attempt.localDescription?.type).toBe('offer');
     expect(fetch.stats().connections).toBe(1);
 
@@ -631,7 +615,7 @@ describe('no-peers counts open data channels only (fake time)', () => {
     expect(fetch.stats().connections).toBe(0);
 
     // A reachable seeder joins and offers: the freed slot takes it.
-    net.connectable = true;
+    world.net.connectable = true;
     const reachable = seeder(data);
     await reachable.start();
     await untilTasks(() => log['peer-joined'].length === 1, 'the fetcher joins the seeder that came later');
