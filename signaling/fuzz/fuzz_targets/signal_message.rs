@@ -48,7 +48,13 @@ fuzz_target!(|bytes: &[u8]| {
         }
         Ok(ClientMessage::Leave) => {}
         Ok(ClientMessage::Ice) => {
-            assert_eq!(parse_client(&ClientMessage::Ice.to_json()), Ok(ClientMessage::Ice));
+            assert_eq!(
+                parse_client(&ClientMessage::Ice.to_json()),
+                Ok(ClientMessage::Ice)
+            );
+        }
+        Ok(report @ ClientMessage::Report { .. }) => {
+            assert_eq!(parse_client(&report.to_json()), Ok(report));
         }
         Err(e) => {
             assert!(e.code().is_fatal(), "{e:?} is not fatal");
