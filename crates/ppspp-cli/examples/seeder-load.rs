@@ -297,8 +297,12 @@ async fn light_peer(
             let room = content.root.to_hex();
             let made = async {
                 let client = SignalClient::join(url, &room).await?;
-                let mut t =
-                    RtcTransport::bind(SocketAddr::from(([127, 0, 0, 1], 0)), client, &room)?;
+                let mut t = RtcTransport::bind(
+                    SocketAddr::from(([127, 0, 0, 1], 0)),
+                    client,
+                    &room,
+                    ppspp_cli::rtc::RtcConfig::default(),
+                )?;
                 t.offer(seeder)?;
                 Ok::<_, String>(t)
             };

@@ -169,10 +169,13 @@ pub async fn join_rtc(
         Some(b) if !b.ip().is_unspecified() => b.ip(),
         _ => [127, 0, 0, 1].into(),
     };
-    let mut t = RtcTransport::bind(SocketAddr::new(ip, 0), client, room)?;
+    let config = crate::rtc::RtcConfig {
+        relay_only: ice.relay_only,
+        stack: ice.webrtc_stack,
+        ..crate::rtc::RtcConfig::default()
+    };
+    let mut t = RtcTransport::bind(SocketAddr::new(ip, 0), client, room, config)?;
     t.fail_over_to(urls.to_vec(), joined);
-    t.relay_only = ice.relay_only;
-    t.stack = ice.webrtc_stack;
     t.gather_and_report(&servers).await;
     Ok(t)
 }

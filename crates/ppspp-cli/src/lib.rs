@@ -17,6 +17,7 @@ pub mod progress;
 pub mod root;
 pub mod rtc;
 pub mod seed;
+pub mod serve;
 pub mod signal;
 pub mod stats;
 pub mod udp;

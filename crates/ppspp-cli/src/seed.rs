@@ -2,12 +2,11 @@
 
 use crate::file_store::FileStore;
 use crate::metrics::SeedMetrics;
-use crate::net::{self, Flow, Links};
+use crate::net::{self, Flow};
 use crate::root::{DEFAULT_CHUNK_SIZE, hash_with_progress, parse_chunk_size};
-use crate::rtc::RtcTransport;
-use crate::signal::join_any;
+use crate::serve::{ListenArgs, Reports};
 use crate::stats::StatsPrinter;
-use crate::udp::{self, Clock};
+use crate::udp::Clock;
 use clap::Args;
 use ppspp::engine::{Engine, EngineConfig, Event};
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
@@ -23,18 +22,6 @@ pub struct SeedArgs {
     /// prepare`): every rendition is served, each its own swarm, with the hash function and
     /// chunk size the manifest names.
     pub(crate) file: PathBuf,
-    /// Serve plain RFC 7574 over UDP on this address (e.g. 127.0.0.1:7000; port 0 picks one).
-    #[arg(long)]
-    pub(crate) udp: Option<SocketAddr>,
-    /// Signaling server for WebRTC peers (ws://HOST:PORT/ws): join the swarm's room there and
-    /// answer offers. Several (repeat, or comma-separated): instances of one site's
-    /// signaling; the first that answers is used, the next ones when it drops.
-    #[arg(long, value_name = "URL", value_delimiter = ',')]
-    pub(crate) signal: Vec<String>,
-    /// Local address of the WebRTC socket, advertised as the host candidate (a specific IP;
-    /// port 0 picks one). Default: 127.0.0.1:0, reachable from this machine only.
-    #[arg(long)]
-    pub(crate) bind: Option<SocketAddr>,
     /// Chunk size in bytes (1 to 1 MiB; the RFC recommends 1024).
     #[arg(long = "chunk-size", default_value_t = DEFAULT_CHUNK_SIZE, value_parser = parse_chunk_size)]
     chunk_size: usize,
@@ -56,69 +43,11 @@ pub struct SeedArgs {
     #[arg(long, value_name = "ADDR")]
     pub(crate) metrics: Option<SocketAddr>,
     #[command(flatten)]
-    pub(crate) ice: crate::ice_args::IceArgs,
-}
-
-/// Where a source serves: its UDP address, and its WebRTC transport once it joined `room`
-/// on the signaling server (as a seeder) and gathered its candidates; and both in words.
-pub struct ServingOn {
-    pub udp: Option<String>,
-    pub rtc: Option<RtcTransport>,
-    pub described: Vec<String>,
-}
-
-/// Joins `room` as a seeder at the first of the signaling servers `signal` that answers
-/// (none: no WebRTC), its WebRTC socket on `bind` (default 127.0.0.1:0), beside the UDP
-/// `socket` (if any), for an engine of at most `max_peers` channels.
-pub async fn serve_on(
-    socket: Option<&tokio::net::UdpSocket>,
-    signal: &[String],
-    room: &str,
-    bind: Option<SocketAddr>,
-    ice: &crate::ice_args::IceArgs,
-    max_peers: usize,
-) -> Result<ServingOn, String> {
-    let mut on = ServingOn {
-        udp: None,
-        rtc: None,
-        described: Vec::new(),
-    };
-    if let Some(s) = socket {
-        let local = s
-            .local_addr()
-            .map_err(|e| format!("cannot read the bound address: {e}"))?;
-        on.udp = Some(local.to_string());
-        on.described.push(format!("udp {local}"));
-    }
-    if !signal.is_empty() {
-        let (client, joined) = join_any(signal, 0, room).await?;
-        let url = client.url.clone();
-        let servers = ice.servers(client.ice_servers())?;
-        let bind = bind.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
-        let mut t = RtcTransport::bind(bind, client, room)?;
-        t.fail_over_to(signal.to_vec(), joined);
-        t.seeder = true;
-        t.max_conns = crate::rtc::max_conns_for(max_peers);
-        t.relay_only = ice.relay_only;
-        t.stack = ice.webrtc_stack;
-        t.gather_and_report(&servers).await;
-        on.described.push(format!(
-            "webrtc {} via {url} (peer {})",
-            t.local_addr(),
-            t.peer_id().unwrap_or("?")
-        ));
-        on.rtc = Some(t);
-    }
-    Ok(on)
+    pub(crate) listen: ListenArgs,
 }
 
 pub fn run(args: &SeedArgs) -> Result<(), String> {
-    if args.udp.is_none() && args.signal.is_empty() {
-        return Err(
-            "say where to serve: --udp ADDR (e.g. --udp 127.0.0.1:7000) and/or --signal ws://HOST:PORT/ws"
-                .into(),
-        );
-    }
+    args.listen.check()?;
     if args
         .file
         .to_string_lossy()
@@ -144,10 +73,6 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(async {
-        let socket = match args.udp {
-            Some(a) => Some(udp::bind(a).map_err(|e| format!("cannot bind UDP {a}: {e}"))?),
-            None => None,
-        };
         let name = args
             .file
             .file_name()
@@ -161,7 +86,7 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
             metrics: start_metrics(args).await?,
         };
         let clock = Clock::new();
-        match serve(args, socket, &tree, store, &clock, served, crate::shutdown_signal()).await? {
+        match serve(args, 0, &tree, store, &clock, served, crate::shutdown_signal()).await? {
             Some(e) => Err(format!(
                 "stopped seeding {}: {e}; run ppspp seed again to serve its new content (a new swarm)",
                 args.file.display()
@@ -200,7 +125,7 @@ pub async fn start_metrics(args: &SeedArgs) -> Result<Option<Arc<SeedMetrics>>, 
 /// stopped serving (its files changed), or `None` when stopped.
 pub async fn serve<S: ChunkStore>(
     args: &SeedArgs,
-    socket: Option<tokio::net::UdpSocket>,
+    index: usize,
     tree: &MerkleTree,
     store: S,
     clock: &Clock,
@@ -217,23 +142,19 @@ pub async fn serve<S: ChunkStore>(
     let mut engine = Engine::new_seeder(config, tree, store, clock.now())
         .map_err(|e| format!("cannot start: {e}"))?;
     let mut uri = SwarmUri::new(engine.content());
-    let on = serve_on(
-        socket.as_ref(),
-        &args.signal,
-        &uri.root.to_hex(),
-        args.bind,
-        &args.ice,
-        engine.config().max_peers,
-    )
-    .await?;
-    uri.udp.extend(on.udp);
+    let root = uri.root.to_hex();
+    let end = args
+        .listen
+        .open(index, &root, engine.config().max_peers)
+        .await?;
+    uri.udp.extend(end.udp.clone());
     // The URI names one server; the instances share its rooms.
-    uri.signal = args.signal.first().cloned();
+    uri.signal = args.listen.signal_url();
     uri.name = Some(served.name.clone());
-    let mut rtc = on.rtc;
-    let mut metrics = served
-        .metrics
-        .map(|m| m.swarm(&uri.root.to_hex(), &served.name));
+    let reports = Reports {
+        stats: served.stats,
+        metrics: served.metrics.map(|m| m.swarm(&root, &served.name)),
+    };
     match &served.uri_prefix {
         Some(p) => crate::print_line(format_args!("{p} {uri}"))?,
         None => crate::print_line(&uri)?,
@@ -241,22 +162,16 @@ pub async fn serve<S: ChunkStore>(
     eprintln!(
         "seeding {} on {}; Ctrl-C stops",
         served.shown,
-        on.described.join(" and ")
+        end.described.join(" and ")
     );
     // A file that changed under us is no longer the content of this swarm: serving on
     // would only get us banned by every fetcher, so the seeder stops and says why.
     let mut changed = None;
-    net::run(
+    end.run(
         &mut engine,
-        Links {
-            udp: socket.as_ref(),
-            rtc: rtc.as_mut(),
-            origin: None,
-            live: None,
-            metrics: metrics.as_mut(),
-        },
         clock,
-        served.stats,
+        reports,
+        None,
         |engine, event| match event {
             Event::StoreReadFailed { error, .. } => {
                 changed = Some(error);

@@ -7,10 +7,11 @@ pub mod key_file;
 pub mod record;
 pub mod segmenter;
 
-use crate::net::{self, Links};
+use crate::net;
 use crate::root::parse_chunk_size;
+use crate::serve::{ListenArgs, Reports};
 use crate::stats::StatsPrinter;
-use crate::udp::{self, Clock};
+use crate::udp::Clock;
 use clap::Args;
 use ppspp::engine::{Engine, EngineConfig, LiveInfo, LiveParams};
 use ppspp::live::LiveUri;
@@ -20,7 +21,6 @@ use ppspp::merkle::HashAlgorithm;
 use ppspp::store::SparseStore;
 use segmenter::{Chunker, Segmenter};
 use std::io::Read;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -49,18 +49,8 @@ pub struct LiveArgs {
 /// How a live source signs and serves: what `ppspp live` and `ppspp hls live` share.
 #[derive(Args, Debug)]
 pub struct LiveSourceArgs {
-    /// Serve plain RFC 7574 over UDP on this address (e.g. 127.0.0.1:7000; port 0 picks
-    /// one). A presentation's renditions take the ports after it.
-    #[arg(long)]
-    pub udp: Option<SocketAddr>,
-    /// Signaling server for WebRTC peers (ws://HOST:PORT/ws). Several (repeat, or
-    /// comma-separated): instances of one site's signaling; the first that answers is
-    /// used, the next ones when it drops.
-    #[arg(long, value_name = "URL", value_delimiter = ',')]
-    pub signal: Vec<String>,
-    /// Local address of the WebRTC socket (default 127.0.0.1:0, this machine only).
-    #[arg(long)]
-    pub bind: Option<SocketAddr>,
+    #[command(flatten)]
+    pub listen: ListenArgs,
     /// The signing key: read if the file exists, else made and saved there (owner-only).
     /// Keep it to keep the same swarm ID (a presentation: the same stream key) across
     /// restarts.
@@ -94,22 +84,10 @@ pub struct LiveSourceArgs {
     /// itself becomes the bottleneck, and every viewer falls behind.
     #[arg(long = "max-unchoked", default_value_t = 8)]
     pub max_unchoked: usize,
-    #[command(flatten)]
-    pub ice: crate::ice_args::IceArgs,
 }
 
 impl LiveSourceArgs {
     /// An error unless somewhere to serve is given.
-    pub fn check_served(&self) -> Result<(), String> {
-        if self.udp.is_none() && self.signal.is_empty() {
-            return Err(
-                "say where to serve: --udp ADDR (e.g. --udp 127.0.0.1:7000) and/or --signal ws://HOST:PORT/ws"
-                    .into(),
-            );
-        }
-        Ok(())
-    }
-
     /// The stream's parameters with chunks of `chunk_size` bytes.
     pub fn params(&self, chunk_size: usize) -> Result<LiveParams, String> {
         Ok(LiveParams {
@@ -232,7 +210,7 @@ fn read_stdin(
 
 pub fn run(args: &LiveArgs) -> Result<(), String> {
     let source = &args.source;
-    source.check_served()?;
+    source.listen.check()?;
     let params = source.params(args.chunk_size)?;
     let key = load_or_make_key(&source.key, source.algorithm)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -260,10 +238,6 @@ pub fn run(args: &LiveArgs) -> Result<(), String> {
                 .clone()
                 .unwrap_or_else(|| "the input ended before its first media segment".into())
         })?;
-        let socket = match source.udp {
-            Some(a) => Some(udp::bind(a).map_err(|e| format!("cannot bind UDP {a}: {e}"))?),
-            None => None,
-        };
         let clock = Clock::new();
         let config = EngineConfig {
             upload_limit: args.upload_limit,
@@ -285,20 +259,17 @@ pub fn run(args: &LiveArgs) -> Result<(), String> {
         // in front of each media segment (it was read, so the input is one we can cut).
         drop(init);
         let mut uri = LiveUri::new(info.clone());
-        let on = crate::seed::serve_on(
-            socket.as_ref(),
-            &source.signal,
-            &info.key.signaling_room(),
-            source.bind,
-            &source.ice,
-            engine.config().max_peers,
-        )
-        .await?;
-        uri.udp.extend(on.udp);
-        uri.signal = source.signal.first().cloned();
-        let (mut rtc, serving) = (on.rtc, on.described);
+        let end = source
+            .listen
+            .open(0, &info.key.signaling_room(), engine.config().max_peers)
+            .await?;
+        uri.udp.extend(end.udp.clone());
+        uri.signal = source.listen.signal_url();
         crate::print_line(&uri)?;
-        eprintln!("live: streaming on {}; Ctrl-C stops", serving.join(" and "));
+        eprintln!(
+            "live: streaming on {}; Ctrl-C stops",
+            end.described.join(" and ")
+        );
         let linger = Duration::from_secs(source.linger);
         let stop = async move {
             tokio::select! {
@@ -316,18 +287,15 @@ pub fn run(args: &LiveArgs) -> Result<(), String> {
                 } => {}
             }
         };
-        let stats = args.stats_json.then(StatsPrinter::new);
-        net::run(
+        let reports = Reports {
+            stats: args.stats_json.then(StatsPrinter::new),
+            metrics: None,
+        };
+        end.run(
             &mut engine,
-            Links {
-                udp: socket.as_ref(),
-                rtc: rtc.as_mut(),
-                origin: None,
-                live: Some(&mut feed),
-                metrics: None,
-            },
             &clock,
-            stats,
+            reports,
+            Some(&mut feed),
             net::report_peers,
             stop,
         )

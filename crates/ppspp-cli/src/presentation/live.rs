@@ -16,9 +16,10 @@ use super::live_manifest::{InitEntry, LiveManifest, LivePartEntry, LiveRendition
 use super::manifest::{FORMAT, VERSION, local_path, path_for, relative_uri};
 use super::prepare::Packaging;
 use crate::live::LiveSourceArgs;
-use crate::net::{self, Flow, Links};
+use crate::net::{self, Flow};
 use crate::root::parse_chunk_size;
-use crate::udp::{self, Clock};
+use crate::serve::Reports;
+use crate::udp::Clock;
 use clap::Args;
 use ppspp::engine::{Engine, EngineConfig, Event, LiveInfo, ntp_from_unix_micros};
 use ppspp::live::segment::{segment_chunk_count, segment_chunk_lengths};
@@ -226,35 +227,23 @@ async fn serve_rendition(
     clock: &Clock,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> Result<(), String> {
-    let socket = match args.source.udp {
-        Some(a) => {
-            let a = super::seed::udp_for(a, index)?;
-            Some(udp::bind(a).map_err(|e| format!("cannot bind UDP {a}: {e}"))?)
-        }
-        None => None,
-    };
     let room = engine
         .live_info()
         .map(|i| i.key.signaling_room())
         .unwrap_or_default();
-    let on = crate::seed::serve_on(
-        socket.as_ref(),
-        &args.source.signal,
-        &room,
-        args.source.bind,
-        &args.source.ice,
-        engine.config().max_peers,
-    )
-    .await
-    .map_err(|e| format!("rendition {id}: {e}"))?;
-    if on.described.is_empty() {
+    let end = args
+        .source
+        .listen
+        .open(index, &room, engine.config().max_peers)
+        .await
+        .map_err(|e| format!("rendition {id}: {e}"))?;
+    if end.described.is_empty() {
         eprintln!(
             "live: rendition {id} signed only (no --signal or --udp): pages take each segment's first copy from the web server"
         );
     } else {
-        eprintln!("live: rendition {id} on {}", on.described.join(" and "));
+        eprintln!("live: rendition {id} on {}", end.described.join(" and "));
     }
-    let mut rtc = on.rtc;
     let stopped = async move {
         while !*stop.borrow() {
             if stop.changed().await.is_err() {
@@ -262,17 +251,11 @@ async fn serve_rendition(
             }
         }
     };
-    net::run(
+    end.run(
         &mut engine,
-        Links {
-            udp: socket.as_ref(),
-            rtc: rtc.as_mut(),
-            origin: None,
-            live: Some(&mut feed),
-            metrics: None,
-        },
         clock,
-        None,
+        Reports::default(),
+        Some(&mut feed),
         |e, event| match event {
             Event::LiveSigned { munro } => {
                 let _ = signed.send(munro);

@@ -7,10 +7,9 @@ use super::prepare::hash_rendition;
 use super::source::SourceRendition;
 use crate::seed::{SeedArgs, Served, serve};
 use crate::stats::StatsPrinter;
-use crate::udp::{self, Clock};
+use crate::udp::Clock;
 use futures_util::FutureExt;
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
-use std::net::SocketAddr;
 
 pub fn run(args: &SeedArgs) -> Result<(), String> {
     let manifest = Manifest::read(&args.file)?;
@@ -62,17 +61,6 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
     })
 }
 
-/// The UDP address of rendition `index`: the given one for the first, the next ports for
-/// the others (port 0: each picks one).
-pub(super) fn udp_for(base: SocketAddr, index: usize) -> Result<SocketAddr, String> {
-    if base.port() == 0 {
-        return Ok(base);
-    }
-    let port = u16::try_from(usize::from(base.port()) + index)
-        .map_err(|_| format!("--udp {base}: no port left for rendition {index}"))?;
-    Ok(SocketAddr::new(base.ip(), port))
-}
-
 /// A rendition checked against the manifest, ready to serve.
 struct Ready {
     src: SourceRendition,
@@ -88,13 +76,6 @@ async fn serve_rendition(
     metrics: Option<std::sync::Arc<crate::metrics::SeedMetrics>>,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<(), String> {
-    let socket = match args.udp {
-        Some(a) => {
-            let a = udp_for(a, index)?;
-            Some(udp::bind(a).map_err(|e| format!("cannot bind UDP {a}: {e}"))?)
-        }
-        None => None,
-    };
     let served = Served {
         name: src.id.clone(),
         uri_prefix: Some(src.id.clone()),
@@ -102,7 +83,7 @@ async fn serve_rendition(
         stats: args.stats_json.then(|| StatsPrinter::for_swarm(&src.id)),
         metrics,
     };
-    let changed = serve(args, socket, &tree, store, clock, served, stop)
+    let changed = serve(args, index, &tree, store, clock, served, stop)
         .await
         .map_err(|e| format!("rendition {}: {e}", src.id))?;
     match changed {

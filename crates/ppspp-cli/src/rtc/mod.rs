@@ -152,18 +152,25 @@ pub struct RtcTransport {
     pub received: u64,
     /// A connection not open after this long is given up.
     open_timeout: Duration,
-    /// Say `"seeder": true` in offers and answers: browsers count what they get from
-    /// seeders apart from what other viewers give them (offload figures).
-    pub seeder: bool,
+    config: RtcConfig,
     /// STUN and TURN clients, once [`gather`](Self::gather) started them.
     gatherer: Option<Gatherer>,
     /// The server-reflexive and relayed candidates learnt so far (every new connection
     /// gets them, and those already made get them as they come).
     learnt: Vec<LocalCandidate>,
-    /// Offer relayed candidates only (no host candidate): reachable through TURN alone.
-    pub relay_only: bool,
     /// When the STUN/TURN clients next want `handle_timeout` (read after each of their turns).
     gatherer_timeout: Option<Instant>,
+}
+
+/// How a transport takes part: what it says of itself, which candidates it offers, which
+/// WebRTC stack, how many connections it holds.
+#[derive(Clone, Copy, Debug)]
+pub struct RtcConfig {
+    /// Say `"seeder": true` in offers and answers: browsers count what they get from
+    /// seeders apart from what other viewers give them (offload figures).
+    pub seeder: bool,
+    /// Offer relayed candidates only (no host candidate): reachable through TURN alone.
+    pub relay_only: bool,
     /// The WebRTC implementation of new connections.
     pub stack: Stack,
     /// Offers are not answered while this many connections exist: each costs a WebRTC
@@ -172,7 +179,18 @@ pub struct RtcTransport {
     pub max_conns: usize,
 }
 
-/// [`RtcTransport::max_conns`] for an engine that holds at most `max_peers` channels.
+impl Default for RtcConfig {
+    fn default() -> Self {
+        RtcConfig {
+            seeder: false,
+            relay_only: false,
+            stack: Stack::default(),
+            max_conns: max_conns_for(ppspp::engine::EngineConfig::default().max_peers),
+        }
+    }
+}
+
+/// [`RtcConfig::max_conns`] for an engine that holds at most `max_peers` channels.
 pub fn max_conns_for(max_peers: usize) -> usize {
     max_peers.saturating_mul(2).max(8)
 }
@@ -185,6 +203,7 @@ impl RtcTransport {
         bind: SocketAddr,
         signal: SignalClient,
         room: &str,
+        config: RtcConfig,
     ) -> Result<RtcTransport, String> {
         if bind.ip().is_unspecified() {
             return Err(format!(
@@ -219,13 +238,10 @@ impl RtcTransport {
             sent: 0,
             received: 0,
             open_timeout: OPEN_TIMEOUT,
-            seeder: false,
+            config,
             gatherer: None,
             learnt: Vec::new(),
-            relay_only: false,
             gatherer_timeout: None,
-            stack: Stack::default(),
-            max_conns: max_conns_for(ppspp::engine::EngineConfig::default().max_peers),
         })
     }
 
@@ -326,7 +342,7 @@ impl RtcTransport {
             addr: self.local,
             base: self.local,
         };
-        (!self.relay_only)
+        (!self.config.relay_only)
             .then_some(host)
             .into_iter()
             .chain(self.learnt.iter().copied())
@@ -360,7 +376,7 @@ impl RtcTransport {
             // Once each; and a server-reflexive address that is our own (no NAT) adds nothing.
             let own = c.kind == CandidateKind::ServerReflexive && c.addr == self.local;
             let known = self.learnt.contains(&c);
-            if own || known || (self.relay_only && c.kind != CandidateKind::Relayed) {
+            if own || known || (self.config.relay_only && c.kind != CandidateKind::Relayed) {
                 continue;
             }
             self.learnt.push(c);
@@ -418,11 +434,11 @@ impl RtcTransport {
             return Ok(id);
         }
         let now = Instant::now();
-        let (pc, offer) = peer_conn::offer(self.stack, now, &self.local_candidates())?;
+        let (pc, offer) = peer_conn::offer(self.config.stack, now, &self.local_candidates())?;
         let id = self.insert(peer, pc, true, now);
         self.sig_out.push((
             peer.to_string(),
-            json!({"kind": "offer", "sdp": offer, "seeder": self.seeder}),
+            json!({"kind": "offer", "sdp": offer, "seeder": self.config.seeder}),
         ));
         self.drain(id);
         Ok(id)
@@ -729,12 +745,13 @@ impl RtcTransport {
         if self.by_remote.contains_key(from) {
             return; // no renegotiation
         }
-        if self.conns.len() >= self.max_conns {
+        if self.conns.len() >= self.config.max_conns {
             return; // the offerer gives up in time and tries others
         }
         let now = Instant::now();
         // Untrusted input: an offer we cannot answer is ignored.
-        let Ok((pc, answer)) = peer_conn::answer(self.stack, now, &self.local_candidates(), sdp)
+        let Ok((pc, answer)) =
+            peer_conn::answer(self.config.stack, now, &self.local_candidates(), sdp)
         else {
             return;
         };
@@ -744,7 +761,7 @@ impl RtcTransport {
         }
         self.sig_out.push((
             from.to_string(),
-            json!({"kind": "answer", "sdp": answer, "seeder": self.seeder}),
+            json!({"kind": "answer", "sdp": answer, "seeder": self.config.seeder}),
         ));
         self.drain(id);
     }
@@ -887,21 +904,22 @@ mod tests {
         .await
         .unwrap();
         let url = server.url();
+        let url = url.as_str();
         let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
-        let mut a = RtcTransport::bind(
-            loopback,
-            SignalClient::join(&url, SWARM).await.unwrap(),
-            SWARM,
-        )
-        .unwrap();
-        let mut b = RtcTransport::bind(
-            loopback,
-            SignalClient::join(&url, SWARM).await.unwrap(),
-            SWARM,
-        )
-        .unwrap();
-        a.stack = stacks[0];
-        b.stack = stacks[1];
+        let transport = |stack| async move {
+            RtcTransport::bind(
+                loopback,
+                SignalClient::join(url, SWARM).await.unwrap(),
+                SWARM,
+                RtcConfig {
+                    stack,
+                    ..RtcConfig::default()
+                },
+            )
+            .unwrap()
+        };
+        let a = transport(stacks[0]).await;
+        let b = transport(stacks[1]).await;
         (server, a, b)
     }
 
@@ -944,7 +962,7 @@ mod tests {
     #[tokio::test]
     async fn offers_beyond_the_connection_limit_go_unanswered() {
         let (server, mut a, mut b) = two_transports([Stack::Str0m, Stack::Str0m]).await;
-        a.max_conns = 0;
+        a.config.max_conns = 0;
         let a_id = a.peer_id().unwrap().to_string();
         b.offer(&a_id).unwrap();
         let mut seen = Vec::new();
