@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::engines::{info, leecher_with};
+use common::engines::{events, info, leecher_with};
 use common::virtual_net::{VirtualNet as Net, poll};
 use ppspp::codec::Message;
 use ppspp::engine::{Connect, ContentInfo, Engine, EngineConfig, Event};
@@ -85,10 +85,6 @@ fn pair(data: &[u8], chunk_size: usize, config: EngineConfig) -> Vec<Node> {
     .unwrap();
     leecher.connect(0, Time::ZERO);
     vec![seeder, leecher]
-}
-
-fn events(node: &mut Node) -> Vec<Event<u32>> {
-    std::iter::from_fn(|| node.poll_event()).collect()
 }
 
 #[test]

@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::engines::events;
 use common::virtual_net::{VirtualNet, poll};
 use ppspp::codec::{
     ChunkAddressing, ChunkSpec, CodecConfig, ContentIntegrity, DatagramBuilder, Handshake,
@@ -160,10 +161,6 @@ impl World {
     fn run(&mut self, limit: Time, done: impl Fn(&[Node]) -> bool) -> Time {
         self.net.run(&mut self.nodes, limit, done)
     }
-}
-
-fn events(node: &mut Node) -> Vec<Event<u32>> {
-    std::iter::from_fn(|| node.poll_event()).collect()
 }
 
 /// Row 5: handshakes from thousands of (spoofed) addresses never come back. They must not

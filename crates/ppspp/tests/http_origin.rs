@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::engines::leecher_with;
+use common::engines::{events, leecher_with};
 use common::virtual_net::VirtualNet as Net;
 use ppspp::engine::{
     Engine, EngineConfig, Event, HttpOriginConfig, OriginError, OriginFile, OriginRequest,
@@ -150,10 +150,6 @@ fn run_each(nodes: &mut [Node], servers: &mut [Server], net: &mut Net, limit: Ti
         }
         net.run(nodes, now + Duration::from_millis(2), |_| false);
     }
-}
-
-fn events(node: &mut Node) -> Vec<Event<u32>> {
-    std::iter::from_fn(|| node.poll_event()).collect()
 }
 
 fn origin_config() -> HttpOriginConfig {

@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::engines::events;
 use common::virtual_net::{Rewrite, VirtualNet};
 use ppspp::codec::{
     ChunkAddressing, ChunkSpec, CodecConfig, DatagramBuilder, Message, decode_datagram,
@@ -60,10 +61,6 @@ fn viewer(alg: LiveAlgorithm, config: EngineConfig, per_sig: u64) -> Node {
         params: params(per_sig),
     };
     Engine::new_live(config, info, SparseStore::live(CS), Time::ZERO).unwrap()
-}
-
-fn events(node: &mut Node) -> Vec<Event<u32>> {
-    std::iter::from_fn(|| node.poll_event()).collect()
 }
 
 /// Feeds the source (node 0) `PER_STEP` chunks every 100 ms until `until`, running the

@@ -1,9 +1,14 @@
 //! Engines over in-memory stores, built from a content's Merkle tree.
 
-use ppspp::engine::{ContentInfo, Engine, EngineConfig, PickerKind};
+use ppspp::engine::{ContentInfo, Engine, EngineConfig, Event, PickerKind};
 use ppspp::merkle::MerkleTree;
 use ppspp::store::{ChunkStore, MemoryStore, SparseStore};
 use ppspp::time::Time;
+
+/// Every event `node` has to tell, in order.
+pub fn events<S: ChunkStore>(node: &mut Engine<u32, S>) -> Vec<Event<u32>> {
+    std::iter::from_fn(|| node.poll_event()).collect()
+}
 
 /// The metadata a leecher of `tree`'s content is given.
 pub fn info(tree: &MerkleTree) -> ContentInfo {
