@@ -27,6 +27,8 @@ help:
 	@echo "             (HEADLESS=1: 1 seeder + 4 headless pages play it; prints a summary)"
 	@echo "             (LIVE=1: ffmpeg's test source streamed live through ppspp live instead)"
 	@echo "make web     build the npm package (web/: Wasm + TypeScript); make setup-pack installs what it needs"
+	@echo "make lint    cargo fmt --check, clippy -D warnings (every crate and feature), ESLint on web/ and e2e/"
+	@echo "make native  the release ppspp, ppspp-signal and link emulator (what the e2e tests and demo run)"
 
 setup:
 	@scripts/setup.sh web
