@@ -18,7 +18,8 @@ pub struct PickContext<'a> {
     pub range: Bin,
     /// Number of chunks in the content.
     pub chunk_count: u64,
-    /// Random bits for this pick, so channels do not all ask for the same chunk.
+    /// Random bits, the same for every pick of one engine, so engines do not all ask for
+    /// the same chunks (see [`Bin::twisted`]).
     pub twist: u64,
 }
 

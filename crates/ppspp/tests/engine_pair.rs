@@ -10,6 +10,7 @@ use ppspp::engine::{Connect, ContentInfo, Engine, EngineConfig, Event};
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
 use ppspp::store::MemoryStore;
 use ppspp::time::Time;
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 type Node = Engine<u32, MemoryStore>;
@@ -1112,4 +1113,54 @@ fn lost_requests_do_not_make_a_seeder_a_partial_peer() {
     let (haves, got, data) = haves_to_seeders_on_a_lossy_path();
     assert_eq!(got, data);
     assert_eq!(haves, 0, "datagrams with HAVEs sent to seeders");
+}
+
+/// The chunks a leecher with RNG seed `leecher_seed` verified, in order, fetching
+/// `chunks` 1 KiB chunks from a seeder alone.
+fn verified_order(chunks: usize, leecher_seed: u64) -> Vec<u64> {
+    let data = content(chunks * 1024);
+    let mut nodes = pair(&data, 1024, EngineConfig::default());
+    nodes[1] = leecher(
+        &MerkleTree::from_content(HashAlgorithm::Sha1, 1024, &data).unwrap(),
+        leecher_seed,
+    );
+    nodes[1].connect(0, Time::ZERO);
+    let mut net = Net::new(Duration::from_millis(10), 0, 1);
+    run(&mut nodes, &mut net, Time::from_millis(60_000), |n| {
+        n[1].is_complete()
+    });
+    assert!(nodes[1].is_complete());
+    events(&mut nodes[1])
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::ChunkVerified { chunk, .. } => Some(chunk),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_leecher_fetches_block_by_block_in_an_order_of_its_own() {
+    // Aligned blocks of 64 chunks: what the CLI's file store reads and writes at once.
+    let block = |c: &u64| c / 64;
+    let first = verified_order(1024, 2);
+    assert_eq!(first.len(), 1024);
+    // Each block is fetched whole before the next but for the few chunks asked for while
+    // the last ones of a block were still on their way. Picks scattered over the content
+    // switched blocks at about every fourth.
+    let switches = first
+        .windows(2)
+        .filter(|w| block(&w[0]) != block(&w[1]))
+        .count();
+    assert!(
+        switches <= 3 * 16,
+        "{switches} block switches for 16 blocks"
+    );
+    // Another leecher goes through the content in another order (after the first
+    // request, which is the content's first chunks for every leecher), so leechers of
+    // one swarm hold different chunks to trade.
+    let second = verified_order(1024, 3);
+    let early = |order: &[u64]| order[..256].iter().copied().collect::<BTreeSet<u64>>();
+    let shared = early(&first).intersection(&early(&second)).count();
+    assert!(shared < 128, "{shared} of the first 256 chunks in common");
 }

@@ -66,6 +66,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Events kept at most; the oldest go first if the adapter never reads them.
 const MAX_EVENTS: usize = 65_536;
+/// Mixed into the engine's seed for the stream [`Engine::pick_twist`] is drawn from.
+const PICK_TWIST_STREAM: u64 = 0x7069_636b_5f74_7769;
 
 /// One peer's part in one swarm.
 pub struct Engine<A: PeerAddr, S: ChunkStore> {
@@ -105,6 +107,12 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     /// ([`Event::WrongContentLength`]).
     length_check: LengthCheck,
     rng: Rng,
+    /// The order this engine picks chunks in, drawn once. Engines of one swarm each go
+    /// through the content in an order of their own, so they hold different chunks to
+    /// trade, while one engine's picks stay together (whole aligned blocks in turn): its
+    /// binmaps stay small, and the chunks it asks a peer for lie side by side on disk.
+    /// A fresh twist for every pick scattered them over the whole content.
+    pick_twist: u64,
     events: VecDeque<Event<A>>,
     stats: Stats,
     upload: TokenBucket,
@@ -250,6 +258,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let mut engine = Engine {
             picker: config.picker.build(),
             rng: Rng::new(config.seed),
+            // Its own stream, so the engine's other draws are those of its seed as before.
+            pick_twist: Rng::new(config.seed ^ PICK_TWIST_STREAM).next_u64(),
             upload: config
                 .upload_limit
                 .map_or_else(TokenBucket::unlimited, |r| {

@@ -29,7 +29,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             picker,
             exclude,
             avail,
-            rng,
+            pick_twist,
             download,
             download_ready_at,
             config,
@@ -94,7 +94,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     avail,
                     range: *root_bin,
                     chunk_count: *chunk_count,
-                    twist: rng.next_u64(),
+                    twist: *pick_twist,
                 };
                 let Some(mut bin) = picker.pick(&ctx, &ch.peer_have, budget) else {
                     break;
