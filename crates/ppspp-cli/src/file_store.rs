@@ -6,11 +6,12 @@
 //! random name, so nothing planted at a predictable path is ever written through, and its
 //! space is reserved before the download, so a full disk is found before any peer is.
 
+use crate::file_blocks::{Geometry, ReadBlocks, WriteBlocks};
 use ppspp::Bin;
 use ppspp::binmap::Binmap;
 use ppspp::store::{ChunkStore, StoreError, checked_span, chunk_span};
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug)]
@@ -27,6 +28,11 @@ pub struct FileStore {
     committed: Option<PathBuf>,
     /// For a seeder: the file as it was hashed, looked at again now and then.
     watched: Option<Watched>,
+    /// Chunks are read and written a block at a time.
+    reads: ReadBlocks,
+    writes: WriteBlocks,
+    /// Blocks just written (their read copies are stale); kept to reuse its allocation.
+    written: Vec<u64>,
 }
 
 /// A seeded file's length and modification time when it was opened: a file that shrinks
@@ -55,6 +61,7 @@ impl FileStore {
         for b in Bin::from_chunk_range(0, chunks.saturating_sub(1)) {
             held.set(b);
         }
+        let geometry = Geometry::new(len, chunk_size);
         Ok(FileStore {
             file,
             len,
@@ -63,6 +70,9 @@ impl FileStore {
             chunks,
             paths: None,
             committed: None,
+            reads: ReadBlocks::new(geometry),
+            writes: WriteBlocks::new(geometry),
+            written: Vec::new(),
             watched: Some(Watched {
                 len,
                 modified: meta.modified().ok(),
@@ -144,6 +154,9 @@ impl FileStore {
             paths: Some((part, output.to_path_buf())),
             committed: None,
             watched: None,
+            reads: ReadBlocks::new(Geometry::new(len, chunk_size)),
+            writes: WriteBlocks::new(Geometry::new(len, chunk_size)),
+            written: Vec::new(),
         })
     }
 
@@ -155,6 +168,9 @@ impl FileStore {
     /// Flushes the verified content to disk and moves it to its final name; the store
     /// keeps serving from the renamed file. Returns the final path.
     pub fn commit(&mut self) -> std::io::Result<PathBuf> {
+        self.written.clear();
+        self.writes.flush(&self.file, &mut self.written)?;
+        self.reads.forget(&self.written);
         self.file.sync_all()?;
         match self.paths.take() {
             Some((part, output)) => {
@@ -257,10 +273,12 @@ fn reserve(file: &File, len: u64) -> io::Result<()> {
 impl ChunkStore for FileStore {
     fn write_chunk(&mut self, chunk: u64, data: &[u8]) -> Result<(), StoreError> {
         let span = checked_span(self.len, self.chunk_size, chunk, data.len())?;
-        self.file
-            .seek(SeekFrom::Start(span.start))
-            .map_err(backend)?;
-        self.file.write_all(data).map_err(backend)?;
+        self.written.clear();
+        let wrote = self
+            .writes
+            .write(&self.file, chunk, span, data, &mut self.written);
+        self.reads.forget(&self.written);
+        wrote.map_err(backend)?;
         if let Some(b) = Bin::chunk(chunk) {
             self.held.set(b);
         }
@@ -273,21 +291,17 @@ impl ChunkStore for FileStore {
             return Ok(false);
         }
         self.check_unchanged()?;
-        let start = out.len();
-        out.resize(start + (span.end - span.start) as usize, 0);
-        let read = self
-            .file
-            .seek(SeekFrom::Start(span.start))
-            .and_then(|_| self.file.read_exact(&mut out[start..]));
-        if let Err(e) = read {
-            out.truncate(start);
+        if self.writes.read(chunk, span.clone(), out) {
+            return Ok(true);
+        }
+        if let Err(e) = self.reads.read(&self.file, chunk, span.clone(), out) {
             if e.kind() == io::ErrorKind::UnexpectedEof
                 && let Some(w) = self.watched.as_mut()
             {
                 // Shorter than when it was hashed: say so now, not at the next look.
                 w.changed = Some(format!(
-                    "the file changed while seeded: it ends before byte {} of {}",
-                    span.end, w.len
+                    "the file changed while seeded: it is shorter than the {} bytes hashed",
+                    w.len
                 ));
                 return self.check_unchanged().map(|()| false);
             }

@@ -5,6 +5,7 @@
 
 pub mod check;
 pub mod fetch;
+pub mod file_blocks;
 pub mod file_store;
 pub mod gather;
 pub mod http_origin;
