@@ -617,6 +617,37 @@ impl Binmap {
         }
     }
 
+    /// The layer of the smallest bin containing `bin` (`bin` itself included) that has a
+    /// chunk set, or `None` if none has: one walk down from the top, where a look-up per
+    /// layer would walk down once for each.
+    pub fn lowest_set_ancestor(&self, bin: Bin) -> Option<u32> {
+        if bin.is_none() {
+            return None;
+        }
+        // Nothing is set outside the root bin: a bin inside it starts the walk there.
+        let mut v = if self.root_bin.contains(bin) {
+            self.root_view()
+        } else {
+            self.top()
+        };
+        let mut above: Option<u32> = None;
+        loop {
+            match self.state(v) {
+                State::Full => return Some(bin.layer()),
+                // Everything from here down is empty; the bin walked through to get here
+                // was not.
+                State::Empty => return above,
+                State::Mixed => {
+                    if v.bin == bin || v.bin.is_base() {
+                        return Some(bin.layer());
+                    }
+                    above = Some(v.bin.layer());
+                    v = self.child(v, !v.bin.left().contains(bin));
+                }
+            }
+        }
+    }
+
     /// First chunk in `from..end` whose value is `target`.
     fn first(&self, v: View, target: bool, from: u64, end: u64) -> Option<u64> {
         let lo = v.bin.base_offset();

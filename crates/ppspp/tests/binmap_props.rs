@@ -292,6 +292,17 @@ fn check_map(
         prop_assert_eq!(m.is_empty(q), model.empty(&s), "is_empty {:?}", q);
         prop_assert_eq!(m.cover(q), model.cover(q), "cover {:?}", q);
         prop_assert_eq!(m.count_filled_in(q), model.restrict(&s).count());
+        let mut a = q;
+        let lowest_set = loop {
+            if !model.empty(&span(a)) {
+                break Some(a.layer());
+            }
+            if a.is_all() {
+                break None;
+            }
+            a = a.parent();
+        };
+        prop_assert_eq!(m.lowest_set_ancestor(q), lowest_set, "lowest_set_ancestor {:?}", q);
     }
     for w in windows {
         prop_assert_eq!(

@@ -670,26 +670,19 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         out.clear();
         // The walk stops below the lowest ancestor of `chunk` that holds a chunk the peer
         // knows: that ancestor's other child is known, and so is everything above. Found
-        // by a binary search over the layers (an ancestor's emptiness only ends going up)
-        // rather than a binmap look-up per node and sibling on every DATA.
+        // in one walk down the peer's binmap rather than a look-up per node and sibling
+        // on every DATA.
         let root_layer = self.root_bin.layer();
-        let ancestor = |layer: u32| Bin::new(layer, chunk >> layer).unwrap_or(self.root_bin);
-        let (mut lo, mut hi) = (1, root_layer + 1);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if ch.peer_have.is_empty(ancestor(mid)) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        let mut known = hi;
-        if lean {
-            known = known.min(
-                (1..=LEAN_LAYERS.min(root_layer))
-                    .find(|&layer| !ch.sent.is_empty(ancestor(layer)))
-                    .unwrap_or(known),
-            );
+        let chunk_bin = Bin::chunk(chunk).unwrap_or(self.root_bin);
+        let mut known = ch
+            .peer_have
+            .lowest_set_ancestor(chunk_bin)
+            .map_or(root_layer + 1, |layer| layer.clamp(1, root_layer + 1));
+        if lean
+            && let Some(layer) = ch.sent.lowest_set_ancestor(chunk_bin)
+            && layer.max(1) <= LEAN_LAYERS.min(root_layer)
+        {
+            known = known.min(layer.max(1));
         }
         let Some(tree) = self.tree() else {
             let proof = self.live_proof(chunk, known)?;
