@@ -47,17 +47,7 @@ pub fn run(out: &Path, seed: u64, content_mib: usize) -> Res {
             cases.push((c, s, params(content_mib, sampling, s)));
         }
     }
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let results: Vec<MultipathResult> = std::thread::scope(|scope| {
-        let parts: Vec<_> = cases
-            .chunks(cases.len().div_ceil(threads))
-            .map(|part| scope.spawn(move || part.iter().map(|c| run_one(&c.2)).collect::<Vec<_>>()))
-            .collect();
-        parts
-            .into_iter()
-            .flat_map(|h| h.join().expect("a locality run panicked"))
-            .collect()
-    });
+    let results: Vec<MultipathResult> = super::on_all_cores(&cases, "locality", |c| run_one(&c.2));
     let mut rows = Vec::new();
     let mut summary = json!({
         "hosts": HOSTS,

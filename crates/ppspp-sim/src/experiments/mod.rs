@@ -54,6 +54,28 @@ pub fn run_bulk(b: &Bulk) -> BulkRun {
 }
 
 /// `x` rounded to `digits` decimal places.
+/// Runs `run` on every case, the cases spread over the machine's cores (the runs are
+/// independent); the results come back in the cases' order. `what` names the experiment
+/// in the panic of a run that panicked.
+pub fn on_all_cores<C: Sync, R: Send>(
+    cases: &[C],
+    what: &str,
+    run: impl Fn(&C) -> R + Sync,
+) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let run = &run;
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = cases
+            .chunks(cases.len().div_ceil(threads).max(1))
+            .map(|part| scope.spawn(move || part.iter().map(run).collect::<Vec<_>>()))
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|_| panic!("a {what} run panicked")))
+            .collect()
+    })
+}
+
 pub fn round(x: f64, digits: i32) -> f64 {
     let m = 10f64.powi(digits);
     (x * m).round() / m

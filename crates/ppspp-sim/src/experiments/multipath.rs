@@ -56,18 +56,7 @@ pub fn run(out: &Path, seed: u64, content_mib: usize) -> Res {
             }
         }
     }
-    // The runs are independent: spread them over the machine's cores.
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let results: Vec<MultipathResult> = std::thread::scope(|scope| {
-        let chunks: Vec<_> = cases
-            .chunks(cases.len().div_ceil(threads))
-            .map(|part| scope.spawn(move || part.iter().map(|c| run_one(&c.4)).collect::<Vec<_>>()))
-            .collect();
-        chunks
-            .into_iter()
-            .flat_map(|h| h.join().expect("a multipath run panicked"))
-            .collect()
-    });
+    let results: Vec<MultipathResult> = super::on_all_cores(&cases, "multipath", |c| run_one(&c.4));
 
     let mut rows = Vec::new();
     let mut summary = json!({
