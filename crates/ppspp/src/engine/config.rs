@@ -11,9 +11,9 @@ use core::fmt;
 /// Which piece picker the receiver uses.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PickerKind {
-    /// In order; `twist` spreads parallel channels.
+    /// In order; `twist` gives each engine an order of its own.
     Sequential {
-        /// Randomise the order within subtrees.
+        /// Mirror subtrees by the engine's random twist (drawn once per engine).
         twist: bool,
     },
     /// Rarest chunks first (files).
