@@ -114,10 +114,11 @@ impl ReadBlocks {
         let at = match self.blocks.iter().position(|(b, _, _)| *b == block) {
             Some(at) => at,
             None => {
-                let mut bytes = vec![0; (block_span.end - block_span.start) as usize];
-                file.read_exact_at(&mut bytes, block_span.start)?;
-                if self.blocks.len() < READ_BLOCKS {
-                    self.blocks.push((block, bytes, uses));
+                let len = (block_span.end - block_span.start) as usize;
+                // The least recently used block's buffer is read into (none is zeroed
+                // again), or a new one while fewer than READ_BLOCKS are kept.
+                let at = if self.blocks.len() < READ_BLOCKS {
+                    self.blocks.push((block, Vec::new(), uses));
                     self.blocks.len() - 1
                 } else {
                     let (at, _) = self
@@ -126,9 +127,17 @@ impl ReadBlocks {
                         .enumerate()
                         .min_by_key(|(_, (_, _, used))| *used)
                         .expect("READ_BLOCKS > 0");
-                    self.blocks[at] = (block, bytes, uses);
                     at
+                };
+                let (b, bytes, _) = &mut self.blocks[at];
+                bytes.resize(len, 0);
+                if let Err(e) = file.read_exact_at(bytes, block_span.start) {
+                    // Nothing half-read is kept.
+                    self.blocks.swap_remove(at);
+                    return Err(e);
                 }
+                *b = block;
+                at
             }
         };
         let (_, bytes, used) = &mut self.blocks[at];
@@ -370,6 +379,35 @@ mod tests {
         let mut out = vec![1, 2, 3];
         assert!(reads.read(&file, 0, span(&g, 0), &mut out).is_err());
         assert_eq!(out, [1, 2, 3]);
+    }
+
+    #[test]
+    fn a_failed_read_keeps_no_half_read_block() {
+        let content = pattern(20 * 65_536);
+        // The file lacks the content's last block.
+        let file = Memory::new(content[..19 * 65_536].to_vec());
+        let g = Geometry::new(content.len() as u64, 1024);
+        let mut reads = ReadBlocks::new(g);
+        let mut out = Vec::new();
+        for block in 0..READ_BLOCKS as u64 {
+            reads
+                .read(&file, block * 64, span(&g, block * 64), &mut out)
+                .unwrap();
+        }
+        // Block 0's buffer, the least recently used, is the one the failed read used.
+        assert!(
+            reads
+                .read(&file, 19 * 64, span(&g, 19 * 64), &mut out)
+                .is_err()
+        );
+        out.clear();
+        reads.read(&file, 1, span(&g, 1), &mut out).unwrap();
+        assert_eq!(out, content[1024..2048]);
+        assert_eq!(
+            file.reads.get(),
+            READ_BLOCKS + 2,
+            "block 0 read again, whole"
+        );
     }
 
     #[test]

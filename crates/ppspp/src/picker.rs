@@ -114,6 +114,11 @@ impl Picker for RarestFirst {
         // often it does not (everything requested), and then the search of every rarity
         // level, one each, is saved.
         let any = Binmap::find_complement(ctx.exclude, offer, ctx.range, ctx.twist)?;
+        // With one rarity level (every peer a seeder, or one peer) every chunk is as rare
+        // as any other, and the level search would find `any` again.
+        if ctx.avail.levels() <= 1 {
+            return Some(narrow(any, max_chunks));
+        }
         let rarest = ctx
             .avail
             .find_rarest(offer, ctx.exclude, ctx.range, ctx.twist);

@@ -302,7 +302,12 @@ fn check_map(
             }
             a = a.parent();
         };
-        prop_assert_eq!(m.lowest_set_ancestor(q), lowest_set, "lowest_set_ancestor {:?}", q);
+        prop_assert_eq!(
+            m.lowest_set_ancestor(q),
+            lowest_set,
+            "lowest_set_ancestor {:?}",
+            q
+        );
     }
     for w in windows {
         prop_assert_eq!(

@@ -483,7 +483,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             Self::apply_peer_window(ch);
             return offered;
         }
-        if ch.peer_have.find_empty(0..self.chunk_count).is_none() {
+        // Asked on every ACK: the content's few covering bins, looked up left to right,
+        // answer at the first that is not full, where a search for the first missing chunk
+        // walked down to it.
+        if Bin::from_chunk_range(0, self.chunk_count.saturating_sub(1))
+            .all(|b| ch.peer_have.is_filled(b))
+        {
             ch.peer_complete = true;
             ch.seeds = !ch.holdings_heard;
             if track {

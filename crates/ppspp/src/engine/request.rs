@@ -48,16 +48,18 @@ impl InterArrival {
     /// Mean gap over the last `window` (at least the newest four samples), falling back to
     /// the smoothed average while there are fewer samples. Never zero.
     pub fn period(&self, now: Time, window: Duration) -> Duration {
-        let recent: Vec<Duration> = self
-            .samples
-            .iter()
-            .rev()
-            .enumerate()
-            .take_while(|(i, (t, _))| *i < MIN_SAMPLES || now.saturating_since(*t) <= window)
-            .map(|(_, (_, gap))| *gap)
-            .collect();
-        let period = if recent.len() >= MIN_SAMPLES {
-            recent.iter().sum::<Duration>() / recent.len() as u32
+        // Asked once per chunk received: summed in place, nothing allocated.
+        let mut sum = Duration::ZERO;
+        let mut count = 0u32;
+        for (i, (t, gap)) in self.samples.iter().rev().enumerate() {
+            if i >= MIN_SAMPLES && now.saturating_since(*t) > window {
+                break;
+            }
+            sum += *gap;
+            count += 1;
+        }
+        let period = if count as usize >= MIN_SAMPLES {
+            sum / count
         } else {
             self.average
         };
