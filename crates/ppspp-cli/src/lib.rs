@@ -18,6 +18,7 @@ pub mod progress;
 pub mod root;
 pub mod rtc;
 pub mod seed;
+pub mod send_batch;
 pub mod serve;
 pub mod signal;
 pub mod stats;

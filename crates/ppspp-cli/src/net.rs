@@ -7,6 +7,7 @@
 use crate::http_origin::{Answer, HttpOrigin};
 use crate::metrics::SwarmMetrics;
 use crate::rtc::{RtcEvent, RtcTransport};
+use crate::send_batch::SendBatch;
 use crate::stats::StatsPrinter;
 use crate::udp::{Clock, RECV_BUFFER};
 use ppspp::engine::{
@@ -117,7 +118,7 @@ async fn drive<P: SansIo<Addr = Peer>>(
 ) {
     tokio::pin!(stop);
     let mut buf = vec![0u8; RECV_BUFFER];
-    let mut out = Vec::new();
+    let mut out = SendBatch::default();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -352,7 +353,14 @@ pub async fn run<S: ChunkStore>(
     let ended = engine.channel_stats();
     // However it ended, say goodbye: a peer keeps a silent channel's slot for minutes.
     engine.close_all();
-    flush(engine, &mut Vec::new(), udp, rtc.as_deref_mut(), clock).await;
+    flush(
+        engine,
+        &mut SendBatch::default(),
+        udp,
+        rtc.as_deref_mut(),
+        clock,
+    )
+    .await;
     if let Some(r) = rtc {
         r.shutdown().await;
     }
@@ -435,7 +443,7 @@ pub async fn discover(
         drive(discovery, &mut role, udp, rtc.as_deref_mut(), clock, stop).await;
     }
     // The closes of the probe channels go out before the engine takes over.
-    flush(discovery, &mut Vec::new(), udp, rtc, clock).await;
+    flush(discovery, &mut SendBatch::default(), udp, rtc, clock).await;
     (role.outcome, role.opened)
 }
 
@@ -510,16 +518,31 @@ enum Wake {
     Stop,
 }
 
-/// Sends everything `p` has to send now.
+/// Sends everything `p` has to send now: UDP datagrams in batches, data-channel messages
+/// as they come.
 async fn flush<P: SansIo<Addr = Peer>>(
     p: &mut P,
-    out: &mut Vec<u8>,
+    batch: &mut SendBatch,
     udp: Option<&UdpSocket>,
     mut rtc: Option<&mut RtcTransport>,
     clock: &Clock,
 ) {
-    while let Some(to) = p.poll_transmit(clock.now(), out) {
-        send(to, out, udp, rtc.as_deref_mut()).await;
+    loop {
+        let buf = batch.next_buf();
+        let Some(to) = p.poll_transmit(clock.now(), buf) else {
+            break;
+        };
+        match (to, udp) {
+            (Peer::Udp(addr), Some(socket)) => {
+                if batch.push(addr) {
+                    batch.send(socket).await;
+                }
+            }
+            (to, _) => send(to, buf, udp, rtc.as_deref_mut()).await,
+        }
+    }
+    if let Some(socket) = udp {
+        batch.send(socket).await;
     }
     if let Some(r) = rtc {
         r.flush().await;
