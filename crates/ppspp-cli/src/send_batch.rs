@@ -10,6 +10,10 @@ use tokio::net::UdpSocket;
 /// Datagrams sent in one call at most: enough to spread the call's cost, few enough that
 /// the first of a batch does not wait long for the last to be built.
 pub const BATCH: usize = 32;
+/// A batch holding this many bytes goes at once, however few its datagrams: large
+/// datagrams gain little from batching, and a burst of them lands in the receiver's
+/// socket buffer at once.
+pub const BATCH_BYTES: usize = 64 * 1024;
 
 /// Datagrams written by the engine and not yet sent, each in a buffer of its own that is
 /// reused for the next batch.
@@ -17,6 +21,7 @@ pub const BATCH: usize = 32;
 pub struct SendBatch {
     bufs: Vec<Vec<u8>>,
     to: Vec<SocketAddr>,
+    bytes: usize,
 }
 
 impl Default for SendBatch {
@@ -24,6 +29,7 @@ impl Default for SendBatch {
         SendBatch {
             bufs: (0..BATCH).map(|_| Vec::new()).collect(),
             to: Vec::with_capacity(BATCH),
+            bytes: 0,
         }
     }
 }
@@ -37,8 +43,9 @@ impl SendBatch {
     /// The datagram just written into [`next_buf`](Self::next_buf) goes to `to`. True
     /// when the batch is full and must be sent before the next.
     pub fn push(&mut self, to: SocketAddr) -> bool {
+        self.bytes += self.bufs[self.to.len()].len();
         self.to.push(to);
-        self.to.len() == BATCH
+        self.to.len() == BATCH || self.bytes >= BATCH_BYTES
     }
 
     /// How many datagrams wait.
@@ -69,6 +76,7 @@ impl SendBatch {
             }
         }
         self.to.clear();
+        self.bytes = 0;
     }
 }
 
@@ -140,6 +148,17 @@ mod tests {
                 assert_eq!(from, sender.local_addr().unwrap());
                 assert_eq!(&buf[..n], &datagram[..]);
             }
+        }
+    }
+
+    #[test]
+    fn a_batch_of_large_datagrams_is_full_at_its_byte_bound() {
+        let mut batch = SendBatch::default();
+        let to: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let full_at = BATCH_BYTES.div_ceil(8192);
+        for i in 1..=full_at {
+            batch.next_buf().resize(8192, 0);
+            assert_eq!(batch.push(to), i == full_at, "datagram {i}");
         }
     }
 
