@@ -469,58 +469,47 @@ fn a_rejected_chunk_is_fetched_again_from_an_honest_peer() {
     )));
 }
 
+/// 300 KiB in 1 KiB chunks over a 30 ms path with `config`'s rate limits on both sides:
+/// how long it took, in seconds, and how many wake-ups sent nothing.
+fn rate_limited_transfer(config: EngineConfig, net_seed: u64) -> (f64, u64) {
+    let data = content(300 * 1024);
+    let mut nodes = pair(&data, 1024, config);
+    let mut net = Net::new(Duration::from_millis(30), 0, net_seed);
+    let end = run(&mut nodes, &mut net, Time::from_millis(60_000), |n| {
+        n[1].is_complete()
+    });
+    assert!(nodes[1].is_complete(), "at {end:?}: {:?}", nodes[1].stats());
+    (end.as_micros() as f64 / 1e6, net.idle_wakeups)
+}
+
 #[test]
 fn a_rate_limited_seeder_holds_its_rate_and_is_not_taken_for_a_withholder() {
-    let data = content(300 * 1024);
-    let mut nodes = pair(
-        &data,
-        1024,
+    let (secs, idle_wakeups) = rate_limited_transfer(
         EngineConfig {
             upload_limit: Some(50_000),
             ..EngineConfig::default()
         },
+        12,
     );
-    let mut net = Net::new(Duration::from_millis(30), 0, 12);
-    let end = run(&mut nodes, &mut net, Time::from_millis(60_000), |n| {
-        n[1].is_complete()
-    });
-    assert!(nodes[1].is_complete(), "at {end:?}: {:?}", nodes[1].stats());
     // 307 200 bytes at 50 000 B/s is 6.1 s (plus the initial burst allowance).
-    let secs = end.as_micros() as f64 / 1e6;
     assert!((5.5..7.0).contains(&secs), "took {secs} s");
     // Waits for the limit and for pacing end together: each wake-up sends.
-    assert!(
-        net.idle_wakeups < 10,
-        "{} wake-ups sent nothing",
-        net.idle_wakeups
-    );
+    assert!(idle_wakeups < 10, "{idle_wakeups} wake-ups sent nothing");
 }
 
 #[test]
 fn a_download_limited_leecher_wakes_only_to_ask() {
-    let data = content(300 * 1024);
-    let mut nodes = pair(
-        &data,
-        1024,
+    let (secs, idle_wakeups) = rate_limited_transfer(
         EngineConfig {
             download_limit: Some(50_000),
             ..EngineConfig::default()
         },
+        13,
     );
-    let mut net = Net::new(Duration::from_millis(30), 0, 13);
-    let end = run(&mut nodes, &mut net, Time::from_millis(60_000), |n| {
-        n[1].is_complete()
-    });
-    assert!(nodes[1].is_complete(), "at {end:?}: {:?}", nodes[1].stats());
-    let secs = end.as_micros() as f64 / 1e6;
     assert!((5.0..7.5).contains(&secs), "took {secs} s");
     // The limit admits a chunk at a time: at most a wake-up per chunk to ask for it (its
     // REQUEST may then wait to go with the next ACK), never a spin.
-    assert!(
-        net.idle_wakeups <= 300,
-        "{} wake-ups sent nothing",
-        net.idle_wakeups
-    );
+    assert!(idle_wakeups <= 300, "{idle_wakeups} wake-ups sent nothing");
 }
 
 #[test]

@@ -127,61 +127,53 @@ pub(super) struct LiveProof {
     pub uncles: Vec<(Bin, Hash)>,
 }
 
-/// What the engine asks of a live stream's parameters.
-trait LiveParamsCheck {
-    fn check(&self) -> Result<(), EngineError>;
-    fn content(&self) -> ContentInfo;
-    fn check_datagram_fits(&self, sig_len: usize, mtu: usize) -> Result<(), EngineError>;
+/// Parameters the engine cannot run a live stream with.
+fn check_params(params: &LiveParams) -> Result<(), EngineError> {
+    if params.discard_window == 0 {
+        return Err(EngineError::Config(
+            "the live discard window must be at least 1 chunk",
+        ));
+    }
+    if params.chunk_size == 0 {
+        return Err(EngineError::Config(
+            "the chunk size must be at least 1 byte",
+        ));
+    }
+    Ok(())
 }
 
-impl LiveParamsCheck for LiveParams {
-    fn check(&self) -> Result<(), EngineError> {
-        if self.discard_window == 0 {
-            return Err(EngineError::Config(
-                "the live discard window must be at least 1 chunk",
-            ));
-        }
-        if self.chunk_size == 0 {
-            return Err(EngineError::Config(
-                "the chunk size must be at least 1 byte",
-            ));
-        }
-        Ok(())
+/// The content description the engine's shared code uses for a live stream: no root, a
+/// length covering the whole address space (every chunk may be full).
+fn live_content(params: &LiveParams) -> ContentInfo {
+    ContentInfo {
+        root: Hash::zero(params.hash),
+        hash: params.hash,
+        chunk_size: params.chunk_size,
+        content_len: LIVE_CHUNKS * u64::from(params.chunk_size),
     }
+}
 
-    /// The content description the engine's shared code uses: no root, a length covering
-    /// the whole address space (every chunk may be full).
-    fn content(&self) -> ContentInfo {
-        ContentInfo {
-            root: Hash::zero(self.hash),
-            hash: self.hash,
-            chunk_size: self.chunk_size,
-            content_len: LIVE_CHUNKS * u64::from(self.chunk_size),
-        }
+/// A live DATA datagram must fit: the chunk, the munro, its signature and one uncle per
+/// layer below it, and up to an MTU of control messages.
+fn check_datagram_fits(params: &LiveParams, sig_len: usize, mtu: usize) -> Result<(), EngineError> {
+    let per_hash = 1 + 16 + params.hash.size();
+    // Sign All sends no hash; a munro comes with its own and one uncle per layer.
+    let layers = match params.signs_every_chunk() {
+        true => 0,
+        false => params.chunks_per_signature.trailing_zeros() as usize + 1,
+    };
+    let signed = 1 + 16 + 8 + sig_len;
+    let data = 1 + 16 + 8 + params.chunk_size as usize;
+    let max = CodecConfig::default().max_datagram_len;
+    if mtu + layers * per_hash + signed + data > max {
+        return Err(EngineError::Content(
+            ContentError::ChunkTooLargeForDatagram {
+                chunk_size: params.chunk_size,
+                max,
+            },
+        ));
     }
-
-    /// A live DATA datagram: the chunk, the munro, its signature and one uncle per layer
-    /// below it, and up to an MTU of control messages.
-    fn check_datagram_fits(&self, sig_len: usize, mtu: usize) -> Result<(), EngineError> {
-        let per_hash = 1 + 16 + self.hash.size();
-        // Sign All sends no hash; a munro comes with its own and one uncle per layer.
-        let layers = match self.signs_every_chunk() {
-            true => 0,
-            false => self.chunks_per_signature.trailing_zeros() as usize + 1,
-        };
-        let signed = 1 + 16 + 8 + sig_len;
-        let data = 1 + 16 + 8 + self.chunk_size as usize;
-        let max = CodecConfig::default().max_datagram_len;
-        if mtu + layers * per_hash + signed + data > max {
-            return Err(EngineError::Content(
-                ContentError::ChunkTooLargeForDatagram {
-                    chunk_size: self.chunk_size,
-                    max,
-                },
-            ));
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 fn live_error(e: LiveError) -> EngineError {
@@ -287,7 +279,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         store: S,
         now: Time,
     ) -> Result<Self, EngineError> {
-        info.params.check()?;
+        check_params(&info.params)?;
         let format = SpecFormat {
             addressing: config.chunk_addressing,
             chunk_size: info.params.chunk_size,
@@ -321,7 +313,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         store: S,
         now: Time,
     ) -> Result<Self, EngineError> {
-        params.check()?;
+        check_params(&params)?;
         let format = SpecFormat {
             addressing: config.chunk_addressing,
             chunk_size: params.chunk_size,
@@ -355,7 +347,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         now: Time,
     ) -> Result<Self, EngineError> {
         let params = info.params;
-        params.check_datagram_fits(info.key.algorithm().signature_len(), config.mtu)?;
+        check_datagram_fits(&params, info.key.algorithm().signature_len(), config.mtu)?;
         let live = LiveStream {
             info,
             format,
@@ -369,7 +361,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         };
         Engine::with_integrity(
             config,
-            params.content(),
+            live_content(&params),
             Integrity::Live(Box::new(live)),
             LIVE_CHUNKS,
             store,
