@@ -7,6 +7,7 @@
 //! `maxRetransmits: 0`, carrying one PPSPP datagram per message: PPSPP does its own
 //! retransmission and congestion control, so SCTP must not.
 
+mod error;
 mod peer_conn;
 mod rejoin;
 mod str0m_conn;
@@ -16,6 +17,7 @@ mod webrtc_rs_conn;
 use crate::gather::{Gatherer, Learnt};
 use crate::signal::SignalClient;
 use crate::udp::RECV_BUFFER;
+pub use error::RtcError;
 pub use peer_conn::Stack;
 use peer_conn::{CandidateKind, LocalCandidate, Output, PeerConn};
 use ppspp_signal_protocol::{ErrorCode, IceServer, ServerMessage};
@@ -204,17 +206,13 @@ impl RtcTransport {
         signal: SignalClient,
         room: &str,
         config: RtcConfig,
-    ) -> Result<RtcTransport, String> {
+    ) -> Result<RtcTransport, RtcError> {
         if bind.ip().is_unspecified() {
-            return Err(format!(
-                "WebRTC needs a specific local IP to advertise, not {bind}; pass --bind IP:PORT"
-            ));
+            return Err(RtcError::UnspecifiedBind(bind));
         }
-        let socket = crate::udp::bind(bind)
-            .map_err(|e| format!("cannot bind UDP {bind} for WebRTC: {e}"))?;
-        let local = socket
-            .local_addr()
-            .map_err(|e| format!("cannot read the bound address: {e}"))?;
+        let socket =
+            crate::udp::bind(bind).map_err(|error| RtcError::Bind { addr: bind, error })?;
+        let local = socket.local_addr().map_err(RtcError::LocalAddr)?;
         Ok(RtcTransport {
             socket,
             local,
@@ -429,7 +427,7 @@ impl RtcTransport {
     }
 
     /// Sends an offer to `peer` (a signaling peer id) with our data channel.
-    pub fn offer(&mut self, peer: &str) -> Result<u64, String> {
+    pub fn offer(&mut self, peer: &str) -> Result<u64, RtcError> {
         if let Some(&id) = self.by_remote.get(peer) {
             return Ok(id);
         }

@@ -2,6 +2,7 @@
 //! that differs between the two WebRTC stacks (str0m and webrtc-rs), so that both can be
 //! measured on the same workloads (docs/ARCHITECTURE.md).
 
+use super::error::RtcError;
 use std::net::SocketAddr;
 use std::time::Instant;
 
@@ -92,7 +93,7 @@ pub enum Output {
 /// [`poll_output`](Self::poll_output) until it returns a timeout.
 pub trait PeerConn {
     /// Applies the remote's answer to our offer.
-    fn accept_answer(&mut self, sdp: &str) -> Result<(), String>;
+    fn accept_answer(&mut self, sdp: &str) -> Result<(), RtcError>;
     /// Adds a remote candidate (an SDP `candidate:` line); bad ones are ignored.
     fn add_remote_candidate(&mut self, line: &str);
     /// Adds a local candidate learnt after the offer or answer; returns its SDP line, to be
@@ -107,9 +108,9 @@ pub trait PeerConn {
         from: SocketAddr,
         to: SocketAddr,
         data: &[u8],
-    ) -> Result<(), String>;
+    ) -> Result<(), RtcError>;
     /// Time has passed.
-    fn handle_timeout(&mut self, now: Instant) -> Result<(), String>;
+    fn handle_timeout(&mut self, now: Instant) -> Result<(), RtcError>;
     /// The next thing to do; call until it returns [`Output::Timeout`].
     fn poll_output(&mut self) -> Output;
     /// The stack's backlog on the open data channel, what the send queue waits on: bytes
@@ -119,7 +120,7 @@ pub trait PeerConn {
     /// Sends one message on the open data channel; false when it was refused.
     fn write(&mut self, now: Instant, data: &[u8]) -> bool;
     /// Starts a graceful close; an error means it cannot be closed gracefully.
-    fn close(&mut self) -> Result<(), String>;
+    fn close(&mut self) -> Result<(), RtcError>;
 }
 
 /// A new offering connection with our data channel (unordered, no retransmissions: PPSPP
@@ -128,7 +129,7 @@ pub fn offer(
     stack: Stack,
     now: Instant,
     candidates: &[LocalCandidate],
-) -> Result<(Box<dyn PeerConn>, String), String> {
+) -> Result<(Box<dyn PeerConn>, String), RtcError> {
     match stack {
         Stack::Str0m => super::str0m_conn::Str0mConn::offer(now, candidates),
         #[cfg(feature = "webrtc-rs")]
@@ -142,7 +143,7 @@ pub fn answer(
     now: Instant,
     candidates: &[LocalCandidate],
     offer: &str,
-) -> Result<(Box<dyn PeerConn>, String), String> {
+) -> Result<(Box<dyn PeerConn>, String), RtcError> {
     match stack {
         Stack::Str0m => super::str0m_conn::Str0mConn::answer(now, candidates, offer),
         #[cfg(feature = "webrtc-rs")]

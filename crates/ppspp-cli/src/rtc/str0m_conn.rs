@@ -1,5 +1,6 @@
 //! A peer connection on str0m.
 
+use super::error::RtcError;
 use super::peer_conn::{CandidateKind, LABEL, LocalCandidate, Output, PeerConn};
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -15,13 +16,16 @@ pub struct Str0mConn {
     closed: bool,
 }
 
-fn candidate(c: &LocalCandidate) -> Result<Candidate, String> {
+fn candidate(c: &LocalCandidate) -> Result<Candidate, RtcError> {
     match c.kind {
         CandidateKind::Host => Candidate::host(c.addr, "udp"),
         CandidateKind::ServerReflexive => Candidate::server_reflexive(c.addr, c.base, "udp"),
         CandidateKind::Relayed => Candidate::relayed(c.addr, c.base, "udp"),
     }
-    .map_err(|e| format!("bad candidate {c:?}: {e}"))
+    .map_err(|e| RtcError::BadCandidate {
+        candidate: *c,
+        reason: e.to_string(),
+    })
 }
 
 /// A datagram from `from` to our `to`, as str0m takes it.
@@ -30,8 +34,10 @@ fn received<'a>(
     from: SocketAddr,
     to: SocketAddr,
     data: &'a [u8],
-) -> Result<Input<'a>, String> {
-    let contents = data.try_into().map_err(|e| format!("bad datagram: {e}"))?;
+) -> Result<Input<'a>, RtcError> {
+    let contents = data
+        .try_into()
+        .map_err(|e| RtcError::BadDatagram(format!("{e}")))?;
     Ok(Input::Receive(
         now,
         Receive {
@@ -44,7 +50,7 @@ fn received<'a>(
 }
 
 impl Str0mConn {
-    fn new(now: Instant, candidates: &[LocalCandidate]) -> Result<Str0mConn, String> {
+    fn new(now: Instant, candidates: &[LocalCandidate]) -> Result<Str0mConn, RtcError> {
         let mut rtc = Rtc::new(now);
         for c in candidates {
             rtc.add_local_candidate(candidate(c)?);
@@ -68,7 +74,7 @@ impl Str0mConn {
     pub fn offer(
         now: Instant,
         candidates: &[LocalCandidate],
-    ) -> Result<(Box<dyn PeerConn>, String), String> {
+    ) -> Result<(Box<dyn PeerConn>, String), RtcError> {
         let mut conn = Str0mConn::new(now, candidates)?;
         let mut api = conn.rtc.sdp_api();
         api.add_channel_with_config(ChannelConfig {
@@ -77,7 +83,7 @@ impl Str0mConn {
             reliability: Reliability::MaxRetransmits { retransmits: 0 },
             ..Default::default()
         });
-        let (offer, pending) = api.apply().ok_or("no offer to make")?;
+        let (offer, pending) = api.apply().ok_or(RtcError::NoOffer)?;
         conn.pending = Some(pending);
         Ok((Box::new(conn).start(now), offer.to_sdp_string()))
     }
@@ -86,26 +92,28 @@ impl Str0mConn {
         now: Instant,
         candidates: &[LocalCandidate],
         offer: &str,
-    ) -> Result<(Box<dyn PeerConn>, String), String> {
-        let offer = SdpOffer::from_sdp_string(offer).map_err(|e| format!("bad offer: {e}"))?;
+    ) -> Result<(Box<dyn PeerConn>, String), RtcError> {
+        let offer =
+            SdpOffer::from_sdp_string(offer).map_err(|e| RtcError::BadOffer(e.to_string()))?;
         let mut conn = Str0mConn::new(now, candidates)?;
         let answer = conn
             .rtc
             .sdp_api()
             .accept_offer(offer)
-            .map_err(|e| format!("cannot answer the offer: {e}"))?;
+            .map_err(|e| RtcError::CannotAnswer(e.to_string()))?;
         Ok((Box::new(conn).start(now), answer.to_sdp_string()))
     }
 }
 
 impl PeerConn for Str0mConn {
-    fn accept_answer(&mut self, sdp: &str) -> Result<(), String> {
-        let pending = self.pending.take().ok_or("no offer is pending")?;
-        let answer = SdpAnswer::from_sdp_string(sdp).map_err(|e| format!("bad answer: {e}"))?;
+    fn accept_answer(&mut self, sdp: &str) -> Result<(), RtcError> {
+        let pending = self.pending.take().ok_or(RtcError::NoPendingOffer)?;
+        let answer =
+            SdpAnswer::from_sdp_string(sdp).map_err(|e| RtcError::BadAnswer(e.to_string()))?;
         self.rtc
             .sdp_api()
             .accept_answer(pending, answer)
-            .map_err(|e| format!("cannot accept the answer: {e}"))
+            .map_err(|e| RtcError::CannotAcceptAnswer(e.to_string()))
     }
 
     fn add_remote_candidate(&mut self, line: &str) {
@@ -129,15 +137,17 @@ impl PeerConn for Str0mConn {
         from: SocketAddr,
         to: SocketAddr,
         data: &[u8],
-    ) -> Result<(), String> {
+    ) -> Result<(), RtcError> {
         let input = received(now, from, to, data)?;
-        self.rtc.handle_input(input).map_err(|e| e.to_string())
+        self.rtc
+            .handle_input(input)
+            .map_err(|e| RtcError::Stack(e.to_string()))
     }
 
-    fn handle_timeout(&mut self, now: Instant) -> Result<(), String> {
+    fn handle_timeout(&mut self, now: Instant) -> Result<(), RtcError> {
         self.rtc
             .handle_input(Input::Timeout(now))
-            .map_err(|e| e.to_string())
+            .map_err(|e| RtcError::Stack(e.to_string()))
     }
 
     fn poll_output(&mut self) -> Output {
@@ -186,12 +196,12 @@ impl PeerConn for Str0mConn {
         matches!(ch.write(true, data), Ok(true))
     }
 
-    fn close(&mut self) -> Result<(), String> {
+    fn close(&mut self) -> Result<(), RtcError> {
         if let Err(e) = self.rtc.close() {
             // Graceful close (SCTP shutdown, DTLS close_notify) failed: just drop it.
             self.rtc.disconnect();
             self.closed = true;
-            return Err(e.to_string());
+            return Err(RtcError::Stack(e.to_string()));
         }
         Ok(())
     }

@@ -4,6 +4,7 @@
 //! that itself: STUN binding requests name our ICE username fragment, and everything else
 //! comes from an address we have exchanged packets with.
 
+use super::error::RtcError;
 use super::peer_conn::{LABEL, LocalCandidate, Output, PeerConn};
 use bytes::BytesMut;
 use rtc::data_channel::{RTCDataChannelId, RTCDataChannelInit};
@@ -57,10 +58,13 @@ fn stun_request_username(data: &[u8]) -> Option<&[u8]> {
 }
 
 impl WebrtcRsConn {
-    fn new(now: Instant, candidates: &[LocalCandidate]) -> Result<WebrtcRsConn, String> {
+    fn new(now: Instant, candidates: &[LocalCandidate]) -> Result<WebrtcRsConn, RtcError> {
         let pc = RTCPeerConnectionBuilder::new()
             .build(now)
-            .map_err(|e| format!("cannot make a peer connection: {e}"))?;
+            .map_err(|e| RtcError::Setup {
+                step: "make a peer connection",
+                reason: e.to_string(),
+            })?;
         let mut conn = WebrtcRsConn {
             pc,
             channel: None,
@@ -76,31 +80,37 @@ impl WebrtcRsConn {
         Ok(conn)
     }
 
-    fn add(&mut self, c: &LocalCandidate) -> Result<String, String> {
+    fn add(&mut self, c: &LocalCandidate) -> Result<String, RtcError> {
         let line = c.sdp_line();
         self.pc
             .add_local_candidate(RTCIceCandidateInit {
                 candidate: line.clone(),
                 ..Default::default()
             })
-            .map_err(|e| format!("bad candidate {c:?}: {e}"))?;
+            .map_err(|e| RtcError::BadCandidate {
+                candidate: *c,
+                reason: e.to_string(),
+            })?;
         self.candidates.push(*c);
         Ok(line)
     }
 
-    fn set_local(&mut self, now: Instant, desc: RTCSessionDescription) -> Result<String, String> {
+    fn set_local(&mut self, now: Instant, desc: RTCSessionDescription) -> Result<String, RtcError> {
         let sdp = desc.sdp.clone();
-        self.ufrag = ufrag_of(&sdp).ok_or("our description has no ICE username fragment")?;
+        self.ufrag = ufrag_of(&sdp).ok_or(RtcError::NoIceUfrag)?;
         self.pc
             .set_local_description(now, desc)
-            .map_err(|e| format!("cannot set the local description: {e}"))?;
+            .map_err(|e| RtcError::Setup {
+                step: "set the local description",
+                reason: e.to_string(),
+            })?;
         Ok(sdp)
     }
 
     pub fn offer(
         now: Instant,
         candidates: &[LocalCandidate],
-    ) -> Result<(Box<dyn PeerConn>, String), String> {
+    ) -> Result<(Box<dyn PeerConn>, String), RtcError> {
         let mut conn = WebrtcRsConn::new(now, candidates)?;
         conn.pc
             .create_data_channel(
@@ -111,11 +121,14 @@ impl WebrtcRsConn {
                     ..Default::default()
                 }),
             )
-            .map_err(|e| format!("cannot make the data channel: {e}"))?;
-        let offer = conn
-            .pc
-            .create_offer(None)
-            .map_err(|e| format!("cannot make an offer: {e}"))?;
+            .map_err(|e| RtcError::Setup {
+                step: "make the data channel",
+                reason: e.to_string(),
+            })?;
+        let offer = conn.pc.create_offer(None).map_err(|e| RtcError::Setup {
+            step: "make an offer",
+            reason: e.to_string(),
+        })?;
         let sdp = conn.set_local(now, offer)?;
         Ok((Box::new(conn), sdp))
     }
@@ -124,17 +137,17 @@ impl WebrtcRsConn {
         now: Instant,
         candidates: &[LocalCandidate],
         offer: &str,
-    ) -> Result<(Box<dyn PeerConn>, String), String> {
+    ) -> Result<(Box<dyn PeerConn>, String), RtcError> {
         let mut conn = WebrtcRsConn::new(now, candidates)?;
         let offer = RTCSessionDescription::offer(offer.to_string())
-            .map_err(|e| format!("bad offer: {e}"))?;
+            .map_err(|e| RtcError::BadOffer(e.to_string()))?;
         conn.pc
             .set_remote_description(now, offer)
-            .map_err(|e| format!("cannot take the offer: {e}"))?;
+            .map_err(|e| RtcError::CannotTakeOffer(e.to_string()))?;
         let answer = conn
             .pc
             .create_answer(None)
-            .map_err(|e| format!("cannot answer the offer: {e}"))?;
+            .map_err(|e| RtcError::CannotAnswer(e.to_string()))?;
         let sdp = conn.set_local(now, answer)?;
         Ok((Box::new(conn), sdp))
     }
@@ -182,12 +195,12 @@ impl WebrtcRsConn {
 }
 
 impl PeerConn for WebrtcRsConn {
-    fn accept_answer(&mut self, sdp: &str) -> Result<(), String> {
+    fn accept_answer(&mut self, sdp: &str) -> Result<(), RtcError> {
         let answer = RTCSessionDescription::answer(sdp.to_string())
-            .map_err(|e| format!("bad answer: {e}"))?;
+            .map_err(|e| RtcError::BadAnswer(e.to_string()))?;
         self.pc
             .set_remote_description(Instant::now(), answer)
-            .map_err(|e| format!("cannot accept the answer: {e}"))
+            .map_err(|e| RtcError::CannotAcceptAnswer(e.to_string()))
     }
 
     fn add_remote_candidate(&mut self, line: &str) {
@@ -221,7 +234,7 @@ impl PeerConn for WebrtcRsConn {
         from: SocketAddr,
         to: SocketAddr,
         data: &[u8],
-    ) -> Result<(), String> {
+    ) -> Result<(), RtcError> {
         self.paths.insert((to, from));
         self.pc
             .handle_read(TaggedBytesMut {
@@ -234,11 +247,13 @@ impl PeerConn for WebrtcRsConn {
                 },
                 message: BytesMut::from(data),
             })
-            .map_err(|e| e.to_string())
+            .map_err(|e| RtcError::Stack(e.to_string()))
     }
 
-    fn handle_timeout(&mut self, now: Instant) -> Result<(), String> {
-        self.pc.handle_timeout(now).map_err(|e| e.to_string())
+    fn handle_timeout(&mut self, now: Instant) -> Result<(), RtcError> {
+        self.pc
+            .handle_timeout(now)
+            .map_err(|e| RtcError::Stack(e.to_string()))
     }
 
     fn poll_output(&mut self) -> Output {
@@ -271,8 +286,8 @@ impl PeerConn for WebrtcRsConn {
         dc.send(now, BytesMut::from(data)).is_ok()
     }
 
-    fn close(&mut self) -> Result<(), String> {
-        let r = self.pc.close().map_err(|e| e.to_string());
+    fn close(&mut self) -> Result<(), RtcError> {
+        let r = self.pc.close().map_err(|e| RtcError::Stack(e.to_string()));
         self.closed = true;
         r
     }
