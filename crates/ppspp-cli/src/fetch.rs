@@ -15,7 +15,7 @@ use ppspp::engine::{
     ChannelStats, ContentInfo, Discovery, Engine, EngineConfig, Event, HttpOriginConfig,
 };
 use ppspp::merkle::Hash;
-use ppspp::uri::SwarmUri;
+use ppspp::uri::{HttpOriginUrls, SwarmUri};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -202,299 +202,444 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
             ice: &args.ice,
         });
     }
-    let target = parse_target(&args.uri)?;
-    let (root, uri_udp, uri_signal, origin_urls) = match &target {
-        Target::Uri(uri) => {
-            if args.chunk_size.is_some() {
-                return Err(
-                    "--chunk-size is only for a bare root hash; the URI already says (cs=)".into(),
-                );
-            }
-            (
-                uri.root,
-                uri.udp.clone(),
-                uri.signal.clone(),
-                uri.origin.clone(),
-            )
-        }
-        Target::Root(root) => (*root, Vec::new(), None, None),
-    };
-    let signal: Vec<String> = match args.signal.is_empty() {
-        true => uri_signal.into_iter().collect(),
-        false => args.signal.clone(),
-    };
-    let peers = resolve_peers(uri_udp.iter().chain(&args.udp))?;
-    if peers.is_empty() && signal.is_empty() && origin_urls.is_none() {
-        return Err(match target {
-            Target::Uri(_) => "no peer to fetch from: the URI names no udp= peer and no signal= server; add --udp HOST:PORT or --signal ws://HOST:PORT",
-            Target::Root(_) => "no peer to fetch from: with a bare root hash, name a peer with --udp HOST:PORT or a signaling server with --signal ws://HOST:PORT",
-        }
-        .into());
-    }
-    let http_only = peers.is_empty() && signal.is_empty();
-    // Checked before any network work, so a typo costs nothing.
-    let plan = match &target {
-        Target::Uri(uri) => Plan::Known(uri.content()),
-        Target::Root(root) => {
-            let sizes: Vec<u32> = args.chunk_size.map(|c| c as u32).into_iter().collect();
-            Plan::Discover(Box::new(
-                Discovery::new(*root, &sizes, crate::random_seed()).map_err(|e| e.to_string())?,
-            ))
-        }
-    };
+    let (sources, plan) = Sources::from_args(args)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     // Join the swarm's room before creating any file, so an unreachable server leaves none.
-    let mut rtc = match signal.is_empty() {
-        false => Some(runtime.block_on(join_rtc(&signal, &root.to_hex(), args.bind, &args.ice))?),
+    let rtc = match sources.signal.is_empty() {
+        false => Some(runtime.block_on(join_rtc(
+            &sources.signal,
+            &sources.root.to_hex(),
+            args.bind,
+            &args.ice,
+        ))?),
         true => None,
     };
     let rtc_peers: Vec<String> = rtc
         .as_ref()
         .map(|r| r.welcome_peers().into_iter().take(MAX_RTC_OFFERS).collect())
         .unwrap_or_default();
-    if peers.is_empty() && rtc_peers.is_empty() && origin_urls.is_none() {
+    if sources.peers.is_empty() && rtc_peers.is_empty() && sources.origin.is_none() {
         return Err(format!(
             "no peer to fetch from: nobody else is in the swarm's room at {}",
             rtc.as_ref().map_or("?", |r| r.signal_url())
         ));
     }
-    let bind = args.bind.unwrap_or_else(|| default_bind(&peers));
     let started = Instant::now();
-    let (outcome, engine, ended, closed, origin_error) = runtime.block_on(async {
-        // In the runtime: its client spawns there.
-        let mut origin = origin_urls
-            .as_ref()
-            .map(|urls| HttpOrigin::new(urls, REQUEST_TIMEOUT))
-            .transpose()?;
-        let socket = match peers.is_empty() {
-            true => None,
-            false => Some(udp::bind(bind).map_err(|e| format!("cannot bind UDP {bind}: {e}"))?),
-        };
-        let clock = Clock::new();
-        let mut offered = Vec::new();
-        if let Some(r) = rtc.as_mut() {
-            for p in &rtc_peers {
-                offered.push(r.offer(p)?);
-            }
-        }
-        let (content, opened) = match plan {
-            Plan::Known(content) => (content, Vec::new()),
-            Plan::Discover(mut discovery) => {
-                eprintln!(
-                    "asking {} peer(s) for the chunk size and length of {}",
-                    peers.len() + offered.len(),
-                    root.to_hex()
-                );
-                for p in &peers {
-                    discovery.connect(Peer::Udp(*p), clock.now());
-                }
-                let (found, opened) = net::discover(
-                    &mut discovery,
-                    socket.as_ref(),
-                    rtc.as_mut(),
-                    offered,
-                    &clock,
-                    give_up(
-                        args.give_up_after,
-                        &std::cell::Cell::new(Some(Instant::now())),
-                    ),
-                )
-                .await;
-                let content = match found {
-                    Some(Ok(content)) => content,
-                    Some(Err(e)) => return Err(e.to_string()),
-                    None => {
-                        let answered = discovery.answered().count();
-                        return Err(format!(
-                            "no peer described the content within {} s ({answered} answered)",
-                            args.give_up_after
-                        ));
-                    }
-                };
-                eprintln!(
-                    "content: {} bytes in chunks of {} bytes ({})",
-                    content.content_len, content.chunk_size, content.hash
-                );
-                (content, opened)
-            }
-        };
-        let store = FileStore::create_partial(
-            &args.output,
-            content.content_len,
-            content.chunk_size as usize,
-        )
-        .map_err(|e| format!("cannot write {}: {e}", args.output.display()))?;
-        let part = store
-            .temporary_path()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default();
-        let config = EngineConfig {
-            download_limit: args.download_limit,
-            seed: crate::random_seed(),
-            wall_clock_offset: clock.wall_clock_offset(),
-            ..EngineConfig::default()
-        };
-        let mut engine = Engine::new(config, content, store, clock.now())
-            .map_err(|e| format!("cannot start: {e}"))?;
-        if origin.is_some() {
-            let origin_config = HttpOriginConfig {
-                // With no peer to wait for, the origin serves everything from the start.
-                alone_after: if http_only {
-                    std::time::Duration::ZERO
-                } else {
-                    HttpOriginConfig::default().alone_after
-                },
-                ..HttpOriginConfig::default()
-            };
-            engine.enable_http_origin(origin_config, clock.now());
-        }
-        for p in &peers {
-            engine.connect(Peer::Udp(*p), clock.now());
-        }
-        // Connections that opened during discovery announce themselves no more.
-        for id in opened {
-            engine.connect(Peer::Rtc(id), clock.now());
-        }
-        let progress = crate::progress::download_bar(content.content_len);
-        let mut outcome = Outcome::Interrupted;
-        let mut closed: Vec<String> = Vec::new();
-        // What the HTTP origin last failed with, for the closing message.
-        let mut origin_error: Option<String> = None;
-        let keep = args.keep_seeding;
-        let stats = args.stats_json.then(StatsPrinter::new);
-        let connected = std::cell::Cell::new(false);
-        let progressed = std::cell::Cell::new(Some(Instant::now()));
-        let ended = net::run(
-            &mut engine,
-            Links {
-                udp: socket.as_ref(),
-                rtc: rtc.as_mut(),
-                origin: origin.as_mut(),
-                live: None,
-                metrics: None,
-            },
-            &clock,
-            stats,
-            |engine, event| match event {
-                Event::Progress { have, total } => {
-                    progressed.set(Some(Instant::now()));
-                    progress.set_position(
-                        have.saturating_mul(u64::from(content.chunk_size))
-                            .min(content.content_len),
+    let fetched = runtime.block_on(fetch(args, &sources, plan, rtc, &rtc_peers))?;
+    finish(args, &sources, fetched, started)
+}
+
+/// Where the content comes from, as the command line and the URI say: checked before any
+/// network work, so a typo costs nothing.
+struct Sources {
+    root: Hash,
+    /// UDP peers (the URI's and `--udp`).
+    peers: Vec<SocketAddr>,
+    /// Signaling servers (`--signal`, else the URI's).
+    signal: Vec<String>,
+    origin: Option<HttpOriginUrls>,
+    /// Only the HTTP origin: no peer, no signaling server.
+    http_only: bool,
+}
+
+impl Sources {
+    /// The sources, and the content's description or how to learn it.
+    fn from_args(args: &FetchArgs) -> Result<(Sources, Plan), String> {
+        let target = parse_target(&args.uri)?;
+        let (root, uri_udp, uri_signal, origin) = match &target {
+            Target::Uri(uri) => {
+                if args.chunk_size.is_some() {
+                    return Err(
+                        "--chunk-size is only for a bare root hash; the URI already says (cs=)"
+                            .into(),
                     );
-                    let _ = total;
-                    Flow::Continue
                 }
-                Event::PeerConnected { .. } => {
-                    connected.set(true);
-                    Flow::Continue
-                }
-                Event::ChunkRejected {
-                    chunk,
-                    from,
-                    reason,
-                } => {
-                    progress.suspend(|| eprintln!("rejected chunk {chunk} from {from}: {reason}"));
-                    Flow::Continue
-                }
-                Event::OriginCorrupt { chunk, reason } if http_only => {
-                    // No peer to fetch it from: waiting would only run out the clock.
-                    outcome = Outcome::Failed(format!(
-                        "chunk {chunk} from the HTTP origin failed verification ({reason}), and no peer can provide it: the web server's file or tree is not this swarm's content"
-                    ));
-                    Flow::Stop
-                }
-                Event::OriginCorrupt { chunk, reason } => {
-                    progress.suspend(|| {
-                        eprintln!(
-                            "chunk {chunk} from the HTTP origin failed verification ({reason}): fetching it from peers"
-                        )
-                    });
-                    Flow::Continue
-                }
-                Event::OriginFailed {
-                    error,
-                    retry_in,
-                    disabled,
-                } => {
-                    origin_error = Some(error.to_string());
-                    let then = match (disabled, retry_in) {
-                        (true, _) if engine.peers().count() == 0 && http_only => {
-                            outcome = Outcome::Failed(format!("the HTTP origin failed: {error}"));
-                            return Flow::Stop;
-                        }
-                        (true, _) => "it is no longer used".to_string(),
-                        (false, Some(wait)) => format!("retrying in {:.1} s", wait.as_secs_f64()),
-                        (false, None) => "its chunks come from peers".to_string(),
-                    };
-                    progress.suspend(|| eprintln!("HTTP origin: {error}; {then}"));
-                    Flow::Continue
-                }
-                Event::ChunkFromOrigin { .. } => {
-                    connected.set(true);
-                    Flow::Continue
-                }
-                Event::PeerClosed { peer, reason } => {
-                    closed.push(format!("{peer}: {reason}"));
-                    // A peer that refused us for want of room is asked again: wait for
-                    // it (--give-up-after still bounds the wait).
-                    if engine.peers().count() == 0
-                        && !engine.redialing()
-                        && !engine.is_complete()
-                        && !engine.has_http_origin()
-                    {
-                        outcome = Outcome::NoPeers(std::mem::take(&mut closed));
-                        return Flow::Stop;
-                    }
-                    Flow::Continue
-                }
-                Event::WrongContentLength(wrong) => {
-                    outcome = Outcome::Failed(format!(
-                        "bad URI: {wrong}; ask whoever gave you the URI for its right len="
-                    ));
-                    Flow::Stop
-                }
-                Event::StoreFailed { chunk, error } => {
-                    outcome =
-                        Outcome::Failed(format!("cannot write chunk {chunk} to {part}: {error}"));
-                    Flow::Stop
-                }
-                Event::Complete => {
-                    progressed.set(None);
-                    progress.finish_and_clear();
-                    // Into place now: with --keep-seeding the process may run for long.
-                    if let Err(e) = engine.store_mut().commit() {
-                        outcome =
-                            Outcome::Failed(format!("cannot write {}: {e}", args.output.display()));
-                        return Flow::Stop;
-                    }
-                    outcome = Outcome::Complete;
-                    if keep {
-                        eprintln!("complete; still serving others (Ctrl-C stops)");
-                        Flow::Continue
-                    } else {
-                        Flow::Stop
-                    }
-                }
-                _ => Flow::Continue,
-            },
-            give_up(args.give_up_after, &progressed),
-        )
-        .await;
-        progress.finish_and_clear();
-        if connected.get()
-            && matches!(outcome, Outcome::Interrupted)
-            && progressed
-                .get()
-                .is_some_and(|at| at.elapsed().as_secs() >= args.give_up_after)
-        {
-            outcome = Outcome::Stalled;
+                (
+                    uri.root,
+                    uri.udp.clone(),
+                    uri.signal.clone(),
+                    uri.origin.clone(),
+                )
+            }
+            Target::Root(root) => (*root, Vec::new(), None, None),
+        };
+        let signal: Vec<String> = match args.signal.is_empty() {
+            true => uri_signal.into_iter().collect(),
+            false => args.signal.clone(),
+        };
+        let peers = resolve_peers(uri_udp.iter().chain(&args.udp))?;
+        if peers.is_empty() && signal.is_empty() && origin.is_none() {
+            return Err(match target {
+                Target::Uri(_) => "no peer to fetch from: the URI names no udp= peer and no signal= server; add --udp HOST:PORT or --signal ws://HOST:PORT",
+                Target::Root(_) => "no peer to fetch from: with a bare root hash, name a peer with --udp HOST:PORT or a signaling server with --signal ws://HOST:PORT",
+            }
+            .into());
         }
-        if !connected.get() && !matches!(outcome, Outcome::NoPeers(_) | Outcome::Failed(_)) {
-            let tried: Vec<String> = peers
+        let plan = match &target {
+            Target::Uri(uri) => Plan::Known(uri.content()),
+            Target::Root(root) => {
+                let sizes: Vec<u32> = args.chunk_size.map(|c| c as u32).into_iter().collect();
+                Plan::Discover(Box::new(
+                    Discovery::new(*root, &sizes, crate::random_seed())
+                        .map_err(|e| e.to_string())?,
+                ))
+            }
+        };
+        let sources = Sources {
+            root,
+            http_only: peers.is_empty() && signal.is_empty(),
+            peers,
+            signal,
+            origin,
+        };
+        Ok((sources, plan))
+    }
+}
+
+/// How a fetch's run ended, with the engine that ran it.
+struct Fetched {
+    outcome: Outcome,
+    engine: Engine<Peer, FileStore>,
+    /// The channels when it ended.
+    ended: Vec<ChannelStats<Peer>>,
+    /// Peers that left, and why.
+    closed: Vec<String>,
+    /// What the HTTP origin last failed with.
+    origin_error: Option<String>,
+}
+
+/// In the runtime: learns the content's description if needed, starts the engine over a
+/// new temporary file and runs it until the content is complete, the fetch gives up or
+/// is interrupted.
+async fn fetch(
+    args: &FetchArgs,
+    sources: &Sources,
+    plan: Plan,
+    mut rtc: Option<RtcTransport>,
+    rtc_peers: &[String],
+) -> Result<Fetched, String> {
+    // In the runtime: its client spawns there.
+    let mut origin = sources
+        .origin
+        .as_ref()
+        .map(|urls| HttpOrigin::new(urls, REQUEST_TIMEOUT))
+        .transpose()?;
+    let bind = args.bind.unwrap_or_else(|| default_bind(&sources.peers));
+    let socket = match sources.peers.is_empty() {
+        true => None,
+        false => Some(udp::bind(bind).map_err(|e| format!("cannot bind UDP {bind}: {e}"))?),
+    };
+    let clock = Clock::new();
+    let mut offered = Vec::new();
+    if let Some(r) = rtc.as_mut() {
+        for p in rtc_peers {
+            offered.push(r.offer(p)?);
+        }
+    }
+    let (content, opened) = match plan {
+        Plan::Known(content) => (content, Vec::new()),
+        Plan::Discover(mut discovery) => {
+            describe(
+                args,
+                sources,
+                &mut discovery,
+                socket.as_ref(),
+                rtc.as_mut(),
+                offered,
+                &clock,
+            )
+            .await?
+        }
+    };
+    let mut engine = start_engine(args, sources, content, &clock)?;
+    for p in &sources.peers {
+        engine.connect(Peer::Udp(*p), clock.now());
+    }
+    // Connections that opened during discovery announce themselves no more.
+    for id in opened {
+        engine.connect(Peer::Rtc(id), clock.now());
+    }
+    let progressed = std::cell::Cell::new(Some(Instant::now()));
+    let mut watch = Watch::new(args, sources.http_only, &engine, &progressed);
+    let ended = net::run(
+        &mut engine,
+        Links {
+            udp: socket.as_ref(),
+            rtc: rtc.as_mut(),
+            origin: origin.as_mut(),
+            live: None,
+            metrics: None,
+        },
+        &clock,
+        args.stats_json.then(StatsPrinter::new),
+        |engine, event| watch.on_event(engine, event),
+        give_up(args.give_up_after, &progressed),
+    )
+    .await;
+    let outcome = watch.outcome(sources, rtc_peers);
+    Ok(Fetched {
+        outcome,
+        engine,
+        ended,
+        closed: watch.closed,
+        origin_error: watch.origin_error,
+    })
+}
+
+/// Asks the peers for the chunk size and length of a bare root: the content's description
+/// and the WebRTC connections that opened meanwhile.
+async fn describe(
+    args: &FetchArgs,
+    sources: &Sources,
+    discovery: &mut Discovery<Peer>,
+    socket: Option<&tokio::net::UdpSocket>,
+    rtc: Option<&mut RtcTransport>,
+    offered: Vec<u64>,
+    clock: &Clock,
+) -> Result<(ContentInfo, Vec<u64>), String> {
+    eprintln!(
+        "asking {} peer(s) for the chunk size and length of {}",
+        sources.peers.len() + offered.len(),
+        sources.root.to_hex()
+    );
+    for p in &sources.peers {
+        discovery.connect(Peer::Udp(*p), clock.now());
+    }
+    let (found, opened) = net::discover(
+        discovery,
+        socket,
+        rtc,
+        offered,
+        clock,
+        give_up(
+            args.give_up_after,
+            &std::cell::Cell::new(Some(Instant::now())),
+        ),
+    )
+    .await;
+    let content = match found {
+        Some(Ok(content)) => content,
+        Some(Err(e)) => return Err(e.to_string()),
+        None => {
+            let answered = discovery.answered().count();
+            return Err(format!(
+                "no peer described the content within {} s ({answered} answered)",
+                args.give_up_after
+            ));
+        }
+    };
+    eprintln!(
+        "content: {} bytes in chunks of {} bytes ({})",
+        content.content_len, content.chunk_size, content.hash
+    );
+    Ok((content, opened))
+}
+
+/// The engine over a new temporary file beside the output, with the HTTP origin if any.
+fn start_engine(
+    args: &FetchArgs,
+    sources: &Sources,
+    content: ContentInfo,
+    clock: &Clock,
+) -> Result<Engine<Peer, FileStore>, String> {
+    let store = FileStore::create_partial(
+        &args.output,
+        content.content_len,
+        content.chunk_size as usize,
+    )
+    .map_err(|e| format!("cannot write {}: {e}", args.output.display()))?;
+    let config = EngineConfig {
+        download_limit: args.download_limit,
+        seed: crate::random_seed(),
+        wall_clock_offset: clock.wall_clock_offset(),
+        ..EngineConfig::default()
+    };
+    let mut engine = Engine::new(config, content, store, clock.now())
+        .map_err(|e| format!("cannot start: {e}"))?;
+    if sources.origin.is_some() {
+        let origin_config = HttpOriginConfig {
+            // With no peer to wait for, the origin serves everything from the start.
+            alone_after: if sources.http_only {
+                std::time::Duration::ZERO
+            } else {
+                HttpOriginConfig::default().alone_after
+            },
+            ..HttpOriginConfig::default()
+        };
+        engine.enable_http_origin(origin_config, clock.now());
+    }
+    Ok(engine)
+}
+
+/// Follows a fetch's events: shows progress, says what went wrong, and decides when it
+/// is over.
+struct Watch<'a> {
+    progress: indicatif::ProgressBar,
+    content: ContentInfo,
+    http_only: bool,
+    keep_seeding: bool,
+    output: &'a std::path::Path,
+    /// The temporary file, for the message of a failed write.
+    part: String,
+    give_up_after: u64,
+    /// When a chunk was last verified (`None` once complete): what `give_up` watches.
+    progressed: &'a std::cell::Cell<Option<Instant>>,
+    /// A peer or the origin delivered or connected.
+    connected: bool,
+    outcome: Outcome,
+    closed: Vec<String>,
+    origin_error: Option<String>,
+}
+
+impl<'a> Watch<'a> {
+    fn new(
+        args: &'a FetchArgs,
+        http_only: bool,
+        engine: &Engine<Peer, FileStore>,
+        progressed: &'a std::cell::Cell<Option<Instant>>,
+    ) -> Watch<'a> {
+        let content = *engine.content();
+        Watch {
+            progress: crate::progress::download_bar(content.content_len),
+            content,
+            http_only,
+            keep_seeding: args.keep_seeding,
+            output: &args.output,
+            part: engine
+                .store()
+                .temporary_path()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            give_up_after: args.give_up_after,
+            progressed,
+            connected: false,
+            outcome: Outcome::Interrupted,
+            closed: Vec::new(),
+            origin_error: None,
+        }
+    }
+
+    fn on_event(&mut self, engine: &mut Engine<Peer, FileStore>, event: Event<Peer>) -> Flow {
+        match event {
+            Event::Progress { have, .. } => {
+                self.progressed.set(Some(Instant::now()));
+                self.progress.set_position(
+                    have.saturating_mul(u64::from(self.content.chunk_size))
+                        .min(self.content.content_len),
+                );
+                Flow::Continue
+            }
+            Event::PeerConnected { .. } | Event::ChunkFromOrigin { .. } => {
+                self.connected = true;
+                Flow::Continue
+            }
+            Event::ChunkRejected {
+                chunk,
+                from,
+                reason,
+            } => {
+                self.progress
+                    .suspend(|| eprintln!("rejected chunk {chunk} from {from}: {reason}"));
+                Flow::Continue
+            }
+            Event::OriginCorrupt { chunk, reason } if self.http_only => {
+                // No peer to fetch it from: waiting would only run out the clock.
+                self.stop(format!(
+                    "chunk {chunk} from the HTTP origin failed verification ({reason}), and no peer can provide it: the web server's file or tree is not this swarm's content"
+                ))
+            }
+            Event::OriginCorrupt { chunk, reason } => {
+                self.progress.suspend(|| {
+                    eprintln!(
+                        "chunk {chunk} from the HTTP origin failed verification ({reason}): fetching it from peers"
+                    )
+                });
+                Flow::Continue
+            }
+            Event::OriginFailed {
+                error,
+                retry_in,
+                disabled,
+            } => {
+                self.origin_error = Some(error.to_string());
+                let then = match (disabled, retry_in) {
+                    (true, _) if engine.peers().count() == 0 && self.http_only => {
+                        return self.stop(format!("the HTTP origin failed: {error}"));
+                    }
+                    (true, _) => "it is no longer used".to_string(),
+                    (false, Some(wait)) => format!("retrying in {:.1} s", wait.as_secs_f64()),
+                    (false, None) => "its chunks come from peers".to_string(),
+                };
+                self.progress
+                    .suspend(|| eprintln!("HTTP origin: {error}; {then}"));
+                Flow::Continue
+            }
+            Event::PeerClosed { peer, reason } => {
+                self.closed.push(format!("{peer}: {reason}"));
+                // A peer that refused us for want of room is asked again: wait for it
+                // (--give-up-after still bounds the wait).
+                if engine.peers().count() == 0
+                    && !engine.redialing()
+                    && !engine.is_complete()
+                    && !engine.has_http_origin()
+                {
+                    self.outcome = Outcome::NoPeers(std::mem::take(&mut self.closed));
+                    return Flow::Stop;
+                }
+                Flow::Continue
+            }
+            Event::WrongContentLength(wrong) => self.stop(format!(
+                "bad URI: {wrong}; ask whoever gave you the URI for its right len="
+            )),
+            Event::StoreFailed { chunk, error } => {
+                let why = format!("cannot write chunk {chunk} to {}: {error}", self.part);
+                self.stop(why)
+            }
+            Event::Complete => {
+                self.progressed.set(None);
+                self.progress.finish_and_clear();
+                // Into place now: with --keep-seeding the process may run for long.
+                if let Err(e) = engine.store_mut().commit() {
+                    return self.stop(format!("cannot write {}: {e}", self.output.display()));
+                }
+                self.outcome = Outcome::Complete;
+                if self.keep_seeding {
+                    eprintln!("complete; still serving others (Ctrl-C stops)");
+                    Flow::Continue
+                } else {
+                    Flow::Stop
+                }
+            }
+            _ => Flow::Continue,
+        }
+    }
+
+    /// The fetch failed for `why`.
+    fn stop(&mut self, why: String) -> Flow {
+        self.outcome = Outcome::Failed(why);
+        Flow::Stop
+    }
+
+    /// How the run ended, once it has: an interruption after peers went silent for the
+    /// give-up time is a stall, and a run that never connected found no peer.
+    fn outcome(&mut self, sources: &Sources, rtc_peers: &[String]) -> Outcome {
+        self.progress.finish_and_clear();
+        let outcome = std::mem::replace(&mut self.outcome, Outcome::Interrupted);
+        if self.connected
+            && matches!(outcome, Outcome::Interrupted)
+            && self
+                .progressed
+                .get()
+                .is_some_and(|at| at.elapsed().as_secs() >= self.give_up_after)
+        {
+            return Outcome::Stalled;
+        }
+        if !self.connected && !matches!(outcome, Outcome::NoPeers(_) | Outcome::Failed(_)) {
+            let tried: Vec<String> = sources
+                .peers
                 .iter()
                 .map(|p| format!("{p}: no answer"))
                 .chain(
@@ -503,10 +648,27 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
                         .map(|p| format!("webrtc peer {p}: no connection")),
                 )
                 .collect();
-            outcome = Outcome::NoPeers(tried);
+            return Outcome::NoPeers(tried);
         }
-        Ok::<_, String>((outcome, engine, ended, closed, origin_error))
-    })?;
+        outcome
+    }
+}
+
+/// Moves a complete download into place and says so, or says why it is not complete
+/// (and removes its temporary file).
+fn finish(
+    args: &FetchArgs,
+    sources: &Sources,
+    fetched: Fetched,
+    started: Instant,
+) -> Result<(), String> {
+    let Fetched {
+        outcome,
+        engine,
+        ended,
+        closed,
+        origin_error,
+    } = fetched;
     let content = *engine.content();
     let stats = engine.stats();
     let complete = engine.is_complete();
@@ -521,7 +683,7 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
             .map(|e| format!("; the HTTP origin's last error: {e}"))
             .unwrap_or_default();
         return Err(match outcome {
-            Outcome::NoPeers(_) if http_only => format!(
+            Outcome::NoPeers(_) if sources.http_only => format!(
                 "could not complete the download from the HTTP origin; {} of {} chunks verified, {} rejected{origin_said}",
                 stats.chunks_have, stats.chunk_count, stats.chunks_rejected
             ),
