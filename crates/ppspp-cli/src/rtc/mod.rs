@@ -6,39 +6,44 @@
 //! (docs/SIGNALING.md). Each peer connection has one data channel, unordered with
 //! `maxRetransmits: 0`, carrying one PPSPP datagram per message: PPSPP does its own
 //! retransmission and congestion control, so SCTP must not.
+//!
+//! This file holds `RtcTransport` itself: its state, its public calls and the draining of
+//! each connection's output; each concern it wires together has a file of its own.
 
+mod config;
 mod error;
+mod failover;
+mod gathering;
+mod negotiation;
 mod peer_conn;
 mod rejoin;
+mod routing;
+mod selected_pair;
+mod send_queue;
 mod str0m_conn;
 #[cfg(feature = "webrtc-rs")]
 mod webrtc_rs_conn;
 
-use crate::gather::{Gatherer, Learnt};
+use crate::gather::Gatherer;
 use crate::signal::SignalClient;
 use crate::udp::RECV_BUFFER;
+pub use config::{RtcConfig, max_conns_for};
 pub use error::RtcError;
+use failover::Failover;
 pub use peer_conn::Stack;
-use peer_conn::{CandidateKind, LocalCandidate, Output, PeerConn};
-use ppspp_signal_protocol::{ErrorCode, IceServer, ServerMessage};
+use peer_conn::{LocalCandidate, Output, PeerConn};
+use ppspp_signal_protocol::ServerMessage;
+use selected_pair::{RemoteCandidate, is_dtls};
+use send_queue::SendQueue;
+pub use send_queue::{MAX_BUFFERED, MAX_QUEUED};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::net::UdpSocket;
-/// At most this much is handed to the WebRTC stack: a large queue on an unordered,
-/// unreliable channel mostly gets lost anyway. The page's client follows the same rule
-/// (both are checked against tests/policy/adapters.json).
-pub const MAX_BUFFERED: usize = 64 * 1024;
-/// Messages beyond [`MAX_BUFFERED`] wait in the connection's queue up to this many bytes,
-/// so LEDBAT sees slow start's overshoot as delay; more are dropped (a loss PPSPP recovers
-/// from).
-pub const MAX_QUEUED: usize = 2 * 1024 * 1024;
+
 /// A peer connection whose channel is not open after this long is given up.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(20);
-/// After joining again, offers go to at most this many of the new sample's peers.
-const REJOIN_OFFERS: usize = 8;
 
 /// What happened to a peer connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,56 +64,14 @@ struct Conn {
     timeout: Instant,
     created: Instant,
     dead: bool,
-    /// Messages not yet handed to the WebRTC stack, and their bytes.
-    queue: VecDeque<Vec<u8>>,
-    queued: usize,
+    /// Messages not yet handed to the WebRTC stack.
+    queue: SendQueue,
     /// The remote's candidates (from its SDP and trickled, at most
-    /// [`MAX_REMOTE_CANDIDATES`]), to name the selected pair's when the channel opens.
+    /// [`MAX_REMOTE_CANDIDATES`](selected_pair::MAX_REMOTE_CANDIDATES)), to name the selected pair's when the channel opens.
     remote_candidates: Vec<RemoteCandidate>,
     /// Our address and the remote's that DTLS last went over before the channel opened:
     /// the selected pair.
     path: Option<(SocketAddr, SocketAddr)>,
-}
-
-/// Remote candidates kept per connection for the selected pair's report: a remote may
-/// trickle any number.
-const MAX_REMOTE_CANDIDATES: usize = 32;
-
-/// A remote ICE candidate's address and type (`host`, `srflx`, `relay`, …).
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct RemoteCandidate {
-    addr: SocketAddr,
-    typ: String,
-}
-
-impl RemoteCandidate {
-    /// Adds the candidates of SDP `text` (`a=candidate:` lines, or one trickled line) to
-    /// `known`, up to [`MAX_REMOTE_CANDIDATES`].
-    fn add_all(known: &mut Vec<RemoteCandidate>, text: &str) {
-        let room = MAX_REMOTE_CANDIDATES.saturating_sub(known.len());
-        known.extend(text.lines().filter_map(Self::parse).take(room));
-    }
-
-    /// `candidate:FOUNDATION COMPONENT PROTO PRIORITY IP PORT typ TYPE …` (RFC 8839 §5.1).
-    fn parse(line: &str) -> Option<RemoteCandidate> {
-        let rest = &line[line.find("candidate:")? + "candidate:".len()..];
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        if f.len() < 8 || f[6] != "typ" {
-            return None;
-        }
-        let ip: std::net::IpAddr = f[4].parse().ok()?;
-        let port: u16 = f[5].parse().ok()?;
-        Some(RemoteCandidate {
-            addr: SocketAddr::new(ip, port),
-            typ: f[7].to_string(),
-        })
-    }
-}
-
-/// Whether `data` is a DTLS record (RFC 7983's demultiplexing: first byte 20..=63), which
-/// goes over the selected pair only; ICE checks (STUN) go over every pair.
-fn is_dtls(data: &[u8]) -> bool {
-    data.first().is_some_and(|b| (20..=63).contains(b))
 }
 
 /// Something to wait for, returned by [`RtcTransport::recv`].
@@ -117,18 +80,6 @@ pub enum Incoming {
     Signal(Option<ServerMessage>),
     /// An attempt to join again (after the signaling connection dropped) ended.
     Rejoined(Box<Result<(SignalClient, usize), String>>),
-}
-
-/// Where to join again when the signaling connection drops.
-struct Failover {
-    /// The signaling URLs (instances of one site's signaling), and which is in use.
-    urls: Vec<String>,
-    index: usize,
-    room: String,
-    /// Failed attempts since the last welcome.
-    attempts: u32,
-    /// The attempt under way (it waits out its back-off first).
-    task: Option<tokio::task::JoinHandle<Result<(SignalClient, usize), String>>>,
 }
 
 /// Every WebRTC peer connection of this process.
@@ -164,39 +115,6 @@ pub struct RtcTransport {
     gatherer_timeout: Option<Instant>,
 }
 
-/// How a transport takes part: what it says of itself, which candidates it offers, which
-/// WebRTC stack, how many connections it holds.
-#[derive(Clone, Copy, Debug)]
-pub struct RtcConfig {
-    /// Say `"seeder": true` in offers and answers: browsers count what they get from
-    /// seeders apart from what other viewers give them (offload figures).
-    pub seeder: bool,
-    /// Offer relayed candidates only (no host candidate): reachable through TURN alone.
-    pub relay_only: bool,
-    /// The WebRTC implementation of new connections.
-    pub stack: Stack,
-    /// Offers are not answered while this many connections exist: each costs a WebRTC
-    /// stack's state, and the engine serves only so many peers (those it refuses come back
-    /// over their open connection, so room is left for them and for those being set up).
-    pub max_conns: usize,
-}
-
-impl Default for RtcConfig {
-    fn default() -> Self {
-        RtcConfig {
-            seeder: false,
-            relay_only: false,
-            stack: Stack::default(),
-            max_conns: max_conns_for(ppspp::engine::EngineConfig::default().max_peers),
-        }
-    }
-}
-
-/// [`RtcConfig::max_conns`] for an engine that holds at most `max_peers` channels.
-pub fn max_conns_for(max_peers: usize) -> usize {
-    max_peers.saturating_mul(2).max(8)
-}
-
 impl RtcTransport {
     /// Binds the UDP socket for every peer connection. `bind` must name a specific IP: it is
     /// advertised as the host candidate. When the signaling connection drops, it joins
@@ -216,13 +134,7 @@ impl RtcTransport {
         Ok(RtcTransport {
             socket,
             local,
-            failover: Failover {
-                urls: vec![signal.url.clone()],
-                index: 0,
-                room: room.to_owned(),
-                attempts: 0,
-                task: None,
-            },
+            failover: Failover::new(signal.url.clone(), room),
             signal: Some(signal),
             conns: BTreeMap::new(),
             by_remote: HashMap::new(),
@@ -241,28 +153,6 @@ impl RtcTransport {
             learnt: Vec::new(),
             gatherer_timeout: None,
         })
-    }
-
-    /// Joins again at these URLs, going round from the one after `joined` (the index of
-    /// the URL joined now), when the signaling connection drops.
-    pub fn fail_over_to(&mut self, urls: Vec<String>, joined: usize) {
-        if !urls.is_empty() {
-            self.failover.index = joined % urls.len();
-            self.failover.urls = urls;
-        }
-    }
-
-    /// Starts an attempt to join again, at the next URL, after a back-off that grows with
-    /// each round through the URLs.
-    fn start_rejoin(&mut self) {
-        let f = &mut self.failover;
-        let delay = rejoin::rejoin_delay(f.attempts, f.urls.len(), rand::random::<f64>());
-        f.attempts = f.attempts.saturating_add(1);
-        let (urls, first, room) = (f.urls.clone(), (f.index + 1) % f.urls.len(), f.room.clone());
-        f.task = Some(tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            crate::signal::join_any(&urls, first, &room).await
-        }));
     }
 
     /// The address of the shared UDP socket.
@@ -288,115 +178,6 @@ impl RtcTransport {
             .unwrap_or_default()
     }
 
-    /// Starts learning our server-reflexive address from each STUN server and a relayed one
-    /// from each TURN server of `servers` (the welcome's, or the command line's).
-    pub fn gather(&mut self, servers: &[IceServer]) {
-        let mut gatherer = Gatherer::start(self.local, servers, Instant::now());
-        self.gatherer_timeout = gatherer.poll_timeout();
-        self.gatherer = Some(gatherer);
-    }
-
-    /// Runs the STUN/TURN exchanges until every server has answered or `max` has passed,
-    /// so that the first offers and answers carry the candidates (later ones are trickled).
-    pub async fn settle_gathering(&mut self, max: Duration) {
-        let until = Instant::now() + max;
-        while self.gatherer.as_ref().is_some_and(|g| !g.settled()) && Instant::now() < until {
-            self.flush().await;
-            let wake = self.poll_timeout().map_or(until, |t| t.min(until));
-            match tokio::time::timeout_at(wake.into(), self.recv()).await {
-                Ok(incoming) => self.handle(incoming),
-                Err(_) => self.handle_timeout(Instant::now()),
-            }
-        }
-        self.flush().await;
-    }
-
-    /// Starts gathering from `servers` (see [`gather`](Self::gather)), waits up to 3 s for
-    /// their answers, and says on stderr what was learnt and what went wrong.
-    pub async fn gather_and_report(&mut self, servers: &[IceServer]) {
-        if servers.is_empty() {
-            return;
-        }
-        self.gather(servers);
-        self.settle_gathering(Duration::from_secs(3)).await;
-        for p in self
-            .gatherer
-            .as_ref()
-            .map(|g| g.problems.clone())
-            .unwrap_or_default()
-        {
-            eprintln!("ice: {p}");
-        }
-        for c in &self.learnt {
-            eprintln!("ice: {}", c.sdp_line());
-        }
-    }
-
-    /// The candidates a new connection offers: ours, and those learnt so far (with
-    /// `relay_only`, only relayed ones were kept).
-    fn local_candidates(&self) -> Vec<LocalCandidate> {
-        let host = LocalCandidate {
-            kind: CandidateKind::Host,
-            addr: self.local,
-            base: self.local,
-        };
-        (!self.config.relay_only)
-            .then_some(host)
-            .into_iter()
-            .chain(self.learnt.iter().copied())
-            .collect()
-    }
-
-    /// What the STUN/TURN servers sent: new candidates go to every connection (and to its
-    /// remote, trickled), relayed data to the connection it is for.
-    fn after_gatherer(&mut self, now: Instant) {
-        let Some(g) = self.gatherer.as_mut() else {
-            return;
-        };
-        self.gatherer_timeout = g.poll_timeout();
-        let mut fresh = Vec::new();
-        while let Some(l) = g.poll_learnt() {
-            let (kind, addr) = match l {
-                Learnt::ServerReflexive(a) => (CandidateKind::ServerReflexive, a),
-                Learnt::Relayed(a) => (CandidateKind::Relayed, a),
-            };
-            fresh.push(LocalCandidate {
-                kind,
-                addr,
-                base: self.local,
-            });
-        }
-        let mut relayed = Vec::new();
-        while let Some(r) = g.poll_relayed() {
-            relayed.push(r);
-        }
-        for c in fresh {
-            // Once each; and a server-reflexive address that is our own (no NAT) adds nothing.
-            let own = c.kind == CandidateKind::ServerReflexive && c.addr == self.local;
-            let known = self.learnt.contains(&c);
-            if own || known || (self.config.relay_only && c.kind != CandidateKind::Relayed) {
-                continue;
-            }
-            self.learnt.push(c);
-            let ids: Vec<u64> = self.conns.keys().copied().collect();
-            for id in ids {
-                let Some(conn) = self.conns.get_mut(&id) else {
-                    continue;
-                };
-                if let Some(line) = conn.pc.add_local_candidate(&c) {
-                    self.sig_out.push((
-                        conn.remote.clone(),
-                        json!({"kind": "candidate", "candidate": {"candidate": line, "sdpMid": null, "sdpMLineIndex": 0}}),
-                    ));
-                }
-                self.drain(id);
-            }
-        }
-        for r in relayed {
-            self.receive(now, r.peer, r.relay, &r.data);
-        }
-    }
-
     fn insert(
         &mut self,
         remote: &str,
@@ -416,8 +197,7 @@ impl RtcTransport {
                 timeout: now,
                 created: now,
                 dead: false,
-                queue: VecDeque::new(),
-                queued: 0,
+                queue: SendQueue::default(),
                 remote_candidates: Vec::new(),
                 path: None,
             },
@@ -454,12 +234,10 @@ impl RtcTransport {
         let Some(conn) = self.conns.get_mut(&id) else {
             return false;
         };
-        if !conn.open || conn.queued + data.len() > MAX_QUEUED {
+        if !conn.open || !conn.queue.push(data) {
             self.dropped += 1;
             return false;
         }
-        conn.queued += data.len();
-        conn.queue.push_back(data.to_vec());
         self.sent += 1;
         self.drain(id);
         true
@@ -499,7 +277,7 @@ impl RtcTransport {
         );
         for (id, c) in self.conns.iter_mut() {
             if let Some(buffered) = c.pc.buffered_amount() {
-                out += &format!(" #{id}:buffered={buffered},queued={}", c.queued);
+                out += &format!(" #{id}:buffered={buffered},queued={}", c.queue.bytes());
             }
         }
         out
@@ -595,203 +373,11 @@ impl RtcTransport {
     /// Processes what [`recv`](Self::recv) returned, then whatever else already arrived.
     pub fn handle(&mut self, incoming: Incoming) {
         match incoming {
-            Incoming::Datagram(n, from) => {
-                if n > 0 {
-                    self.handle_datagram(n, from);
-                }
-                loop {
-                    match self.socket.try_recv_from(&mut self.buf) {
-                        Ok((n, from)) => self.handle_datagram(n, from),
-                        Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                        Err(_) => break,
-                    }
-                }
-            }
+            Incoming::Datagram(n, from) => self.on_datagrams(n, from),
             Incoming::Signal(Some(msg)) => self.handle_signal(msg),
-            Incoming::Signal(None) => {
-                // The signaling server went away: open connections go on, pending ones
-                // cannot complete. New peers meet us once we have joined again.
-                let url = self.signal.take().map(|s| s.url).unwrap_or_default();
-                eprintln!("signaling server {url} closed the connection; joining again");
-                self.start_rejoin();
-            }
-            Incoming::Rejoined(result) => {
-                self.failover.task = None;
-                match *result {
-                    Ok((client, index)) => {
-                        eprintln!(
-                            "signaling: joined again at {} as peer {}",
-                            client.url, client.peer_id
-                        );
-                        self.failover.index = index;
-                        self.failover.attempts = 0;
-                        let peers: Vec<String> = client
-                            .peers
-                            .iter()
-                            .filter(|p| !self.by_remote.contains_key(*p))
-                            .take(REJOIN_OFFERS)
-                            .cloned()
-                            .collect();
-                        self.signal = Some(client);
-                        for p in peers {
-                            if let Err(e) = self.offer(&p) {
-                                eprintln!("webrtc: cannot offer to {p}: {e}");
-                            }
-                        }
-                    }
-                    Err(e) => {
-                        eprintln!("signaling: cannot join again: {e}");
-                        self.start_rejoin();
-                    }
-                }
-            }
+            Incoming::Signal(None) => self.on_signal_closed(),
+            Incoming::Rejoined(result) => self.on_rejoined(*result),
         }
-    }
-
-    fn handle_datagram(&mut self, n: usize, from: SocketAddr) {
-        let now = Instant::now();
-        if let Some(g) = self.gatherer.as_mut()
-            && g.owns(from)
-        {
-            g.handle(now, from, &self.buf[..n]);
-            self.after_gatherer(now);
-            return;
-        }
-        let data = std::mem::take(&mut self.buf);
-        self.receive(now, from, self.local, &data[..n]);
-        self.buf = data;
-    }
-
-    /// A datagram from `from` to our address `to` (the socket's, or a relayed one).
-    fn receive(&mut self, now: Instant, from: SocketAddr, to: SocketAddr, data: &[u8]) {
-        let routed = self.routes.get(&(from, to)).copied().filter(|id| {
-            self.conns
-                .get_mut(id)
-                .is_some_and(|c| !c.dead && c.pc.accepts(from, to, data))
-        });
-        let id = match routed {
-            Some(id) => id,
-            None => {
-                let Some(&id) = self
-                    .conns
-                    .iter_mut()
-                    .find(|(_, c)| !c.dead && c.pc.accepts(from, to, data))
-                    .map(|(id, _)| id)
-                else {
-                    return;
-                };
-                self.routes.insert((from, to), id);
-                id
-            }
-        };
-        let Some(conn) = self.conns.get_mut(&id) else {
-            return;
-        };
-        if conn.pc.receive(now, from, to, data).is_err() {
-            conn.dead = true;
-        }
-        self.drain(id);
-    }
-
-    fn handle_signal(&mut self, msg: ServerMessage) {
-        match msg {
-            ServerMessage::Signal { from, data } => {
-                let kind = data.get("kind").and_then(Value::as_str).unwrap_or("");
-                let sdp = data.get("sdp").and_then(Value::as_str).unwrap_or("");
-                match kind {
-                    "offer" => self.on_offer(&from, sdp),
-                    "answer" => self.on_answer(&from, sdp),
-                    "candidate" => self.on_candidate(&from, &data),
-                    // Untrusted input: ignore what we do not understand.
-                    _ => {}
-                }
-            }
-            ServerMessage::PeerLeft { peer_id } => {
-                // An open connection may outlive its signaling session; one still being set
-                // up cannot complete.
-                if let Some(&id) = self.by_remote.get(&peer_id)
-                    && self.conns.get(&id).is_some_and(|c| !c.open)
-                {
-                    self.close(id);
-                }
-            }
-            ServerMessage::Error {
-                code, message, to, ..
-            } => match code {
-                // The peer is gone (or never was: a sample may still list the peers of a
-                // signaling instance that died): give up the attempt now, not at its
-                // timeout. Routine, so not reported.
-                ErrorCode::UnknownPeer => {
-                    if let Some(&id) = to.as_ref().and_then(|p| self.by_remote.get(p))
-                        && self.conns.get(&id).is_some_and(|c| !c.open)
-                    {
-                        self.close(id);
-                    }
-                }
-                // Its queue is full: the attempt times out, or its answer comes late.
-                ErrorCode::PeerBusy => {}
-                _ => eprintln!("signaling: {code}: {message}"),
-            },
-            // Only ever the reply to our `join`, which `SignalClient::join` consumed.
-            ServerMessage::Welcome { .. } => {}
-            // Only ever the reply to an `ice`, which this client does not send.
-            ServerMessage::IceServers { .. } => {}
-        }
-    }
-
-    fn on_offer(&mut self, from: &str, sdp: &str) {
-        if self.by_remote.contains_key(from) {
-            return; // no renegotiation
-        }
-        if self.conns.len() >= self.config.max_conns {
-            return; // the offerer gives up in time and tries others
-        }
-        let now = Instant::now();
-        // Untrusted input: an offer we cannot answer is ignored.
-        let Ok((pc, answer)) =
-            peer_conn::answer(self.config.stack, now, &self.local_candidates(), sdp)
-        else {
-            return;
-        };
-        let id = self.insert(from, pc, false, now);
-        if let Some(c) = self.conns.get_mut(&id) {
-            RemoteCandidate::add_all(&mut c.remote_candidates, sdp);
-        }
-        self.sig_out.push((
-            from.to_string(),
-            json!({"kind": "answer", "sdp": answer, "seeder": self.config.seeder}),
-        ));
-        self.drain(id);
-    }
-
-    fn on_answer(&mut self, from: &str, sdp: &str) {
-        let Some(&id) = self.by_remote.get(from) else {
-            return;
-        };
-        let Some(conn) = self.conns.get_mut(&id) else {
-            return;
-        };
-        if conn.pc.accept_answer(sdp).is_err() {
-            conn.dead = true;
-        }
-        RemoteCandidate::add_all(&mut conn.remote_candidates, sdp);
-        self.drain(id);
-    }
-
-    fn on_candidate(&mut self, from: &str, data: &Value) {
-        let Some(&id) = self.by_remote.get(from) else {
-            return;
-        };
-        let text = data
-            .get("candidate")
-            .and_then(|c| c.get("candidate").or(Some(c)))
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        if let Some(conn) = self.conns.get_mut(&id) {
-            conn.pc.add_remote_candidate(text);
-            RemoteCandidate::add_all(&mut conn.remote_candidates, text);
-        }
-        self.drain(id);
     }
 
     /// Drains connection `id`'s output until its next timeout, as the WebRTC stack requires
@@ -807,15 +393,11 @@ impl RtcTransport {
                     // Hand the stack queued messages while its buffer has room; each write
                     // is a mutation, so drain again after it.
                     if conn.open
-                        && let Some(msg) = conn.queue.front()
-                        && conn.pc.buffered_amount().is_some_and(|b| b <= MAX_BUFFERED)
+                        && let Some(written) = conn.queue.hand_one(conn.pc.as_mut())
                     {
-                        if !conn.pc.write(Instant::now(), msg) {
+                        if !written {
                             self.dropped += 1;
                         }
-                        let len = msg.len();
-                        conn.queue.pop_front();
-                        conn.queued -= len;
                         continue;
                     }
                     break;
@@ -1158,30 +740,5 @@ mod tests {
         pump_until_closed(&mut a, &mut b, id).await;
         assert!(started.elapsed() < b.open_timeout / 2);
         server.shutdown().await.unwrap();
-    }
-
-    #[test]
-    fn remote_candidates_are_read_from_sdp_and_trickled_lines() {
-        let sdp = "v=0\r\na=candidate:1 1 udp 2130706431 192.0.2.7 5000 typ host\r\n\
-                   a=candidate:2 1 udp 16777215 198.51.100.10 49152 typ relay raddr 0.0.0.0 rport 0\r\n\
-                   a=candidate:3 1 udp 1 nonsense 1 typ host\r\na=mid:0\r\n";
-        let mut got = Vec::new();
-        RemoteCandidate::add_all(&mut got, sdp);
-        let want = [("192.0.2.7:5000", "host"), ("198.51.100.10:49152", "relay")];
-        assert_eq!(got.len(), 2, "{got:?}");
-        for (c, (addr, typ)) in got.iter().zip(want) {
-            assert_eq!(c.addr, addr.parse::<SocketAddr>().unwrap());
-            assert_eq!(c.typ, typ);
-        }
-        let trickled =
-            "candidate:4 1 udp 1694498815 203.0.113.3 61000 typ srflx raddr 192.168.3.2 rport 4000";
-        assert_eq!(RemoteCandidate::parse(trickled).unwrap().typ, "srflx");
-        assert!(RemoteCandidate::parse("candidate:5 1 udp 1 192.0.2.7 5000").is_none());
-        assert!(is_dtls(&[22, 254, 253]) && !is_dtls(&[0, 1]) && !is_dtls(&[]));
-        // A remote trickling without end is kept to a bound.
-        for _ in 0..100 {
-            RemoteCandidate::add_all(&mut got, trickled);
-        }
-        assert_eq!(got.len(), MAX_REMOTE_CANDIDATES);
     }
 }
