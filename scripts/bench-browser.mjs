@@ -40,6 +40,8 @@ const CHUNK_SIZES = smoke ? [8192] : (process.env.BENCH_CHUNK_SIZES ?? "1024,409
 const VERIFY_BYTES = smoke ? 1 << 20 : 32 << 20;
 const VERIFY_SIZES = smoke ? [4096] : [1024, 4096, 16384];
 const SWARM_PAGES = smoke ? 2 : 8;
+/** Pages that join, one after another, the swarm's pages still playing (all but one). */
+const JOINERS = smoke ? 1 : 3;
 const LIVE_PAGES = smoke ? 2 : Number(process.env.BENCH_LIVE_PAGES ?? 8);
 /** Seconds the live stream runs; the pages join in its first seconds. */
 const LIVE_SECONDS = smoke ? 6 : 40;
@@ -287,6 +289,9 @@ try {
     execFileSync('mv', [`${video}.tmp`, video]);
   }
   const size = statSync(video).size;
+  // A viewer arriving where others already play: first frames of pages that join.
+  const joinTtff = [];
+  const joinStartup = [];
   const ratios = [];
   const walls = [];
   const ttff = [];
@@ -375,7 +380,23 @@ try {
     for (const p of pages) duplicate += await p.evaluate(() => window.__t.player.stats().bytesDuplicate);
     duplicates.push(duplicate / size);
     seederCpu.push(cpuSeconds(seeder.child.pid) / (uploaded / 1e6));
-    for (const p of pages) await p.context().close();
+    // A page joining the others while they play (the last page leaves first, so
+    // SWARM_PAGES - 1 play): what a viewer arriving at a busy page sees.
+    await pages.at(-1).context().close();
+    for (let j = 0; j < JOINERS; j++) {
+      const p = await page(`/e2e/player.html?uri=${encodeURIComponent(seeder.line)}${process.env.BENCH_HIDDEN_VIDEOS ? '&hidden=1' : ''}`);
+      let ms = null;
+      for (let i = 0; ms === null || ms === undefined; i++) {
+        if (i > 600) throw new Error('a joining page had no first frame within 30 s');
+        await new Promise((r) => setTimeout(r, 50));
+        ms = await p.evaluate(() => window.__t.firstFrameMs ?? window.__t.player?.timeToFirstFrameMs ?? null);
+      }
+      joinTtff.push(ms);
+      joinStartup.push(await p.evaluate(() => window.__t.player.startup));
+      await p.context().close();
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    for (const p of pages.slice(0, -1)) await p.context().close();
     stop(seeder);
     log(`  run ${run + 1}: seeder upload ${ratios.at(-1).toFixed(2)}× content, pages received ${duplicates.at(-1).toFixed(2)}× content twice, wall ${walls.at(-1).toFixed(1)} s, seeder ${seederCpu.at(-1).toFixed(3)} CPU s/MB sent, a page ${pageCpu.at(-1).toFixed(3)} CPU s/MB verified (${pageMainCpu.at(-1).toFixed(3)} on its main thread; main-thread tasks ${stats(pageTask.slice(-SWARM_PAGES)).median.toFixed(3)} s/MB, median)`);
     // The same pages with the HTTP origin and no seeder: what the server sent is what the
@@ -402,7 +423,12 @@ try {
     startup_ms: Object.fromEntries(steps.map((k) => [k, stats(startup.map((s) => s[k]).filter((v) => v !== null && v !== undefined))])),
     cpu_by_thread: cpuByThread,
   };
+  result.swarm_join = {
+    playing: SWARM_PAGES - 1, per_run: JOINERS, joiners: joinTtff.length, ttff_ms: stats(joinTtff),
+    startup_ms: Object.fromEntries(steps.map((k) => [k, stats(joinStartup.map((s) => s[k]).filter((v) => v !== null && v !== undefined))])),
+  };
   log(`  first frame median ${result.swarm.ttff_ms.median.toFixed(0)} ms over ${ttff.length} pages; stalls over 1 s: ${stalls.reduce((a, b) => a + b, 0)} in all, longest ${Math.max(...longestStall).toFixed(0)} ms`);
+  log(`  a page joining ${SWARM_PAGES - 1} playing: first frame median ${result.swarm_join.ttff_ms.median.toFixed(0)} ms over ${joinTtff.length} pages`);
   log(`  startup, median (max) ms after attach(): ${steps.map((k) => `${k} ${result.swarm.startup_ms[k].median?.toFixed(0)} (${result.swarm.startup_ms[k].max?.toFixed(0)})`).join(', ')}`);
   }
   if (only.includes('live')) {

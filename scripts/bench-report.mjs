@@ -83,6 +83,7 @@ const summary = {
   swarm_longest_stall_ms: browser.swarm?.longest_stall_ms?.max ?? null,
   swarm_ttff_ms_median: med(browser.swarm?.ttff_ms),
   swarm_ttff_ms_max: browser.swarm?.ttff_ms?.max ?? null,
+  swarm_join_ttff_ms_median: med(browser.swarm_join?.ttff_ms),
   swarm_wall_s: med(browser.swarm?.wall_s) ?? null,
   page_cpu_s_per_mb: med(browser.swarm?.page_cpu_s_per_mb) ?? null,
   page_main_thread_cpu_s_per_mb: med(browser.swarm?.page_main_thread_cpu_s_per_mb) ?? null,
@@ -201,6 +202,14 @@ if (su) {
     ['firstAppendMs', 'first append'], ['firstBufferedMs', 'first keyframe buffered'], ['firstFrameMs', 'first frame']].filter(([k]) => Number.isFinite(su[k]?.median));
   lines.push(`| ${steps.map(([, name]) => name).join(' | ')} |`, `|${steps.map(() => '---|').join('')}`);
   lines.push(`| ${steps.map(([k]) => mmm(su[k], 0)).join(' | ')} |`, '');
+}
+const sj = browser.swarm_join;
+if (sj?.joiners) {
+  const steps = [['joinedMs', 'signaling welcome'], ['firstPeerMs', 'first peer'], ['firstChunkMs', 'first verified chunk'], ['firstFrameMs', 'first frame']]
+    .filter(([k]) => Number.isFinite(sj.startup_ms?.[k]?.median));
+  lines.push(`A page joining ${sj.playing} pages already playing (after each run the last page leaves, then ${sj.per_run} join one after another), ms after \`attach()\`, median (min–max) over all joining pages:`, '');
+  lines.push(`| ${steps.map(([, name]) => name).join(' | ')} |`, `|${steps.map(() => '---|').join('')}`);
+  lines.push(`| ${steps.map(([k]) => mmm(sj.startup_ms[k], 0)).join(' | ')} |`, '');
 }
 if (cpu) {
   const top = cpu.threads.slice(0, 10);
