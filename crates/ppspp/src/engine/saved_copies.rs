@@ -27,7 +27,9 @@ const MAX_READ_CHUNKS: u64 = 64;
 /// Reads in flight at most.
 const MAX_READS: usize = 4;
 
-/// What the engine knows of the adapter's saved copies.
+/// What the engine knows of the adapter's saved copies: which chunks have one, which are
+/// to be read back, which reads are in flight. It decides what to read next; the engine
+/// decides what is wanted and held.
 #[derive(Debug, Default)]
 pub(super) struct SavedCopies {
     /// Chunks the adapter holds a copy of (as far as the engine knows).
@@ -39,8 +41,102 @@ pub(super) struct SavedCopies {
 }
 
 impl SavedCopies {
+    /// The adapter holds copies of `chunks`. Each not held (in `have`) and not being read
+    /// is to be read back; `exclude` is called with those in `wanted`, which no peer is to
+    /// be asked for.
+    fn add(
+        &mut self,
+        chunks: Range<u64>,
+        have: &Binmap,
+        wanted: &Range<u64>,
+        mut exclude: impl FnMut(Bin),
+    ) {
+        for b in bins(&chunks) {
+            self.saved.set(b);
+            self.to_read.set(b);
+        }
+        for c in chunks {
+            let Some(b) = Bin::chunk(c) else { continue };
+            if have.is_filled(b) || self.is_reading(c) {
+                self.to_read.reset(b);
+            } else if wanted.contains(&c) {
+                exclude(b);
+            }
+        }
+    }
+
     fn is_reading(&self, chunk: u64) -> bool {
         self.reading.iter().any(|r| r.contains(&chunk))
+    }
+
+    /// Whether `chunk` is to be read back, or being read.
+    fn is_pending(&self, chunk: u64) -> bool {
+        Bin::chunk(chunk).is_some_and(|b| self.to_read.is_filled(b)) || self.is_reading(chunk)
+    }
+
+    /// Sets in `exclude` the chunks of `range` to be read back or being read.
+    fn exclude_pending(&self, range: &Range<u64>, exclude: &mut Binmap) {
+        let mut at = range.start;
+        while let Some(b) = self.to_read.find_filled(at..range.end) {
+            exclude.set(b);
+            at = b.base_offset() + b.base_length();
+        }
+        for r in &self.reading {
+            for b in bins(&(r.start.max(range.start)..r.end.min(range.end))) {
+                exclude.set(b);
+            }
+        }
+    }
+
+    /// `chunk` is held: it needs no reading back.
+    fn held(&mut self, chunk: u64) {
+        if let Some(b) = Bin::chunk(chunk) {
+            self.to_read.reset(b);
+        }
+    }
+
+    /// `chunk` was let go of: read back when wanted again, if it has a saved copy.
+    fn evicted(&mut self, chunk: u64) {
+        if let Some(b) = Bin::chunk(chunk)
+            && self.saved.is_filled(b)
+        {
+            self.to_read.set(b);
+        }
+    }
+
+    /// A copy of `chunk` was handed over but could not be stored: read it again later.
+    fn read_later(&mut self, chunk: u64) {
+        if let Some(b) = Bin::chunk(chunk) {
+            self.to_read.set(b);
+        }
+    }
+
+    /// The next read: consecutive chunks to read back within `wanted`, the first at or
+    /// after `playhead` (else the first from the window's start), at most
+    /// [`MAX_READ_CHUNKS`] of them; `None` with [`MAX_READS`] reads in flight or nothing
+    /// to read there.
+    fn next_read(&mut self, playhead: u64, wanted: Range<u64>) -> Option<Range<u64>> {
+        if self.reading.len() >= MAX_READS || self.to_read.is_clear() {
+            return None;
+        }
+        let from = playhead.clamp(wanted.start, wanted.end);
+        let first = self
+            .to_read
+            .find_filled(from..wanted.end)
+            .or_else(|| self.to_read.find_filled(wanted.start..from))?
+            .base_offset();
+        let mut end = first + 1;
+        while end < wanted.end
+            && end - first < MAX_READ_CHUNKS
+            && Bin::chunk(end).is_some_and(|b| self.to_read.is_filled(b))
+        {
+            end += 1;
+        }
+        for b in bins(&(first..end)) {
+            self.to_read.reset(b);
+        }
+        self.reading.push(first..end);
+        Some(first..end)
     }
 
     /// Takes `chunk` out of the read in flight that covers it (a read ends chunk by chunk).
@@ -54,6 +150,46 @@ impl SavedCopies {
                 self.reading.push(part);
             }
         }
+    }
+
+    /// The saved copy of `chunk` is no more.
+    fn forget(&mut self, chunk: u64) {
+        if let Some(b) = Bin::chunk(chunk) {
+            self.saved.reset(b);
+            self.to_read.reset(b);
+        }
+    }
+}
+
+/// The uncles a saved `proof` stands for, for `chunk` of `chunk_count` under `root_bin`
+/// with hashes of `hash_len` bytes: as many hashes as the path needs, from the leaf up.
+fn proof_uncles(
+    chunk: u64,
+    chunk_count: u64,
+    root_bin: Bin,
+    hash_len: usize,
+    proof: &[u8],
+) -> Result<Vec<(Bin, Hash)>, VerifyError> {
+    let mut node = Bin::chunk(chunk).ok_or(VerifyError::OutOfRange { chunk, chunk_count })?;
+    let mut hashes = proof.chunks(hash_len);
+    let mut out = Vec::new();
+    while node != root_bin {
+        let sib = node.sibling();
+        if sib.base_offset() < chunk_count {
+            let bytes = hashes.next().ok_or(VerifyError::MissingHash(sib))?;
+            let hash = Hash::from_slice(bytes).filter(|h| h.len() == hash_len);
+            let hash = hash.ok_or(VerifyError::WrongHashLength {
+                bin: sib,
+                expected: hash_len,
+                got: bytes.len(),
+            })?;
+            out.push((sib, hash));
+        }
+        node = node.parent();
+    }
+    match hashes.next() {
+        Some(_) => Err(VerifyError::HashNotOnPath(root_bin)),
+        None => Ok(out),
     }
 }
 
@@ -80,36 +216,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         )
     }
 
-    /// The uncles `proof` stands for, for `chunk`: as many hashes as the path needs.
-    fn proof_uncles(&self, chunk: u64, proof: &[u8]) -> Result<Vec<(Bin, Hash)>, VerifyError> {
-        let n = self.chunk_count;
-        let mut node = Bin::chunk(chunk).ok_or(VerifyError::OutOfRange {
-            chunk,
-            chunk_count: n,
-        })?;
-        let len = self.content.hash.size();
-        let mut hashes = proof.chunks(len);
-        let mut out = Vec::new();
-        while node != self.root_bin {
-            let sib = node.sibling();
-            if sib.base_offset() < n {
-                let bytes = hashes.next().ok_or(VerifyError::MissingHash(sib))?;
-                let hash = Hash::from_slice(bytes).filter(|h| h.len() == len);
-                let hash = hash.ok_or(VerifyError::WrongHashLength {
-                    bin: sib,
-                    expected: len,
-                    got: bytes.len(),
-                })?;
-                out.push((sib, hash));
-            }
-            node = node.parent();
-        }
-        match hashes.next() {
-            Some(_) => Err(VerifyError::HashNotOnPath(self.root_bin)),
-            None => Ok(out),
-        }
-    }
-
     /// The adapter holds saved copies of `chunks`: they are read back
     /// ([`poll_saved_read`](Self::poll_saved_read)) when wanted, rather than fetched.
     pub fn add_saved(&mut self, chunks: Range<u64>) {
@@ -119,57 +225,31 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return;
         }
         let chunks = chunks.start..chunks.end.min(self.chunk_count);
-        for b in bins(&chunks) {
-            self.saved.saved.set(b);
-            self.saved.to_read.set(b);
-        }
         let wanted = self.wanted();
-        for c in chunks {
-            let Some(b) = Bin::chunk(c) else { continue };
-            if self.have.is_filled(b) || self.saved.is_reading(c) {
-                self.saved.to_read.reset(b);
-            } else if wanted.contains(&c) {
-                // Read back before any peer is asked.
-                self.exclude.set(b);
-            }
-        }
+        let exclude = &mut self.exclude;
+        self.saved
+            .add(chunks, &self.have, &wanted, |b| exclude.set(b));
     }
 
     /// Whether `chunk` is to be read back from a saved copy, or being read.
     pub(super) fn saved_pending(&self, chunk: u64) -> bool {
-        Bin::chunk(chunk).is_some_and(|b| self.saved.to_read.is_filled(b))
-            || self.saved.is_reading(chunk)
+        self.saved.is_pending(chunk)
     }
 
     /// Chunks of `range` to read back, or being read, rather than fetched: taken out of
     /// the pickers' choice.
     pub(super) fn exclude_saved(&mut self, range: Range<u64>) {
-        let mut at = range.start;
-        while let Some(b) = self.saved.to_read.find_filled(at..range.end) {
-            self.exclude.set(b);
-            at = b.base_offset() + b.base_length();
-        }
-        for r in &self.saved.reading {
-            for b in bins(&(r.start.max(range.start)..r.end.min(range.end))) {
-                self.exclude.set(b);
-            }
-        }
+        self.saved.exclude_pending(&range, &mut self.exclude);
     }
 
     /// A chunk is held (from anywhere): no need to read it back.
     pub(super) fn saved_chunk_held(&mut self, chunk: u64) {
-        if let Some(b) = Bin::chunk(chunk) {
-            self.saved.to_read.reset(b);
-        }
+        self.saved.held(chunk);
     }
 
     /// A chunk was let go of: if it has a saved copy, that is read back when wanted again.
     pub(super) fn saved_chunk_evicted(&mut self, chunk: u64) {
-        if let Some(b) = Bin::chunk(chunk)
-            && self.saved.saved.is_filled(b)
-        {
-            self.saved.to_read.set(b);
-        }
+        self.saved.evicted(chunk);
     }
 
     /// The next saved chunks to read back and hand over with
@@ -178,32 +258,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// wanted window, nearest the playhead first. Drain it after every call, as
     /// [`poll_transmit`](Self::poll_transmit).
     pub fn poll_saved_read(&mut self) -> Option<Range<u64>> {
-        if self.storing_paused
-            || self.saved.reading.len() >= MAX_READS
-            || self.saved.to_read.is_clear()
-        {
+        if self.storing_paused {
             return None;
         }
         let wanted = self.wanted();
-        let from = self.playhead.clamp(wanted.start, wanted.end);
-        let first = self
-            .saved
-            .to_read
-            .find_filled(from..wanted.end)
-            .or_else(|| self.saved.to_read.find_filled(wanted.start..from))?
-            .base_offset();
-        let mut end = first + 1;
-        while end < wanted.end
-            && end - first < MAX_READ_CHUNKS
-            && Bin::chunk(end).is_some_and(|b| self.saved.to_read.is_filled(b))
-        {
-            end += 1;
-        }
-        for b in bins(&(first..end)) {
-            self.saved.to_read.reset(b);
-        }
-        self.saved.reading.push(first..end);
-        Some(first..end)
+        self.saved.next_read(self.playhead, wanted)
     }
 
     /// A saved copy of `chunk` with its proof ([`chunk_proof`](Self::chunk_proof)), asked
@@ -222,11 +281,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         })?;
         self.saved.read_done(chunk);
         if self.have.is_filled(leaf) {
-            self.saved.to_read.reset(leaf);
+            self.saved.held(chunk);
             return Ok(());
         }
-        let verified = self
-            .proof_uncles(chunk, proof)
+        let hash_len = self.content.hash.size();
+        let verified = proof_uncles(chunk, self.chunk_count, self.root_bin, hash_len, proof)
             .and_then(|uncles| match self.tree_mut() {
                 Some(tree) => tree.verify_chunk(chunk, data, &uncles),
                 None => Err(VerifyError::SizeUnknown),
@@ -239,7 +298,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.cancel_at_peers(chunk);
         if !self.store_chunk(chunk, data) {
             // The copy is good: read again once storing resumes.
-            self.saved.to_read.set(leaf);
+            self.saved.read_later(chunk);
             return Ok(());
         }
         self.stats.chunks_restored += 1;
@@ -259,9 +318,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// The saved copy of `chunk` is no more: the chunk is wanted from peers or the origin,
     /// unless one of them is already asked for it.
     fn forget_saved(&mut self, chunk: u64) {
-        if let Some(b) = Bin::chunk(chunk) {
-            self.saved.saved.reset(b);
-            self.saved.to_read.reset(b);
+        if Bin::chunk(chunk).is_some() {
+            self.saved.forget(chunk);
             let asked = self
                 .channels
                 .values()
@@ -270,5 +328,118 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 self.release_request(chunk);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::merkle::{HashAlgorithm, MerkleTree};
+
+    fn copies_of(chunks: Range<u64>) -> SavedCopies {
+        let mut saved = SavedCopies::default();
+        saved.add(chunks, &Binmap::new(), &(0..0), |_| {});
+        saved
+    }
+
+    #[test]
+    fn copies_held_or_being_read_are_not_read_again_and_only_wanted_ones_are_excluded() {
+        let mut saved = copies_of(10..12);
+        assert_eq!(saved.next_read(0, 0..100), Some(10..12));
+        let mut have = Binmap::new();
+        have.set(Bin::chunk(20).unwrap());
+        let mut excluded = Vec::new();
+        saved.add(8..24, &have, &(0..16), |b| excluded.push(b.base_offset()));
+        // 10 and 11 are being read, 20 is held; of the rest only 8..16 are wanted.
+        assert_eq!(excluded, [8, 9, 12, 13, 14, 15]);
+        assert!(saved.is_pending(10) && saved.is_pending(21) && !saved.is_pending(20));
+        let mut exclude = Binmap::new();
+        saved.exclude_pending(&(0..12), &mut exclude);
+        assert!(exclude.is_filled(Bin::new(2, 2).unwrap()), "chunks 8..12");
+        assert_eq!(exclude.count_filled(), 4);
+    }
+
+    #[test]
+    fn reads_start_nearest_the_playhead_and_are_bounded() {
+        let mut saved = copies_of(0..300);
+        // From the playhead to the window's end, at most MAX_READ_CHUNKS at a time.
+        assert_eq!(saved.next_read(100, 50..200), Some(100..164));
+        assert_eq!(saved.next_read(100, 50..200), Some(164..200));
+        // Then the window's start.
+        assert_eq!(saved.next_read(100, 50..200), Some(50..100));
+        // MAX_READS in flight: nothing more until one ends.
+        assert_eq!(saved.reading.len(), 3);
+        assert_eq!(saved.next_read(0, 0..300), Some(0..50));
+        assert_eq!(saved.next_read(0, 0..300), None);
+        // A read that ended but for a chunk is still in flight.
+        for c in 164..199 {
+            saved.read_done(c);
+        }
+        assert_eq!(saved.next_read(0, 0..300), None);
+        saved.read_done(199);
+        assert_eq!(saved.next_read(0, 0..300), Some(200..264));
+    }
+
+    #[test]
+    fn a_read_ends_chunk_by_chunk() {
+        let mut saved = copies_of(0..10);
+        assert_eq!(saved.next_read(0, 0..10), Some(0..10));
+        saved.read_done(4);
+        assert!(saved.is_pending(3) && !saved.is_pending(4) && saved.is_pending(5));
+        let mut parts = saved.reading.clone();
+        parts.sort_by_key(|r| r.start);
+        assert_eq!(parts, [0..4, 5..10]);
+    }
+
+    #[test]
+    fn only_chunks_with_a_copy_are_read_back_after_eviction() {
+        let mut saved = copies_of(0..4);
+        saved.held(1);
+        saved.held(7);
+        assert!(!saved.is_pending(1));
+        saved.evicted(1);
+        saved.evicted(7);
+        assert!(saved.is_pending(1), "its copy is read back");
+        assert!(!saved.is_pending(7), "no copy of it");
+        saved.forget(1);
+        saved.evicted(1);
+        assert!(!saved.is_pending(1), "its copy is gone");
+        saved.read_later(7);
+        assert!(saved.is_pending(7), "a copy handed over is read again");
+    }
+
+    #[test]
+    fn a_proof_stands_for_the_uncles_from_the_leaf_up() {
+        let data: Vec<u8> = (0..5 * 1024).map(|i| (i * 7) as u8).collect();
+        let tree = MerkleTree::from_content(HashAlgorithm::Sha256, 1024, &data).unwrap();
+        let root_bin = Bin::covering(5).unwrap();
+        for chunk in 0..5 {
+            let mut uncles = tree.uncles(chunk, |_| false);
+            uncles.reverse();
+            let proof: Vec<u8> = uncles
+                .iter()
+                .flat_map(|(_, h)| h.as_bytes().iter().copied())
+                .collect();
+            assert_eq!(proof_uncles(chunk, 5, root_bin, 32, &proof), Ok(uncles));
+            let short = &proof[..proof.len() - 32];
+            assert!(matches!(
+                proof_uncles(chunk, 5, root_bin, 32, short),
+                Err(VerifyError::MissingHash(_))
+            ));
+            let cut = &proof[..proof.len() - 1];
+            assert!(matches!(
+                proof_uncles(chunk, 5, root_bin, 32, cut),
+                Err(VerifyError::WrongHashLength { .. })
+            ));
+            let long = [proof.as_slice(), &[0; 32]].concat();
+            assert_eq!(
+                proof_uncles(chunk, 5, root_bin, 32, &long),
+                Err(VerifyError::HashNotOnPath(root_bin))
+            );
+        }
+        assert!(matches!(
+            proof_uncles(u64::MAX, 5, root_bin, 32, &[]),
+            Err(VerifyError::OutOfRange { .. })
+        ));
     }
 }
