@@ -638,6 +638,22 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         among: Option<&Binmap>,
     ) -> bool {
         let max = self.config.max_serve_queue;
+        if range.is_base() && among.is_none() {
+            // Most requests name one chunk: four look-ups, where the search below would
+            // walk the four maps twice (once to find it, once to find nothing more).
+            if ch.serve.len() >= max {
+                return false;
+            }
+            if self.have.is_filled(range)
+                && ch.peer_have.is_empty(range)
+                && ch.queued.is_empty(range)
+                && ch.sent.is_empty(range)
+            {
+                ch.serve.push_back((range.base_offset(), now));
+                ch.queued.set(range);
+            }
+            return ch.serve.len() < max;
+        }
         loop {
             if ch.serve.len() >= max {
                 return false;
