@@ -348,14 +348,46 @@ impl Binmap {
                 kind: Kind::Uniform(false),
             };
         }
-        let mut v = self.root_view();
-        while v.bin != bin {
-            match v.kind {
-                Kind::Uniform(_) | Kind::Word(_) => return View { bin, kind: v.kind },
-                _ => v = self.child(v, !v.bin.left().contains(bin)),
+        if bin == self.root_bin {
+            return self.root_view();
+        }
+        // Down from the root by the bits of the bin's first chunk (the root bin starts at
+        // chunk 0): under a node of layer `l` the bin lies in the right half when bit
+        // `l - 1` is set. The hottest walk in the engine, so no child bin is built on the
+        // way.
+        let first = bin.base_offset();
+        let target = bin.layer();
+        let mut cell = 0;
+        let mut layer = self.root_bin.layer();
+        loop {
+            let side = ((first >> (layer - 1)) & 1) as usize;
+            let half = layer - 1;
+            match self.half_ref(cell, side) {
+                Some(child) if half == target => {
+                    return View {
+                        bin,
+                        kind: Kind::Cell(child),
+                    };
+                }
+                Some(child) => {
+                    cell = child;
+                    layer = half;
+                }
+                None => {
+                    let w = self.cells[cell][side];
+                    let kind = if w == 0 || w == FULL {
+                        Kind::Uniform(w == FULL)
+                    } else if half == WORD_LAYER {
+                        Kind::Word(w)
+                    } else {
+                        // Not a valid state; read any non-zero high half as filled (as
+                        // `half_view` does).
+                        Kind::Uniform(true)
+                    };
+                    return View { bin, kind };
+                }
             }
         }
-        v
     }
 
     /// The bits of a view at layer <= 6, in the low `2^layer` bits.
