@@ -656,12 +656,10 @@ impl Binmap {
         if bin.is_none() {
             return None;
         }
-        // Nothing is set outside the root bin: a bin inside it starts the walk there.
-        let mut v = if self.root_bin.contains(bin) {
-            self.root_view()
-        } else {
-            self.top()
-        };
+        if self.root_bin.contains(bin) {
+            return self.lowest_set_ancestor_inside(bin);
+        }
+        let mut v = self.top();
         let mut above: Option<u32> = None;
         loop {
             match self.state(v) {
@@ -675,6 +673,59 @@ impl Binmap {
                     }
                     above = Some(v.bin.layer());
                     v = self.child(v, !v.bin.left().contains(bin));
+                }
+            }
+        }
+    }
+
+    /// [`lowest_set_ancestor`](Self::lowest_set_ancestor) of a bin inside the root bin
+    /// (nothing is set outside it): down from the root cell by the bits of the bin's first
+    /// chunk, as [`view`](Self::view) walks, keeping the layer of the last cell that was
+    /// neither full nor empty.
+    fn lowest_set_ancestor_inside(&self, bin: Bin) -> Option<u32> {
+        let target = bin.layer();
+        match self.cell_uniform(0) {
+            Some(true) => return Some(target),
+            Some(false) => return None,
+            None if bin == self.root_bin => return Some(target),
+            None => {}
+        }
+        let first = bin.base_offset();
+        let mut cell = 0;
+        // `cell` covers a bin of this layer, which has chunks set and chunks not.
+        let mut layer = self.root_bin.layer();
+        loop {
+            let side = ((first >> (layer - 1)) & 1) as usize;
+            let half = layer - 1;
+            match self.half_ref(cell, side) {
+                Some(child) => match self.cell_uniform(child) {
+                    Some(true) => return Some(target),
+                    Some(false) => return Some(layer),
+                    None if half == target => return Some(target),
+                    None => {
+                        cell = child;
+                        layer = half;
+                    }
+                },
+                None => {
+                    let w = self.cells[cell][side];
+                    if w == 0 {
+                        return Some(layer);
+                    }
+                    if w == FULL || half != WORD_LAYER {
+                        // Full, or (not a valid state) a non-zero high half, read as full.
+                        return Some(target);
+                    }
+                    // A bitmap word: the lowest of the bin's ancestors inside it with a
+                    // bit set (the word itself has one).
+                    let offset = first & 63;
+                    return (target..WORD_LAYER)
+                        .find(|&l| {
+                            let start = (offset >> l) << l;
+                            let len = 1u64 << l;
+                            (w >> start) & (FULL >> (64 - len)) != 0
+                        })
+                        .or(Some(WORD_LAYER));
                 }
             }
         }
