@@ -1,4 +1,7 @@
-//! Live streams in the engine (RFC 7574 §6.1; digest §2.4).
+//! A live stream's own state and rules (RFC 7574 §6.1; digest §2.4): where the edge and
+//! the discard window are, which munros move them, what peers' HAVEs are taken up to,
+//! which munro to tell a peer, how often each chunk went out. The engine's side (channels,
+//! store, picker, events) is in `live_engine.rs`.
 //!
 //! - The swarm ID is the source's public key; channels agree on the Unified Merkle Tree
 //!   (option 3), the signature algorithm (option 5) and say their discard window (7).
@@ -24,21 +27,16 @@
 //!   since the picker keeps no position until a chunk verifies (`Picker::unanchor`). The
 //!   Unified Merkle Tree has no such gap, which is one reason it is the default.
 
-use super::channel::Channel;
-use super::chunk_signature::ChunkSignature;
-use super::config::{ContentError, ContentInfo, EngineConfig, EngineError, PickerKind};
-use super::event::Event;
+use super::config::ContentInfo;
 use super::handshake::{LiveHandshake, SwarmParams};
-use super::{Engine, PeerAddr};
 use crate::Bin;
-use crate::codec::{CodecConfig, ContentIntegrity, signature_size};
+use crate::codec::ContentIntegrity;
 use crate::live::{
     LIVE_CHUNKS, LiveError, LiveInfo, LiveParams, LiveSigningKey, LiveSource, LiveVerifier,
-    SignedMunro, SignedWithin, SpecFormat, ntp_from_unix_micros, unix_micros_from_ntp,
+    SignedMunro, SignedWithin, SpecFormat, unix_micros_from_ntp,
 };
 use crate::merkle::{Hash, VerifyingTree};
-use crate::store::ChunkStore;
-use crate::time::Time;
+use core::ops::Range;
 use std::collections::BTreeMap;
 
 /// The source signs; a viewer verifies.
@@ -50,7 +48,8 @@ enum Side {
     Viewer(LiveVerifier),
 }
 
-/// A live engine's stream.
+/// A live engine's stream: it decides where the edge, the window and the reach are; the
+/// engine applies what follows to channels, store and picker.
 #[derive(Debug)]
 pub(super) struct LiveStream {
     info: LiveInfo,
@@ -62,7 +61,7 @@ pub(super) struct LiveStream {
     floor: u64,
     /// The newest signed munro, sent on every channel (secure tune-in).
     newest: Option<SignedMunro>,
-    /// How many times each chunk in the window was sent (see `least_sent_queued`).
+    /// How many times each chunk in the window was sent (see `least_sent`).
     copies_sent: BTreeMap<u64, u32>,
     /// Sign All, before a chunk verified: one past the newest chunk peers claim
     /// (unverified, the tune-in); chunks up to it may be asked for.
@@ -72,9 +71,315 @@ pub(super) struct LiveStream {
     aimed: bool,
 }
 
-/// Sign All: signatures kept per channel while their chunks are on the way (they travel
-/// in the same datagram; a few cover a burst of reordering).
-const PENDING_SIGNATURES: usize = 8;
+/// A munro that moved the edge.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct EdgeMoved {
+    /// The new edge.
+    pub end: u64,
+    /// When the munro was signed.
+    pub signed_at_unix_micros: u64,
+    /// Chunks the reach no longer covers (Sign All's first verified chunk bounds the
+    /// claims): what peers announced there is not taken any more.
+    pub out_of_reach: Range<u64>,
+}
+
+/// Sign All: a peer's chunk signature worth keeping until its chunk comes.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct ChunkClaim {
+    pub chunk: u64,
+    /// Signed by the run of the source we follow: what the peer announces is of our run.
+    pub our_run: bool,
+}
+
+/// A live chunk's proof as sent with it: the munro and its signature (when the peer may
+/// not have it), and the uncles up to the munro.
+pub(super) struct LiveProof {
+    pub munro: Option<SignedMunro>,
+    pub uncles: Vec<(Bin, Hash)>,
+}
+
+impl LiveStream {
+    /// A viewer of the stream `info` describes.
+    pub(super) fn viewer(info: LiveInfo, format: SpecFormat) -> Result<LiveStream, LiveError> {
+        let verifier = LiveVerifier::new(
+            info.key.clone(),
+            info.params.hash,
+            format,
+            info.params.chunks_per_signature,
+        )?;
+        Ok(LiveStream::with_side(info, format, Side::Viewer(verifier)))
+    }
+
+    /// The source of a stream signed with `key`, tagging its signatures with `session`
+    /// (so viewers take no munro of an earlier run of the same key).
+    pub(super) fn source(
+        key: LiveSigningKey,
+        params: LiveParams,
+        format: SpecFormat,
+        session: u64,
+    ) -> Result<LiveStream, LiveError> {
+        let info = LiveInfo {
+            key: key.public_key().clone(),
+            params,
+        };
+        let mut source = LiveSource::new(
+            key,
+            params.hash,
+            format,
+            params.chunks_per_signature,
+            params.discard_window,
+        )?;
+        source.set_session(session);
+        Ok(LiveStream::with_side(info, format, Side::Source(source)))
+    }
+
+    fn with_side(info: LiveInfo, format: SpecFormat, side: Side) -> LiveStream {
+        LiveStream {
+            info,
+            format,
+            side,
+            edge: 0,
+            floor: 0,
+            newest: None,
+            copies_sent: BTreeMap::new(),
+            claimed: 0,
+            aimed: false,
+        }
+    }
+
+    pub(super) fn info(&self) -> &LiveInfo {
+        &self.info
+    }
+
+    /// Whether this is a Sign All stream (its signatures travel without hashes).
+    pub(super) fn signs_every_chunk(&self) -> bool {
+        self.info.params.signs_every_chunk()
+    }
+
+    /// One past the newest chunk under a signed munro (0 before the first).
+    pub(super) fn edge(&self) -> u64 {
+        self.edge
+    }
+
+    /// The first chunk still in the discard window.
+    pub(super) fn floor(&self) -> u64 {
+        self.floor
+    }
+
+    pub(super) fn newest(&self) -> Option<&SignedMunro> {
+        self.newest.as_ref()
+    }
+
+    /// The caller aimed the playhead.
+    pub(super) fn aim(&mut self) {
+        self.aimed = true;
+    }
+
+    pub(super) fn is_aimed(&self) -> bool {
+        self.aimed
+    }
+
+    /// Whether the next verified chunk is the first proof of where the stream is, and
+    /// nobody aimed the playhead: picking is to start from it.
+    pub(super) fn tunes_in_next(&self) -> bool {
+        self.edge == 0 && !self.aimed
+    }
+
+    /// A viewer's verifier (`None` at the source).
+    pub(super) fn viewer_mut(&mut self) -> Option<&mut LiveVerifier> {
+        match &mut self.side {
+            Side::Viewer(v) => Some(v),
+            Side::Source(_) => None,
+        }
+    }
+
+    /// The source's signer (`None` at a viewer).
+    pub(super) fn source_mut(&mut self) -> Option<&mut LiveSource> {
+        match &mut self.side {
+            Side::Source(s) => Some(s),
+            Side::Viewer(_) => None,
+        }
+    }
+
+    /// One past the last chunk peers' HAVEs are taken for: the edge; under Sign All,
+    /// before a chunk verified, the newest claim, and after, half a discard window past
+    /// the edge (a lying peer's HAVEs there can move the picker up to half a window
+    /// behind the edge, not past what playback still needs).
+    pub(super) fn reach(&self) -> u64 {
+        if !self.signs_every_chunk() {
+            return self.edge;
+        }
+        match self.edge {
+            0 => self.claimed,
+            edge => edge
+                .saturating_add((self.info.params.discard_window / 2).max(1))
+                .min(LIVE_CHUNKS),
+        }
+    }
+
+    /// The chunks that exist for us now: from the window's start to the reach.
+    pub(super) fn addressable(&self) -> Range<u64> {
+        self.floor..self.reach()
+    }
+
+    /// Sign All: a chunk's signature from a peer. Kept (`Some`) until the chunk comes
+    /// (it is checked with its bytes); it also says the peer has the chunk, which makes it
+    /// claimable before a chunk verified (see the module). Not kept: a bin of more than a
+    /// chunk, one behind the window (nothing to check it with), one dated ahead of our
+    /// clock (perhaps the clocks differ: no fault). A stale timestamp is refused at once:
+    /// an honest peer sends none.
+    pub(super) fn take_chunk_signature(
+        &mut self,
+        bin: Bin,
+        timestamp: u64,
+        within: SignedWithin,
+    ) -> Result<Option<ChunkClaim>, LiveError> {
+        let Some((chunk, last)) = bin.chunk_range() else {
+            return Ok(None);
+        };
+        if chunk != last || chunk < self.floor {
+            return Ok(None);
+        }
+        if timestamp < within.not_before {
+            return Err(LiveError::Stale { bin, timestamp });
+        }
+        if timestamp > within.not_after {
+            return Ok(None);
+        }
+        let our_run = match &self.side {
+            Side::Viewer(v) => v.session() == Some(crate::live::session::session_of(timestamp)),
+            Side::Source(_) => false,
+        };
+        if self.edge == 0 {
+            // Tuning in: nothing verified yet to bound a claim by.
+            self.claimed = self.claimed.max(chunk + 1).min(LIVE_CHUNKS);
+        }
+        Ok(Some(ChunkClaim { chunk, our_run }))
+    }
+
+    /// A munro was signed or accepted: the edge moves on if it ends past it (`None`
+    /// otherwise), and it becomes the newest, told on every channel.
+    pub(super) fn accept_munro(&mut self, munro: SignedMunro) -> Option<EdgeMoved> {
+        let end = munro.bin.base_offset() + munro.bin.base_length();
+        if end <= self.edge {
+            return None;
+        }
+        let reach_before = self.reach();
+        self.edge = end;
+        let reach = self.reach();
+        let signed_at_unix_micros = unix_micros_from_ntp(munro.timestamp);
+        self.newest = Some(munro);
+        Some(EdgeMoved {
+            end,
+            signed_at_unix_micros,
+            out_of_reach: reach.min(reach_before)..reach_before,
+        })
+    }
+
+    /// Slides the discard window behind the edge: the new floor if it moved. What falls
+    /// behind it is forgotten here (copies sent, a viewer's hashes); the rest is the
+    /// engine's to let go of.
+    pub(super) fn slide_window(&mut self) -> Option<u64> {
+        let floor = self.edge.saturating_sub(self.info.params.discard_window);
+        if floor <= self.floor {
+            return None;
+        }
+        self.floor = floor;
+        self.copies_sent = self.copies_sent.split_off(&floor);
+        match &mut self.side {
+            Side::Viewer(v) => v.discard_before(floor),
+            // The source keeps its own window of hashes (the same length).
+            Side::Source(_) => {}
+        }
+        Some(floor)
+    }
+
+    /// The source restarted (a genuine munro of a newer run, signed at `timestamp`): a
+    /// viewer starts over, following only that run. False at the source, which has
+    /// nothing to start over.
+    pub(super) fn restart(&mut self, timestamp: u64) -> bool {
+        if !matches!(self.side, Side::Viewer(_)) {
+            return false;
+        }
+        let Ok(mut fresh) = LiveVerifier::new(
+            self.info.key.clone(),
+            self.info.params.hash,
+            self.format,
+            self.info.params.chunks_per_signature,
+        ) else {
+            return false;
+        };
+        fresh.follow_session_of(timestamp);
+        self.side = Side::Viewer(fresh);
+        self.edge = 0;
+        self.floor = 0;
+        self.newest = None;
+        self.claimed = 0;
+        self.copies_sent.clear();
+        true
+    }
+
+    /// The accepted (or signed) munro covering `chunk`.
+    pub(super) fn munro_of(&self, chunk: u64) -> Option<&SignedMunro> {
+        match &self.side {
+            Side::Source(s) => s.munro_of(chunk),
+            Side::Viewer(v) => v.munro_of(chunk),
+        }
+    }
+
+    fn uncles(&self, chunk: u64) -> Option<Vec<(Bin, Hash)>> {
+        match &self.side {
+            Side::Source(s) => s.uncles(chunk),
+            Side::Viewer(v) => v.uncles(chunk),
+        }
+    }
+
+    /// The proof to send with `chunk`: the munro and its signature when the peer may not
+    /// hold it (`known` is the lowest layer whose ancestor of the chunk the peer holds a
+    /// chunk under, as for static content), and the uncles below that layer.
+    pub(super) fn proof(&self, chunk: u64, known: u32) -> Option<LiveProof> {
+        let munro = self.munro_of(chunk)?;
+        let uncles = self
+            .uncles(chunk)?
+            .into_iter()
+            .filter(|(b, _)| b.layer() + 1 < known)
+            .collect();
+        Some(LiveProof {
+            munro: (known > munro.bin.layer()).then(|| munro.clone()),
+            uncles,
+        })
+    }
+
+    /// The newest munro, if a peer told munros up to `told` (one past the last chunk
+    /// under them) has not been sent it yet (secure tune-in).
+    pub(super) fn munro_to_tell(&self, told: u64) -> Option<&SignedMunro> {
+        if self.signs_every_chunk() && told > 0 {
+            // Sign All: once. A signature alone proves nothing, and each chunk's own comes
+            // with it; past its first verified chunk a peer takes HAVEs a window ahead.
+            return None;
+        }
+        (told < self.edge).then_some(self.newest.as_ref()).flatten()
+    }
+
+    /// `chunk` went out once more.
+    pub(super) fn copy_sent(&mut self, chunk: u64) {
+        *self.copies_sent.entry(chunk).or_insert(0) += 1;
+    }
+
+    /// How many times `chunk` went out while in the window.
+    pub(super) fn copies_sent(&self, chunk: u64) -> u32 {
+        self.copies_sent.get(&chunk).copied().unwrap_or(0)
+    }
+
+    /// Of `queued` (position in a serve queue, chunk), the position of the chunk sent
+    /// fewest times so far, the earliest on a tie: fewest copies first spreads distinct
+    /// chunks over the peers, who pass them on.
+    pub(super) fn least_sent(&self, queued: impl Iterator<Item = (usize, u64)>) -> Option<usize> {
+        queued
+            .min_by_key(|&(i, c)| (self.copies_sent(c), i))
+            .map(|(i, _)| i)
+    }
+}
 
 /// How chunks are verified: against a known root, or under signed munros.
 #[derive(Debug)]
@@ -98,7 +403,7 @@ impl Integrity {
                 hash: content.hash,
                 chunk_size: content.chunk_size,
                 live: Some(LiveHandshake {
-                    integrity: if l.info.params.signs_every_chunk() {
+                    integrity: if l.signs_every_chunk() {
                         ContentIntegrity::SignAll
                     } else {
                         ContentIntegrity::UnifiedMerkleTree
@@ -114,818 +419,285 @@ impl Integrity {
     /// A live stream's newest signed munro.
     pub(super) fn newest_munro(&self) -> Option<&SignedMunro> {
         match self {
-            Integrity::Live(l) => l.newest.as_ref(),
+            Integrity::Live(l) => l.newest(),
             Integrity::Static(_) => None,
         }
     }
 }
 
-/// A live chunk's proof as sent with it: the munro and its signature (when the peer may
-/// not have it), and the uncles up to the munro.
-pub(super) struct LiveProof {
-    pub munro: Option<SignedMunro>,
-    pub uncles: Vec<(Bin, Hash)>,
-}
-
-/// Parameters the engine cannot run a live stream with.
-fn check_params(params: &LiveParams) -> Result<(), EngineError> {
-    if params.discard_window == 0 {
-        return Err(EngineError::Config(
-            "the live discard window must be at least 1 chunk",
-        ));
-    }
-    if params.chunk_size == 0 {
-        return Err(EngineError::Config(
-            "the chunk size must be at least 1 byte",
-        ));
-    }
-    Ok(())
-}
-
-/// The content description the engine's shared code uses for a live stream: no root, a
-/// length covering the whole address space (every chunk may be full).
-fn live_content(params: &LiveParams) -> ContentInfo {
-    ContentInfo {
-        root: Hash::zero(params.hash),
-        hash: params.hash,
-        chunk_size: params.chunk_size,
-        content_len: LIVE_CHUNKS * u64::from(params.chunk_size),
-    }
-}
-
-/// A live DATA datagram must fit: the chunk, the munro, its signature and one uncle per
-/// layer below it, and up to an MTU of control messages.
-fn check_datagram_fits(params: &LiveParams, sig_len: usize, mtu: usize) -> Result<(), EngineError> {
-    let per_hash = 1 + 16 + params.hash.size();
-    // Sign All sends no hash; a munro comes with its own and one uncle per layer.
-    let layers = match params.signs_every_chunk() {
-        true => 0,
-        false => params.chunks_per_signature.trailing_zeros() as usize + 1,
+#[cfg(test)]
+mod tests {
+    use super::{ChunkClaim, EdgeMoved, LiveStream};
+    use crate::Bin;
+    use crate::codec::ChunkAddressing;
+    use crate::live::{
+        LiveAlgorithm, LiveError, LiveInfo, LiveParams, LiveSigningKey, SIGN_ALL, SignedMunro,
+        SignedWithin, SpecFormat,
     };
-    let signed = 1 + 16 + 8 + sig_len;
-    let data = 1 + 16 + 8 + params.chunk_size as usize;
-    let max = CodecConfig::default().max_datagram_len;
-    if mtu + layers * per_hash + signed + data > max {
-        return Err(EngineError::Content(
-            ContentError::ChunkTooLargeForDatagram {
-                chunk_size: params.chunk_size,
-                max,
-            },
-        ));
-    }
-    Ok(())
-}
+    use crate::merkle::HashAlgorithm;
 
-fn live_error(e: LiveError) -> EngineError {
-    match e {
-        LiveError::BadParameters(why) => EngineError::Config(why),
-        _ => EngineError::Config("invalid live parameters"),
-    }
-}
+    const CS: u32 = 64;
+    const FORMAT: SpecFormat = SpecFormat {
+        addressing: ChunkAddressing::Chunk32,
+        chunk_size: CS,
+    };
+    /// A timestamp within [`SignedWithin::ANY`], as the source stamps it.
+    const AT: u64 = 1 << 40;
 
-impl LiveStream {
-    /// Sign All: a chunk's signature from a peer, kept until the chunk comes (it is
-    /// checked with its bytes). It also says the peer has the chunk, which makes it
-    /// claimable (see the module). A stale timestamp is refused at once: an honest peer
-    /// sends none.
-    fn chunk_signature<A: PeerAddr>(
-        &mut self,
-        ch: &mut Channel<A>,
-        bin: Bin,
-        timestamp: u64,
-        signature: &[u8],
-        within: SignedWithin,
-    ) -> Result<(), LiveError> {
-        let Some((chunk, last)) = bin.chunk_range() else {
-            return Ok(());
-        };
-        if chunk != last {
-            return Ok(());
-        }
-        if chunk < self.floor {
-            // One we let go of: nothing to check it with.
-            return Ok(());
-        }
-        if timestamp < within.not_before {
-            return Err(LiveError::Stale { bin, timestamp });
-        }
-        if timestamp > within.not_after {
-            // Dated ahead of our clock: perhaps the clocks differ; not kept, no fault.
-            return Ok(());
-        }
-        if let Side::Viewer(v) = &self.side
-            && v.session() == Some(crate::live::session::session_of(timestamp))
-        {
-            // It signs for our run: what it announces is of our run.
-            ch.other_run = false;
-        }
-        ch.pending_signatures.retain(|s| s.chunk != chunk);
-        if ch.pending_signatures.len() >= PENDING_SIGNATURES {
-            ch.pending_signatures.remove(0);
-        }
-        ch.pending_signatures.push(ChunkSignature {
-            chunk,
-            timestamp,
-            signature: signature.to_vec(),
-        });
-        if self.edge == 0 {
-            // Tuning in: nothing verified yet to bound a claim by.
-            self.claimed = self.claimed.max(chunk + 1).min(LIVE_CHUNKS);
-        }
-        Ok(())
+    fn key() -> LiveSigningKey {
+        LiveSigningKey::from_secret(LiveAlgorithm::Ed25519, &[3; 32]).unwrap()
     }
 
-    /// One past the last chunk peers' HAVEs are taken for: the edge; under Sign All,
-    /// before a chunk verified, the newest claim, and after, half a discard window past
-    /// the edge (a lying peer's HAVEs there can move the picker up to half a window
-    /// behind the edge, not past what playback still needs).
-    fn reach(&self) -> u64 {
-        if !self.info.params.signs_every_chunk() {
-            return self.edge;
-        }
-        match self.edge {
-            0 => self.claimed,
-            edge => edge
-                .saturating_add((self.info.params.discard_window / 2).max(1))
-                .min(LIVE_CHUNKS),
+    fn params(per_sig: u64, window: u64) -> LiveParams {
+        LiveParams {
+            hash: HashAlgorithm::Sha256,
+            chunk_size: CS,
+            chunks_per_signature: per_sig,
+            discard_window: window,
         }
     }
 
-    fn munro_of(&self, chunk: u64) -> Option<&SignedMunro> {
-        match &self.side {
-            Side::Source(s) => s.munro_of(chunk),
-            Side::Viewer(v) => v.munro_of(chunk),
-        }
+    fn source(per_sig: u64, window: u64) -> LiveStream {
+        LiveStream::source(key(), params(per_sig, window), FORMAT, 7).unwrap()
     }
 
-    fn uncles(&self, chunk: u64) -> Option<Vec<(Bin, Hash)>> {
-        match &self.side {
-            Side::Source(s) => s.uncles(chunk),
-            Side::Viewer(v) => v.uncles(chunk),
-        }
-    }
-}
-
-impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
-    /// A viewer of a live stream: it verifies every chunk under munros signed by
-    /// `info.key`. The picker is the live one (from the edge, within the discard window),
-    /// whatever `config.picker` says; the discard window bounds what is held, so
-    /// `max_held_bytes` is not needed. `store` must take chunks anywhere in
-    /// [`LIVE_CHUNKS`], the last one possibly short
-    /// ([`SparseStore::live`](crate::store::SparseStore::live)).
-    pub fn new_live(
-        mut config: EngineConfig,
-        info: LiveInfo,
-        store: S,
-        now: Time,
-    ) -> Result<Self, EngineError> {
-        check_params(&info.params)?;
-        let format = SpecFormat {
-            addressing: config.chunk_addressing,
-            chunk_size: info.params.chunk_size,
-        };
-        let verifier = LiveVerifier::new(
-            info.key.clone(),
-            info.params.hash,
-            format,
-            info.params.chunks_per_signature,
-        )
-        .map_err(live_error)?;
-        config.picker = PickerKind::Live {
-            discard_window: info.params.discard_window,
-        };
-        let sign_all = info.params.signs_every_chunk();
-        let mut engine =
-            Engine::with_live(config, info, format, Side::Viewer(verifier), store, now)?;
-        if sign_all {
-            // No claim of the edge is proven before a chunk verifies (see the module).
-            engine.picker.unanchor();
-        }
-        Ok(engine)
-    }
-
-    /// The source of a live stream, signing with `key`: chunks go in through
-    /// [`push_live_chunk`](Self::push_live_chunk).
-    pub fn new_live_source(
-        mut config: EngineConfig,
-        key: LiveSigningKey,
-        params: LiveParams,
-        store: S,
-        now: Time,
-    ) -> Result<Self, EngineError> {
-        check_params(&params)?;
-        let format = SpecFormat {
-            addressing: config.chunk_addressing,
-            chunk_size: params.chunk_size,
-        };
+    fn viewer(per_sig: u64, window: u64) -> LiveStream {
         let info = LiveInfo {
-            key: key.public_key().clone(),
-            params,
+            key: key().public_key().clone(),
+            params: params(per_sig, window),
         };
-        let mut source = LiveSource::new(
-            key,
-            params.hash,
-            format,
-            params.chunks_per_signature,
-            params.discard_window,
-        )
-        .map_err(live_error)?;
-        // A run of its own, so viewers take no munro of an earlier run of the same key.
-        source.set_session(crate::live::session::session_from_seed(config.seed));
-        config.picker = PickerKind::Live {
-            discard_window: params.discard_window,
-        };
-        Engine::with_live(config, info, format, Side::Source(source), store, now)
+        LiveStream::viewer(info, FORMAT).unwrap()
     }
 
-    fn with_live(
-        config: EngineConfig,
-        info: LiveInfo,
-        format: SpecFormat,
-        side: Side,
-        store: S,
-        now: Time,
-    ) -> Result<Self, EngineError> {
-        let params = info.params;
-        check_datagram_fits(&params, info.key.algorithm().signature_len(), config.mtu)?;
-        let live = LiveStream {
-            info,
-            format,
-            side,
-            edge: 0,
-            floor: 0,
-            newest: None,
-            copies_sent: BTreeMap::new(),
-            claimed: 0,
-            aimed: false,
-        };
-        Engine::with_integrity(
-            config,
-            live_content(&params),
-            Integrity::Live(Box::new(live)),
-            LIVE_CHUNKS,
-            store,
-            now,
-        )
+    fn chunk(i: u64) -> Vec<u8> {
+        (0..u64::from(CS)).map(|j| (i * 31 + j) as u8).collect()
     }
 
-    /// The caller aims a live viewer's playhead (see `set_playhead`).
-    pub(super) fn aim_live(&mut self) {
-        if let Some(l) = self.live_mut() {
-            l.aimed = true;
-        }
+    /// The source's next `n` chunks pushed: the munros it signed.
+    fn push(src: &mut LiveStream, n: u64) -> Vec<SignedMunro> {
+        let s = src.source_mut().unwrap();
+        (0..n)
+            .filter_map(|_| s.push_chunk(&chunk(s.next_chunk()), AT).unwrap())
+            .collect()
     }
 
-    /// A live viewer's read-ahead bound: the end of the chunks wanted, if it is aimed.
-    pub(super) fn live_wanted_end(&self) -> Option<u64> {
-        self.live().filter(|l| l.aimed)?;
-        let ahead = self.read_ahead?;
-        Some(self.playhead.saturating_add(ahead).min(self.chunk_count))
-    }
-
-    /// The live stream, if this engine plays or sources one.
-    pub(super) fn live(&self) -> Option<&LiveStream> {
-        match &self.integrity {
-            Integrity::Live(l) => Some(l),
-            Integrity::Static(_) => None,
-        }
-    }
-
-    pub(super) fn live_mut(&mut self) -> Option<&mut LiveStream> {
-        match &mut self.integrity {
-            Integrity::Live(l) => Some(l),
-            Integrity::Static(_) => None,
-        }
-    }
-
-    /// Whether this engine takes part in a live stream.
-    pub fn is_live(&self) -> bool {
-        self.live().is_some()
-    }
-
-    /// The live stream's description (`None` for static content).
-    pub fn live_info(&self) -> Option<&LiveInfo> {
-        self.live().map(|l| &l.info)
-    }
-
-    /// One past the newest chunk under a signed munro (`None` for static content, 0 before
-    /// the first munro).
-    pub fn live_edge(&self) -> Option<u64> {
-        self.live().map(|l| l.edge)
-    }
-
-    /// The first chunk still in the discard window (`None` for static content).
-    pub fn live_floor(&self) -> Option<u64> {
-        self.live().map(|l| l.floor)
-    }
-
-    /// The chunks that exist for this engine now: all of static content; for a live
-    /// stream, from the discard window's start to the edge.
-    pub(super) fn addressable(&self) -> core::ops::Range<u64> {
-        match self.live() {
-            Some(l) => l.floor..l.reach(),
-            None => 0..self.chunk_count,
-        }
-    }
-
-    /// Whether this is a Sign All stream (its signatures travel without hashes).
-    pub(super) fn signs_every_chunk(&self) -> bool {
-        self.live()
-            .is_some_and(|l| l.info.params.signs_every_chunk())
-    }
-
-    /// What a channel's handshake must agree on.
-    pub(super) fn swarm_params(&self) -> SwarmParams<'_> {
-        self.integrity.swarm_params(&self.content)
-    }
-
-    /// The signature length on this swarm's channels (the codec's default otherwise).
-    pub(super) fn live_signature_size(&self) -> Option<usize> {
-        self.live()
-            .and_then(|l| signature_size(l.info.key.algorithm().dnssec_number()))
-    }
-
-    /// Adds the next chunk of the stream (a source only) and returns its index. It is held
-    /// and announced once its munro is signed, every `chunks_per_signature` chunks (or at
-    /// [`finish_live`](Self::finish_live)). The chunk is stored first: a store error
-    /// leaves the stream as it was.
-    pub fn push_live_chunk(&mut self, data: &[u8], now: Time) -> Result<u64, LivePushError> {
-        let timestamp = ntp_from_unix_micros(self.wall_clock(now).as_micros());
-        let chunk_size = self.content.chunk_size as usize;
-        let Some(Side::Source(source)) = self.live_mut().map(|l| &mut l.side) else {
-            return Err(LivePushError::NotASource);
-        };
-        let chunk = source.next_chunk();
-        if data.is_empty() || data.len() > chunk_size {
-            return Err(LivePushError::Live(LiveError::WrongLength(data.len())));
-        }
-        if chunk >= LIVE_CHUNKS {
-            return Err(LivePushError::Full);
-        }
-        self.store
-            .write_chunk(chunk, data)
-            .map_err(LivePushError::Store)?;
-        let Some(Side::Source(source)) = self.live_mut().map(|l| &mut l.side) else {
-            return Err(LivePushError::NotASource);
-        };
-        match source.push_chunk(data, timestamp) {
-            Ok(Some(munro)) => self.signed(munro),
-            Ok(None) => {}
-            Err(e) => {
-                self.store.evict_chunk(chunk);
-                return Err(LivePushError::Live(e));
-            }
-        }
-        Ok(chunk)
-    }
-
-    /// The stream ended (a source only): the chunks not signed yet are signed and
-    /// announced. Nothing more can be pushed.
-    pub fn finish_live(&mut self, now: Time) -> Result<(), LivePushError> {
-        let timestamp = ntp_from_unix_micros(self.wall_clock(now).as_micros());
-        let Some(Side::Source(source)) = self.live_mut().map(|l| &mut l.side) else {
-            return Err(LivePushError::NotASource);
-        };
-        let munros = source.finish(timestamp).map_err(LivePushError::Live)?;
+    /// Each munro accepted in turn, the window slid after each, as the engine does.
+    fn accept_all(live: &mut LiveStream, munros: Vec<SignedMunro>) {
         for m in munros {
-            self.signed(m);
+            live.accept_munro(m);
+            live.slide_window();
         }
-        Ok(())
     }
 
-    /// The source signed `munro`: its chunks are held and announced.
-    fn signed(&mut self, munro: SignedMunro) {
-        let bin = munro.bin;
-        self.push_event(Event::LiveSigned {
-            munro: munro.clone(),
-        });
-        self.munro_accepted(munro);
-        if let Some((first, last)) = bin.chunk_range() {
-            for c in first..=last {
-                if let Some(b) = Bin::chunk(c) {
-                    self.have.set(b);
-                    self.exclude.set(b);
-                    self.have_count += 1;
-                    self.have_gained += 1;
-                }
+    #[test]
+    fn the_edge_and_floor_follow_signed_munros() {
+        let mut src = source(4, 16);
+        assert_eq!((src.edge(), src.floor(), src.reach()), (0, 0, 0));
+        assert!(push(&mut src, 3).is_empty(), "no munro before 4 chunks");
+        let m = push(&mut src, 1).pop().unwrap();
+        let moved = src.accept_munro(m.clone()).unwrap();
+        assert_eq!(moved.end, 4);
+        assert!(moved.out_of_reach.is_empty(), "the reach only grows");
+        assert_eq!((src.edge(), src.reach()), (4, 4));
+        assert_eq!(src.newest().map(|n| n.bin), Some(m.bin));
+        assert_eq!(src.slide_window(), None, "the window is not full");
+        // The same munro again, or an older one, moves nothing.
+        assert_eq!(src.accept_munro(m), None);
+        let munros = push(&mut src, 16);
+        assert_eq!(munros.len(), 4);
+        accept_all(&mut src, munros);
+        assert_eq!((src.edge(), src.floor()), (20, 4));
+        assert_eq!(src.addressable(), 4..20);
+        assert_eq!(
+            src.newest().map(|n| n.bin),
+            Bin::from_chunk_range(16, 19).next()
+        );
+    }
+
+    #[test]
+    fn a_viewer_moves_its_edge_with_the_munros_it_accepts() {
+        let mut src = source(4, 16);
+        let munros = push(&mut src, 12);
+        let mut view = viewer(4, 16);
+        // Out of order: the newest first, then an older one that does not move it back.
+        let v = view.viewer_mut().unwrap();
+        assert_eq!(v.add_munro(&munros[2], SignedWithin::ANY), Ok(true));
+        let moved = view.accept_munro(munros[2].clone()).unwrap();
+        assert_eq!(moved.end, 12);
+        let v = view.viewer_mut().unwrap();
+        assert_eq!(v.add_munro(&munros[0], SignedWithin::ANY), Ok(true));
+        assert_eq!(view.accept_munro(munros[0].clone()), None);
+        assert_eq!(view.edge(), 12);
+        assert_eq!(view.munro_of(1).map(|m| m.bin), Some(munros[0].bin));
+        assert!(!view.tunes_in_next(), "the edge is known");
+    }
+
+    #[test]
+    fn sign_all_reach_is_the_claim_then_half_a_window_past_the_edge() {
+        let mut src = source(SIGN_ALL, 16);
+        let signed = push(&mut src, 1).pop().unwrap();
+        let mut view = viewer(SIGN_ALL, 16);
+        assert!(view.tunes_in_next());
+        assert_eq!(view.reach(), 0);
+        // A peer's signature of chunk 40: a claim, unverified.
+        let claim = view.take_chunk_signature(Bin::chunk(40).unwrap(), AT, SignedWithin::ANY);
+        let want = ChunkClaim {
+            chunk: 40,
+            our_run: false,
+        };
+        assert_eq!(claim, Ok(Some(want)));
+        assert_eq!((view.edge(), view.reach()), (0, 41));
+        // An older claim does not lower it.
+        let _ = view.take_chunk_signature(Bin::chunk(9).unwrap(), AT, SignedWithin::ANY);
+        assert_eq!(view.reach(), 41);
+        // Chunk 0 verifies: the edge is 1, the reach half a window past it.
+        let v = view.viewer_mut().unwrap();
+        let munro = v
+            .verify_signed_chunk(
+                0,
+                &chunk(0),
+                signed.timestamp,
+                &signed.signature,
+                SignedWithin::ANY,
+            )
+            .unwrap();
+        let moved = view.accept_munro(munro).unwrap();
+        assert_eq!(
+            moved,
+            EdgeMoved {
+                end: 1,
+                signed_at_unix_micros: moved.signed_at_unix_micros,
+                out_of_reach: 9..41,
             }
-        }
-        self.discard_behind_window();
+        );
+        assert_eq!((view.edge(), view.reach()), (1, 9));
+        assert!(!view.tunes_in_next());
+        // Claims no longer move it; this one is of our run now.
+        let claim = view.take_chunk_signature(
+            Bin::chunk(100).unwrap(),
+            signed.timestamp,
+            SignedWithin::ANY,
+        );
+        assert_eq!(claim.map(|c| c.map(|c| c.our_run)), Ok(Some(true)));
+        assert_eq!(view.reach(), 9);
     }
 
-    /// A munro was signed or accepted: the edge moves on, and it is told on every channel.
-    pub(super) fn munro_accepted(&mut self, munro: SignedMunro) {
-        let Some(live) = self.live_mut() else {
-            return;
+    #[test]
+    fn chunk_signatures_not_worth_keeping_are_dropped_and_stale_ones_refused() {
+        let mut view = viewer(SIGN_ALL, 16);
+        let within = SignedWithin {
+            not_before: 100,
+            not_after: 200,
+            tune_in_not_before: 0,
         };
-        let end = munro.bin.base_offset() + munro.bin.base_length();
-        if end <= live.edge {
-            return;
-        }
-        let reach_before = live.reach();
-        live.edge = end;
-        let reach = live.reach();
-        let signed_at = unix_micros_from_ntp(munro.timestamp);
-        live.newest = Some(munro);
-        if reach < reach_before {
-            // What peers announced beyond the new bound is not taken any more.
-            for ch in self.channels.values_mut() {
-                for b in Bin::from_chunk_range(reach, reach_before - 1) {
-                    ch.peer_have.reset(b);
-                }
-            }
-        }
-        self.push_event(Event::LiveEdge {
-            end,
-            signed_at_unix_micros: signed_at,
-        });
+        let c = |i| Bin::chunk(i).unwrap();
+        let two_chunks = Bin::from_chunk_range(2, 3).next().unwrap();
+        assert_eq!(view.take_chunk_signature(two_chunks, 150, within), Ok(None));
+        assert_eq!(
+            view.take_chunk_signature(c(5), 201, within),
+            Ok(None),
+            "ahead"
+        );
+        assert!(matches!(
+            view.take_chunk_signature(c(5), 99, within),
+            Err(LiveError::Stale { .. })
+        ));
+        assert_eq!(view.reach(), 0, "none of them is a claim");
+        assert!(
+            view.take_chunk_signature(c(5), 150, within)
+                .unwrap()
+                .is_some()
+        );
+        assert_eq!(view.reach(), 6);
     }
 
-    /// The dates a signature may have now (NTP): from `live_max_age` before the wall clock
-    /// (older is stale) to `live_max_ahead` after it, and for the first one a viewer takes,
-    /// from `live_tune_in_max_age` before it.
-    pub(super) fn signed_within(&self, now: Time) -> SignedWithin {
-        self.signed_within_tuning_in(now, self.config.live_tune_in_max_age)
+    #[test]
+    fn the_discard_window_slides_behind_the_edge_and_forgets_copies_sent() {
+        let mut src = source(4, 8);
+        src.copy_sent(1);
+        src.copy_sent(5);
+        src.copy_sent(5);
+        let munros = push(&mut src, 8);
+        accept_all(&mut src, munros);
+        assert_eq!((src.edge(), src.floor()), (8, 0));
+        let munros = push(&mut src, 4);
+        let m = munros[0].clone();
+        src.accept_munro(m);
+        assert_eq!(src.slide_window(), Some(4));
+        assert_eq!(src.slide_window(), None, "already there");
+        assert_eq!(src.floor(), 4);
+        assert_eq!(src.copies_sent(1), 0, "behind the floor");
+        assert_eq!(src.copies_sent(5), 2);
+        // A viewer forgets the munros behind it.
+        let mut src = source(4, 8);
+        let munros = push(&mut src, 16);
+        let mut view = viewer(4, 8);
+        for m in &munros {
+            let v = view.viewer_mut().unwrap();
+            assert_eq!(v.add_munro(m, SignedWithin::ANY), Ok(true));
+        }
+        accept_all(&mut view, munros);
+        assert_eq!((view.edge(), view.floor()), (16, 8));
+        assert!(view.munro_of(7).is_none());
+        assert!(view.munro_of(8).is_some());
     }
 
-    /// As [`signed_within`](Self::signed_within), with the first signature taken at most
-    /// `tune_in` old.
-    pub(super) fn signed_within_tuning_in(
-        &self,
-        now: Time,
-        tune_in: core::time::Duration,
-    ) -> SignedWithin {
-        let wall = self.wall_clock(now).as_micros();
-        let micros = |d: core::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
-        let before = |d| ntp_from_unix_micros(wall.saturating_sub(micros(d)));
-        SignedWithin {
-            not_before: before(self.config.live_max_age),
-            not_after: ntp_from_unix_micros(
-                wall.saturating_add(micros(self.config.live_max_ahead)),
-            ),
-            tune_in_not_before: before(tune_in),
-        }
+    #[test]
+    fn the_least_sent_chunk_is_served_first_the_earliest_on_a_tie() {
+        let mut live = source(4, 16);
+        live.copy_sent(5);
+        live.copy_sent(5);
+        live.copy_sent(6);
+        assert_eq!((live.copies_sent(5), live.copies_sent(6)), (2, 1));
+        assert_eq!(
+            live.least_sent([(0, 5), (1, 6), (2, 7)].into_iter()),
+            Some(2)
+        );
+        assert_eq!(live.least_sent([(0, 5), (1, 6)].into_iter()), Some(1));
+        assert_eq!(live.least_sent([(3, 8), (4, 9)].into_iter()), Some(3));
+        assert_eq!(live.least_sent(core::iter::empty()), None);
     }
 
-    /// A viewer's verifier (`None` for a source or static content).
-    pub(super) fn live_viewer_mut(&mut self) -> Option<&mut LiveVerifier> {
-        match self.live_mut().map(|l| &mut l.side) {
-            Some(Side::Viewer(v)) => Some(v),
-            _ => None,
-        }
+    #[test]
+    fn the_newest_munro_is_told_once_per_edge_and_once_under_sign_all() {
+        let mut src = source(4, 16);
+        assert!(src.munro_to_tell(0).is_none(), "nothing signed yet");
+        let munros = push(&mut src, 8);
+        accept_all(&mut src, munros);
+        assert_eq!(
+            src.munro_to_tell(0).map(|m| m.bin),
+            src.newest().map(|m| m.bin)
+        );
+        assert!(src.munro_to_tell(4).is_some(), "told an older edge");
+        assert!(src.munro_to_tell(8).is_none(), "told this one");
+        let mut all = source(SIGN_ALL, 16);
+        let munros = push(&mut all, 2);
+        accept_all(&mut all, munros);
+        assert!(all.munro_to_tell(0).is_some());
+        assert!(all.munro_to_tell(1).is_none(), "once");
     }
 
-    /// The source restarted (a genuine munro of a newer run of it came,
-    /// `live::session`): everything of the earlier run is let go of, here and in what we
-    /// know of peers (`ch`, the channel whose datagram brought it, included), and the
-    /// stream is joined anew, following only the run that signed at `timestamp`.
-    pub(super) fn restart_live_viewer(&mut self, ch: Option<&mut Channel<A>>, timestamp: u64) {
-        let old = self.wanted();
-        let Some(live) = self.live_mut() else {
-            return;
-        };
-        if !matches!(live.side, Side::Viewer(_)) {
-            return;
+    #[test]
+    fn a_restarted_viewer_starts_over_and_a_source_does_not_restart() {
+        let mut src = source(4, 8);
+        let munros = push(&mut src, 16);
+        let mut view = viewer(4, 8);
+        view.aim();
+        for m in &munros {
+            view.viewer_mut()
+                .unwrap()
+                .add_munro(m, SignedWithin::ANY)
+                .unwrap();
         }
-        let Ok(mut fresh) = LiveVerifier::new(
-            live.info.key.clone(),
-            live.info.params.hash,
-            live.format,
-            live.info.params.chunks_per_signature,
-        ) else {
-            return;
-        };
-        fresh.follow_session_of(timestamp);
-        live.side = Side::Viewer(fresh);
-        live.edge = 0;
-        live.floor = 0;
-        live.newest = None;
-        live.claimed = 0;
-        live.copies_sent.clear();
-        while let Some(b) = self.have.find_filled(0..LIVE_CHUNKS) {
-            for c in b.base_offset()..b.base_offset() + b.base_length() {
-                self.store.evict_chunk(c);
-            }
-            self.have_count = self.have_count.saturating_sub(b.base_length());
-            self.have.reset(b);
-        }
-        if let Some(ch) = ch {
-            forget_earlier_run(ch);
-            // It told us of the new run.
-            ch.other_run = false;
-        }
-        for other in self.channels.values_mut() {
-            forget_earlier_run(other);
-            // Until it sends a munro of the new run, what it announces may be the old run's.
-            other.other_run = true;
-        }
-        // Nothing held, nothing asked: what the earlier run's chunks and requests kept
-        // from the pickers is free again.
-        self.exclude.clear();
-        // A picker as a newcomer's: it hooks in at the new run's edge.
-        self.picker = self.config.picker.build();
-        if self.signs_every_chunk() {
-            self.picker.unanchor();
-        }
-        self.move_window(old);
-        self.push_event(Event::LiveRestarted);
-    }
-
-    /// A SIGNED_INTEGRITY from a peer, with the INTEGRITY messages before it: a munro is
-    /// accepted if its signature is the source's and it is recent. `Err` bans the peer.
-    pub(super) fn on_signed_integrity(
-        &mut self,
-        now: Time,
-        ch: &mut Channel<A>,
-        bin: Bin,
-        timestamp: u64,
-        signature: &[u8],
-        hashes: &[(Bin, Hash)],
-    ) -> Result<(), LiveError> {
-        let within = self.signed_within(now);
-        let Some(live) = self.live_mut() else {
-            return Ok(());
-        };
-        let Side::Viewer(verifier) = &mut live.side else {
-            // Only the source signs: what others claim is of no use to it.
-            return Ok(());
-        };
-        if verifier.signs_every_chunk() {
-            return live.chunk_signature(ch, bin, timestamp, signature, within);
-        }
-        let Some(&(_, hash)) = hashes.iter().find(|(b, _)| *b == bin) else {
-            // Its hash was not sent first (RFC 7574 §6.1.2): it cannot be checked, and
-            // proves nothing against the peer.
-            return Ok(());
-        };
-        let munro = SignedMunro {
-            bin,
-            timestamp,
-            hash,
-            signature: signature.to_vec(),
-        };
-        let mut added = verifier.add_munro(&munro, within);
-        if let Err(LiveError::NewSession(_)) = added {
-            self.restart_live_viewer(Some(ch), munro.timestamp);
-            added = match self.live_mut().map(|l| &mut l.side) {
-                Some(Side::Viewer(v)) => v.add_munro(&munro, within),
-                _ => return Ok(()),
-            };
-        }
-        match added {
-            Ok(_) => ch.other_run = false,
-            Err(LiveError::OtherSession(_)) => ch.other_run = true,
-            Err(_) => {}
-        }
-        match added {
-            Ok(true) => {
-                self.stats.munros_accepted += 1;
-                self.munro_accepted(munro);
-                self.discard_behind_window();
-                Ok(())
-            }
-            // Known, or behind the window (a race with our window moving), of an earlier
-            // run of the source (replayed, or relayed by a peer still on it), or dated
-            // ahead of our clock: harmless, and not taken.
-            Ok(false)
-            | Err(
-                LiveError::BehindWindow(_)
-                | LiveError::OtherSession(_)
-                | LiveError::NewSession(_)
-                | LiveError::TooOldToTuneIn(_)
-                | LiveError::Ahead { .. },
-            ) => Ok(()),
-            Err(e) => {
-                self.stats.munros_rejected += 1;
-                Err(e)
-            }
-        }
-    }
-
-    /// The accepted (or signed) munro covering `chunk`.
-    pub(super) fn live_munro_bin(&self, chunk: u64) -> Option<Bin> {
-        self.live()?.munro_of(chunk).map(|m| m.bin)
-    }
-
-    /// Verifies a live chunk under its munro.
-    pub(super) fn verify_live_chunk(
-        &mut self,
-        chunk: u64,
-        data: &[u8],
-        uncles: &[(Bin, Hash)],
-    ) -> Result<(), LiveError> {
-        match self.live_mut().map(|l| &mut l.side) {
-            Some(Side::Viewer(v)) => v.verify_chunk(chunk, data, uncles),
-            // A source holds every chunk it signed; nothing else exists.
-            _ => Err(LiveError::NoMunro(chunk)),
-        }
-    }
-
-    /// Sign All: verifies `chunk` with the signature `ch` sent before it. Verified, the
-    /// chunk moves the edge; `NoMunro` when no signature came for it.
-    pub(super) fn verify_signed_chunk(
-        &mut self,
-        now: Time,
-        ch: &mut Channel<A>,
-        chunk: u64,
-        data: &[u8],
-    ) -> Result<(), LiveError> {
-        let at = ch.pending_signatures.iter().position(|s| s.chunk == chunk);
-        let Some(sig) = at.map(|i| ch.pending_signatures.remove(i)) else {
-            return Err(LiveError::NoMunro(chunk));
-        };
-        let within = self.signed_within(now);
-        let Some(Side::Viewer(v)) = self.live_mut().map(|l| &mut l.side) else {
-            return Err(LiveError::NoMunro(chunk));
-        };
-        let mut verified =
-            v.verify_signed_chunk(chunk, data, sig.timestamp, &sig.signature, within);
-        if let Err(LiveError::NewSession(_)) = verified {
-            self.restart_live_viewer(Some(&mut *ch), sig.timestamp);
-            let Some(Side::Viewer(v)) = self.live_mut().map(|l| &mut l.side) else {
-                return Err(LiveError::NoMunro(chunk));
-            };
-            verified = v.verify_signed_chunk(chunk, data, sig.timestamp, &sig.signature, within);
-        }
-        let munro = verified?;
-        self.stats.munros_accepted += 1;
-        let first = self.live_edge() == Some(0);
-        self.munro_accepted(munro);
-        if first && !self.live().is_some_and(|l| l.aimed) {
-            // The first proof of where the stream is: picking starts from here.
-            self.move_playhead(chunk);
-        }
-        self.discard_behind_window();
-        Ok(())
-    }
-
-    /// The proof to send with `chunk`: the munro and its signature when the peer may not
-    /// hold it (`known` is the lowest layer whose ancestor of the chunk the peer holds a
-    /// chunk under, as for static content), and the uncles below that layer.
-    pub(super) fn live_proof(&self, chunk: u64, known: u32) -> Option<LiveProof> {
-        let live = self.live()?;
-        let munro = live.munro_of(chunk)?;
-        let uncles = live
-            .uncles(chunk)?
-            .into_iter()
-            .filter(|(b, _)| b.layer() + 1 < known)
-            .collect();
-        Some(LiveProof {
-            munro: (known > munro.bin.layer()).then(|| munro.clone()),
-            uncles,
-        })
-    }
-
-    /// The newest munro, if the peer on `ch` has not been sent it yet (secure tune-in).
-    pub(super) fn munro_to_tell(&self, ch: &Channel<A>) -> Option<&SignedMunro> {
-        let live = self.live()?;
-        if live.info.params.signs_every_chunk() && ch.munro_told > 0 {
-            // Sign All: once. A signature alone proves nothing, and each chunk's own comes
-            // with it; past its first verified chunk a peer takes HAVEs a window ahead.
-            return None;
-        }
-        (ch.munro_told < live.edge)
-            .then_some(live.newest.as_ref())
-            .flatten()
-    }
-
-    /// Slides the discard window behind the edge: what falls out of it is let go of, here
-    /// and in what we know of peers.
-    pub(super) fn discard_behind_window(&mut self) {
-        let old = self.wanted();
-        let Some(live) = self.live_mut() else {
-            return;
-        };
-        let floor = live.edge.saturating_sub(live.info.params.discard_window);
-        if floor <= live.floor {
-            return;
-        }
-        live.floor = floor;
-        live.copies_sent = live.copies_sent.split_off(&floor);
-        match &mut live.side {
-            Side::Viewer(v) => v.discard_before(floor),
-            // The source keeps its own window of hashes (the same length).
-            Side::Source(_) => {}
-        }
-        // `find_filled` gives whole bins inside the range: each is let go of at once.
-        while let Some(b) = self.have.find_filled(0..floor) {
-            for c in b.base_offset()..b.base_offset() + b.base_length() {
-                self.store.evict_chunk(c);
-            }
-            self.have_count = self.have_count.saturating_sub(b.base_length());
-            self.have.reset(b);
-        }
-        for ch in self.channels.values_mut() {
-            let behind: Vec<u64> = ch.requests.range(..floor).map(|(c, _)| *c).collect();
-            for c in behind {
-                ch.requests.remove(&c);
-                if let Some(b) = Bin::chunk(c) {
-                    ch.pending_cancels.push(b);
-                }
-            }
-            ch.request_order.retain(|&(_, c)| c >= floor);
-            ch.pending_signatures.retain(|s| s.chunk >= floor);
-            for b in Bin::from_chunk_range(0, floor - 1) {
-                ch.peer_have.reset(b);
-                ch.have_out.reset(b);
-                ch.sent.reset(b);
-                ch.queued.reset(b);
-                ch.deferred.reset(b);
-            }
-        }
-        self.move_window(old);
-    }
-
-    /// A peer's discard window (option 7), applied to what it announced: chunks it must
-    /// have let go of are forgotten.
-    pub(super) fn apply_peer_window(ch: &mut Channel<A>) {
-        let Some(window) = ch.peer_window else {
-            return;
-        };
-        let Some(newest) = ch.peer_have.filled_ranges().last().map(|r| r.end) else {
-            return;
-        };
-        let floor = newest.saturating_sub(window);
-        if floor > 0 {
-            for b in Bin::from_chunk_range(0, floor - 1) {
-                ch.peer_have.reset(b);
-            }
-        }
+        accept_all(&mut view, munros);
+        view.copy_sent(12);
+        assert!(view.restart(AT));
+        assert_eq!((view.edge(), view.floor(), view.reach()), (0, 0, 0));
+        assert!(view.newest().is_none());
+        assert_eq!(view.copies_sent(12), 0);
+        assert!(view.munro_of(12).is_none());
+        assert!(view.is_aimed(), "the caller's aim stays");
+        assert!(!src.restart(AT));
+        assert_eq!(src.edge(), 0, "never accepted here; left as it was");
     }
 }
-
-/// A channel after its peer's stream restarted (`restart_live_viewer`): requests are
-/// cancelled and what it and we announced is forgotten, as of chunks that do not exist.
-fn forget_earlier_run<A>(ch: &mut Channel<A>) {
-    for c in core::mem::take(&mut ch.requests).into_keys() {
-        if let Some(b) = Bin::chunk(c) {
-            ch.pending_cancels.push(b);
-        }
-    }
-    ch.request_order.clear();
-    ch.pending_signatures.clear();
-    ch.peer_have.clear();
-    ch.have_out.clear();
-    ch.sent.clear();
-    ch.queued.clear();
-    ch.deferred.clear();
-    ch.munro_told = 0;
-}
-
-/// Requests looked at when choosing the least-sent chunk to serve next.
-const SERVE_SCAN: usize = 32;
-
-impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
-    /// Live: where in `ch`'s serve queue (among its first requests) the chunk sent fewest
-    /// times so far is, the earliest asked on a tie. Everyone asks the source first for
-    /// every new chunk; served in order, each chunk would go to every peer before the next
-    /// went to anyone, and an overloaded source's queue would only grow. Fewest copies
-    /// first spreads distinct chunks over the peers, who pass them on, and who take over
-    /// requests that wait here too long (`schedule.rs`). `None`: not live, or nothing
-    /// queued that the peer lacks.
-    pub(super) fn least_sent_queued(&self, ch: &Channel<A>) -> Option<usize> {
-        let live = self.live()?;
-        ch.serve
-            .iter()
-            .take(SERVE_SCAN)
-            .enumerate()
-            .filter(|(_, (c, _))| {
-                Bin::chunk(*c).is_some_and(|b| ch.queued.is_filled(b)) && self.peer_lacks(ch, *c)
-            })
-            .min_by_key(|(i, (c, _))| (live.copies_sent.get(c).copied().unwrap_or(0), *i))
-            .map(|(i, _)| i)
-    }
-
-    /// Live: `chunk` went out once more.
-    pub(super) fn count_copy_sent(&mut self, chunk: u64) {
-        if let Some(live) = self.live_mut() {
-            *live.copies_sent.entry(chunk).or_insert(0) += 1;
-        }
-    }
-}
-
-/// Why a live chunk could not be added at the source.
-#[derive(Debug)]
-pub enum LivePushError {
-    /// This engine is not a live source.
-    NotASource,
-    /// The chunk is empty or too long, or the stream has ended.
-    Live(LiveError),
-    /// The store refused the chunk.
-    Store(crate::store::StoreError),
-    /// The stream used up its chunk addresses.
-    Full,
-}
-
-impl core::fmt::Display for LivePushError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            LivePushError::NotASource => f.write_str("this engine is not a live source"),
-            LivePushError::Live(e) => e.fmt(f),
-            LivePushError::Store(e) => write!(f, "storing a live chunk failed: {e}"),
-            LivePushError::Full => f.write_str("the live stream used up its chunk addresses"),
-        }
-    }
-}
-
-impl std::error::Error for LivePushError {}
