@@ -514,7 +514,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         // Not beyond the origin's read-ahead from the playhead.
         let reach = origin
             .read_ahead
-            .map_or(self.chunk_count, |r| self.playhead.saturating_add(r))
+            .map_or(self.chunk_count, |r| self.held.playhead().saturating_add(r))
             .min(self.chunk_count);
         let span = span.map(|s| s.start.min(reach)..s.end.min(reach).max(s.start.min(reach)));
         // Where playback waits: the segment it waits for, and as many chunks as the due

@@ -159,13 +159,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
     }
 
-    /// A live viewer's read-ahead bound: the end of the chunks wanted, if it is aimed.
-    pub(super) fn live_wanted_end(&self) -> Option<u64> {
-        self.live().filter(|l| l.is_aimed())?;
-        let ahead = self.read_ahead?;
-        Some(self.playhead.saturating_add(ahead).min(self.chunk_count))
-    }
-
     /// The live stream, if this engine plays or sources one.
     pub(super) fn live(&self) -> Option<&LiveStream> {
         match &self.integrity {

@@ -20,20 +20,19 @@
 //!     and it stays a seeder (else a viewer's lossy uplink turned every seeder into a
 //!     partial peer, to be told of every chunk verified).
 //!
+//!
+//! The window's arithmetic (what is wanted, what entered or left it, which held chunk
+//! goes first) is `HeldWindow`'s (`held_window.rs`); this file applies it to the exclude
+//! map, the store and the channels.
+//!
 //! [`EngineConfig::max_held_bytes`]: super::EngineConfig::max_held_bytes
 
 use super::channel::Channel;
+use super::held_window::WindowMove;
 use super::{Engine, PeerAddr};
 use crate::Bin;
 use crate::store::ChunkStore;
 use core::ops::Range;
-
-/// Chunks of `a` not in `b`: at most two ranges.
-fn minus(a: &Range<u64>, b: &Range<u64>) -> [Range<u64>; 2] {
-    let left = a.start..a.end.min(b.start).max(a.start);
-    let right = a.start.max(b.end).min(a.end)..a.end;
-    [left, right]
-}
 
 /// The bins covering chunks `r` (none for an empty range).
 pub(super) fn bins(r: &Range<u64>) -> impl Iterator<Item = Bin> {
@@ -48,20 +47,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// The chunks wanted now: the window from the playhead (the shorter of the memory
     /// bound's and the read-ahead's), or every chunk without either.
     pub(super) fn wanted(&self) -> Range<u64> {
-        if let Some(floor) = self.live_floor() {
-            // A live stream's discard window is its bound, and the read-ahead once aimed.
-            let end = self.live_wanted_end().unwrap_or(self.chunk_count);
-            return floor..end.max(floor);
+        match self.live() {
+            Some(l) => self.held.wanted_live(l.floor(), l.is_aimed()),
+            None => self.held.wanted(),
         }
-        let cs = u64::from(self.content.chunk_size).max(1);
-        let held = self.config.max_held_bytes.map(|b| (b / 4 * 3 / cs).max(1));
-        let len = match (held, self.read_ahead) {
-            (None, None) => return 0..self.chunk_count,
-            (Some(a), Some(b)) => a.min(b),
-            (Some(a), None) | (None, Some(a)) => a,
-        };
-        let start = self.playhead.min(self.chunk_count);
-        start..start.saturating_add(len).min(self.chunk_count)
     }
 
     /// Whether `chunk` may be picked (held or not).
@@ -72,13 +61,13 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// The wanted window was `old`: chunks that left it are not picked any more, those
     /// that entered it are unless held or asked for already.
     pub(super) fn move_window(&mut self, old: Range<u64>) {
-        let new = self.wanted();
-        for gone in minus(&old, &new) {
+        let moved = WindowMove::between(&old, &self.wanted());
+        for gone in moved.left {
             for b in bins(&gone) {
                 self.exclude.set(b);
             }
         }
-        for came in minus(&new, &old) {
+        for came in moved.entered {
             if came.is_empty() {
                 continue;
             }
@@ -112,24 +101,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// After a chunk was kept: lets go of held chunks outside the wanted window until the
     /// engine is within its bound (if it has one).
     pub(super) fn keep_within_bound(&mut self) {
-        let Some(bound) = self.config.max_held_bytes else {
-            return;
-        };
-        let cs = u64::from(self.content.chunk_size).max(1);
-        while self.have_count.saturating_mul(cs) > bound {
-            let window = self.wanted();
-            let behind = self
-                .have
-                .find_filled(0..window.start)
-                .map(|b| b.base_offset());
-            let ahead = || {
-                self.have
-                    .filled_ranges()
-                    .last()
-                    .map(|r| r.end.min(self.chunk_count) - 1)
-                    .filter(|&c| c >= window.end)
-            };
-            let Some(victim) = behind.or_else(ahead) else {
+        while self.held.over_bound(self.have_count) {
+            let Some(victim) = self.held.to_let_go(&self.have, &self.wanted()) else {
                 return;
             };
             self.evict(victim);
@@ -219,7 +192,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
 
 #[cfg(test)]
 mod tests {
-    use super::minus;
     use crate::Bin;
     use crate::engine::{ContentInfo, Engine, EngineConfig};
     use crate::merkle::{HashAlgorithm, MerkleTree};
@@ -345,20 +317,5 @@ mod tests {
             peer_1_holds(&e, 5),
             "a congested only source is not forgotten"
         );
-    }
-
-    /// The chunks `minus` gives, against a plain set difference, for every pair of small
-    /// ranges.
-    #[test]
-    fn range_difference() {
-        for (a0, a1, b0, b1) in (0..8u64).flat_map(|a0| {
-            (a0..8).flat_map(move |a1| {
-                (0..8).flat_map(move |b0| (b0..8).map(move |b1| (a0, a1, b0, b1)))
-            })
-        }) {
-            let got: Vec<u64> = minus(&(a0..a1), &(b0..b1)).into_iter().flatten().collect();
-            let want: Vec<u64> = (a0..a1).filter(|c| !(b0..b1).contains(c)).collect();
-            assert_eq!(got, want, "{a0}..{a1} minus {b0}..{b1}");
-        }
     }
 }

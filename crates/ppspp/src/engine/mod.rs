@@ -21,6 +21,7 @@ mod discovery_outcome;
 mod event;
 mod half_open;
 mod handshake;
+mod held_window;
 mod http_origin;
 mod live_engine;
 mod live_part;
@@ -127,10 +128,9 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     complete_reported: bool,
     /// The chunk count last reported in a Progress event.
     progress_reported: u64,
-    /// The chunk playback is at (see [`Engine::set_playhead`]).
-    playhead: u64,
-    /// Chunks fetched at most ahead of the playhead ([`Engine::set_read_ahead`]).
-    read_ahead: Option<u64>,
+    /// The playhead, and the window of chunks wanted from it under the memory bound and
+    /// the read-ahead.
+    held: held_window::HeldWindow,
     /// False: nothing is announced or served to peers ([`Engine::set_uploading`]).
     uploading: bool,
     /// The HTTP origin, if the adapter enabled one.
@@ -256,6 +256,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let burst = |rate: u64| rate.max(4 * (content.chunk_size as u64 + 512));
         let next_stats = config.stats_interval.map(|d| now + d);
         let max_half_open = config.max_half_open;
+        let held =
+            held_window::HeldWindow::new(chunk_count, content.chunk_size, config.max_held_bytes);
         let mut engine = Engine {
             picker: config.picker.build(),
             rng: Rng::new(config.seed),
@@ -302,8 +304,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             next_stats,
             complete_reported: false,
             progress_reported: 0,
-            playhead: 0,
-            read_ahead: None,
+            held,
             uploading: true,
             origin: None,
             saved: saved_copies::SavedCopies::default(),
@@ -492,10 +493,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
 
     /// Moves the playhead without the caller's aim (a live viewer tuning in).
     pub(super) fn move_playhead(&mut self, chunk: u64) {
-        let chunk = chunk.min(self.chunk_count.saturating_sub(1));
         let old = self.wanted();
+        let chunk = self.held.set_playhead(chunk);
         self.picker.set_playhead(chunk);
-        self.playhead = chunk;
         self.move_window(old);
     }
 
@@ -526,7 +526,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// viewer takes it only once aimed with [`set_playhead`](Self::set_playhead).
     pub fn set_read_ahead(&mut self, chunks: Option<u64>) {
         let old = self.wanted();
-        self.read_ahead = chunks.map(|c| c.max(1));
+        self.held.set_read_ahead(chunks);
         self.move_window(old);
     }
 

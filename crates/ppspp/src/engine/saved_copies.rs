@@ -262,7 +262,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return None;
         }
         let wanted = self.wanted();
-        self.saved.next_read(self.playhead, wanted)
+        self.saved.next_read(self.held.playhead(), wanted)
     }
 
     /// A saved copy of `chunk` with its proof ([`chunk_proof`](Self::chunk_proof)), asked
