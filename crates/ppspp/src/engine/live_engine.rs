@@ -392,7 +392,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let Some(live) = self.live_mut() else {
             return Ok(());
         };
-        if live.viewer_mut().is_none() {
+        if !live.is_viewer() {
             // Only the source signs: what others claim is of no use to it.
             return Ok(());
         }

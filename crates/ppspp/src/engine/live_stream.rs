@@ -185,6 +185,11 @@ impl LiveStream {
         self.edge == 0 && !self.aimed
     }
 
+    /// Whether this is a viewer (not the source).
+    pub(super) fn is_viewer(&self) -> bool {
+        matches!(self.side, Side::Viewer(_))
+    }
+
     /// A viewer's verifier (`None` at the source).
     pub(super) fn viewer_mut(&mut self) -> Option<&mut LiveVerifier> {
         match &mut self.side {
@@ -298,7 +303,7 @@ impl LiveStream {
     /// viewer starts over, following only that run. False at the source, which has
     /// nothing to start over.
     pub(super) fn restart(&mut self, timestamp: u64) -> bool {
-        if !matches!(self.side, Side::Viewer(_)) {
+        if !self.is_viewer() {
             return false;
         }
         let Ok(mut fresh) = LiveVerifier::new(
@@ -697,6 +702,7 @@ mod tests {
         assert_eq!(view.copies_sent(12), 0);
         assert!(view.munro_of(12).is_none());
         assert!(view.is_aimed(), "the caller's aim stays");
+        assert!(view.is_viewer() && !src.is_viewer());
         assert!(!src.restart(AT));
         assert_eq!(src.edge(), 0, "never accepted here; left as it was");
     }
