@@ -2,6 +2,7 @@
 
 use super::event::SendState;
 use super::request::InterArrival;
+use super::serve_queue::ServeQueue;
 use crate::Bin;
 use crate::binmap::Binmap;
 use crate::codec::CodecConfig;
@@ -134,19 +135,10 @@ pub(crate) struct Channel<A> {
     pub exchanged: bool,
 
     // Sending to this peer.
-    /// Requested chunks in arrival order. An entry counts only while its chunk is in
-    /// `queued`: a CANCEL or an ACK clears the map, and the stale entry is skipped when it
-    /// comes up, so neither needs a walk of the queue.
-    pub serve: VecDeque<(u64, Time)>,
-    /// Chunks waiting in `serve` or `retransmit`.
-    pub queued: Binmap,
-    /// Requested chunks that found `serve` full: they enter it as it drains. A peer that
-    /// asks for more than the queue holds (libswift asks for a whole file at once on a
-    /// fast path) is served all of it, not only the first `max_serve_queue` chunks, and a
-    /// binmap costs what the ranges asked cost, not 16 bytes a chunk.
-    pub deferred: Binmap,
+    /// What the peer asked for and waits to be sent.
+    pub serve_queue: ServeQueue,
     /// Chunks of `in_flight`: sent, and neither acknowledged nor taken for lost. With
-    /// `queued` it lets a REQUEST skip what is already on its way by a binmap search, so
+    /// the chunks queued it lets a REQUEST skip what is already on its way by a binmap search, so
     /// its cost follows the ranges asked, not the chunks in them.
     pub sent: Binmap,
     /// When DATA to this peer was last taken for lost.
@@ -155,7 +147,6 @@ pub(crate) struct Channel<A> {
     /// and unacknowledged is overdue once a round trip and a reordering window have passed.
     pub newest_acked_sent: Option<Time>,
     pub in_flight: VecDeque<InFlight>,
-    pub retransmit: VecDeque<u64>,
     pub cc: Controller,
     pub rtt: RttEstimator,
     /// A DATA was acknowledged at least once (ping-pong is over).
@@ -199,35 +190,7 @@ impl<A> Channel<A> {
         self.choking = true;
         self.pending_choke = Some(true);
         self.unchoke_resend = None;
-        while let Some((c, _)) = self.serve.pop_front() {
-            self.unqueue(c);
-        }
-        self.deferred.clear();
-    }
-
-    /// Takes `chunk` off the queue of chunks to send; false if it was not on it (a stale
-    /// entry of `serve` or `retransmit`).
-    pub fn unqueue(&mut self, chunk: u64) -> bool {
-        match Bin::chunk(chunk) {
-            Some(b) if self.queued.is_filled(b) => {
-                self.queued.reset(b);
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// Whether requested chunks wait to be sent: retransmissions, the serve queue, or
-    /// requests deferred past it.
-    pub fn has_data_to_serve(&self) -> bool {
-        !self.retransmit.is_empty() || !self.serve.is_empty() || !self.deferred.is_clear()
-    }
-
-    /// Puts `chunk` (back) on the queue of chunks to send.
-    pub fn enqueue(&mut self, chunk: u64) {
-        if let Some(b) = Bin::chunk(chunk) {
-            self.queued.set(b);
-        }
+        self.serve_queue.drop_requests();
     }
 
     /// When the oldest DATA in flight counts as lost: a retransmission timeout after it was
@@ -310,14 +273,11 @@ impl<A> Channel<A> {
             last_exchange: now,
             exchanged: false,
             answered_only: false,
-            serve: VecDeque::new(),
-            queued: Binmap::new(),
-            deferred: Binmap::new(),
+            serve_queue: ServeQueue::new(),
             sent: Binmap::new(),
             last_loss: None,
             newest_acked_sent: None,
             in_flight: VecDeque::new(),
-            retransmit: VecDeque::new(),
             // The configuration was validated when the engine was built.
             cc: Controller::new(congestion.clone()).unwrap_or_else(|_| {
                 Controller::new(CongestionConfig::default()).expect("default config is valid")

@@ -549,8 +549,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 ch.peer_have.reset(b);
                 ch.have_out.reset(b);
                 ch.sent.reset(b);
-                ch.queued.reset(b);
-                ch.deferred.reset(b);
+                ch.serve_queue.cancel(b);
             }
         }
         self.move_window(old);
@@ -616,8 +615,7 @@ fn forget_earlier_run<A>(ch: &mut Channel<A>) {
     ch.peer_have.clear();
     ch.have_out.clear();
     ch.sent.clear();
-    ch.queued.clear();
-    ch.deferred.clear();
+    ch.serve_queue.forget();
     ch.munro_told = 0;
 }
 
@@ -635,15 +633,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     pub(super) fn least_sent_queued(&self, ch: &Channel<A>) -> Option<usize> {
         let live = self.live()?;
         let queued = ch
-            .serve
-            .iter()
-            .take(SERVE_SCAN)
-            .enumerate()
-            .filter_map(|(i, &(c, _))| {
-                let lacks =
-                    Bin::chunk(c).is_some_and(|b| ch.queued.is_filled(b)) && self.peer_lacks(ch, c);
-                lacks.then_some((i, c))
-            });
+            .serve_queue
+            .first_requests(SERVE_SCAN)
+            .filter(|&(_, c)| self.peer_lacks(ch, c));
         live.least_sent(queued)
     }
 

@@ -36,6 +36,7 @@ mod sans_io;
 mod saved_copies;
 mod schedule;
 mod send;
+mod serve_queue;
 mod timers;
 
 pub use crate::live::{
@@ -595,7 +596,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             .map(|ch| ChannelStats {
                 peer: ch.addr.clone(),
                 established: ch.established,
-                send_state: ch.send_state(ch.has_data_to_serve()),
+                send_state: ch.send_state(ch.serve_queue.has_data()),
                 cwnd: ch.cc.cwnd(),
                 srtt: ch.rtt.srtt(),
                 queuing_delay: ch.cc.queuing_delay(),
@@ -604,7 +605,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 requests_outstanding: ch.requests.len(),
                 choked_by_peer: ch.choked_by_peer,
                 choking: ch.choking,
-                serve_queue: ch.serve.len(),
+                serve_queue: ch.serve_queue.len(),
                 peer_chunks: ch
                     .peer_have
                     .count_filled_in(self.root_bin)

@@ -347,8 +347,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 // when they come up.
                 if let Some((first, last)) = self.clip(&spec) {
                     for b in Bin::from_chunk_range(first, last) {
-                        ch.queued.reset(b);
-                        ch.deferred.reset(b);
+                        ch.serve_queue.cancel(b);
                     }
                 }
             }
@@ -554,7 +553,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         ch.newest_acked_sent = newest_sent;
         // Queued retransmissions of these chunks are moot now.
         for b in Bin::from_chunk_range(first, last) {
-            ch.queued.reset(b);
+            ch.serve_queue.acknowledged(b);
         }
         self.peer_gained(now, ch, first, last);
         if let Some(s) = sample {
@@ -622,7 +621,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             if !self.queue_to_serve(now, ch, range, None) {
                 // The queue is full: the rest waits in `deferred`, what is already queued
                 // or sent in it is skipped when it comes up.
-                ch.deferred.set(range);
+                ch.serve_queue.defer(range);
             }
         }
     }
@@ -641,27 +640,27 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if range.is_base() && among.is_none() {
             // Most requests name one chunk: four look-ups, where the search below would
             // walk the four maps twice (once to find it, once to find nothing more).
-            if ch.serve.len() >= max {
+            if ch.serve_queue.len() >= max {
                 return false;
             }
             if self.have.is_filled(range)
                 && ch.peer_have.is_empty(range)
-                && ch.queued.is_empty(range)
+                && ch.serve_queue.queued().is_empty(range)
                 && ch.sent.is_empty(range)
             {
-                ch.serve.push_back((range.base_offset(), now));
-                ch.queued.set(range);
+                let chunk = range.base_offset();
+                ch.serve_queue.push(chunk, chunk, now);
             }
-            return ch.serve.len() < max;
+            return ch.serve_queue.len() < max;
         }
         loop {
-            if ch.serve.len() >= max {
+            if ch.serve_queue.len() >= max {
                 return false;
             }
             let wanted = [
                 (&self.have, true),
                 (&ch.peer_have, false),
-                (&ch.queued, false),
+                (ch.serve_queue.queued(), false),
                 (&ch.sent, false),
             ];
             let run = match among {
@@ -674,15 +673,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             let Some(run) = run else {
                 return true;
             };
-            let room = (max - ch.serve.len()) as u64;
+            let room = (max - ch.serve_queue.len()) as u64;
             let start = run.base_offset();
             let end = run.last_chunk().min(start + room - 1);
-            for chunk in start..=end {
-                ch.serve.push_back((chunk, now));
-            }
-            for b in Bin::from_chunk_range(start, end) {
-                ch.queued.set(b);
-            }
+            ch.serve_queue.push(start, end, now);
         }
     }
 

@@ -396,7 +396,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// held HAVEs along). A guess made before the datagram is built: if it is wrong, HAVEs
     /// go a little early, or wait for the next datagram or their deadline.
     fn company_due(&self, ch: &Channel<A>, now: Time) -> bool {
-        let data_ready = ch.has_data_to_serve()
+        let data_ready = ch.serve_queue.has_data()
             && ch.in_flight.len() < ch.window()
             && now + self.config.pacing_granularity >= ch.next_data;
         ch.pending_choke.is_some()
@@ -588,55 +588,50 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
 
     /// Puts a chunk taken from the queues back in front, to go out in a later datagram.
     fn put_back(&mut self, ch: &mut Channel<A>, chunk: u64, retransmission: bool, now: Time) {
-        if retransmission {
-            ch.retransmit.push_front(chunk);
-        } else {
-            ch.serve.push_front((chunk, now));
-        }
-        ch.enqueue(chunk);
+        ch.serve_queue.put_back(chunk, retransmission, now);
     }
 
     /// The next chunk to send: retransmissions first, then requests in arrival order,
     /// skipping entries no longer queued (cancelled, acknowledged) and what the peer got
     /// meanwhile or we cannot serve.
     fn next_chunk(&mut self, now: Time, ch: &mut Channel<A>) -> Option<(u64, bool)> {
-        while let Some(c) = ch.retransmit.pop_front() {
-            if ch.unqueue(c) && self.peer_lacks(ch, c) {
+        while let Some(c) = ch.serve_queue.next_retransmission() {
+            if self.peer_lacks(ch, c) {
                 return Some((c, true));
             }
         }
         loop {
             self.refill_serve(now, ch);
             if let Some(i) = self.least_sent_queued(ch)
-                && let Some((c, _)) = ch.serve.remove(i)
+                && let Some(c) = ch.serve_queue.take_request_at(i)
             {
-                ch.unqueue(c);
                 return Some((c, false));
             }
-            while let Some((c, _)) = ch.serve.pop_front() {
-                if ch.unqueue(c) && self.peer_lacks(ch, c) {
+            while let Some(c) = ch.serve_queue.next_request() {
+                if self.peer_lacks(ch, c) {
                     return Some((c, false));
                 }
             }
-            // Every entry was stale; `refill_serve` either queues a chunk of `deferred`
-            // now or finds none and clears it.
-            if ch.deferred.is_clear() {
+            // Every entry was stale; `refill_serve` either queues a chunk of the deferred
+            // requests now or finds none and forgets them.
+            if ch.serve_queue.none_deferred() {
                 return None;
             }
         }
     }
 
     /// Moves requested chunks that found the queue full into it once it is half empty;
-    /// when none is left that we could send, `deferred` is cleared.
+    /// when none is left that we could send, the deferred requests are forgotten.
     fn refill_serve(&self, now: Time, ch: &mut Channel<A>) {
-        if ch.deferred.is_clear() || ch.serve.len() > self.config.max_serve_queue / 2 {
+        if ch.serve_queue.none_deferred() || ch.serve_queue.len() > self.config.max_serve_queue / 2
+        {
             return;
         }
-        let deferred = core::mem::take(&mut ch.deferred);
+        let deferred = ch.serve_queue.take_deferred();
         let exhausted = Bin::covering(self.addressable().end)
             .is_none_or(|all| self.queue_to_serve(now, ch, all, Some(&deferred)));
         if !exhausted {
-            ch.deferred = deferred;
+            ch.serve_queue.keep_deferred(deferred);
         }
     }
 

@@ -120,7 +120,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 ..Deadlines::default()
             };
         }
-        let has_data = ch.has_data_to_serve();
+        let has_data = ch.serve_queue.has_data();
         let keepalive = ch.keepalive.min(HAVE_REFRESH);
         Deadlines {
             handshake_retry: None,
@@ -270,8 +270,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 lost += 1;
                 last_sent = last_sent.max(f.sent);
                 ch.landed(f.chunk);
-                ch.enqueue(f.chunk);
-                ch.retransmit.push_back(f.chunk);
+                ch.serve_queue.lost(f.chunk);
             }
         }
         if lost > 0 {
@@ -337,7 +336,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     0,
                 )
                 .is_some();
-            let serving = ch.has_data_to_serve() || !ch.in_flight.is_empty();
+            let serving = ch.serve_queue.has_data() || !ch.in_flight.is_empty();
             if !offers && !serving && ch.requests.is_empty() {
                 return Some(TimerVerdict::Close(CloseReason::NothingToExchange(
                     NOTHING_TO_EXCHANGE,
@@ -363,7 +362,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return; // every peer is choked (`set_uploading`)
         }
         let busy =
-            |c: &super::channel::Channel<A>| c.has_data_to_serve() || !c.in_flight.is_empty();
+            |c: &super::channel::Channel<A>| c.serve_queue.has_data() || !c.in_flight.is_empty();
         let serving = self
             .channels
             .values()
