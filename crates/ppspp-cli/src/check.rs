@@ -4,10 +4,10 @@
 //! so a plain MP4 is an error, and segments longer than a few seconds (keyframes far
 //! apart) are a warning. Reads headers only: memory stays small for any file size.
 
-use crate::live::segmenter::{ebml_header, mp4_header};
+use crate::live::segmenter::{SegmentError, ebml_header, mp4_header};
 use clap::Args;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -74,12 +74,85 @@ impl Report {
     }
 }
 
-fn read_at<R: Read + Seek>(r: &mut R, at: u64, len: u64) -> Result<Vec<u8>, String> {
-    r.seek(SeekFrom::Start(at)).map_err(|e| e.to_string())?;
+/// Why a file cannot stream through MediaSource, or could not be read to tell.
+#[derive(Debug, thiserror::Error)]
+pub enum FormatError {
+    /// Reading the file failed.
+    #[error("{0}")]
+    Read(#[from] io::Error),
+    /// A box or element header that does not parse.
+    #[error("at byte {at}: {source}")]
+    BadHeader {
+        at: u64,
+        #[source]
+        source: SegmentError,
+    },
+    /// The file ends inside an MP4 box header.
+    #[error("a box header cut off at byte {0}")]
+    CutBoxHeader(u64),
+    /// A `moov` or `moof` too large to read whole.
+    #[error("a {} box of {size} bytes at byte {at}", String::from_utf8_lossy(.kind))]
+    BoxTooLarge { kind: [u8; 4], size: u64, at: u64 },
+    /// Media data before the first fragment: a plain MP4.
+    #[error("an MP4 whose media comes before any fragment (mdat at byte {at}{}): MediaSource cannot stream it. Remux it: ffmpeg -i IN -c copy -movflags frag_keyframe+empty_moov+default_base_moof OUT.mp4", unfragmented_note(.fragmented))]
+    MediaBeforeFragment { at: u64, fragmented: bool },
+    /// An MP4 without `mvex`.
+    #[error(
+        "an MP4 that is not fragmented (no mvex in its moov): MediaSource cannot stream it. Remux it: ffmpeg -i IN -c copy -movflags frag_keyframe+empty_moov+default_base_moof OUT.mp4"
+    )]
+    NotFragmented,
+    /// The WebM's EBML header does not parse.
+    #[error("{0}")]
+    BadEbmlHeader(#[source] SegmentError),
+    #[error("the EBML header is cut off")]
+    CutEbmlHeader,
+    #[error("an EBML header of unknown size")]
+    EbmlHeaderSizeUnknown,
+    /// Nothing (readable) after the EBML header.
+    #[error("no Segment after the EBML header")]
+    NoSegment,
+    /// Another element where the Segment should start.
+    #[error("no Segment after the EBML header (element {0:#x})")]
+    NotSegment(u32),
+    /// Only a Cluster may be of unknown size (a live recording's): anything else has no end.
+    #[error("an element of unknown size at byte {0} that is no Cluster")]
+    UnknownSizeElement(u64),
+    #[error("neither WebM nor MP4: a page plays WebM or fragmented MP4")]
+    UnknownContainer,
+}
+
+/// The end of [`FormatError::MediaBeforeFragment`]'s position: why, when `mvex` is missing.
+fn unfragmented_note(fragmented: &bool) -> &'static str {
+    if *fragmented {
+        ""
+    } else {
+        ", no mvex in moov: not fragmented"
+    }
+}
+
+/// What `ppspp check` could not do, naming the file.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// The file could not be opened or its length read.
+    #[error("{}: {source}", .path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// The file is not something a page can stream.
+    #[error("{}: {source}", .path.display())]
+    Format {
+        path: PathBuf,
+        #[source]
+        source: FormatError,
+    },
+}
+
+fn read_at<R: Read + Seek>(r: &mut R, at: u64, len: u64) -> Result<Vec<u8>, FormatError> {
+    r.seek(SeekFrom::Start(at))?;
     let mut buf = Vec::new();
-    r.take(len)
-        .read_to_end(&mut buf)
-        .map_err(|e| e.to_string())?;
+    r.take(len).read_to_end(&mut buf)?;
     Ok(buf)
 }
 
@@ -155,7 +228,7 @@ fn moof_time(moof: &[u8], track: u64) -> Option<u64> {
     first
 }
 
-fn check_mp4<R: Read + Seek>(r: &mut R, len: u64) -> Result<Report, String> {
+fn check_mp4<R: Read + Seek>(r: &mut R, len: u64) -> Result<Report, FormatError> {
     let mut at = 0u64;
     let mut track = None;
     let mut fragmented = false;
@@ -164,15 +237,12 @@ fn check_mp4<R: Read + Seek>(r: &mut R, len: u64) -> Result<Report, String> {
     while at < len {
         let head = read_at(r, at, 16)?;
         let (kind, size, _) = mp4_header(&head)
-            .map_err(|e| format!("at byte {at}: {e}"))?
-            .ok_or_else(|| format!("a box header cut off at byte {at}"))?;
+            .map_err(|source| FormatError::BadHeader { at, source })?
+            .ok_or(FormatError::CutBoxHeader(at))?;
         let end = at.saturating_add(size).min(len);
         match &kind {
             b"moov" | b"moof" if size > MAX_HEADER_READ => {
-                return Err(format!(
-                    "a {} box of {size} bytes at byte {at}",
-                    String::from_utf8_lossy(&kind)
-                ));
+                return Err(FormatError::BoxTooLarge { kind, size, at });
             }
             b"moov" => {
                 let body = read_at(r, at, size)?;
@@ -194,14 +264,7 @@ fn check_mp4<R: Read + Seek>(r: &mut R, len: u64) -> Result<Report, String> {
                 });
             }
             b"mdat" if segments.is_empty() => {
-                return Err(format!(
-                    "an MP4 whose media comes before any fragment (mdat at byte {at}{}): MediaSource cannot stream it. Remux it: ffmpeg -i IN -c copy -movflags frag_keyframe+empty_moov+default_base_moof OUT.mp4",
-                    if fragmented {
-                        ""
-                    } else {
-                        ", no mvex in moov: not fragmented"
-                    }
-                ));
+                return Err(FormatError::MediaBeforeFragment { at, fragmented });
             }
             _ => {}
         }
@@ -211,7 +274,7 @@ fn check_mp4<R: Read + Seek>(r: &mut R, len: u64) -> Result<Report, String> {
         }
     }
     if !fragmented {
-        return Err("an MP4 that is not fragmented (no mvex in its moov): MediaSource cannot stream it. Remux it: ffmpeg -i IN -c copy -movflags frag_keyframe+empty_moov+default_base_moof OUT.mp4".into());
+        return Err(FormatError::NotFragmented);
     }
     Ok(Report {
         kind: Kind::FragmentedMp4,
@@ -240,20 +303,18 @@ fn elements(b: &[u8]) -> impl Iterator<Item = (u32, &[u8])> {
     })
 }
 
-fn check_webm<R: Read + Seek>(r: &mut R, len: u64) -> Result<Report, String> {
+fn check_webm<R: Read + Seek>(r: &mut R, len: u64) -> Result<Report, FormatError> {
     let head = read_at(r, 0, 64)?;
     let (_, size, hlen) = ebml_header(&head)
-        .map_err(|e| e.to_string())?
-        .ok_or("the EBML header is cut off")?;
-    let mut at = hlen as u64 + size.ok_or("an EBML header of unknown size")?;
+        .map_err(FormatError::BadEbmlHeader)?
+        .ok_or(FormatError::CutEbmlHeader)?;
+    let mut at = hlen as u64 + size.ok_or(FormatError::EbmlHeaderSizeUnknown)?;
     let seg = read_at(r, at, 16)?;
     let (id, seg_size, seg_head) = ebml_header(&seg)
-        .map_err(|e| e.to_string())?
-        .ok_or("no Segment after the EBML header")?;
+        .map_err(FormatError::BadEbmlHeader)?
+        .ok_or(FormatError::NoSegment)?;
     if id != SEGMENT {
-        return Err(format!(
-            "no Segment after the EBML header (element {id:#x})"
-        ));
+        return Err(FormatError::NotSegment(id));
     }
     at += seg_head as u64;
     let end = seg_size.map_or(len, |s| at.saturating_add(s).min(len));
@@ -264,7 +325,7 @@ fn check_webm<R: Read + Seek>(r: &mut R, len: u64) -> Result<Report, String> {
     while at < end {
         let head = read_at(r, at, 16)?;
         let Some((id, size, hlen)) =
-            ebml_header(&head).map_err(|e| format!("at byte {at}: {e}"))?
+            ebml_header(&head).map_err(|source| FormatError::BadHeader { at, source })?
         else {
             break;
         };
@@ -302,9 +363,7 @@ fn check_webm<R: Read + Seek>(r: &mut R, len: u64) -> Result<Report, String> {
             }
         }
         let Some(size) = size else {
-            return Err(format!(
-                "an element of unknown size at byte {at} that is no Cluster"
-            ));
+            return Err(FormatError::UnknownSizeElement(at));
         };
         at += hlen as u64 + size;
     }
@@ -317,22 +376,29 @@ fn check_webm<R: Read + Seek>(r: &mut R, len: u64) -> Result<Report, String> {
 }
 
 /// Looks at `r` (`len` bytes): what it is and how its media segments are laid out.
-pub fn inspect<R: Read + Seek>(r: &mut R, len: u64) -> Result<Report, String> {
+pub fn inspect<R: Read + Seek>(r: &mut R, len: u64) -> Result<Report, FormatError> {
     let head = read_at(r, 0, 8)?;
     if head.get(..4) == Some(&[0x1A, 0x45, 0xDF, 0xA3]) {
         check_webm(r, len)
     } else if head.get(4..8) == Some(b"ftyp") {
         check_mp4(r, len)
     } else {
-        Err("neither WebM nor MP4: a page plays WebM or fragmented MP4".into())
+        Err(FormatError::UnknownContainer)
     }
 }
 
-pub fn run(args: &CheckArgs) -> Result<(), String> {
+pub fn run(args: &CheckArgs) -> Result<(), CheckError> {
     let path = args.file.display();
-    let mut file = File::open(&args.file).map_err(|e| format!("{path}: {e}"))?;
-    let len = file.metadata().map_err(|e| format!("{path}: {e}"))?.len();
-    let report = inspect(&mut file, len).map_err(|e| format!("{path}: {e}"))?;
+    let open = |source| CheckError::Open {
+        path: args.file.clone(),
+        source,
+    };
+    let mut file = File::open(&args.file).map_err(open)?;
+    let len = file.metadata().map_err(open)?.len();
+    let report = inspect(&mut file, len).map_err(|source| CheckError::Format {
+        path: args.file.clone(),
+        source,
+    })?;
     let kind = match report.kind {
         Kind::WebM => "WebM",
         Kind::FragmentedMp4 => "fragmented MP4",
@@ -397,7 +463,7 @@ mod tests {
         out
     }
 
-    fn report(file: &[u8]) -> Result<Report, String> {
+    fn report(file: &[u8]) -> Result<Report, FormatError> {
         inspect(&mut Cursor::new(file), file.len() as u64)
     }
 
@@ -432,12 +498,12 @@ mod tests {
             mp4_box(b"mdat", &[1; 50]),
         ]
         .concat();
-        let err = report(&plain).unwrap_err();
+        let err = report(&plain).unwrap_err().to_string();
         assert!(
             err.contains("not fragmented") && err.contains("frag_keyframe"),
             "{err}"
         );
-        let err = report(&fmp4(&[0], false)).unwrap_err();
+        let err = report(&fmp4(&[0], false)).unwrap_err().to_string();
         assert!(err.contains("not fragmented"), "{err}");
     }
 
@@ -487,6 +553,7 @@ mod tests {
         assert!(
             report(b"hello world, not a video")
                 .unwrap_err()
+                .to_string()
                 .contains("neither WebM nor MP4")
         );
         let file = fmp4(&[0, 2000], true);

@@ -4,18 +4,22 @@
 //! verification; with no peer named, it is the only source.
 
 use crate::file_store::FileStore;
-use crate::http_origin::{HttpOrigin, REQUEST_TIMEOUT};
+use crate::http_origin::{HttpOrigin, HttpOriginError, REQUEST_TIMEOUT};
+use crate::ice_args::IceArgsError;
+use crate::live::record::RecordError;
 use crate::net::{self, Flow, Links, Peer};
-use crate::rtc::RtcTransport;
-use crate::signal::join_any;
+use crate::rtc::{RtcError, RtcTransport};
+use crate::signal::{JoinAnyError, join_first};
 use crate::stats::StatsPrinter;
 use crate::udp::{self, Clock};
 use clap::Args;
 use ppspp::engine::{
-    ChannelStats, ContentInfo, Discovery, Engine, EngineConfig, Event, HttpOriginConfig,
+    ChannelStats, ContentInfo, Discovery, DiscoveryConfigError, DiscoveryError, Engine,
+    EngineConfig, EngineError, Event, HttpOriginConfig, OriginError,
 };
-use ppspp::merkle::Hash;
-use ppspp::uri::{HttpOriginUrls, SwarmUri};
+use ppspp::merkle::{Hash, VerifyError, WrongLength};
+use ppspp::store::StoreError;
+use ppspp::uri::{HttpOriginUrls, SwarmUri, UriError};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -78,8 +82,154 @@ enum Outcome {
     NoPeers(Vec<String>),
     /// Peers were connected, but none delivered a verifiable chunk in time.
     Stalled,
-    Failed(String),
+    Failed(FetchError),
     Interrupted,
+}
+
+/// Why the peers that the command line and a URI name cannot be reached: what `fetch`
+/// and a live recording share.
+#[derive(Debug, thiserror::Error)]
+pub enum PeerError {
+    #[error("cannot resolve peer {peer}: {source}")]
+    Resolve {
+        peer: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("peer {0} has no address")]
+    NoAddress(String),
+    #[error(transparent)]
+    Join(#[from] JoinAnyError),
+    #[error(transparent)]
+    Ice(#[from] IceArgsError),
+    #[error(transparent)]
+    Rtc(#[from] RtcError),
+}
+
+/// How far a download got, for the messages of one that did not complete.
+#[derive(Debug, Clone, Copy)]
+pub struct Verified {
+    pub have: u64,
+    pub count: u64,
+    pub rejected: u64,
+}
+
+/// Why `ppspp fetch` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// Recording a live stream.
+    #[error(transparent)]
+    Live(#[from] RecordError),
+    #[error("not a swarm URI (ppspp://…) nor a root hash in hex (40 to 128 hex digits): {0}")]
+    NotATarget(String),
+    #[error("not a usable swarm URI ({source}): {text}")]
+    BadUri {
+        text: String,
+        #[source]
+        source: UriError,
+    },
+    #[error("--chunk-size is only for a bare root hash; the URI already says (cs=)")]
+    ChunkSizeWithUri,
+    #[error(transparent)]
+    Peers(#[from] PeerError),
+    #[error(
+        "no peer to fetch from: the URI names no udp= peer and no signal= server; add --udp HOST:PORT or --signal ws://HOST:PORT"
+    )]
+    NoPeerInUri,
+    #[error(
+        "no peer to fetch from: with a bare root hash, name a peer with --udp HOST:PORT or a signaling server with --signal ws://HOST:PORT"
+    )]
+    NoPeerForRoot,
+    /// The signaling server's room had nobody else in it (the URL joined).
+    #[error("no peer to fetch from: nobody else is in the swarm's room at {0}")]
+    NobodyInRoom(String),
+    /// The chunk sizes to discover with are not usable.
+    #[error(transparent)]
+    Discovery(#[from] DiscoveryConfigError),
+    #[error("cannot start the runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    #[error(transparent)]
+    Origin(#[from] HttpOriginError),
+    #[error("cannot bind UDP {addr}: {source}")]
+    BindUdp {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The peers described a bare root's content in ways that cannot be used.
+    #[error(transparent)]
+    Described(#[from] DiscoveryError<Peer>),
+    #[error("no peer described the content within {secs} s ({answered} answered)")]
+    NotDescribed { secs: u64, answered: usize },
+    /// The output (its temporary file, or the rename into place) could not be written.
+    #[error("cannot write {}: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot start: {0}")]
+    Start(#[source] EngineError),
+    /// With no peer to fetch it from, a chunk the origin got wrong cannot be had.
+    #[error(
+        "chunk {chunk} from the HTTP origin failed verification ({reason}), and no peer can provide it: the web server's file or tree is not this swarm's content"
+    )]
+    OriginCorrupt { chunk: u64, reason: VerifyError },
+    #[error("the HTTP origin failed: {0}")]
+    OriginFailed(#[source] OriginError),
+    /// A peer proved the URI's `len=` wrong.
+    #[error("bad URI: {0}; ask whoever gave you the URI for its right len=")]
+    WrongLength(WrongLength),
+    /// `part` is the temporary file.
+    #[error("cannot write chunk {chunk} to {part}: {source}")]
+    WriteChunk {
+        chunk: u64,
+        part: String,
+        #[source]
+        source: StoreError,
+    },
+    #[error("could not complete the download from the HTTP origin; {} of {} chunks verified, {} rejected{}", .verified.have, .verified.count, .verified.rejected, origin_said(.origin_error))]
+    OriginIncomplete {
+        verified: Verified,
+        origin_error: Option<Box<OriginError>>,
+    },
+    /// Every peer left or never answered (`why`: each one's reason).
+    #[error("could not complete the download: no peer left ({}); {} of {} chunks verified, {} rejected{}", listed(.why), .verified.have, .verified.count, .verified.rejected, origin_said(.origin_error))]
+    NoPeerLeft {
+        why: Vec<String>,
+        verified: Verified,
+        origin_error: Option<Box<OriginError>>,
+    },
+    /// Connected peers delivered nothing verifiable for `secs`; `channels` says what each
+    /// was doing, `closed` who left and why.
+    #[error("no chunk could be verified for {secs} s from the {peers} connected peer(s){channels}; {} of {} chunks verified, {} rejected{}{}", .verified.have, .verified.count, .verified.rejected, peers_that_left(.closed), origin_said(.origin_error))]
+    Stalled {
+        secs: u64,
+        peers: usize,
+        channels: String,
+        verified: Verified,
+        closed: Vec<String>,
+        origin_error: Option<Box<OriginError>>,
+    },
+    #[error("interrupted before the download completed")]
+    Interrupted,
+}
+
+/// The end of a failed download's message that gives the HTTP origin's last error.
+fn origin_said(origin_error: &Option<Box<OriginError>>) -> String {
+    origin_error
+        .as_ref()
+        .map(|e| format!("; the HTTP origin's last error: {e}"))
+        .unwrap_or_default()
+}
+
+/// The end of a stalled download's message that names the peers that left.
+fn peers_that_left(closed: &[String]) -> String {
+    if closed.is_empty() {
+        String::new()
+    } else {
+        format!("; peers that left: {}", listed(closed))
+    }
 }
 
 /// What each channel was doing when a fetch gave up: whom it was with, what it had
@@ -143,13 +293,16 @@ enum Plan {
 /// Resolves `host:port` peers.
 pub fn resolve_peers<'a>(
     names: impl Iterator<Item = &'a String>,
-) -> Result<Vec<SocketAddr>, String> {
+) -> Result<Vec<SocketAddr>, PeerError> {
     names
         .map(|p| {
             p.to_socket_addrs()
-                .map_err(|e| format!("cannot resolve peer {p}: {e}"))?
+                .map_err(|source| PeerError::Resolve {
+                    peer: p.clone(),
+                    source,
+                })?
                 .next()
-                .ok_or_else(|| format!("peer {p} has no address"))
+                .ok_or_else(|| PeerError::NoAddress(p.clone()))
         })
         .collect()
 }
@@ -162,8 +315,8 @@ pub async fn join_rtc(
     room: &str,
     bind: Option<SocketAddr>,
     ice: &crate::ice_args::IceArgs,
-) -> Result<RtcTransport, String> {
-    let (client, joined) = join_any(urls, 0, room).await?;
+) -> Result<RtcTransport, PeerError> {
+    let (client, joined) = join_first(urls, 0, room).await?;
     let servers = ice.servers(client.ice_servers())?;
     let ip = match bind {
         Some(b) if !b.ip().is_unspecified() => b.ip(),
@@ -189,9 +342,9 @@ pub fn default_bind(peers: &[SocketAddr]) -> SocketAddr {
     }
 }
 
-pub fn run(args: &FetchArgs) -> Result<(), String> {
+pub fn run(args: &FetchArgs) -> Result<(), FetchError> {
     if args.live || args.uri.trim().starts_with("ppspp://live/") {
-        return crate::live::record::run(&crate::live::record::LiveFetch {
+        return Ok(crate::live::record::run(&crate::live::record::LiveFetch {
             uri: &args.uri,
             output: &args.output,
             udp: &args.udp,
@@ -200,13 +353,13 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
             stats_json: args.stats_json,
             give_up_after: args.give_up_after,
             ice: &args.ice,
-        });
+        })?);
     }
     let (sources, plan) = Sources::from_args(args)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+        .map_err(FetchError::Runtime)?;
     // Join the swarm's room before creating any file, so an unreachable server leaves none.
     let rtc = match sources.signal.is_empty() {
         false => Some(runtime.block_on(join_rtc(
@@ -222,9 +375,8 @@ pub fn run(args: &FetchArgs) -> Result<(), String> {
         .map(|r| r.welcome_peers().into_iter().take(MAX_RTC_OFFERS).collect())
         .unwrap_or_default();
     if sources.peers.is_empty() && rtc_peers.is_empty() && sources.origin.is_none() {
-        return Err(format!(
-            "no peer to fetch from: nobody else is in the swarm's room at {}",
-            rtc.as_ref().map_or("?", |r| r.signal_url())
+        return Err(FetchError::NobodyInRoom(
+            rtc.as_ref().map_or("?", |r| r.signal_url()).to_string(),
         ));
     }
     let started = Instant::now();
@@ -247,15 +399,12 @@ struct Sources {
 
 impl Sources {
     /// The sources, and the content's description or how to learn it.
-    fn from_args(args: &FetchArgs) -> Result<(Sources, Plan), String> {
+    fn from_args(args: &FetchArgs) -> Result<(Sources, Plan), FetchError> {
         let target = parse_target(&args.uri)?;
         let (root, uri_udp, uri_signal, origin) = match &target {
             Target::Uri(uri) => {
                 if args.chunk_size.is_some() {
-                    return Err(
-                        "--chunk-size is only for a bare root hash; the URI already says (cs=)"
-                            .into(),
-                    );
+                    return Err(FetchError::ChunkSizeWithUri);
                 }
                 (
                     uri.root,
@@ -273,19 +422,19 @@ impl Sources {
         let peers = resolve_peers(uri_udp.iter().chain(&args.udp))?;
         if peers.is_empty() && signal.is_empty() && origin.is_none() {
             return Err(match target {
-                Target::Uri(_) => "no peer to fetch from: the URI names no udp= peer and no signal= server; add --udp HOST:PORT or --signal ws://HOST:PORT",
-                Target::Root(_) => "no peer to fetch from: with a bare root hash, name a peer with --udp HOST:PORT or a signaling server with --signal ws://HOST:PORT",
-            }
-            .into());
+                Target::Uri(_) => FetchError::NoPeerInUri,
+                Target::Root(_) => FetchError::NoPeerForRoot,
+            });
         }
         let plan = match &target {
             Target::Uri(uri) => Plan::Known(uri.content()),
             Target::Root(root) => {
                 let sizes: Vec<u32> = args.chunk_size.map(|c| c as u32).into_iter().collect();
-                Plan::Discover(Box::new(
-                    Discovery::new(*root, &sizes, crate::random_seed())
-                        .map_err(|e| e.to_string())?,
-                ))
+                Plan::Discover(Box::new(Discovery::new(
+                    *root,
+                    &sizes,
+                    crate::random_seed(),
+                )?))
             }
         };
         let sources = Sources {
@@ -308,7 +457,7 @@ struct Fetched {
     /// Peers that left, and why.
     closed: Vec<String>,
     /// What the HTTP origin last failed with.
-    origin_error: Option<String>,
+    origin_error: Option<OriginError>,
 }
 
 /// In the runtime: learns the content's description if needed, starts the engine over a
@@ -320,7 +469,7 @@ async fn fetch(
     plan: Plan,
     mut rtc: Option<RtcTransport>,
     rtc_peers: &[String],
-) -> Result<Fetched, String> {
+) -> Result<Fetched, FetchError> {
     // In the runtime: its client spawns there.
     let mut origin = sources
         .origin
@@ -330,13 +479,15 @@ async fn fetch(
     let bind = args.bind.unwrap_or_else(|| default_bind(&sources.peers));
     let socket = match sources.peers.is_empty() {
         true => None,
-        false => Some(udp::bind(bind).map_err(|e| format!("cannot bind UDP {bind}: {e}"))?),
+        false => {
+            Some(udp::bind(bind).map_err(|source| FetchError::BindUdp { addr: bind, source })?)
+        }
     };
     let clock = Clock::new();
     let mut offered = Vec::new();
     if let Some(r) = rtc.as_mut() {
         for p in rtc_peers {
-            offered.push(r.offer(p)?);
+            offered.push(r.offer(p).map_err(PeerError::from)?);
         }
     }
     let (content, opened) = match plan {
@@ -399,7 +550,7 @@ async fn describe(
     rtc: Option<&mut RtcTransport>,
     offered: Vec<u64>,
     clock: &Clock,
-) -> Result<(ContentInfo, Vec<u64>), String> {
+) -> Result<(ContentInfo, Vec<u64>), FetchError> {
     eprintln!(
         "asking {} peer(s) for the chunk size and length of {}",
         sources.peers.len() + offered.len(),
@@ -422,13 +573,12 @@ async fn describe(
     .await;
     let content = match found {
         Some(Ok(content)) => content,
-        Some(Err(e)) => return Err(e.to_string()),
+        Some(Err(e)) => return Err(e.into()),
         None => {
-            let answered = discovery.answered().count();
-            return Err(format!(
-                "no peer described the content within {} s ({answered} answered)",
-                args.give_up_after
-            ));
+            return Err(FetchError::NotDescribed {
+                secs: args.give_up_after,
+                answered: discovery.answered().count(),
+            });
         }
     };
     eprintln!(
@@ -444,21 +594,23 @@ fn start_engine(
     sources: &Sources,
     content: ContentInfo,
     clock: &Clock,
-) -> Result<Engine<Peer, FileStore>, String> {
+) -> Result<Engine<Peer, FileStore>, FetchError> {
     let store = FileStore::create_partial(
         &args.output,
         content.content_len,
         content.chunk_size as usize,
     )
-    .map_err(|e| format!("cannot write {}: {e}", args.output.display()))?;
+    .map_err(|source| FetchError::Write {
+        path: args.output.clone(),
+        source,
+    })?;
     let config = EngineConfig {
         download_limit: args.download_limit,
         seed: crate::random_seed(),
         wall_clock_offset: clock.wall_clock_offset(),
         ..EngineConfig::default()
     };
-    let mut engine = Engine::new(config, content, store, clock.now())
-        .map_err(|e| format!("cannot start: {e}"))?;
+    let mut engine = Engine::new(config, content, store, clock.now()).map_err(FetchError::Start)?;
     if sources.origin.is_some() {
         let origin_config = HttpOriginConfig {
             // With no peer to wait for, the origin serves everything from the start.
@@ -491,7 +643,7 @@ struct Watch<'a> {
     connected: bool,
     outcome: Outcome,
     closed: Vec<String>,
-    origin_error: Option<String>,
+    origin_error: Option<OriginError>,
 }
 
 impl<'a> Watch<'a> {
@@ -547,9 +699,7 @@ impl<'a> Watch<'a> {
             }
             Event::OriginCorrupt { chunk, reason } if self.http_only => {
                 // No peer to fetch it from: waiting would only run out the clock.
-                self.stop(format!(
-                    "chunk {chunk} from the HTTP origin failed verification ({reason}), and no peer can provide it: the web server's file or tree is not this swarm's content"
-                ))
+                self.stop(FetchError::OriginCorrupt { chunk, reason })
             }
             Event::OriginCorrupt { chunk, reason } => {
                 self.progress.suspend(|| {
@@ -564,10 +714,10 @@ impl<'a> Watch<'a> {
                 retry_in,
                 disabled,
             } => {
-                self.origin_error = Some(error.to_string());
+                self.origin_error = Some(error.clone());
                 let then = match (disabled, retry_in) {
                     (true, _) if engine.peers().count() == 0 && self.http_only => {
-                        return self.stop(format!("the HTTP origin failed: {error}"));
+                        return self.stop(FetchError::OriginFailed(error));
                     }
                     (true, _) => "it is no longer used".to_string(),
                     (false, Some(wait)) => format!("retrying in {:.1} s", wait.as_secs_f64()),
@@ -591,19 +741,21 @@ impl<'a> Watch<'a> {
                 }
                 Flow::Continue
             }
-            Event::WrongContentLength(wrong) => self.stop(format!(
-                "bad URI: {wrong}; ask whoever gave you the URI for its right len="
-            )),
-            Event::StoreFailed { chunk, error } => {
-                let why = format!("cannot write chunk {chunk} to {}: {error}", self.part);
-                self.stop(why)
-            }
+            Event::WrongContentLength(wrong) => self.stop(FetchError::WrongLength(wrong)),
+            Event::StoreFailed { chunk, error } => self.stop(FetchError::WriteChunk {
+                chunk,
+                part: self.part.clone(),
+                source: error,
+            }),
             Event::Complete => {
                 self.progressed.set(None);
                 self.progress.finish_and_clear();
                 // Into place now: with --keep-seeding the process may run for long.
-                if let Err(e) = engine.store_mut().commit() {
-                    return self.stop(format!("cannot write {}: {e}", self.output.display()));
+                if let Err(source) = engine.store_mut().commit() {
+                    return self.stop(FetchError::Write {
+                        path: self.output.to_path_buf(),
+                        source,
+                    });
                 }
                 self.outcome = Outcome::Complete;
                 if self.keep_seeding {
@@ -618,7 +770,7 @@ impl<'a> Watch<'a> {
     }
 
     /// The fetch failed for `why`.
-    fn stop(&mut self, why: String) -> Flow {
+    fn stop(&mut self, why: FetchError) -> Flow {
         self.outcome = Outcome::Failed(why);
         Flow::Stop
     }
@@ -661,7 +813,7 @@ fn finish(
     sources: &Sources,
     fetched: Fetched,
     started: Instant,
-) -> Result<(), String> {
+) -> Result<(), FetchError> {
     let Fetched {
         outcome,
         engine,
@@ -679,43 +831,38 @@ fn finish(
     }
     if !complete {
         store.abandon();
-        let origin_said = origin_error
-            .map(|e| format!("; the HTTP origin's last error: {e}"))
-            .unwrap_or_default();
+        // Boxed: it would make every fetch error as large as itself.
+        let origin_error = origin_error.map(Box::new);
+        let verified = Verified {
+            have: stats.chunks_have,
+            count: stats.chunk_count,
+            rejected: stats.chunks_rejected,
+        };
         return Err(match outcome {
-            Outcome::NoPeers(_) if sources.http_only => format!(
-                "could not complete the download from the HTTP origin; {} of {} chunks verified, {} rejected{origin_said}",
-                stats.chunks_have, stats.chunk_count, stats.chunks_rejected
-            ),
-            Outcome::NoPeers(why) => format!(
-                "could not complete the download: no peer left ({}); {} of {} chunks verified, {} rejected{origin_said}",
-                listed(&why),
-                stats.chunks_have,
-                stats.chunk_count,
-                stats.chunks_rejected
-            ),
-            Outcome::Stalled => {
-                format!(
-                    "no chunk could be verified for {} s from the {} connected peer(s){}; {} of {} chunks verified, {} rejected{}",
-                    args.give_up_after,
-                    ended.len(),
-                    describe_channels(&ended),
-                    stats.chunks_have,
-                    stats.chunk_count,
-                    stats.chunks_rejected,
-                    if closed.is_empty() {
-                        String::new()
-                    } else {
-                        format!("; peers that left: {}", listed(&closed))
-                    }
-                ) + &origin_said
-            }
-            _ => "interrupted before the download completed".into(),
+            Outcome::NoPeers(_) if sources.http_only => FetchError::OriginIncomplete {
+                verified,
+                origin_error,
+            },
+            Outcome::NoPeers(why) => FetchError::NoPeerLeft {
+                why,
+                verified,
+                origin_error,
+            },
+            Outcome::Stalled => FetchError::Stalled {
+                secs: args.give_up_after,
+                peers: ended.len(),
+                channels: describe_channels(&ended),
+                verified,
+                closed,
+                origin_error,
+            },
+            _ => FetchError::Interrupted,
         });
     }
-    let path = store
-        .commit()
-        .map_err(|e| format!("cannot write {}: {e}", args.output.display()))?;
+    let path = store.commit().map_err(|source| FetchError::Write {
+        path: args.output.clone(),
+        source,
+    })?;
     let secs = started.elapsed().as_secs_f64();
     eprintln!(
         "fetched {}: {} bytes in {:.2} s ({:.1} MB/s); {} chunks verified, {} rejected",
@@ -729,19 +876,20 @@ fn finish(
     Ok(())
 }
 
-fn parse_target(text: &str) -> Result<Target, String> {
+fn parse_target(text: &str) -> Result<Target, FetchError> {
     let text = text.trim();
     if !text.contains("://") {
         return match Hash::from_hex(text) {
             Some(root) => Ok(Target::Root(root)),
-            None => Err(format!(
-                "not a swarm URI (ppspp://…) nor a root hash in hex (40 to 128 hex digits): {text}"
-            )),
+            None => Err(FetchError::NotATarget(text.to_string())),
         };
     }
     text.parse::<SwarmUri>()
         .map(Target::Uri)
-        .map_err(|e| format!("not a usable swarm URI ({e}): {text}"))
+        .map_err(|source| FetchError::BadUri {
+            text: text.to_string(),
+            source,
+        })
 }
 
 /// Items an error line names in full: beyond, a count, so a URI naming thousands of dead

@@ -34,26 +34,47 @@ pub struct HttpOrigin {
     rx: mpsc::UnboundedReceiver<Answer>,
 }
 
-fn parse_url(what: &str, url: &str) -> Result<Uri, String> {
-    let uri: Uri = url
-        .parse()
-        .map_err(|e| format!("the URI's {what} {url:?} is not a URL: {e}"))?;
+/// A swarm URI's HTTP origin URL (`what` is `http=` or `tree=`) this client cannot use.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpOriginError {
+    #[error("the URI's {what} {url:?} is not a URL: {source}")]
+    NotAUrl {
+        what: &'static str,
+        url: String,
+        #[source]
+        source: hyper::http::uri::InvalidUri,
+    },
+    /// Relative URLs resolve against a page's address, which the command line has not.
+    #[error(
+        "the URI's {what} {url:?} must be an absolute http:// or https:// URL here (relative ones are for pages)"
+    )]
+    NotAbsolute { what: &'static str, url: String },
+}
+
+fn parse_url(what: &'static str, url: &str) -> Result<Uri, HttpOriginError> {
+    let uri: Uri = url.parse().map_err(|source| HttpOriginError::NotAUrl {
+        what,
+        url: url.to_string(),
+        source,
+    })?;
     match uri.scheme_str() {
         Some("http" | "https") if uri.host().is_some() => Ok(uri),
-        _ => Err(format!(
-            "the URI's {what} {url:?} must be an absolute http:// or https:// URL here (relative ones are for pages)"
-        )),
+        _ => Err(HttpOriginError::NotAbsolute {
+            what,
+            url: url.to_string(),
+        }),
     }
 }
 
 impl HttpOrigin {
     /// A client for `urls`; refuses URLs that are not absolute http(s).
-    pub fn new(urls: &HttpOriginUrls, timeout: Duration) -> Result<HttpOrigin, String> {
+    pub fn new(urls: &HttpOriginUrls, timeout: Duration) -> Result<HttpOrigin, HttpOriginError> {
         let content = parse_url("http=", &urls.content)?;
         let tree = parse_url("tree=", &urls.tree)?;
+        // No system CA store is no error: Mozilla's roots stand in.
         let https = HttpsConnectorBuilder::new()
             .with_native_roots()
-            .or_else(|_| Ok::<_, String>(HttpsConnectorBuilder::new().with_webpki_roots()))?
+            .unwrap_or_else(|_| HttpsConnectorBuilder::new().with_webpki_roots())
             .https_or_http()
             .enable_http1()
             .build();

@@ -32,23 +32,34 @@ pub struct IceArgs {
     pub webrtc_stack: crate::rtc::Stack,
 }
 
+/// STUN/TURN options that do not make a usable set of servers.
+#[derive(Debug, thiserror::Error)]
+pub enum IceArgsError {
+    #[error("--stun takes a stun: URL, not {0}")]
+    NotStun(String),
+    /// The `--turn` URLs, all of them, as given.
+    #[error("--turn takes turn: URLs, not {}", .0.join(", "))]
+    NotTurn(Vec<String>),
+    #[error("--turn needs --turn-username and --turn-credential (or PPSPP_TURN_CREDENTIAL)")]
+    NoTurnCredentials,
+    #[error("--relay-only needs a TURN server (--turn, or the signaling server's)")]
+    RelayWithoutTurn,
+}
+
 impl IceArgs {
     /// The command line's servers followed by the welcome's; an error for TURN without
     /// credentials, or --relay-only without any TURN server.
-    pub fn servers(&self, welcome: &[IceServer]) -> Result<Vec<IceServer>, String> {
+    pub fn servers(&self, welcome: &[IceServer]) -> Result<Vec<IceServer>, IceArgsError> {
         let mut servers: Vec<IceServer> = Vec::new();
         for url in &self.stun {
             if !url.starts_with("stun:") {
-                return Err(format!("--stun takes a stun: URL, not {url}"));
+                return Err(IceArgsError::NotStun(url.clone()));
             }
             servers.push(IceServer::new(vec![url.clone()]));
         }
         if !self.turn.is_empty() {
             if self.turn.iter().any(|u| !u.starts_with("turn:")) {
-                return Err(format!(
-                    "--turn takes turn: URLs, not {}",
-                    self.turn.join(", ")
-                ));
+                return Err(IceArgsError::NotTurn(self.turn.clone()));
             }
             let credential = self
                 .turn_credential
@@ -56,10 +67,7 @@ impl IceArgs {
                 .or_else(|| std::env::var("PPSPP_TURN_CREDENTIAL").ok());
             let (Some(username), Some(credential)) = (self.turn_username.clone(), credential)
             else {
-                return Err(
-                    "--turn needs --turn-username and --turn-credential (or PPSPP_TURN_CREDENTIAL)"
-                        .into(),
-                );
+                return Err(IceArgsError::NoTurnCredentials);
             };
             let mut s = IceServer::new(self.turn.clone());
             s.username = Some(username);
@@ -72,9 +80,7 @@ impl IceArgs {
                 .iter()
                 .any(|s| s.urls().iter().any(|u| u.starts_with("turn:")) && s.username.is_some())
         {
-            return Err(
-                "--relay-only needs a TURN server (--turn, or the signaling server's)".into(),
-            );
+            return Err(IceArgsError::RelayWithoutTurn);
         }
         Ok(servers)
     }
@@ -123,6 +129,7 @@ mod tests {
         assert!(
             stun.servers(&[])
                 .unwrap_err()
+                .to_string()
                 .contains("--stun takes a stun: URL")
         );
         let turn = IceArgs {
@@ -132,6 +139,7 @@ mod tests {
         assert!(
             turn.servers(&[])
                 .unwrap_err()
+                .to_string()
                 .contains("--turn needs --turn-username")
         );
         let relay = IceArgs {
@@ -142,6 +150,7 @@ mod tests {
             relay
                 .servers(&[])
                 .unwrap_err()
+                .to_string()
                 .contains("--relay-only needs a TURN server")
         );
         // The welcome's TURN server is enough for --relay-only.

@@ -38,16 +38,19 @@ pub fn random_seed() -> u64 {
 
 /// Writes `line` and a newline to standard output. A reader that went away before it
 /// (`ppspp root FILE | head -1`) is not an error: it read what it wanted.
-pub fn print_line(line: impl std::fmt::Display) -> Result<(), String> {
+pub fn print_line(line: impl std::fmt::Display) -> Result<(), StdoutError> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     match writeln!(out, "{line}").and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(format!("cannot write to standard output: {e}"))
-        }
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(StdoutError(e)),
         _ => Ok(()),
     }
 }
+
+/// Standard output would not take a line (other than its reader going away).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write to standard output: {0}")]
+pub struct StdoutError(#[source] pub std::io::Error);
 
 /// Resolves on Ctrl-C or SIGTERM (the trigger shared with the signaling server).
 pub async fn shutdown_signal() {

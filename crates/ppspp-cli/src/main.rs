@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 use ppspp_cli::presentation::{self, DashCommand, HlsCommand};
 use ppspp_cli::{check, fetch, live, root, seed};
+use std::error::Error;
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
@@ -49,14 +50,15 @@ fn main() -> ExitCode {
     // wss:// signaling's TLS on aws-lc-rs (already here for str0m's DTLS), chosen explicitly
     // so that no other crate's rustls features can leave the choice ambiguous.
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-    let result = match cli.command {
-        Command::Root(args) => root::run(&args),
-        Command::Check(args) => check::run(&args),
-        Command::Seed(args) => seed::run(&args),
-        Command::Fetch(args) => fetch::run(&args),
-        Command::Live(args) => live::run(&args),
-        Command::Hls { command } => presentation::run_hls(&command),
-        Command::Dash { command } => presentation::run_dash(&command),
+    // Each command has its own error type; what the user sees is its message.
+    let result: Result<(), Box<dyn Error>> = match cli.command {
+        Command::Root(args) => root::run(&args).map_err(Into::into),
+        Command::Check(args) => check::run(&args).map_err(Into::into),
+        Command::Seed(args) => seed::run(&args).map_err(Into::into),
+        Command::Fetch(args) => fetch::run(&args).map_err(Into::into),
+        Command::Live(args) => live::run(&args).map_err(Into::into),
+        Command::Hls { command } => presentation::run_hls(&command).map_err(Into::into),
+        Command::Dash { command } => presentation::run_dash(&command).map_err(Into::into),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

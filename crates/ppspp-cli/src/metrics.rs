@@ -145,16 +145,34 @@ impl SeedMetrics {
 
     /// Serves `GET /metrics` on `addr` in a task of the current runtime; the address it
     /// listens on (the real port when `addr`'s is 0).
-    pub async fn serve(self: &Arc<Self>, addr: SocketAddr) -> Result<SocketAddr, String> {
+    pub async fn serve(self: &Arc<Self>, addr: SocketAddr) -> Result<SocketAddr, MetricsError> {
         let listener = TcpListener::bind(addr)
             .await
-            .map_err(|e| format!("--metrics {addr}: cannot listen: {e}"))?;
+            .map_err(|source| MetricsError::Listen { addr, source })?;
         let local = listener
             .local_addr()
-            .map_err(|e| format!("--metrics {addr}: {e}"))?;
+            .map_err(|source| MetricsError::LocalAddr { addr, source })?;
         tokio::spawn(accept(listener, self.clone()));
         Ok(local)
     }
+}
+
+/// Why `--metrics` cannot be served.
+#[derive(Debug, thiserror::Error)]
+pub enum MetricsError {
+    #[error("--metrics {addr}: cannot listen: {source}")]
+    Listen {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The bound listener would not say its address.
+    #[error("--metrics {addr}: {source}")]
+    LocalAddr {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Accepts scrapers until the runtime ends; each connection answers requests until the

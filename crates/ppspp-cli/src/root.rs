@@ -4,10 +4,10 @@
 use clap::Args;
 use ppspp::engine::ContentInfo;
 use ppspp::merkle::tree_file::{DEFAULT_GROUP_LAYER, encode_file};
-use ppspp::merkle::{HashAlgorithm, MerkleTree};
-use ppspp::uri::{HttpOriginUrls, SwarmUri};
+use ppspp::merkle::{HashAlgorithm, MerkleError, MerkleTree};
+use ppspp::uri::{HttpOriginUrls, SwarmUri, UriError};
 use std::fs::File;
-use std::io::{ErrorKind, Read, Write};
+use std::io::{self, ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 
 /// The RFC's recommended chunk size.
@@ -42,19 +42,80 @@ pub struct RootArgs {
     signal: Option<String>,
 }
 
-pub fn parse_chunk_size(s: &str) -> Result<usize, String> {
+/// A `--chunk-size` that is no chunk size.
+#[derive(Debug, thiserror::Error)]
+pub enum ChunkSizeError {
+    #[error("'{0}' is not a whole number of bytes")]
+    NotANumber(String),
+    #[error("chunk size must be between 1 and {MAX_CHUNK_SIZE} bytes")]
+    OutOfRange,
+}
+
+pub fn parse_chunk_size(s: &str) -> Result<usize, ChunkSizeError> {
     let n: usize = s
         .parse()
-        .map_err(|_| format!("'{s}' is not a whole number of bytes"))?;
+        .map_err(|_| ChunkSizeError::NotANumber(s.to_string()))?;
     if n == 0 || n > MAX_CHUNK_SIZE {
-        return Err(format!(
-            "chunk size must be between 1 and {MAX_CHUNK_SIZE} bytes"
-        ));
+        return Err(ChunkSizeError::OutOfRange);
     }
     Ok(n)
 }
 
-pub fn run(args: &RootArgs) -> Result<(), String> {
+/// What can go wrong hashing a file, writing its tree file or making its swarm URI.
+#[derive(Debug, thiserror::Error)]
+pub enum RootError {
+    /// The file's metadata could not be read, or the file could not be opened.
+    #[error("cannot open {}: {source}", .path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{} is a directory, not a file", .0.display())]
+    Directory(PathBuf),
+    /// A device, FIFO or socket: opening one may wait forever, and it has no length.
+    #[error("{} is not a regular file (a device, FIFO or socket has no fixed length to hash)", .0.display())]
+    NotRegular(PathBuf),
+    #[error("cannot read {}: {source}", .path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// The Merkle tree could not be finished.
+    #[error("cannot hash {}: {source}", .path.display())]
+    Hash {
+        path: PathBuf,
+        #[source]
+        source: MerkleError,
+    },
+    /// The tree's chunks are too large for the tree file format.
+    #[error("cannot write {}: chunk size too large", .0.display())]
+    TreeChunkSize(PathBuf),
+    /// The tree file could not be written or renamed into place.
+    #[error("cannot write {}: {source}", .path.display())]
+    WriteTree {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// The chunk size does not fit a swarm URI's 32 bits.
+    #[error("chunk size too large")]
+    UriChunkSize,
+    /// `--tree` names no file to put next to the content.
+    #[error("{} is not a file name", .0.display())]
+    NotAFileName(PathBuf),
+    /// `--http`'s URL has no path to put the tree file next to.
+    #[error("--http {0}: no path to put the tree file next to; give --tree-url")]
+    NoHttpPath(String),
+    /// The swarm URI made of the arguments does not parse back.
+    #[error("cannot make a swarm URI of these arguments: {0}")]
+    Uri(#[source] UriError),
+    #[error(transparent)]
+    Stdout(#[from] crate::StdoutError),
+}
+
+pub fn run(args: &RootArgs) -> Result<(), RootError> {
     let tree = hash_with_progress(&args.file, args.hash, args.chunk_size)?;
     crate::print_line(format_args!(
         "{} {} chunks ({} bytes, {} B chunks, {})",
@@ -68,16 +129,16 @@ pub fn run(args: &RootArgs) -> Result<(), String> {
         let written = write_tree_file(&tree, out)?;
         eprintln!("wrote the hash tree to {} ({written} bytes)", out.display());
     }
-    crate::print_line(swarm_uri(&tree, args)?)
+    Ok(crate::print_line(swarm_uri(&tree, args)?)?)
 }
 
 /// The swarm URI of `tree`, with what the arguments name (signaling, HTTP origin, name),
 /// checked by parsing it back.
-fn swarm_uri(tree: &MerkleTree, args: &RootArgs) -> Result<SwarmUri, String> {
+fn swarm_uri(tree: &MerkleTree, args: &RootArgs) -> Result<SwarmUri, RootError> {
     let content = ContentInfo {
         root: tree.root(),
         hash: tree.algorithm(),
-        chunk_size: u32::try_from(tree.chunk_size()).map_err(|_| "chunk size too large")?,
+        chunk_size: u32::try_from(tree.chunk_size()).map_err(|_| RootError::UriChunkSize)?,
         content_len: tree.content_len(),
     };
     let mut uri = SwarmUri::new(&content);
@@ -96,31 +157,28 @@ fn swarm_uri(tree: &MerkleTree, args: &RootArgs) -> Result<SwarmUri, String> {
             tree: tree_url,
         });
     }
-    uri.to_string()
-        .parse::<SwarmUri>()
-        .map_err(|e| format!("cannot make a swarm URI of these arguments: {e}"))
+    uri.to_string().parse::<SwarmUri>().map_err(RootError::Uri)
 }
 
 /// `url` with its last path segment replaced by `file`'s name: where the tree file sits
 /// when it is served next to the content.
-fn sibling_url(url: &str, file: &Path) -> Result<String, String> {
+fn sibling_url(url: &str, file: &Path) -> Result<String, RootError> {
     let name = file
         .file_name()
-        .ok_or_else(|| format!("{} is not a file name", file.display()))?
+        .ok_or_else(|| RootError::NotAFileName(file.to_path_buf()))?
         .to_string_lossy();
     let path_end = url.find(['?', '#']).unwrap_or(url.len());
-    let slash = url[..path_end].rfind('/').ok_or_else(|| {
-        format!("--http {url}: no path to put the tree file next to; give --tree-url")
-    })?;
+    let slash = url[..path_end]
+        .rfind('/')
+        .ok_or_else(|| RootError::NoHttpPath(url.to_string()))?;
     Ok(format!("{}{name}", &url[..=slash]))
 }
 
 /// Writes `tree` as a tree file at `out`, through a temporary file renamed into place (a
 /// reader never sees half a file). Returns its size.
-pub fn write_tree_file(tree: &MerkleTree, out: &Path) -> Result<u64, String> {
-    let shown = out.display();
+pub fn write_tree_file(tree: &MerkleTree, out: &Path) -> Result<u64, RootError> {
     let bytes = encode_file(tree, DEFAULT_GROUP_LAYER)
-        .ok_or_else(|| format!("cannot write {shown}: chunk size too large"))?;
+        .ok_or_else(|| RootError::TreeChunkSize(out.to_path_buf()))?;
     let mut part = out.as_os_str().to_owned();
     part.push(".part");
     let part = PathBuf::from(part);
@@ -131,7 +189,10 @@ pub fn write_tree_file(tree: &MerkleTree, out: &Path) -> Result<u64, String> {
     };
     if let Err(e) = write().and_then(|()| std::fs::rename(&part, out)) {
         let _ = std::fs::remove_file(&part);
-        return Err(format!("cannot write {shown}: {e}"));
+        return Err(RootError::WriteTree {
+            path: out.to_path_buf(),
+            source: e,
+        });
     }
     Ok(bytes.len() as u64)
 }
@@ -142,20 +203,21 @@ pub fn hash_with_progress(
     path: &Path,
     hash: HashAlgorithm,
     chunk_size: usize,
-) -> Result<MerkleTree, String> {
-    let shown = path.display();
+) -> Result<MerkleTree, RootError> {
+    let open = |source| RootError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
     // Asked before opening: opening a FIFO waits for a writer, and a device such as
     // /dev/zero never ends, so neither has a length to hash or seed.
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot open {shown}: {e}"))?;
+    let meta = std::fs::metadata(path).map_err(open)?;
     if meta.is_dir() {
-        return Err(format!("{shown} is a directory, not a file"));
+        return Err(RootError::Directory(path.to_path_buf()));
     }
     if !meta.is_file() {
-        return Err(format!(
-            "{shown} is not a regular file (a device, FIFO or socket has no fixed length to hash)"
-        ));
+        return Err(RootError::NotRegular(path.to_path_buf()));
     }
-    let mut file = File::open(path).map_err(|e| format!("cannot open {shown}: {e}"))?;
+    let mut file = File::open(path).map_err(open)?;
     let progress = crate::progress::hashing_bar(meta.len());
     let mut builder = MerkleTree::builder(hash, chunk_size);
     let mut buf = vec![0u8; 1 << 16];
@@ -167,11 +229,17 @@ pub fn hash_with_progress(
                 progress.inc(n as u64);
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) => return Err(format!("cannot read {shown}: {e}")),
+            Err(source) => {
+                return Err(RootError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
         }
     }
     progress.finish_and_clear();
-    builder
-        .finish()
-        .map_err(|e| format!("cannot hash {shown}: {e}"))
+    builder.finish().map_err(|source| RootError::Hash {
+        path: path.to_path_buf(),
+        source,
+    })
 }

@@ -1,16 +1,17 @@
 //! `ppspp seed FILE`: hash the file, print its swarm URI, serve it until interrupted.
 
 use crate::file_store::FileStore;
-use crate::metrics::SeedMetrics;
+use crate::metrics::{MetricsError, SeedMetrics};
 use crate::net::{self, Flow};
-use crate::root::{DEFAULT_CHUNK_SIZE, hash_with_progress, parse_chunk_size};
-use crate::serve::{ListenArgs, Reports};
+use crate::presentation::error::PresentationSeedError;
+use crate::root::{DEFAULT_CHUNK_SIZE, RootError, hash_with_progress, parse_chunk_size};
+use crate::serve::{ListenArgs, Reports, ServeError};
 use crate::stats::StatsPrinter;
 use crate::udp::Clock;
 use clap::Args;
-use ppspp::engine::{Engine, EngineConfig, Event};
+use ppspp::engine::{Engine, EngineConfig, EngineError, Event};
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
-use ppspp::store::ChunkStore;
+use ppspp::store::{ChunkStore, StoreError};
 use ppspp::uri::SwarmUri;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -46,32 +47,80 @@ pub struct SeedArgs {
     pub(crate) listen: ListenArgs,
 }
 
-pub fn run(args: &SeedArgs) -> Result<(), String> {
+/// Why `ppspp seed FILE` stopped or could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SeedError {
+    #[error(transparent)]
+    Listen(#[from] ServeError),
+    #[error(transparent)]
+    Hash(#[from] RootError),
+    /// The file could not be opened for serving after it was hashed.
+    #[error("cannot open {}: {source}", .path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Its length or modification time moved while it was hashed.
+    #[error("{} changed while it was hashed: seed it again once it is complete", .0.display())]
+    Changed(PathBuf),
+    #[error("cannot start the runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    #[error(transparent)]
+    Metrics(#[from] MetricsError),
+    #[error(transparent)]
+    Serve(#[from] ServeContentError),
+    /// The file changed while served, so it is no longer this swarm's content.
+    #[error("stopped seeding {}: {source}; run ppspp seed again to serve its new content (a new swarm)", .path.display())]
+    Stopped {
+        path: PathBuf,
+        #[source]
+        source: StoreError,
+    },
+    /// Seeding a presentation's manifest.
+    #[error(transparent)]
+    Presentation(#[from] PresentationSeedError),
+}
+
+/// Why serving one content could not start: what `seed` of a file and of a presentation
+/// share.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeContentError {
+    #[error("cannot start: {0}")]
+    Engine(#[source] EngineError),
+    #[error(transparent)]
+    Listen(#[from] ServeError),
+    #[error(transparent)]
+    Stdout(#[from] crate::StdoutError),
+}
+
+pub fn run(args: &SeedArgs) -> Result<(), SeedError> {
     args.listen.check()?;
     if args
         .file
         .to_string_lossy()
         .ends_with(crate::presentation::manifest::SUFFIX)
     {
-        return crate::presentation::seed::run(args);
+        return Ok(crate::presentation::seed::run(args)?);
     }
     // Looked at before hashing and after opening: the store watches the file from then on,
     // so a change while it was hashed is caught here.
     let stamp = |p: &std::path::Path| std::fs::metadata(p).map(|m| (m.len(), m.modified().ok()));
     let before = stamp(&args.file).ok();
     let tree = hash_with_progress(&args.file, args.hash, args.chunk_size)?;
-    let store = FileStore::open_complete(&args.file, args.chunk_size)
-        .map_err(|e| format!("cannot open {}: {e}", args.file.display()))?;
+    let store = FileStore::open_complete(&args.file, args.chunk_size).map_err(|source| {
+        SeedError::Open {
+            path: args.file.clone(),
+            source,
+        }
+    })?;
     if store.content_len() != tree.content_len() || stamp(&args.file).ok() != before {
-        return Err(format!(
-            "{} changed while it was hashed: seed it again once it is complete",
-            args.file.display()
-        ));
+        return Err(SeedError::Changed(args.file.clone()));
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+        .map_err(SeedError::Runtime)?;
     runtime.block_on(async {
         let name = args
             .file
@@ -86,11 +135,21 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
             metrics: start_metrics(args).await?,
         };
         let clock = Clock::new();
-        match serve(args, 0, &tree, store, &clock, served, crate::shutdown_signal()).await? {
-            Some(e) => Err(format!(
-                "stopped seeding {}: {e}; run ppspp seed again to serve its new content (a new swarm)",
-                args.file.display()
-            )),
+        match serve(
+            args,
+            0,
+            &tree,
+            store,
+            &clock,
+            served,
+            crate::shutdown_signal(),
+        )
+        .await?
+        {
+            Some(source) => Err(SeedError::Stopped {
+                path: args.file.clone(),
+                source,
+            }),
             None => Ok(()),
         }
     })
@@ -110,7 +169,7 @@ pub struct Served {
 }
 
 /// Starts `--metrics`' server, if asked for, and says where it listens.
-pub async fn start_metrics(args: &SeedArgs) -> Result<Option<Arc<SeedMetrics>>, String> {
+pub async fn start_metrics(args: &SeedArgs) -> Result<Option<Arc<SeedMetrics>>, MetricsError> {
     let Some(addr) = args.metrics else {
         return Ok(None);
     };
@@ -131,7 +190,7 @@ pub async fn serve<S: ChunkStore>(
     clock: &Clock,
     served: Served,
     stop: impl std::future::Future<Output = ()>,
-) -> Result<Option<String>, String> {
+) -> Result<Option<StoreError>, ServeContentError> {
     let config = EngineConfig {
         upload_limit: args.upload_limit,
         max_peers: args.max_peers.max(1),
@@ -139,8 +198,8 @@ pub async fn serve<S: ChunkStore>(
         wall_clock_offset: clock.wall_clock_offset(),
         ..EngineConfig::default()
     };
-    let mut engine = Engine::new_seeder(config, tree, store, clock.now())
-        .map_err(|e| format!("cannot start: {e}"))?;
+    let mut engine =
+        Engine::new_seeder(config, tree, store, clock.now()).map_err(ServeContentError::Engine)?;
     let mut uri = SwarmUri::new(engine.content());
     let root = uri.root.to_hex();
     let end = args
@@ -182,5 +241,5 @@ pub async fn serve<S: ChunkStore>(
         stop,
     )
     .await;
-    Ok(changed.map(|e| e.to_string()))
+    Ok(changed)
 }

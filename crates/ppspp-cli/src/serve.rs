@@ -11,12 +11,12 @@ use ppspp::engine::{ChannelStats, Engine, Event};
 use ppspp::store::ChunkStore;
 use tokio::net::UdpSocket;
 
-use crate::ice_args::IceArgs;
+use crate::ice_args::{IceArgs, IceArgsError};
 
 use crate::metrics::SwarmMetrics;
 use crate::net::{self, Flow, Links, LiveFeed, Peer};
-use crate::rtc::{RtcConfig, RtcTransport};
-use crate::signal::join_any;
+use crate::rtc::{RtcConfig, RtcError, RtcTransport};
+use crate::signal::{JoinAnyError, join_first};
 use crate::stats::StatsPrinter;
 use crate::udp::{self, Clock};
 
@@ -40,14 +40,38 @@ pub struct ListenArgs {
     pub ice: IceArgs,
 }
 
+/// Why a serving command cannot listen where it was told.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(
+        "say where to serve: --udp ADDR (e.g. --udp 127.0.0.1:7000) and/or --signal ws://HOST:PORT/ws"
+    )]
+    Nowhere,
+    /// `--udp`'s port plus the swarm's index passes 65535.
+    #[error("--udp {base}: no port left for swarm {index}")]
+    NoPortLeft { base: SocketAddr, index: usize },
+    #[error("cannot bind UDP {addr}: {source}")]
+    BindUdp {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The bound UDP socket would not say its address.
+    #[error("cannot read the bound address: {0}")]
+    LocalAddr(#[source] std::io::Error),
+    #[error(transparent)]
+    Join(#[from] JoinAnyError),
+    #[error(transparent)]
+    Ice(#[from] IceArgsError),
+    #[error(transparent)]
+    Rtc(#[from] RtcError),
+}
+
 impl ListenArgs {
     /// Refuses a command given nowhere to serve.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ServeError> {
         if self.udp.is_none() && self.signal.is_empty() {
-            return Err(
-                "say where to serve: --udp ADDR (e.g. --udp 127.0.0.1:7000) and/or --signal ws://HOST:PORT/ws"
-                    .into(),
-            );
+            return Err(ServeError::Nowhere);
         }
         Ok(())
     }
@@ -65,11 +89,11 @@ impl ListenArgs {
         index: usize,
         room: &str,
         max_peers: usize,
-    ) -> Result<Endpoint, String> {
+    ) -> Result<Endpoint, ServeError> {
         let socket = match self.udp {
             Some(a) => {
                 let a = udp_for(a, index)?;
-                Some(udp::bind(a).map_err(|e| format!("cannot bind UDP {a}: {e}"))?)
+                Some(udp::bind(a).map_err(|source| ServeError::BindUdp { addr: a, source })?)
             }
             None => None,
         };
@@ -80,14 +104,12 @@ impl ListenArgs {
             described: Vec::new(),
         };
         if let Some(s) = &end.socket {
-            let local = s
-                .local_addr()
-                .map_err(|e| format!("cannot read the bound address: {e}"))?;
+            let local = s.local_addr().map_err(ServeError::LocalAddr)?;
             end.udp = Some(local.to_string());
             end.described.push(format!("udp {local}"));
         }
         if !self.signal.is_empty() {
-            let (client, joined) = join_any(&self.signal, 0, room).await?;
+            let (client, joined) = join_first(&self.signal, 0, room).await?;
             let url = client.url.clone();
             let servers = self.ice.servers(client.ice_servers())?;
             let config = RtcConfig {
@@ -115,12 +137,12 @@ impl ListenArgs {
 
 /// The UDP address of swarm `index`: the given one for the first, the next ports for the
 /// others (port 0: each picks one).
-pub fn udp_for(base: SocketAddr, index: usize) -> Result<SocketAddr, String> {
+pub fn udp_for(base: SocketAddr, index: usize) -> Result<SocketAddr, ServeError> {
     if base.port() == 0 {
         return Ok(base);
     }
     let port = u16::try_from(usize::from(base.port()) + index)
-        .map_err(|_| format!("--udp {base}: no port left for swarm {index}"))?;
+        .map_err(|_| ServeError::NoPortLeft { base, index })?;
     Ok(SocketAddr::new(base.ip(), port))
 }
 
@@ -185,6 +207,11 @@ mod tests {
         let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
         assert_eq!(udp_for(any, 3).unwrap(), any);
         let top: SocketAddr = "127.0.0.1:65535".parse().unwrap();
-        assert!(udp_for(top, 1).unwrap_err().contains("no port left"));
+        assert!(
+            udp_for(top, 1)
+                .unwrap_err()
+                .to_string()
+                .contains("no port left")
+        );
     }
 }

@@ -4,12 +4,12 @@
 
 use futures_util::{SinkExt, StreamExt};
 use ppspp_signal_protocol::{
-    ClientMessage, DecodeError, IceServer, PROTOCOL_VERSION, ServerMessage,
+    ClientMessage, DecodeError, ErrorCode, IceServer, PROTOCOL_VERSION, ServerMessage,
 };
 use serde_json::Value;
 use std::time::Duration;
 use tokio::net::TcpStream;
-use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
 
 /// How long connecting and joining may take before we give up.
@@ -28,14 +28,84 @@ pub struct SignalClient {
     pub url: String,
 }
 
+/// Why joining a room at one signaling server failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SignalError {
+    #[error("signaling server {url} did not answer within {} s", JOIN_TIMEOUT.as_secs())]
+    Timeout { url: String },
+    #[error("cannot reach the signaling server {url}: {source}")]
+    Connect {
+        url: String,
+        #[source]
+        source: Box<tungstenite::Error>,
+    },
+    #[error("signaling server {url}: cannot send join: {source}")]
+    SendJoin {
+        url: String,
+        #[source]
+        source: Box<tungstenite::Error>,
+    },
+    /// The connection failed while we waited for the welcome.
+    #[error("signaling server {url}: {source}")]
+    Receive {
+        url: String,
+        #[source]
+        source: Box<tungstenite::Error>,
+    },
+    #[error("signaling server {url} closed before welcome")]
+    ClosedBeforeWelcome { url: String },
+    /// The server answered our join with an error message.
+    #[error("signaling server {url} refused to join: {code}: {message}")]
+    Refused {
+        url: String,
+        code: ErrorCode,
+        message: String,
+    },
+    /// `error` is serde_json's explanation.
+    #[error("signaling server {url} sent bad JSON: {error}")]
+    BadJson { url: String, error: String },
+    /// A welcome or error message with missing or mistyped fields.
+    #[error("signaling server {url} sent a malformed {kind}: {error}")]
+    Malformed {
+        url: String,
+        kind: String,
+        error: String,
+    },
+    /// Relaying a message to a peer failed.
+    #[error("signaling: cannot send: {0}")]
+    Send(#[source] Box<tungstenite::Error>),
+}
+
+/// For callers whose errors are the messages they print (the load generator's).
+impl From<SignalError> for String {
+    fn from(e: SignalError) -> String {
+        e.to_string()
+    }
+}
+
+/// Why no signaling server of a list welcomed us.
+#[derive(Debug, thiserror::Error)]
+pub enum JoinAnyError {
+    #[error("no signaling server given")]
+    NoServer,
+    /// Every URL's failure, in the order tried.
+    #[error("{}", join_failures(.0))]
+    AllFailed(Vec<SignalError>),
+}
+
+fn join_failures(failures: &[SignalError]) -> String {
+    let texts: Vec<String> = failures.iter().map(ToString::to_string).collect();
+    texts.join("; ")
+}
+
 /// Joins `swarm`'s room at the first of `urls`, starting at `first` and going round, that
 /// welcomes us (instances of one site's signaling share rooms, so any will do). Returns
 /// the client and the index of its URL, or every URL's failure.
-pub async fn join_any(
+pub async fn join_first(
     urls: &[String],
     first: usize,
     swarm: &str,
-) -> Result<(SignalClient, usize), String> {
+) -> Result<(SignalClient, usize), JoinAnyError> {
     let mut failures = Vec::new();
     for k in 0..urls.len() {
         let i = (first + k) % urls.len();
@@ -45,43 +115,63 @@ pub async fn join_any(
         }
     }
     if failures.is_empty() {
-        return Err("no signaling server given".into());
+        return Err(JoinAnyError::NoServer);
     }
-    Err(failures.join("; "))
+    Err(JoinAnyError::AllFailed(failures))
+}
+
+/// [`join_first`] with its error as the message: the WebRTC layer's failover keeps it so.
+pub async fn join_any(
+    urls: &[String],
+    first: usize,
+    swarm: &str,
+) -> Result<(SignalClient, usize), String> {
+    join_first(urls, first, swarm)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 impl SignalClient {
     /// Connects to `url` and joins the room of `swarm` (lowercase hex root).
-    pub async fn join(url: &str, swarm: &str) -> Result<SignalClient, String> {
+    pub async fn join(url: &str, swarm: &str) -> Result<SignalClient, SignalError> {
         match tokio::time::timeout(JOIN_TIMEOUT, Self::join_inner(url, swarm)).await {
             Ok(r) => r,
-            Err(_) => Err(format!(
-                "signaling server {url} did not answer within {} s",
-                JOIN_TIMEOUT.as_secs()
-            )),
+            Err(_) => Err(SignalError::Timeout {
+                url: url.to_owned(),
+            }),
         }
     }
 
-    async fn join_inner(url: &str, swarm: &str) -> Result<SignalClient, String> {
-        let (mut ws, _) = connect_async(url)
-            .await
-            .map_err(|e| format!("cannot reach the signaling server {url}: {e}"))?;
+    async fn join_inner(url: &str, swarm: &str) -> Result<SignalClient, SignalError> {
+        let url_owned = || url.to_owned();
+        let (mut ws, _) = connect_async(url).await.map_err(|e| SignalError::Connect {
+            url: url_owned(),
+            source: Box::new(e),
+        })?;
         let join = ClientMessage::Join {
             v: PROTOCOL_VERSION,
             swarm: swarm.to_owned(),
         };
         ws.send(Message::text(join.to_json()))
             .await
-            .map_err(|e| format!("signaling server {url}: cannot send join: {e}"))?;
+            .map_err(|e| SignalError::SendJoin {
+                url: url_owned(),
+                source: Box::new(e),
+            })?;
         loop {
             let msg = match ws.next().await {
                 Some(Ok(m)) => m,
-                Some(Err(e)) => return Err(format!("signaling server {url}: {e}")),
-                None => return Err(format!("signaling server {url} closed before welcome")),
+                Some(Err(e)) => {
+                    return Err(SignalError::Receive {
+                        url: url_owned(),
+                        source: Box::new(e),
+                    });
+                }
+                None => return Err(SignalError::ClosedBeforeWelcome { url: url_owned() }),
             };
             let Message::Text(text) = msg else {
                 if let Message::Close(_) = msg {
-                    return Err(format!("signaling server {url} closed before welcome"));
+                    return Err(SignalError::ClosedBeforeWelcome { url: url_owned() });
                 }
                 continue;
             };
@@ -101,19 +191,26 @@ impl SignalClient {
                     });
                 }
                 Ok(ServerMessage::Error { code, message, .. }) => {
-                    return Err(format!(
-                        "signaling server {url} refused to join: {code}: {message}"
-                    ));
+                    return Err(SignalError::Refused {
+                        url: url_owned(),
+                        code,
+                        message,
+                    });
                 }
-                Err(DecodeError::Json(e)) => {
-                    return Err(format!("signaling server {url} sent bad JSON: {e}"));
+                Err(DecodeError::Json(error)) => {
+                    return Err(SignalError::BadJson {
+                        url: url_owned(),
+                        error,
+                    });
                 }
                 Err(DecodeError::Fields { kind, error })
                     if kind == "welcome" || kind == "error" =>
                 {
-                    return Err(format!(
-                        "signaling server {url} sent a malformed {kind}: {error}"
-                    ));
+                    return Err(SignalError::Malformed {
+                        url: url_owned(),
+                        kind,
+                        error,
+                    });
                 }
                 // Anything else before the welcome is ignored (forward compatible).
                 Ok(_) | Err(_) => {}
@@ -130,7 +227,7 @@ impl SignalClient {
     }
 
     /// Relays `data` to peer `to`.
-    pub async fn signal(&mut self, to: &str, data: Value) -> Result<(), String> {
+    pub async fn signal(&mut self, to: &str, data: Value) -> Result<(), SignalError> {
         let msg = ClientMessage::Signal {
             to: to.to_owned(),
             data,
@@ -138,7 +235,7 @@ impl SignalClient {
         self.ws
             .send(Message::text(msg.to_json()))
             .await
-            .map_err(|e| format!("signaling: cannot send: {e}"))
+            .map_err(|e| SignalError::Send(Box::new(e)))
     }
 
     /// The next message from the server; `None` once the connection is closed. Messages
@@ -303,7 +400,7 @@ mod tests {
             .await
             .err()
             .expect("bad swarm refused");
-        assert!(err.contains("bad-swarm"), "{err}");
+        assert!(err.to_string().contains("bad-swarm"), "{err}");
         server.shutdown().await.unwrap();
 
         // A port nobody listens on: bind one, then drop it.
@@ -316,6 +413,10 @@ mod tests {
             .await
             .err()
             .expect("unreachable server");
-        assert!(err.contains("cannot reach the signaling server"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("cannot reach the signaling server"),
+            "{err}"
+        );
     }
 }

@@ -126,7 +126,9 @@ fn what_prepare_cannot_take_is_refused_with_the_reason() {
     let mpd = std::fs::read_to_string(dir.path.join("manifest.mpd")).unwrap();
     let err = |name: &str, text: &str| {
         std::fs::write(dir.path.join(name), text).unwrap();
-        dash::renditions(&dir.path.join(name)).unwrap_err()
+        dash::renditions(&dir.path.join(name))
+            .unwrap_err()
+            .to_string()
     };
     let live = mpd.replace("type=\"static\"", "type=\"dynamic\"");
     assert!(err("live.mpd", &live).contains("live MPD"));

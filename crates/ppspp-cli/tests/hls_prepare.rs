@@ -171,7 +171,7 @@ fn write(dir: &Path, name: &str, text: &str) {
 fn what_prepare_cannot_take_is_refused_with_the_reason() {
     let (dir, master) = copy_of("ts-segments");
     let d = &dir.path;
-    let err = |p: &Path| hls::renditions(p).unwrap_err();
+    let err = |p: &Path| hls::renditions(p).unwrap_err().to_string();
     write(
         d,
         "live.m3u8",

@@ -3,6 +3,7 @@
 //! front of it, signs them as they come (RFC 7574 §6.1, Unified Merkle Tree) and serves
 //! them; prints the live URI first.
 
+pub mod error;
 pub mod key_file;
 pub mod record;
 pub mod segmenter;
@@ -13,6 +14,7 @@ use crate::serve::{ListenArgs, Reports};
 use crate::stats::StatsPrinter;
 use crate::udp::Clock;
 use clap::Args;
+use error::{ChunkSizeTooLarge, InputError, KeyFileError, LiveError};
 use ppspp::engine::{Engine, EngineConfig, LiveInfo, LiveParams};
 use ppspp::live::LiveUri;
 use ppspp::live::uri::DEFAULT_DISCARD_WINDOW;
@@ -89,10 +91,10 @@ pub struct LiveSourceArgs {
 impl LiveSourceArgs {
     /// An error unless somewhere to serve is given.
     /// The stream's parameters with chunks of `chunk_size` bytes.
-    pub fn params(&self, chunk_size: usize) -> Result<LiveParams, String> {
+    pub fn params(&self, chunk_size: usize) -> Result<LiveParams, ChunkSizeTooLarge> {
         Ok(LiveParams {
             hash: self.hash,
-            chunk_size: u32::try_from(chunk_size).map_err(|_| "chunk size too large")?,
+            chunk_size: u32::try_from(chunk_size).map_err(|_| ChunkSizeTooLarge)?,
             chunks_per_signature: self.chunks_per_signature,
             discard_window: self.window.unwrap_or(DEFAULT_DISCARD_WINDOW),
         })
@@ -105,7 +107,7 @@ impl LiveSourceArgs {
         &self,
         chunk_size: usize,
         bandwidth: Option<u64>,
-    ) -> Result<LiveParams, String> {
+    ) -> Result<LiveParams, ChunkSizeTooLarge> {
         let mut params = self.params(chunk_size)?;
         if let (None, Some(bps)) = (self.window, bandwidth) {
             let bytes = bps / 8 * RENDITION_WINDOW_SECS;
@@ -127,7 +129,10 @@ impl LiveSourceArgs {
 }
 
 /// The key in `path`, or a new one saved there.
-pub(crate) fn load_or_make_key(path: &Path, alg: LiveAlgorithm) -> Result<LiveSigningKey, String> {
+pub(crate) fn load_or_make_key(
+    path: &Path,
+    alg: LiveAlgorithm,
+) -> Result<LiveSigningKey, KeyFileError> {
     if path.exists() {
         let key = key_file::read(path)?;
         eprintln!("live: signing with the key in {}", path.display());
@@ -144,7 +149,7 @@ pub(crate) fn load_or_make_key(path: &Path, alg: LiveAlgorithm) -> Result<LiveSi
 }
 
 /// What the reader thread found wrong with the input.
-type ReadError = Arc<Mutex<Option<String>>>;
+type ReadError = Arc<Mutex<Option<InputError>>>;
 
 /// Reads stdin on a thread of its own: the initialisation segment goes to `init` (and in
 /// front of every media segment), then every chunk to `chunks`, then `None` at the end of the input, and then `ended` fires.
@@ -170,13 +175,12 @@ fn read_stdin(
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    *error.lock().unwrap_or_else(|p| p.into_inner()) =
-                        Some(format!("reading stdin: {e}"));
+                    *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(InputError::Read(e));
                     break;
                 }
             };
             if let Err(e) = segmenter.push(&buf[..n]) {
-                *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(InputError::Segment(e));
                 break;
             }
             if let Some(bytes) = segmenter.init()
@@ -208,7 +212,7 @@ fn read_stdin(
     });
 }
 
-pub fn run(args: &LiveArgs) -> Result<(), String> {
+pub fn run(args: &LiveArgs) -> Result<(), LiveError> {
     let source = &args.source;
     source.listen.check()?;
     let params = source.params(args.chunk_size)?;
@@ -216,7 +220,7 @@ pub fn run(args: &LiveArgs) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+        .map_err(LiveError::Runtime)?;
     runtime.block_on(async {
         let (init_tx, init_rx) = oneshot::channel();
         let (chunk_tx, mut feed) = mpsc::channel(1024);
@@ -231,12 +235,13 @@ pub fn run(args: &LiveArgs) -> Result<(), String> {
             read_error.clone(),
         );
         eprintln!("live: reading the stream from stdin (WebM, or fragmented MP4)");
+        // Taken, not copied: nothing reads it after this failure.
         let init = init_rx.await.map_err(|_| {
             read_error
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .clone()
-                .unwrap_or_else(|| "the input ended before its first media segment".into())
+                .take()
+                .map_or(LiveError::NoMediaSegment, LiveError::Input)
         })?;
         let clock = Clock::new();
         let config = EngineConfig {
@@ -254,7 +259,7 @@ pub fn run(args: &LiveArgs) -> Result<(), String> {
             SparseStore::live(args.chunk_size),
             clock.now(),
         )
-        .map_err(|e| format!("cannot start: {e}"))?;
+        .map_err(LiveError::Start)?;
         // The URI names the stream only: the initialisation segment travels in the stream,
         // in front of each media segment (it was read, so the input is one we can cut).
         drop(init);
@@ -301,7 +306,7 @@ pub fn run(args: &LiveArgs) -> Result<(), String> {
         )
         .await;
         match read_error.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            Some(e) => Err(e),
+            Some(e) => Err(e.into()),
             None => Ok(()),
         }
     })

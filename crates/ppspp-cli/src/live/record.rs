@@ -5,8 +5,9 @@
 //! (an older URI's `init=` gives it too). A gap (chunks that left the window before they
 //! came) skips to the next segment, so the file stays playable.
 
+pub use super::error::RecordError;
 use super::segmenter::{Container, Segmenter, container_of, starts_segment};
-use crate::fetch::{MAX_RTC_OFFERS, default_bind, give_up, join_rtc, resolve_peers};
+use crate::fetch::{MAX_RTC_OFFERS, PeerError, default_bind, give_up, join_rtc, resolve_peers};
 use crate::net::{self, Flow, Links, Peer};
 use crate::stats::StatsPrinter;
 use crate::udp::{self, Clock};
@@ -154,16 +155,19 @@ fn kind(init: &[u8]) -> Container {
     container_of(init).unwrap_or(Container::WebM)
 }
 
-pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
+pub fn run(req: &LiveFetch<'_>) -> Result<(), RecordError> {
     let uri: LiveUri = req
         .uri
         .trim()
         .parse()
-        .map_err(|e| format!("not a usable live URI ({e}): {}", req.uri))?;
+        .map_err(|source| RecordError::BadUri {
+            uri: req.uri.to_string(),
+            source,
+        })?;
     // An older URI gives the initialisation segment (`init=`); the stream carries it too.
     let init = uri.init.clone();
     if init.as_deref().is_some_and(|i| container_of(i).is_none()) {
-        return Err("the live URI's init= is neither WebM nor MP4".into());
+        return Err(RecordError::InitNotMedia);
     }
     let signal: Vec<String> = match req.signal.is_empty() {
         true => uri.signal.clone().into_iter().collect(),
@@ -171,12 +175,12 @@ pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
     };
     let peers = resolve_peers(uri.udp.iter().chain(req.udp))?;
     if peers.is_empty() && signal.is_empty() {
-        return Err("no peer to record from: the URI names no udp= peer and no signal= server; add --udp HOST:PORT or --signal ws://HOST:PORT".into());
+        return Err(RecordError::NoPeerInUri);
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+        .map_err(RecordError::Runtime)?;
     let room = uri.info.key.signaling_room();
     let mut rtc = match signal.is_empty() {
         false => Some(runtime.block_on(join_rtc(&signal, &room, req.bind, req.ice))?),
@@ -187,16 +191,18 @@ pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
         .map(|r| r.welcome_peers().into_iter().take(MAX_RTC_OFFERS).collect())
         .unwrap_or_default();
     if peers.is_empty() && rtc_peers.is_empty() {
-        return Err(format!(
-            "no peer to record from: nobody else is in the stream's room at {}",
-            rtc.as_ref().map_or("?", |r| r.signal_url())
+        return Err(RecordError::NobodyInRoom(
+            rtc.as_ref().map_or("?", |r| r.signal_url()).to_string(),
         ));
     }
     // To a file: recorded into a new `NAME.<random>.part` (never through a path planted
     // there) and renamed over NAME once something was recorded, so an existing file is not
     // touched by a recording that gets nothing. To a pipe or a device (`-o /dev/stdout`,
     // a FIFO a player reads), written as it comes.
-    let cannot = |e: std::io::Error| format!("cannot write {}: {e}", req.output.display());
+    let cannot = |source| RecordError::Write {
+        path: req.output.to_path_buf(),
+        source,
+    };
     let own = std::fs::symlink_metadata(req.output).ok();
     let streamed = own.as_ref().is_some_and(|m| {
         use std::os::unix::fs::FileTypeExt;
@@ -206,10 +212,7 @@ pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
         && std::fs::metadata(req.output).is_ok_and(|m| !m.is_file())
     {
         // A link to a pipe or a device could be planted to make us write anywhere.
-        return Err(format!(
-            "{} is a link to something that is not a file; name the file, pipe or device itself",
-            req.output.display()
-        ));
+        return Err(RecordError::LinkToNonFile(req.output.to_path_buf()));
     }
     let (file, part) = if streamed {
         let file = std::fs::OpenOptions::new()
@@ -232,16 +235,16 @@ pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
         gaps: 0,
     };
     if let Some(init) = &init {
-        recorder
-            .file
-            .write_all(init)
-            .map_err(|e| format!("cannot write {}: {e}", req.output.display()))?;
+        recorder.file.write_all(init).map_err(cannot)?;
     }
     let bind = req.bind.unwrap_or_else(|| default_bind(&peers));
     let (stats, failed) = runtime.block_on(async {
         let socket = match peers.is_empty() {
             true => None,
-            false => Some(udp::bind(bind).map_err(|e| format!("cannot bind UDP {bind}: {e}"))?),
+            false => Some(udp::bind(bind).map_err(|source| RecordError::BindUdp {
+                addr: bind,
+                source,
+            })?),
         };
         let clock = Clock::new();
         let config = EngineConfig {
@@ -256,13 +259,13 @@ pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
             SparseStore::live(chunk_size),
             clock.now(),
         )
-        .map_err(|e| format!("cannot start: {e}"))?;
+        .map_err(RecordError::Start)?;
         for p in &peers {
             engine.connect(Peer::Udp(*p), clock.now());
         }
         if let Some(r) = rtc.as_mut() {
             for p in &rtc_peers {
-                r.offer(p)?;
+                r.offer(p).map_err(PeerError::from)?;
             }
         }
         eprintln!("live: recording to {} (Ctrl-C stops)", req.output.display());
@@ -284,7 +287,7 @@ pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
                     Event::ChunkVerified { .. } => {
                         progressed.set(Some(Instant::now()));
                         if let Err(e) = recorder.catch_up(engine) {
-                            failed = Some(format!("cannot write {}: {e}", req.output.display()));
+                            failed = Some(cannot(e));
                             return Flow::Stop;
                         }
                     }
@@ -307,20 +310,17 @@ pub fn run(req: &LiveFetch<'_>) -> Result<(), String> {
             give_up(req.give_up_after, &progressed),
         )
         .await;
-        Ok::<_, String>((engine.stats(), failed))
+        Ok::<_, RecordError>((engine.stats(), failed))
     })?;
     if recorder.chunks == 0 {
-        return Err(failed.unwrap_or_else(|| {
-            format!(
-                "nothing recorded: no media segment arrived ({} chunks verified, {} rejected)",
-                stats.chunks_verified, stats.chunks_rejected
-            )
+        return Err(failed.unwrap_or(RecordError::NothingRecorded {
+            verified: stats.chunks_verified,
+            rejected: stats.chunks_rejected,
         }));
     }
     // What was recorded is kept even when writing failed later: it plays up to there.
     let _ = recorder.file.flush();
-    part.keep_as(req.output)
-        .map_err(|e| format!("cannot write {}: {e}", req.output.display()))?;
+    part.keep_as(req.output).map_err(cannot)?;
     if let Some(e) = failed {
         return Err(e);
     }

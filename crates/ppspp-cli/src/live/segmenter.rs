@@ -76,6 +76,8 @@ impl std::fmt::Display for SegmentError {
     }
 }
 
+impl std::error::Error for SegmentError {}
+
 /// An EBML element header: ID, size (`None`: unknown) and header length.
 pub(crate) fn ebml_header(b: &[u8]) -> Result<Option<(u32, Option<u64>, usize)>, SegmentError> {
     let Some(&first) = b.first() else {

@@ -3,6 +3,7 @@
 //! segments, in order, as parts of files. Parsing is dash-mpd-core's; the segment
 //! addressing (templates, timelines, lists, one indexed file) is resolved here.
 
+use super::error::DashError;
 use super::source::{PartFiles, SourcePart, SourceRendition, Variant, codec_kinds};
 use dash_mpd_core::{
     AdaptationSet, BaseURL, Initialization, MPD, Period, Representation, SegmentTemplate,
@@ -12,24 +13,26 @@ use std::path::{Path, PathBuf};
 
 /// The renditions of the MPD at `path`: every video and audio Representation of its one
 /// Period. Text tracks are left out: they stay plain HTTP.
-pub fn renditions(path: &Path) -> Result<Vec<SourceRendition>, String> {
-    let shown = path.display();
-    let xml = std::fs::read_to_string(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    let mpd = dash_mpd_core::parse(&xml)
-        .map_err(|e| format!("{shown} is not an MPD dash-mpd-core can read: {e}"))?;
+pub fn renditions(path: &Path) -> Result<Vec<SourceRendition>, DashError> {
+    let xml = std::fs::read_to_string(path).map_err(|source| DashError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mpd = dash_mpd_core::parse(&xml).map_err(|source| DashError::NotAnMpd {
+        path: path.to_path_buf(),
+        source,
+    })?;
     if mpd.mpdtype.as_deref() == Some("dynamic") {
-        return Err(format!(
-            "{shown} is a live MPD (type=\"dynamic\"): prepare takes on-demand presentations"
-        ));
+        return Err(DashError::Live(path.to_path_buf()));
     }
     let period = match mpd.periods.as_slice() {
         [p] => p,
-        [] => return Err(format!("{shown} has no Period")),
+        [] => return Err(DashError::NoPeriod(path.to_path_buf())),
         _ => {
-            return Err(format!(
-                "{shown} has {} Periods: prepare takes presentations of one Period",
-                mpd.periods.len()
-            ));
+            return Err(DashError::Periods {
+                path: path.to_path_buf(),
+                count: mpd.periods.len(),
+            });
         }
     };
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -41,8 +44,13 @@ pub fn renditions(path: &Path) -> Result<Vec<SourceRendition>, String> {
     let mut out = Vec::new();
     for (v, base, set, rep) in media_representations(path, dir, &mpd, period)? {
         let (parts, duration_secs) =
-            representation_parts(&mut files, &base, period, set, rep, total_secs)
-                .map_err(|e| format!("{shown}, Representation {}: {e}", v.uri))?;
+            representation_parts(&mut files, &base, period, set, rep, total_secs).map_err(|e| {
+                DashError::Representation {
+                    path: path.to_path_buf(),
+                    id: v.uri.clone(),
+                    source: Box::new(e),
+                }
+            })?;
         out.push(SourceRendition {
             id: v.uri,
             kind: v.kind.into(),
@@ -53,7 +61,7 @@ pub fn renditions(path: &Path) -> Result<Vec<SourceRendition>, String> {
         });
     }
     if out.is_empty() {
-        return Err(format!("{shown} has no video or audio Representation"));
+        return Err(DashError::NoRepresentation(path.to_path_buf()));
     }
     Ok(out)
 }
@@ -77,8 +85,7 @@ pub struct LiveRepresentation {
 /// The live MPD at `path` (ffmpeg's `dash` muxer: one Period, SegmentTemplate with a
 /// SegmentTimeline); `Ok(None)` while it cannot be read (being rewritten), an error for a
 /// form that cannot be followed.
-pub fn read_live(path: &Path) -> Result<Option<LiveMpd>, String> {
-    let shown = path.display();
+pub fn read_live(path: &Path) -> Result<Option<LiveMpd>, DashError> {
     let Ok(xml) = std::fs::read_to_string(path) else {
         return Ok(None);
     };
@@ -89,17 +96,21 @@ pub fn read_live(path: &Path) -> Result<Option<LiveMpd>, String> {
         [p] => p,
         [] => return Ok(None),
         _ => {
-            return Err(format!(
-                "{shown} has {} Periods: live MPDs of one Period are followed",
-                mpd.periods.len()
-            ));
+            return Err(DashError::LivePeriods {
+                path: path.to_path_buf(),
+                count: mpd.periods.len(),
+            });
         }
     };
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut representations = Vec::new();
     for (variant, base, set, rep) in media_representations(path, dir, &mpd, period)? {
-        let (init, segments) = live_segments(&base, period, set, rep)
-            .map_err(|e| format!("{shown}, Representation {}: {e}", variant.uri))?;
+        let (init, segments) =
+            live_segments(&base, period, set, rep).map_err(|e| DashError::Representation {
+                path: path.to_path_buf(),
+                id: variant.uri.clone(),
+                source: Box::new(e),
+            })?;
         representations.push(LiveRepresentation {
             variant,
             init,
@@ -120,7 +131,7 @@ fn media_representations<'a>(
     dir: &Path,
     mpd: &MPD,
     period: &'a Period,
-) -> Result<Vec<(Variant, BaseDir, &'a AdaptationSet, &'a Representation)>, String> {
+) -> Result<Vec<(Variant, BaseDir, &'a AdaptationSet, &'a Representation)>, DashError> {
     let mut out = Vec::new();
     for set in &period.adaptations {
         for rep in &set.representations {
@@ -130,7 +141,7 @@ fn media_representations<'a>(
             let id = rep
                 .id
                 .clone()
-                .ok_or_else(|| format!("{}: a Representation has no id", path.display()))?;
+                .ok_or_else(|| DashError::NoRepresentationId(path.to_path_buf()))?;
             let variant = Variant {
                 uri: id,
                 kind,
@@ -150,13 +161,12 @@ fn live_segments(
     period: &Period,
     set: &AdaptationSet,
     rep: &Representation,
-) -> Result<(Option<PathBuf>, Vec<(u64, PathBuf)>), String> {
-    let t = merged_template(period, set, rep).ok_or(
-        "live Representations are followed with a SegmentTemplate (ffmpeg: -use_template 1)",
-    )?;
-    let timeline = t.SegmentTimeline.as_ref().ok_or(
-        "a live SegmentTemplate without a SegmentTimeline is not followed (ffmpeg: -use_timeline 1)",
-    )?;
+) -> Result<(Option<PathBuf>, Vec<(u64, PathBuf)>), DashError> {
+    let t = merged_template(period, set, rep).ok_or(DashError::LiveWithoutTemplate)?;
+    let timeline = t
+        .SegmentTimeline
+        .as_ref()
+        .ok_or(DashError::LiveWithoutTimeline)?;
     let id = rep.id.as_deref().unwrap_or("");
     let bandwidth = rep.bandwidth.unwrap_or(0);
     let init = match &t.initialization {
@@ -166,10 +176,7 @@ fn live_segments(
         )?),
         None => None,
     };
-    let media = t
-        .media
-        .as_deref()
-        .ok_or("its SegmentTemplate has no media attribute")?;
+    let media = t.media.as_deref().ok_or(DashError::NoMediaAttribute)?;
     let first = t.startNumber.unwrap_or(1);
     let timescale = t.timescale.unwrap_or(1).max(1);
     let mut segments = Vec::new();
@@ -211,7 +218,7 @@ fn base_dir(
     period: &Period,
     set: &AdaptationSet,
     rep: &Representation,
-) -> Result<BaseDir, String> {
+) -> Result<BaseDir, DashError> {
     let mut folder = String::new();
     let mut file = None;
     for bases in [&mpd.base_url, &period.BaseURL, &set.BaseURL, &rep.BaseURL] {
@@ -220,9 +227,7 @@ fn base_dir(
         };
         let base = base.trim();
         if base.contains("://") || base.starts_with('/') {
-            return Err(format!(
-                "BaseURL '{base}' is not relative to the MPD: prepare reads local files only"
-            ));
+            return Err(DashError::BaseUrlNotRelative(base.to_string()));
         }
         match base.rsplit_once('/') {
             Some((d, f)) => {
@@ -247,10 +252,8 @@ struct BaseDir {
 
 impl BaseDir {
     /// The file a segment without its own URL lies in.
-    fn file(&self) -> Result<&str, String> {
-        self.file
-            .as_deref()
-            .ok_or_else(|| "no media URL and no BaseURL naming a file".into())
+    fn file(&self) -> Result<&str, DashError> {
+        self.file.as_deref().ok_or(DashError::NoMediaFile)
     }
 }
 
@@ -262,7 +265,7 @@ fn representation_parts(
     set: &AdaptationSet,
     rep: &Representation,
     total_secs: Option<f64>,
-) -> Result<(Vec<SourcePart>, f64), String> {
+) -> Result<(Vec<SourcePart>, f64), DashError> {
     if let Some(template) = merged_template(period, set, rep) {
         return template_parts(files, base, rep, &template, total_secs);
     }
@@ -284,7 +287,7 @@ fn representation_parts(
             parts.push(files.part(&base.dir, uri, range(seg.mediaRange.as_deref())?)?);
         }
         if parts.is_empty() {
-            return Err("its SegmentList names no segment".into());
+            return Err(DashError::EmptySegmentList);
         }
         let nominal = list.duration.map(|d| {
             d as f64 / list.timescale.unwrap_or(1).max(1) as f64 * list.segment_urls.len() as f64
@@ -305,18 +308,18 @@ fn init_part(
     files: &mut PartFiles,
     base: &BaseDir,
     init: &Initialization,
-) -> Result<SourcePart, String> {
+) -> Result<SourcePart, DashError> {
     let uri = match &init.sourceURL {
         Some(u) => u.as_str(),
         None => base.file()?,
     };
-    files.part(&base.dir, uri, range(init.range.as_deref())?)
+    Ok(files.part(&base.dir, uri, range(init.range.as_deref())?)?)
 }
 
 /// A byte range `a-b` (inclusive, as DASH writes it) as (length, offset).
-fn range(r: Option<&str>) -> Result<Option<(u64, Option<u64>)>, String> {
+fn range(r: Option<&str>) -> Result<Option<(u64, Option<u64>)>, DashError> {
     let Some(r) = r else { return Ok(None) };
-    let bad = || format!("'{r}' is not a byte range (first-last)");
+    let bad = || DashError::BadRange(r.to_string());
     let (a, b) = r.split_once('-').ok_or_else(bad)?;
     let a: u64 = a.trim().parse().map_err(|_| bad())?;
     let b: u64 = b.trim().parse().map_err(|_| bad())?;
@@ -361,7 +364,7 @@ fn template_parts(
     rep: &Representation,
     t: &SegmentTemplate,
     total_secs: Option<f64>,
-) -> Result<(Vec<SourcePart>, f64), String> {
+) -> Result<(Vec<SourcePart>, f64), DashError> {
     let id = rep.id.as_deref().unwrap_or("");
     let bandwidth = rep.bandwidth.unwrap_or(0);
     let timescale = t.timescale.unwrap_or(1).max(1);
@@ -372,10 +375,7 @@ fn template_parts(
     } else if let Some(init) = &t.Initialization {
         parts.push(init_part(files, base, init)?);
     }
-    let media = t
-        .media
-        .as_deref()
-        .ok_or("its SegmentTemplate has no media attribute")?;
+    let media = t.media.as_deref().ok_or(DashError::NoMediaAttribute)?;
     let first = t.startNumber.unwrap_or(1);
     let segments = match &t.SegmentTimeline {
         Some(timeline) => timeline_segments(timeline, timescale, total_secs)?,
@@ -383,10 +383,8 @@ fn template_parts(
             let d = t
                 .duration
                 .filter(|d| *d > 0.0)
-                .ok_or("its SegmentTemplate has neither a SegmentTimeline nor a duration")?;
-            let total = total_secs.ok_or(
-                "the MPD gives no duration (mediaPresentationDuration), so the segment count is unknown",
-            )?;
+                .ok_or(DashError::NoTimelineNorDuration)?;
+            let total = total_secs.ok_or(DashError::NoDuration)?;
             let count = match t.endNumber {
                 Some(end) if end >= first => end - first + 1,
                 _ => (total * timescale as f64 / d).ceil() as u64,
@@ -395,7 +393,7 @@ fn template_parts(
         }
     };
     if segments.is_empty() {
-        return Err("its SegmentTemplate names no segment".into());
+        return Err(DashError::EmptyTemplate);
     }
     let mut ticks = 0u64;
     for (i, (time, duration)) in segments.iter().enumerate() {
@@ -424,13 +422,13 @@ fn timeline_segments(
     timeline: &SegmentTimeline,
     timescale: u64,
     total_secs: Option<f64>,
-) -> Result<Vec<(u64, u64)>, String> {
+) -> Result<Vec<(u64, u64)>, DashError> {
     let mut out = Vec::new();
     let mut time = 0u64;
     let end = total_secs.map(|s| (s * timescale as f64).round() as u64);
     for (i, s) in timeline.segments.iter().enumerate() {
         if s.d == 0 {
-            return Err("a SegmentTimeline entry has a zero duration".into());
+            return Err(DashError::ZeroDuration);
         }
         if let Some(t) = s.t {
             time = t;
@@ -442,15 +440,13 @@ fn timeline_segments(
                 // Until the next entry's start, or the presentation's end.
                 let until = match timeline.segments.get(i + 1).and_then(|n| n.t) {
                     Some(t) => t,
-                    None => end.ok_or(
-                        "a repeat to the end of an MPD that gives no duration (mediaPresentationDuration)",
-                    )?,
+                    None => end.ok_or(DashError::RepeatWithoutDuration)?,
                 };
                 until.saturating_sub(time).div_ceil(s.d).saturating_sub(1)
             }
         };
         if out.len() as u64 + repeats > 1_000_000 {
-            return Err("over a million segments in one Representation".into());
+            return Err(DashError::TooManySegments);
         }
         for _ in 0..=repeats {
             out.push((time, s.d));
@@ -468,7 +464,7 @@ fn expand(
     bandwidth: u64,
     number: Option<u64>,
     time: Option<u64>,
-) -> Result<String, String> {
+) -> Result<String, DashError> {
     let mut out = String::new();
     let mut rest = template;
     while let Some(start) = rest.find('$') {
@@ -476,7 +472,7 @@ fn expand(
         let after = &rest[start + 1..];
         let end = after
             .find('$')
-            .ok_or_else(|| format!("'{template}' has an unclosed $"))?;
+            .ok_or_else(|| DashError::UnclosedIdentifier(template.to_string()))?;
         let ident = &after[..end];
         rest = &after[end + 1..];
         let (name, format) = match ident.split_once('%') {
@@ -493,13 +489,20 @@ fn expand(
                 continue;
             }
             "Bandwidth" => bandwidth,
-            "Number" => {
-                number.ok_or_else(|| format!("'{template}': $Number$ where it has no meaning"))?
+            "Number" => number.ok_or_else(|| DashError::MeaninglessIdentifier {
+                template: template.to_string(),
+                identifier: "Number",
+            })?,
+            "Time" => time.ok_or_else(|| DashError::MeaninglessIdentifier {
+                template: template.to_string(),
+                identifier: "Time",
+            })?,
+            other => {
+                return Err(DashError::UnknownIdentifier {
+                    template: template.to_string(),
+                    identifier: other.to_string(),
+                });
             }
-            "Time" => {
-                time.ok_or_else(|| format!("'{template}': $Time$ where it has no meaning"))?
-            }
-            other => return Err(format!("'{template}': unknown identifier ${other}$")),
         };
         match format {
             None => out.push_str(&value.to_string()),
@@ -509,7 +512,10 @@ fn expand(
                     .and_then(|w| w.strip_suffix('d'))
                     .and_then(|w| w.parse::<usize>().ok())
                     .filter(|w| *w <= 32)
-                    .ok_or_else(|| format!("'{template}': format %{f} is not %0Nd"))?;
+                    .ok_or_else(|| DashError::BadFormat {
+                        template: template.to_string(),
+                        format: f.to_string(),
+                    })?;
                 out.push_str(&format!("{value:0width$}"));
             }
         }

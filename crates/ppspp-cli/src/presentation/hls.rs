@@ -2,6 +2,7 @@
 //! renditions `prepare` hashes: each media playlist's initialisation section and segments,
 //! in playlist order, as parts of files. Parsing is m3u8-rs's.
 
+use super::error::HlsError;
 use super::source::{PartFiles, SourceRendition, codec_kinds};
 use m3u8_rs::{AlternativeMediaType, MediaPlaylist, Playlist};
 use std::path::Path;
@@ -10,7 +11,7 @@ use std::path::Path;
 /// and every audio or video rendition with its own playlist (EXT-X-MEDIA with a URI).
 /// I-frame playlists and subtitles are left out: they are other uses of the same bytes or
 /// text tracks, which stay plain HTTP.
-pub fn renditions(path: &Path) -> Result<Vec<SourceRendition>, String> {
+pub fn renditions(path: &Path) -> Result<Vec<SourceRendition>, HlsError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     variants(path)?
         .into_iter()
@@ -25,7 +26,7 @@ pub use super::source::Variant;
 
 /// The media playlists of the master (or lone media) playlist at `path`, as
 /// [`renditions`] takes them.
-pub fn variants(path: &Path) -> Result<Vec<Variant>, String> {
+pub fn variants(path: &Path) -> Result<Vec<Variant>, HlsError> {
     let master = match read_playlist(path)? {
         Playlist::MediaPlaylist(_) => {
             return Ok(vec![Variant {
@@ -66,10 +67,7 @@ pub fn variants(path: &Path) -> Result<Vec<Variant>, String> {
         }
     }
     if out.is_empty() {
-        return Err(format!(
-            "{}: the master playlist names no media playlist",
-            path.display()
-        ));
+        return Err(HlsError::NoMediaPlaylist(path.to_path_buf()));
     }
     Ok(out)
 }
@@ -87,36 +85,31 @@ fn variant_kind(codecs: Option<&str>, has_audio_group: bool) -> &'static str {
     }
 }
 
-fn read_playlist(path: &Path) -> Result<Playlist, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+fn read_playlist(path: &Path) -> Result<Playlist, HlsError> {
+    let bytes = std::fs::read(path).map_err(|source| HlsError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
     if !bytes.starts_with(b"#EXTM3U") {
-        return Err(format!(
-            "{} is not an HLS playlist (no #EXTM3U)",
-            path.display()
-        ));
+        return Err(HlsError::NotHls(path.to_path_buf()));
     }
-    m3u8_rs::parse_playlist_res(&bytes).map_err(|e| {
-        format!(
-            "{} is not a playlist m3u8-rs can read: {e:?}",
-            path.display()
-        )
+    m3u8_rs::parse_playlist_res(&bytes).map_err(|e| HlsError::Unreadable {
+        path: path.to_path_buf(),
+        detail: format!("{e:?}"),
     })
 }
 
-pub fn read_media(path: &Path) -> Result<MediaPlaylist, String> {
+pub fn read_media(path: &Path) -> Result<MediaPlaylist, HlsError> {
     match read_playlist(path)? {
         Playlist::MediaPlaylist(m) => Ok(m),
-        Playlist::MasterPlaylist(_) => Err(format!(
-            "{} is a master playlist where a media playlist was expected",
-            path.display()
-        )),
+        Playlist::MasterPlaylist(_) => Err(HlsError::NotMedia(path.to_path_buf())),
     }
 }
 
-fn file_uri(path: &Path) -> Result<String, String> {
+fn file_uri(path: &Path) -> Result<String, HlsError> {
     path.file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .ok_or_else(|| format!("{} names no file", path.display()))
+        .ok_or_else(|| HlsError::NoFileName(path.to_path_buf()))
 }
 
 /// One media playlist's parts: its EXT-X-MAP (each time it changes) and segments, with
@@ -129,14 +122,12 @@ fn media_rendition(
     bandwidth: Option<u64>,
     resolution: Option<String>,
     media: &MediaPlaylist,
-) -> Result<SourceRendition, String> {
+) -> Result<SourceRendition, HlsError> {
     if !media.end_list {
-        return Err(format!(
-            "{uri} is a live playlist (no #EXT-X-ENDLIST): prepare takes on-demand presentations"
-        ));
+        return Err(HlsError::Live(uri.to_string()));
     }
     if media.segments.is_empty() {
-        return Err(format!("{uri} has no segments"));
+        return Err(HlsError::NoSegments(uri.to_string()));
     }
     let playlist_path = super::manifest::local_path(master_dir, uri)?;
     let playlist_dir = playlist_path.parent().unwrap_or(master_dir).to_path_buf();

@@ -10,6 +10,7 @@
 //! (`ppspp::live::segment`): its munros cover it and nothing else, so a page can take it
 //! whole from the web server and check it, and the part's record can list them.
 
+use super::error::LivePresentationError;
 use super::hls::{self, Variant};
 use super::live_listing::{Listed, Listing};
 use super::live_manifest::{InitEntry, LiveManifest, LivePartEntry, LiveRenditionEntry, ntp_hex};
@@ -74,14 +75,14 @@ struct Follow {
     ended: bool,
 }
 
-pub fn run(args: &LivePresentationArgs, packaging: Packaging) -> Result<(), String> {
+pub fn run(args: &LivePresentationArgs, packaging: Packaging) -> Result<(), LivePresentationError> {
     // Checked before waiting for the packager.
     args.source.params(args.chunk_size)?;
     let stream_key = crate::live::load_or_make_key(&args.source.key, args.source.algorithm)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+        .map_err(LivePresentationError::Runtime)?;
     runtime.block_on(async {
         let variants =
             wait_for_renditions(&args.master, packaging, Duration::from_secs(args.wait)).await?;
@@ -109,7 +110,10 @@ pub fn run(args: &LivePresentationArgs, packaging: Packaging) -> Result<(), Stri
                 SparseStore::live(args.chunk_size),
                 clock.now(),
             )
-            .map_err(|e| format!("rendition {}: cannot start: {e}", variant.uri))?;
+            .map_err(|source| LivePresentationError::Start {
+                id: variant.uri.clone(),
+                source,
+            })?;
             let (feed_tx, feed_rx) = mpsc::channel(4096);
             let (signed_tx, signed_rx) = mpsc::unbounded_channel();
             serving.push(serve_rendition(
@@ -149,12 +153,13 @@ pub fn run(args: &LivePresentationArgs, packaging: Packaging) -> Result<(), Stri
         );
         let follow = follow_all(args, &stream_key, follows, &clock, &manifest_path, stop_tx);
         let (followed, served) = tokio::join!(follow, futures_util::future::join_all(serving));
-        let failed: Vec<String> = served.into_iter().filter_map(Result::err).collect();
+        let failed: Vec<LivePresentationError> =
+            served.into_iter().filter_map(Result::err).collect();
         followed?;
         if failed.is_empty() {
             Ok(())
         } else {
-            Err(failed.join("; "))
+            Err(LivePresentationError::Renditions(failed))
         }
     })
 }
@@ -164,7 +169,7 @@ async fn wait_for_renditions(
     master: &Path,
     packaging: Packaging,
     wait: Duration,
-) -> Result<Vec<(Variant, Listing)>, String> {
+) -> Result<Vec<(Variant, Listing)>, LivePresentationError> {
     let until = tokio::time::Instant::now() + wait;
     loop {
         let error = match renditions(master, packaging) {
@@ -172,17 +177,20 @@ async fn wait_for_renditions(
             Err(e) => e,
         };
         if tokio::time::Instant::now() >= until {
-            return Err(format!(
-                "{error} (waited {} s for the packager; is it writing there?)",
-                wait.as_secs()
-            ));
+            return Err(LivePresentationError::Waited {
+                error: Box::new(error),
+                secs: wait.as_secs(),
+            });
         }
         tokio::time::sleep(POLL).await;
     }
 }
 
 /// The renditions of the master playlist or MPD at `master`, each with where it is listed.
-fn renditions(master: &Path, packaging: Packaging) -> Result<Vec<(Variant, Listing)>, String> {
+fn renditions(
+    master: &Path,
+    packaging: Packaging,
+) -> Result<Vec<(Variant, Listing)>, LivePresentationError> {
     let dir = master.parent().unwrap_or(Path::new("."));
     match packaging {
         Packaging::Hls => hls::variants(master)?
@@ -193,11 +201,12 @@ fn renditions(master: &Path, packaging: Packaging) -> Result<Vec<(Variant, Listi
             })
             .collect(),
         Packaging::Dash => {
-            let shown = master.display();
             let live = super::dash::read_live(master)?
-                .ok_or_else(|| format!("cannot read {shown} as an MPD"))?;
+                .ok_or_else(|| LivePresentationError::NotAnMpd(master.to_path_buf()))?;
             if live.representations.is_empty() {
-                return Err(format!("{shown} has no video or audio Representation"));
+                return Err(LivePresentationError::NoRepresentation(
+                    master.to_path_buf(),
+                ));
             }
             Ok(live
                 .representations
@@ -226,7 +235,7 @@ async fn serve_rendition(
     signed: mpsc::UnboundedSender<SignedMunro>,
     clock: &Clock,
     mut stop: tokio::sync::watch::Receiver<bool>,
-) -> Result<(), String> {
+) -> Result<(), LivePresentationError> {
     let room = engine
         .live_info()
         .map(|i| i.key.signaling_room())
@@ -236,7 +245,10 @@ async fn serve_rendition(
         .listen
         .open(index, &room, engine.config().max_peers)
         .await
-        .map_err(|e| format!("rendition {id}: {e}"))?;
+        .map_err(|source| LivePresentationError::Listen {
+            id: id.clone(),
+            source,
+        })?;
     if end.described.is_empty() {
         eprintln!(
             "live: rendition {id} signed only (no --signal or --udp): pages take each segment's first copy from the web server"
@@ -278,7 +290,7 @@ async fn follow_all(
     clock: &Clock,
     manifest_path: &Path,
     stop: tokio::sync::watch::Sender<bool>,
-) -> Result<(), String> {
+) -> Result<(), LivePresentationError> {
     let master_dir = args.master.parent().unwrap_or(Path::new(".")).to_path_buf();
     let source = relative_uri(&master_dir, &args.master)?;
     let mut written: Option<LiveManifest> = None;
@@ -288,7 +300,10 @@ async fn follow_all(
         let mut failure = None;
         for f in &mut follows {
             if let Err(e) = f.take_new_segments(&master_dir, stream_key, clock).await {
-                failure = Some(format!("rendition {}: {e}", f.variant.uri));
+                failure = Some(LivePresentationError::Rendition {
+                    id: f.variant.uri.clone(),
+                    source: Box::new(e),
+                });
                 break;
             }
             f.sign_ready_parts();
@@ -364,7 +379,7 @@ impl Follow {
         master_dir: &Path,
         stream_key: &LiveSigningKey,
         clock: &Clock,
-    ) -> Result<(), String> {
+    ) -> Result<(), LivePresentationError> {
         if self.ended {
             return Ok(());
         }
@@ -406,7 +421,12 @@ impl Follow {
                     self.next_sequence = Some(seg.sequence + 1);
                     continue;
                 }
-                Err(e) => return Err(format!("cannot read {}: {e}", seg.path.display())),
+                Err(source) => {
+                    return Err(LivePresentationError::Read {
+                        path: seg.path.clone(),
+                        source,
+                    });
+                }
             };
             if bytes.is_empty() {
                 self.next_sequence = Some(seg.sequence + 1);
@@ -430,10 +450,12 @@ impl Follow {
         path: &Path,
         stream_key: &LiveSigningKey,
         clock: &Clock,
-    ) -> Result<(), String> {
+    ) -> Result<(), LivePresentationError> {
         let uri = relative_uri(master_dir, path)?;
-        let bytes =
-            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let bytes = std::fs::read(path).map_err(|source| LivePresentationError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let init = InitSegment {
             uri,
             length: bytes.len() as u64,
@@ -466,18 +488,26 @@ impl Follow {
     }
 
     /// Cuts a segment into chunks that end a signing group and feeds them to the swarm.
-    async fn push_segment(&mut self, uri: String, bytes: &[u8]) -> Result<(), String> {
+    async fn push_segment(
+        &mut self,
+        uri: String,
+        bytes: &[u8],
+    ) -> Result<(), LivePresentationError> {
         let cs = self.info.params.chunk_size as usize;
         let group = self.info.params.chunks_per_signature;
         let count = segment_chunk_count(bytes.len(), cs, group, self.next_chunk);
-        let lengths = segment_chunk_lengths(bytes.len(), cs, count)
-            .ok_or_else(|| format!("{uri}: cannot be cut into {count} chunks"))?;
+        let lengths = segment_chunk_lengths(bytes.len(), cs, count).ok_or_else(|| {
+            LivePresentationError::CannotCut {
+                uri: uri.clone(),
+                count,
+            }
+        })?;
         let mut at = 0;
         for len in lengths {
             self.feed
                 .send(Some(bytes[at..at + len].to_vec()))
                 .await
-                .map_err(|_| "the rendition's swarm stopped".to_string())?;
+                .map_err(|_| LivePresentationError::SwarmStopped)?;
             at += len;
         }
         self.pending.push(LivePart {

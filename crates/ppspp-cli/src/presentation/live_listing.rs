@@ -3,6 +3,7 @@
 //! with a SegmentTimeline), as the segments `presentation::live` follows, each with its
 //! sequence number, file and initialisation section.
 
+use super::error::LivePresentationError;
 use super::{dash, hls, manifest::local_path};
 use std::path::{Path, PathBuf};
 
@@ -37,7 +38,7 @@ pub enum Listing {
 impl Listing {
     /// What is listed now; `Ok(None)` when the list cannot be read at the moment (being
     /// rewritten), an error for a form that cannot be followed.
-    pub fn read(&self) -> Result<Option<Listed>, String> {
+    pub fn read(&self) -> Result<Option<Listed>, LivePresentationError> {
         match self {
             Listing::Hls(playlist) => read_hls(playlist),
             Listing::Dash { mpd, id } => {
@@ -48,7 +49,7 @@ impl Listing {
                     .representations
                     .into_iter()
                     .find(|r| r.variant.uri == *id)
-                    .ok_or_else(|| format!("the MPD no longer has Representation {id}"))?;
+                    .ok_or_else(|| LivePresentationError::RepresentationGone(id.clone()))?;
                 let init = rep.init;
                 Ok(Some(Listed {
                     segments: rep
@@ -67,7 +68,7 @@ impl Listing {
     }
 }
 
-fn read_hls(playlist: &Path) -> Result<Option<Listed>, String> {
+fn read_hls(playlist: &Path) -> Result<Option<Listed>, LivePresentationError> {
     // A playlist being rewritten (a packager without temp files) is read next time.
     let Ok(media) = hls::read_media(playlist) else {
         return Ok(None);
@@ -78,12 +79,12 @@ fn read_hls(playlist: &Path) -> Result<Option<Listed>, String> {
     for (i, seg) in media.segments.iter().enumerate() {
         if let Some(m) = &seg.map {
             if m.byte_range.is_some() {
-                return Err("EXT-X-MAP byte ranges are not followed live: write the initialisation section to a file of its own".into());
+                return Err(LivePresentationError::MapByteRange);
             }
             init = Some(local_path(dir, &m.uri)?);
         }
         if seg.byte_range.is_some() {
-            return Err("byte-range segments are not followed live: write a file per segment (ffmpeg: without hls_flags single_file)".into());
+            return Err(LivePresentationError::ByteRangeSegments);
         }
         segments.push(ListedSegment {
             sequence: media.media_sequence + i as u64,

@@ -6,9 +6,8 @@
 //!
 //! NTP timestamps are 16 hex digits: JSON numbers in a page hold 53 bits only.
 
-use ppspp::live::text_fields::{
-    TextFieldError, bytes_from_hex, hash_from_hex, munro_from_text, ntp_from_hex,
-};
+pub use super::error::LiveManifestError;
+use ppspp::live::text_fields::{bytes_from_hex, hash_from_hex, munro_from_text, ntp_from_hex};
 use ppspp::live::{InitSegment, LivePart, LiveRendition, LiveUri, SignedMunro};
 use serde::{Deserialize, Serialize};
 
@@ -91,10 +90,6 @@ pub struct MunroEntry {
 
 pub use ppspp::live::text_fields::ntp_to_hex as ntp_hex;
 
-fn text(e: TextFieldError) -> String {
-    e.to_string()
-}
-
 impl MunroEntry {
     pub fn of(m: &SignedMunro) -> MunroEntry {
         MunroEntry {
@@ -105,8 +100,17 @@ impl MunroEntry {
         }
     }
 
-    pub fn to_munro(&self, alg: ppspp::merkle::HashAlgorithm) -> Result<SignedMunro, String> {
-        munro_from_text(self.bin, &self.signed_at, &self.hash, &self.signature, alg).map_err(text)
+    pub fn to_munro(
+        &self,
+        alg: ppspp::merkle::HashAlgorithm,
+    ) -> Result<SignedMunro, LiveManifestError> {
+        Ok(munro_from_text(
+            self.bin,
+            &self.signed_at,
+            &self.hash,
+            &self.signature,
+            alg,
+        )?)
     }
 }
 
@@ -128,36 +132,39 @@ impl LivePartEntry {
     pub fn to_part(
         &self,
         alg: ppspp::merkle::HashAlgorithm,
-    ) -> Result<(LivePart, Vec<u8>, Vec<SignedMunro>), String> {
+    ) -> Result<(LivePart, Vec<u8>, Vec<SignedMunro>), LiveManifestError> {
         let part = LivePart {
             uri: self.uri.clone(),
             first_chunk: self.first_chunk,
             chunks: self.chunks,
             length: self.length,
-            timestamp: ntp_from_hex("part signedAt", &self.signed_at).map_err(text)?,
+            timestamp: ntp_from_hex("part signedAt", &self.signed_at)?,
         };
         let munros = self
             .munros
             .iter()
             .map(|m| m.to_munro(alg))
             .collect::<Result<_, _>>()?;
-        let signature = bytes_from_hex("part signature", &self.signature).map_err(text)?;
+        let signature = bytes_from_hex("part signature", &self.signature)?;
         Ok((part, signature, munros))
     }
 }
 
 impl LiveRenditionEntry {
     /// The signed record this entry carries, and its signature.
-    pub fn to_record(&self) -> Result<(LiveRendition, Vec<u8>), String> {
+    pub fn to_record(&self) -> Result<(LiveRendition, Vec<u8>), LiveManifestError> {
         let uri: LiveUri = self
             .swarm
             .parse()
-            .map_err(|e| format!("rendition {}: swarm: {e}", self.id))?;
+            .map_err(|source| LiveManifestError::Swarm {
+                id: self.id.clone(),
+                source,
+            })?;
         let init = match &self.init {
             Some(i) => Some(InitSegment {
                 uri: i.uri.clone(),
                 length: i.length,
-                hash: hash_from_hex("init hash", &i.hash, uri.info.params.hash).map_err(text)?,
+                hash: hash_from_hex("init hash", &i.hash, uri.info.params.hash)?,
             }),
             None => None,
         };
@@ -165,9 +172,9 @@ impl LiveRenditionEntry {
             id: self.id.clone(),
             info: uri.info,
             init,
-            timestamp: ntp_from_hex("rendition signedAt", &self.signed_at).map_err(text)?,
+            timestamp: ntp_from_hex("rendition signedAt", &self.signed_at)?,
         };
-        let signature = bytes_from_hex("rendition signature", &self.signature).map_err(text)?;
+        let signature = bytes_from_hex("rendition signature", &self.signature)?;
         Ok((record, signature))
     }
 }

@@ -2,6 +2,7 @@
 //! or DASH presentation as one PPSPP content, with its root, tree file and the parts
 //! (files or byte ranges) it is made of. `prepare` writes it; `seed` and pages read it.
 
+pub use super::error::ManifestError;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -73,29 +74,33 @@ pub fn path_for(source: &Path) -> PathBuf {
 
 impl Manifest {
     /// Reads and checks a manifest file.
-    pub fn read(path: &Path) -> Result<Manifest, String> {
-        let shown = path.display();
-        let text =
-            std::fs::read_to_string(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
-        let manifest: Manifest = serde_json::from_str(&text)
-            .map_err(|e| format!("{shown} is not a presentation manifest: {e}"))?;
+    pub fn read(path: &Path) -> Result<Manifest, ManifestError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let manifest: Manifest =
+            serde_json::from_str(&text).map_err(|source| ManifestError::NotAManifest {
+                path: path.to_path_buf(),
+                source,
+            })?;
         if manifest.format != FORMAT {
-            return Err(format!(
-                "{shown}: format is '{}', not '{FORMAT}'",
-                manifest.format
-            ));
+            return Err(ManifestError::WrongFormat {
+                path: path.to_path_buf(),
+                format: manifest.format,
+            });
         }
         if manifest.version != VERSION {
-            return Err(format!(
-                "{shown}: version {} (this ppspp reads version {VERSION}); prepare it again",
-                manifest.version
-            ));
+            return Err(ManifestError::WrongVersion {
+                path: path.to_path_buf(),
+                version: manifest.version,
+            });
         }
         if manifest.kind != "vod" {
-            return Err(format!(
-                "{shown}: type '{}': only on-demand (vod) presentations are seeded from a manifest",
-                manifest.kind
-            ));
+            return Err(ManifestError::NotOnDemand {
+                path: path.to_path_buf(),
+                kind: manifest.kind,
+            });
         }
         for r in &manifest.renditions {
             let sum = r
@@ -103,53 +108,55 @@ impl Manifest {
                 .iter()
                 .try_fold(0u64, |a, p| a.checked_add(p.length));
             if sum != Some(r.length) {
-                return Err(format!(
-                    "{shown}: rendition {}: its parts do not add up to its length {}",
-                    r.id, r.length
-                ));
+                return Err(ManifestError::PartsMismatch {
+                    path: path.to_path_buf(),
+                    id: r.id.clone(),
+                    length: r.length,
+                });
             }
         }
         Ok(manifest)
     }
 
     /// Writes the manifest through a temporary file renamed into place.
-    pub fn write(&self, path: &Path) -> Result<(), String> {
+    pub fn write(&self, path: &Path) -> Result<(), ManifestError> {
         write_json(path, self)
     }
 }
 
 /// Writes `value` as JSON through a temporary file renamed into place: a reader (the web
 /// server, while a live source rewrites it) sees the old file or the new, never half.
-pub fn write_json(path: &Path, value: &impl Serialize) -> Result<(), String> {
-    let mut text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+pub fn write_json(path: &Path, value: &impl Serialize) -> Result<(), ManifestError> {
+    let mut text = serde_json::to_string_pretty(value).map_err(ManifestError::Encode)?;
     text.push('\n');
     let mut part = path.as_os_str().to_owned();
     part.push(".part");
     let part = PathBuf::from(part);
     std::fs::write(&part, text)
         .and_then(|()| std::fs::rename(&part, path))
-        .map_err(|e| {
+        .map_err(|source| {
             let _ = std::fs::remove_file(&part);
-            format!("cannot write {}: {e}", path.display())
+            ManifestError::Write {
+                path: path.to_path_buf(),
+                source,
+            }
         })
 }
 
 /// A manifest-relative URI as a path under `dir` (the manifest's folder), `%XX` decoded.
 /// URIs that leave the folder or name another host are refused: a seeder serves only
 /// what sits beside its manifest.
-pub fn local_path(dir: &Path, uri: &str) -> Result<PathBuf, String> {
+pub fn local_path(dir: &Path, uri: &str) -> Result<PathBuf, ManifestError> {
     if uri.contains("://") || uri.starts_with('/') {
-        return Err(format!(
-            "'{uri}' is not a path relative to the manifest: prepare reads and seeds local files only"
-        ));
+        return Err(ManifestError::NotRelative(uri.to_string()));
     }
     let path = uri.split(['?', '#']).next().unwrap_or(uri);
-    let decoded = percent_decode(path).ok_or_else(|| format!("'{uri}' has a bad %-escape"))?;
+    let decoded = percent_decode(path).ok_or_else(|| ManifestError::BadEscape(uri.to_string()))?;
     let mut out = dir.to_path_buf();
     for seg in decoded.split('/') {
         match seg {
             "" | "." => {}
-            ".." => return Err(format!("'{uri}' leaves the manifest's folder")),
+            ".." => return Err(ManifestError::LeavesFolder(uri.to_string())),
             s => out.push(s),
         }
     }
@@ -158,14 +165,13 @@ pub fn local_path(dir: &Path, uri: &str) -> Result<PathBuf, String> {
 
 /// `path` (under `dir`) as a URI relative to `dir`, `/`-separated, with the characters a
 /// URL cannot carry as they are `%XX`-escaped.
-pub fn relative_uri(dir: &Path, path: &Path) -> Result<String, String> {
-    let rel = path.strip_prefix(dir).map_err(|_| {
-        format!(
-            "{} is not inside {}: keep the presentation's files under its master playlist's folder",
-            path.display(),
-            dir.display()
-        )
-    })?;
+pub fn relative_uri(dir: &Path, path: &Path) -> Result<String, ManifestError> {
+    let rel = path
+        .strip_prefix(dir)
+        .map_err(|_| ManifestError::NotInside {
+            path: path.to_path_buf(),
+            dir: dir.to_path_buf(),
+        })?;
     let segs: Vec<String> = rel
         .components()
         .map(|c| percent_encode(&c.as_os_str().to_string_lossy()))
@@ -234,7 +240,12 @@ mod tests {
     #[test]
     fn uris_that_leave_the_folder_are_refused() {
         let dir = Path::new("/srv/v");
-        assert!(local_path(dir, "../secret").unwrap_err().contains("leaves"));
+        assert!(
+            local_path(dir, "../secret")
+                .unwrap_err()
+                .to_string()
+                .contains("leaves")
+        );
         assert!(local_path(dir, "https://cdn/x.ts").is_err());
         assert!(local_path(dir, "/etc/passwd").is_err());
         assert!(local_path(dir, "a%2").is_err());

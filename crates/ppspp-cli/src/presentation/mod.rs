@@ -3,6 +3,7 @@
 //! tree files; `seed` serves every rendition from the parts on disk (`parts_store.rs`).
 
 pub mod dash;
+pub mod error;
 pub mod hls;
 pub mod live;
 pub mod live_listing;
@@ -14,6 +15,8 @@ pub mod seed;
 pub mod source;
 
 use clap::Subcommand;
+use error::ManifestError;
+pub use error::PresentationError;
 
 #[derive(Subcommand, Debug)]
 pub enum HlsCommand {
@@ -28,10 +31,10 @@ pub enum HlsCommand {
     Live(Box<live::LivePresentationArgs>),
 }
 
-pub fn run_hls(command: &HlsCommand) -> Result<(), String> {
+pub fn run_hls(command: &HlsCommand) -> Result<(), PresentationError> {
     match command {
-        HlsCommand::Prepare(args) => prepare::run(args, prepare::Packaging::Hls),
-        HlsCommand::Live(args) => live::run(args, prepare::Packaging::Hls),
+        HlsCommand::Prepare(args) => Ok(prepare::run(args, prepare::Packaging::Hls)?),
+        HlsCommand::Live(args) => Ok(live::run(args, prepare::Packaging::Hls)?),
     }
 }
 
@@ -49,10 +52,10 @@ pub enum DashCommand {
     Live(Box<live::LivePresentationArgs>),
 }
 
-pub fn run_dash(command: &DashCommand) -> Result<(), String> {
+pub fn run_dash(command: &DashCommand) -> Result<(), PresentationError> {
     match command {
-        DashCommand::Prepare(args) => prepare::run(args, prepare::Packaging::Dash),
-        DashCommand::Live(args) => live::run(args, prepare::Packaging::Dash),
+        DashCommand::Prepare(args) => Ok(prepare::run(args, prepare::Packaging::Dash)?),
+        DashCommand::Live(args) => Ok(live::run(args, prepare::Packaging::Dash)?),
     }
 }
 
@@ -60,7 +63,7 @@ pub fn run_dash(command: &DashCommand) -> Result<(), String> {
 pub fn source_renditions(
     path: &std::path::Path,
     manifest: &manifest::Manifest,
-) -> Result<Vec<source::SourceRendition>, String> {
+) -> Result<Vec<source::SourceRendition>, ManifestError> {
     let dir = path.parent().unwrap_or(std::path::Path::new("."));
     manifest
         .renditions
@@ -77,7 +80,7 @@ pub fn source_renditions(
                         length: p.length,
                     })
                 })
-                .collect::<Result<Vec<_>, String>>()?;
+                .collect::<Result<Vec<_>, ManifestError>>()?;
             Ok(source::SourceRendition {
                 id: r.id.clone(),
                 kind: r.kind.clone(),

@@ -3,6 +3,7 @@
 //! looks at each file's length and modification time again now and then, and refuses to
 //! serve once one changed since it was hashed.
 
+use super::error::PartsStoreError;
 use super::source::SourcePart;
 use ppspp::parts::PartMap;
 use ppspp::store::{ChunkStore, StoreError, chunk_span};
@@ -35,20 +36,22 @@ struct WatchedFile {
 
 impl PartsStore {
     /// Opens every file the parts name (each once), as complete content.
-    pub fn open(parts: &[SourcePart], chunk_size: usize) -> Result<PartsStore, String> {
-        let map = PartMap::new(parts.iter().map(|p| p.length)).map_err(|e| e.to_string())?;
+    pub fn open(parts: &[SourcePart], chunk_size: usize) -> Result<PartsStore, PartsStoreError> {
+        let map = PartMap::new(parts.iter().map(|p| p.length)).map_err(PartsStoreError::Map)?;
         let mut files: Vec<WatchedFile> = Vec::new();
         let mut placed = Vec::with_capacity(parts.len());
         for p in parts {
             let index = match files.iter().position(|f| f.path == p.path) {
                 Some(i) => i,
                 None => {
-                    let shown = p.path.display();
-                    let file =
-                        File::open(&p.path).map_err(|e| format!("cannot open {shown}: {e}"))?;
-                    let meta = file
-                        .metadata()
-                        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+                    let file = File::open(&p.path).map_err(|source| PartsStoreError::Open {
+                        path: p.path.clone(),
+                        source,
+                    })?;
+                    let meta = file.metadata().map_err(|source| PartsStoreError::Read {
+                        path: p.path.clone(),
+                        source,
+                    })?;
                     files.push(WatchedFile {
                         path: p.path.clone(),
                         file,
@@ -60,12 +63,12 @@ impl PartsStore {
             };
             let start = p.offset.unwrap_or(0);
             if start + p.length > files[index].len {
-                return Err(format!(
-                    "{} is {} bytes: too short for its part of {} bytes at {start}; prepare again",
-                    p.path.display(),
-                    files[index].len,
-                    p.length
-                ));
+                return Err(PartsStoreError::TooShort {
+                    path: p.path.clone(),
+                    len: files[index].len,
+                    length: p.length,
+                    start,
+                });
             }
             placed.push((index, start));
         }

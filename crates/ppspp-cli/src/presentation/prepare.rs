@@ -2,8 +2,10 @@
 //! rendition of a presentation, write each one's tree file (beside its playlist, or beside
 //! the MPD) and the manifest beside the master playlist or MPD, and say what to upload.
 
+use super::error::{ManifestError, PrepareError};
 use super::manifest::{self, FORMAT, Manifest, Part, Rendition, VERSION};
 use super::source::SourceRendition;
+use crate::live::error::ChunkSizeTooLarge;
 use crate::root::{parse_chunk_size, write_tree_file};
 use clap::Args;
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
@@ -39,7 +41,7 @@ fn tree_path(
     packaging: Packaging,
     source: &Path,
     rendition: &SourceRendition,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, ManifestError> {
     let dir = source.parent().unwrap_or(Path::new("."));
     let stem = |p: &Path| {
         p.file_stem()
@@ -68,7 +70,7 @@ fn tree_path(
     }
 }
 
-pub fn run(args: &PrepareArgs, packaging: Packaging) -> Result<(), String> {
+pub fn run(args: &PrepareArgs, packaging: Packaging) -> Result<(), PrepareError> {
     let renditions = match packaging {
         Packaging::Hls => super::hls::renditions(&args.source)?,
         Packaging::Dash => super::dash::renditions(&args.source)?,
@@ -92,17 +94,14 @@ pub fn prepare(
     packaging: Packaging,
     hash: HashAlgorithm,
     chunk_size: usize,
-) -> Result<Manifest, String> {
+) -> Result<Manifest, PrepareError> {
     let dir = source.parent().unwrap_or(Path::new("."));
     let mut out = Vec::with_capacity(renditions.len());
     let mut trees = std::collections::HashSet::new();
     for r in renditions {
         let tree_file = tree_path(packaging, source, r)?;
         if !trees.insert(tree_file.clone()) {
-            return Err(format!(
-                "two renditions would share the tree file {} (rename one of them)",
-                tree_file.display()
-            ));
+            return Err(PrepareError::SharedTreeFile(tree_file));
         }
         let tree = hash_rendition(r, hash, chunk_size)?;
         write_tree_file(&tree, &tree_file)?;
@@ -113,7 +112,7 @@ pub fn prepare(
             resolution: r.resolution.clone(),
             root: tree.root().to_hex(),
             hash: hash.to_string(),
-            chunk_size: u32::try_from(chunk_size).map_err(|_| "chunk size too large")?,
+            chunk_size: u32::try_from(chunk_size).map_err(|_| ChunkSizeTooLarge)?,
             length: tree.content_len(),
             tree: manifest::relative_uri(dir, &tree_file)?,
             parts: r
@@ -141,30 +140,39 @@ pub fn hash_rendition(
     r: &SourceRendition,
     hash: HashAlgorithm,
     chunk_size: usize,
-) -> Result<MerkleTree, String> {
+) -> Result<MerkleTree, PrepareError> {
     let progress = crate::progress::hashing_bar(r.length());
     let mut builder = MerkleTree::builder(hash, chunk_size);
     let mut buf = vec![0u8; 1 << 16];
     for p in &r.parts {
-        let shown = p.path.display();
-        let mut file =
-            std::fs::File::open(&p.path).map_err(|e| format!("cannot open {shown}: {e}"))?;
+        let mut file = std::fs::File::open(&p.path).map_err(|source| PrepareError::Open {
+            path: p.path.clone(),
+            source,
+        })?;
         file.seek(SeekFrom::Start(p.offset.unwrap_or(0)))
-            .map_err(|e| format!("cannot read {shown}: {e}"))?;
+            .map_err(|source| PrepareError::Read {
+                path: p.path.clone(),
+                source,
+            })?;
         let mut left = p.length;
         while left > 0 {
             let want = buf.len().min(left as usize);
             file.read_exact(&mut buf[..want])
-                .map_err(|e| format!("cannot read {shown} ({left} bytes of its part left): {e}"))?;
+                .map_err(|source| PrepareError::ReadPart {
+                    path: p.path.clone(),
+                    left,
+                    source,
+                })?;
             builder.push(&buf[..want]);
             progress.inc(want as u64);
             left -= want as u64;
         }
     }
     progress.finish_and_clear();
-    builder
-        .finish()
-        .map_err(|e| format!("cannot hash rendition {}: {e}", r.id))
+    builder.finish().map_err(|source| PrepareError::Hash {
+        id: r.id.clone(),
+        source,
+    })
 }
 
 fn report(
@@ -172,7 +180,7 @@ fn report(
     out: &Path,
     manifest: &Manifest,
     renditions: &[SourceRendition],
-) -> Result<(), String> {
+) -> Result<(), PrepareError> {
     for (m, r) in manifest.renditions.iter().zip(renditions) {
         crate::print_line(format_args!(
             "{} {} {}: {} bytes in {} parts, {:.1} s{}",

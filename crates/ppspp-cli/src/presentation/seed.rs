@@ -1,6 +1,7 @@
 //! `ppspp seed NAME.ppspp.json`: every rendition of a prepared presentation served from its
 //! files, each its own swarm (engine, WebRTC socket, signaling room), in one process.
 
+use super::error::PresentationSeedError;
 use super::manifest::Manifest;
 use super::parts_store::PartsStore;
 use super::prepare::hash_rendition;
@@ -11,23 +12,27 @@ use crate::udp::Clock;
 use futures_util::FutureExt;
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
 
-pub fn run(args: &SeedArgs) -> Result<(), String> {
+pub fn run(args: &SeedArgs) -> Result<(), PresentationSeedError> {
     let manifest = Manifest::read(&args.file)?;
     let sources = super::source_renditions(&args.file, &manifest)?;
     // Hashed again: files that changed since `prepare` would be another swarm than the
     // one pages look for, and serving them would only get the seeder banned.
     let mut ready = Vec::with_capacity(sources.len());
     for (r, src) in manifest.renditions.iter().zip(sources) {
-        let hash: HashAlgorithm = r
-            .hash
-            .parse()
-            .map_err(|e| format!("rendition {}: hash '{}': {e}", r.id, r.hash))?;
+        let hash: HashAlgorithm =
+            r.hash
+                .parse()
+                .map_err(|source| PresentationSeedError::BadHash {
+                    id: r.id.clone(),
+                    hash: r.hash.clone(),
+                    source,
+                })?;
         let tree = hash_rendition(&src, hash, r.chunk_size as usize)?;
         if tree.root().to_hex() != r.root {
-            return Err(format!(
-                "rendition {}: its files no longer hash to the manifest's root {}: run prepare again (and upload what it writes)",
-                r.id, r.root
-            ));
+            return Err(PresentationSeedError::RootChanged {
+                id: r.id.clone(),
+                root: r.root.clone(),
+            });
         }
         let store = PartsStore::open(&src.parts, r.chunk_size as usize)?;
         ready.push(Ready { src, tree, store });
@@ -35,7 +40,7 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+        .map_err(PresentationSeedError::Runtime)?;
     runtime.block_on(async {
         let stop = crate::shutdown_signal().shared();
         let clock = Clock::new();
@@ -52,11 +57,12 @@ pub fn run(args: &SeedArgs) -> Result<(), String> {
             ));
         }
         let results = futures_util::future::join_all(serving).await;
-        let failed: Vec<String> = results.into_iter().filter_map(Result::err).collect();
+        let failed: Vec<PresentationSeedError> =
+            results.into_iter().filter_map(Result::err).collect();
         if failed.is_empty() {
             Ok(())
         } else {
-            Err(failed.join("; "))
+            Err(PresentationSeedError::Renditions(failed))
         }
     })
 }
@@ -75,7 +81,7 @@ async fn serve_rendition(
     clock: &Clock,
     metrics: Option<std::sync::Arc<crate::metrics::SeedMetrics>>,
     stop: impl std::future::Future<Output = ()>,
-) -> Result<(), String> {
+) -> Result<(), PresentationSeedError> {
     let served = Served {
         name: src.id.clone(),
         uri_prefix: Some(src.id.clone()),
@@ -85,16 +91,19 @@ async fn serve_rendition(
     };
     let changed = serve(args, index, &tree, store, clock, served, stop)
         .await
-        .map_err(|e| format!("rendition {}: {e}", src.id))?;
+        .map_err(|source| PresentationSeedError::Serve {
+            id: src.id.clone(),
+            source,
+        })?;
     match changed {
-        Some(e) => {
+        Some(source) => {
             // Said now: the other renditions go on being served until the process stops.
-            let message = format!(
-                "stopped seeding rendition {}: {e}; run ppspp hls prepare again, then seed",
-                src.id
-            );
-            eprintln!("ppspp: {message}");
-            Err(message)
+            let error = PresentationSeedError::Stopped {
+                id: src.id.clone(),
+                source,
+            };
+            eprintln!("ppspp: {error}");
+            Err(error)
         }
         None => Ok(()),
     }

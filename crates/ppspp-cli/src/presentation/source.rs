@@ -1,6 +1,7 @@
 //! A rendition as read from a packager's output: its parts as local files or byte ranges of
 //! them, in content order.
 
+use super::error::PartError;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -86,15 +87,21 @@ impl<'a> PartFiles<'a> {
         base_dir: &Path,
         uri: &str,
         range: Option<(u64, Option<u64>)>,
-    ) -> Result<SourcePart, String> {
+    ) -> Result<SourcePart, PartError> {
         let path = super::manifest::local_path(base_dir, uri)?;
         let size = match self.sizes.get(&path) {
             Some(s) => *s,
             None => {
-                let meta = std::fs::metadata(&path)
-                    .map_err(|e| format!("{uri}: cannot open {}: {e}", path.display()))?;
+                let meta = std::fs::metadata(&path).map_err(|source| PartError::Open {
+                    uri: uri.to_string(),
+                    path: path.clone(),
+                    source,
+                })?;
                 if !meta.is_file() {
-                    return Err(format!("{uri}: {} is not a regular file", path.display()));
+                    return Err(PartError::NotAFile {
+                        uri: uri.to_string(),
+                        path,
+                    });
                 }
                 self.sizes.insert(path.clone(), meta.len());
                 meta.len()
@@ -106,16 +113,21 @@ impl<'a> PartFiles<'a> {
                 let offset =
                     offset.unwrap_or_else(|| self.next_offset.get(uri).copied().unwrap_or(0));
                 if offset.checked_add(length).is_none_or(|end| end > size) {
-                    return Err(format!(
-                        "{uri}: the byte range {length}@{offset} runs past the file's end ({size} bytes)"
-                    ));
+                    return Err(PartError::RangePastEnd {
+                        uri: uri.to_string(),
+                        length,
+                        offset,
+                        size,
+                    });
                 }
                 self.next_offset.insert(uri.to_string(), offset + length);
                 (Some(offset), length)
             }
         };
         if length == 0 {
-            return Err(format!("{uri}: an empty segment"));
+            return Err(PartError::Empty {
+                uri: uri.to_string(),
+            });
         }
         Ok(SourcePart {
             uri: super::manifest::relative_uri(self.master_dir, &path)?,
