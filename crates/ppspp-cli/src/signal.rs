@@ -91,6 +91,9 @@ pub enum JoinAnyError {
     /// Every URL's failure, in the order tried.
     #[error("{}", join_failures(.0))]
     AllFailed(Vec<SignalError>),
+    /// The task joining in the background ended without an answer (cancelled, say).
+    #[error(transparent)]
+    Task(#[from] tokio::task::JoinError),
 }
 
 fn join_failures(failures: &[SignalError]) -> String {
@@ -118,17 +121,6 @@ pub async fn join_first(
         return Err(JoinAnyError::NoServer);
     }
     Err(JoinAnyError::AllFailed(failures))
-}
-
-/// [`join_first`] with its error as the message: the WebRTC layer's failover keeps it so.
-pub async fn join_any(
-    urls: &[String],
-    first: usize,
-    swarm: &str,
-) -> Result<(SignalClient, usize), String> {
-    join_first(urls, first, swarm)
-        .await
-        .map_err(|e| e.to_string())
 }
 
 impl SignalClient {

@@ -4,7 +4,7 @@
 //! connection.
 
 use super::{RtcTransport, rejoin};
-use crate::signal::SignalClient;
+use crate::signal::{JoinAnyError, SignalClient};
 
 /// After joining again, offers go to at most this many of the new sample's peers.
 const REJOIN_OFFERS: usize = 8;
@@ -18,7 +18,7 @@ pub(super) struct Failover {
     /// Failed attempts since the last welcome.
     pub(super) attempts: u32,
     /// The attempt under way (it waits out its back-off first).
-    pub(super) task: Option<tokio::task::JoinHandle<Result<(SignalClient, usize), String>>>,
+    pub(super) task: Option<tokio::task::JoinHandle<Result<(SignalClient, usize), JoinAnyError>>>,
 }
 
 impl Failover {
@@ -53,7 +53,7 @@ impl RtcTransport {
         let (urls, first, room) = (f.urls.clone(), (f.index + 1) % f.urls.len(), f.room.clone());
         f.task = Some(tokio::spawn(async move {
             tokio::time::sleep(delay).await;
-            crate::signal::join_any(&urls, first, &room).await
+            crate::signal::join_first(&urls, first, &room).await
         }));
     }
 
@@ -66,7 +66,7 @@ impl RtcTransport {
     }
 
     /// An attempt to join again ended: offer to the new sample, or try the next URL.
-    pub(super) fn on_rejoined(&mut self, result: Result<(SignalClient, usize), String>) {
+    pub(super) fn on_rejoined(&mut self, result: Result<(SignalClient, usize), JoinAnyError>) {
         self.failover.task = None;
         match result {
             Ok((client, index)) => {

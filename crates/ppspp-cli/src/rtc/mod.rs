@@ -79,7 +79,7 @@ pub enum Incoming {
     Datagram(usize, SocketAddr),
     Signal(Option<ServerMessage>),
     /// An attempt to join again (after the signaling connection dropped) ended.
-    Rejoined(Box<Result<(SignalClient, usize), String>>),
+    Rejoined(Box<Result<(SignalClient, usize), crate::signal::JoinAnyError>>),
 }
 
 /// Every WebRTC peer connection of this process.
@@ -355,7 +355,7 @@ impl RtcTransport {
         let rejoin = self.failover.task.as_mut();
         let rejoined = async move {
             match rejoin {
-                Some(task) => task.await.unwrap_or_else(|e| Err(e.to_string())),
+                Some(task) => task.await.unwrap_or_else(|e| Err(e.into())),
                 None => std::future::pending().await,
             }
         };
