@@ -1,6 +1,7 @@
 //! The state the engine keeps per peer: one PPSPP channel.
 
 use super::event::SendState;
+use super::in_flight::DataInFlight;
 use super::request::InterArrival;
 use super::serve_queue::ServeQueue;
 use crate::Bin;
@@ -13,15 +14,6 @@ use crate::time::Time;
 use core::time::Duration;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::SocketAddr;
-
-/// A DATA datagram waiting for its acknowledgement.
-#[derive(Clone, Debug)]
-pub(crate) struct InFlight {
-    pub chunk: u64,
-    pub sent: Time,
-    /// Karn's rule: acknowledgements of retransmissions give no RTT sample.
-    pub retransmission: bool,
-}
 
 /// The initiator's handshake retries.
 #[derive(Clone, Debug)]
@@ -137,16 +129,8 @@ pub(crate) struct Channel<A> {
     // Sending to this peer.
     /// What the peer asked for and waits to be sent.
     pub serve_queue: ServeQueue,
-    /// Chunks of `in_flight`: sent, and neither acknowledged nor taken for lost. With
-    /// the chunks queued it lets a REQUEST skip what is already on its way by a binmap search, so
-    /// its cost follows the ranges asked, not the chunks in them.
-    pub sent: Binmap,
-    /// When DATA to this peer was last taken for lost.
-    pub last_loss: Option<Time>,
-    /// Send time of the newest DATA acknowledged (RACK's, RFC 8985): DATA sent before it
-    /// and unacknowledged is overdue once a round trip and a reordering window have passed.
-    pub newest_acked_sent: Option<Time>,
-    pub in_flight: VecDeque<InFlight>,
+    /// DATA sent and neither acknowledged nor taken for lost.
+    pub in_flight: DataInFlight,
     pub cc: Controller,
     pub rtt: RttEstimator,
     /// A DATA was acknowledged at least once (ping-pong is over).
@@ -191,29 +175,6 @@ impl<A> Channel<A> {
         self.pending_choke = Some(true);
         self.unchoke_resend = None;
         self.serve_queue.drop_requests();
-    }
-
-    /// When the oldest DATA in flight counts as lost: a retransmission timeout after it was
-    /// sent or, once DATA sent after it was acknowledged, a round trip and a reordering
-    /// window (a quarter round trip, at least the timer granularity) after it was sent.
-    /// The timeout alone (libswift's, with its 50 ms deviation floor) left a receiver's
-    /// dropped datagrams in flight for 200 ms on a path of a millisecond, the window full
-    /// of them and the sender idle.
-    pub fn loss_deadline(&self, granularity: Duration) -> Option<Time> {
-        let oldest = self.in_flight.front()?.sent;
-        let timeout = oldest + self.rtt.timeout();
-        if self.newest_acked_sent.is_none_or(|t| oldest >= t) {
-            return Some(timeout);
-        }
-        let srtt = self.rtt.srtt();
-        Some(timeout.min(oldest + srtt + (srtt / 4).max(granularity)))
-    }
-
-    /// `chunk` left `in_flight` (acknowledged, or taken for lost).
-    pub fn landed(&mut self, chunk: u64) {
-        if let Some(b) = Bin::chunk(chunk) {
-            self.sent.reset(b);
-        }
     }
 
     /// Announce everything again (the peer may have missed our HAVEs).
@@ -274,10 +235,7 @@ impl<A> Channel<A> {
             exchanged: false,
             answered_only: false,
             serve_queue: ServeQueue::new(),
-            sent: Binmap::new(),
-            last_loss: None,
-            newest_acked_sent: None,
-            in_flight: VecDeque::new(),
+            in_flight: DataInFlight::new(),
             // The configuration was validated when the engine was built.
             cc: Controller::new(congestion.clone()).unwrap_or_else(|_| {
                 Controller::new(CongestionConfig::default()).expect("default config is valid")
@@ -308,8 +266,7 @@ impl<A> Channel<A> {
     /// counted on to arrive (see `integrity_for`).
     pub fn path_is_clean(&self, now: Time) -> bool {
         let calm = (4 * self.rtt.srtt()).max(Duration::from_secs(1));
-        self.last_loss
-            .is_none_or(|at| now.saturating_since(at) >= calm)
+        self.in_flight.no_loss_for(now, calm)
     }
 
     /// Datagrams with DATA that may be unacknowledged at once.

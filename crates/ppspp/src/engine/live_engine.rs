@@ -548,7 +548,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             for b in Bin::from_chunk_range(0, floor - 1) {
                 ch.peer_have.reset(b);
                 ch.have_out.reset(b);
-                ch.sent.reset(b);
+                ch.in_flight.forget(b);
                 ch.serve_queue.cancel(b);
             }
         }
@@ -614,7 +614,7 @@ fn forget_earlier_run<A>(ch: &mut Channel<A>) {
     ch.pending_signatures.clear();
     ch.peer_have.clear();
     ch.have_out.clear();
-    ch.sent.clear();
+    ch.in_flight.forget_all();
     ch.serve_queue.forget();
     ch.munro_told = 0;
 }

@@ -23,6 +23,7 @@ mod half_open;
 mod handshake;
 mod held_window;
 mod http_origin;
+mod in_flight;
 mod live_engine;
 mod live_part;
 mod live_stream;

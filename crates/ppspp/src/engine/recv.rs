@@ -512,54 +512,16 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return;
         };
         let in_flight_before = ch.in_flight.len() as u32;
-        let mut acked = 0u32;
-        let mut sample = None;
-        let sent = &mut ch.sent;
-        // Karn's rule skips acknowledgements of retransmissions, since they may be for the
-        // first copy. We retransmit only after a round trip and more, so an acknowledgement
-        // arriving at least one minimum round trip after the retransmission is hardly ever
-        // for the first copy: taking those keeps the RTT (and with it pacing) current
-        // through a backlog of retransmissions, where skipping them all froze it.
-        let min_rtt = ch.rtt.min_rtt();
-        let mut newest_sent = ch.newest_acked_sent;
-        let mut take = |f: &super::channel::InFlight| {
-            if let Some(b) = Bin::chunk(f.chunk) {
-                sent.reset(b);
-            }
-            acked += 1;
-            let elapsed = now.saturating_since(f.sent);
-            if !f.retransmission || min_rtt.is_some_and(|m| elapsed >= m) {
-                sample = Some(elapsed);
-                newest_sent = newest_sent.max(Some(f.sent));
-            }
-        };
-        if first == last {
-            // The usual ACK names one chunk, near the front of the send-ordered queue: no
-            // need to walk the whole window.
-            if let Some(i) = ch.in_flight.iter().position(|f| f.chunk == first)
-                && let Some(f) = ch.in_flight.remove(i)
-            {
-                take(&f);
-            }
-        } else {
-            ch.in_flight.retain(|f| {
-                if f.chunk < first || f.chunk > last {
-                    return true;
-                }
-                take(f);
-                false
-            });
-        }
-        ch.newest_acked_sent = newest_sent;
+        let acked = ch.in_flight.acknowledge(first, last, now, ch.rtt.min_rtt());
         // Queued retransmissions of these chunks are moot now.
         for b in Bin::from_chunk_range(first, last) {
             ch.serve_queue.acknowledged(b);
         }
         self.peer_gained(now, ch, first, last);
-        if let Some(s) = sample {
+        if let Some(s) = acked.rtt_sample {
             ch.rtt.on_sample(s);
         }
-        if acked > 0 {
+        if acked.count > 0 {
             let srtt = ch.rtt.srtt();
             ch.cc.on_delay_sample(now, delay_us, srtt);
             // Only LEDBAT's additive increase is shared: spare the walk over the channels
@@ -572,7 +534,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             } else {
                 1
             };
-            ch.cc.on_ack(now, acked, in_flight_before, srtt, flows);
+            ch.cc
+                .on_ack(now, acked.count, in_flight_before, srtt, flows);
             ch.acked_data = true;
             ch.last_ack = Some(now);
             ch.keepalive = srtt.max(Duration::from_secs(1));
@@ -646,7 +609,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             if self.have.is_filled(range)
                 && ch.peer_have.is_empty(range)
                 && ch.serve_queue.queued().is_empty(range)
-                && ch.sent.is_empty(range)
+                && !ch.in_flight.any_of(range)
             {
                 let chunk = range.base_offset();
                 ch.serve_queue.push(chunk, chunk, now);
@@ -661,7 +624,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 (&self.have, true),
                 (&ch.peer_have, false),
                 (ch.serve_queue.queued(), false),
-                (&ch.sent, false),
+                (ch.in_flight.chunks(), false),
             ];
             let run = match among {
                 None => Binmap::find_all(wanted, range, 0),

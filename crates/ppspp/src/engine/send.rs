@@ -1,6 +1,6 @@
 //! Outgoing datagrams: handshakes, control messages, and DATA with its hashes.
 
-use super::channel::{Channel, InFlight, MAX_KEEPALIVE};
+use super::channel::{Channel, MAX_KEEPALIVE};
 use super::event::Event;
 use super::handshake::our_options;
 use super::recv::pex_message;
@@ -565,14 +565,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             .wait_for(now, len)
             .filter(|d| !d.is_zero())
             .map(|d| now + d);
-        ch.in_flight.push_back(InFlight {
-            chunk,
-            sent: now,
-            retransmission,
-        });
-        if let Some(b) = Bin::chunk(chunk) {
-            ch.sent.set(b);
-        }
+        ch.in_flight.record(chunk, now, retransmission);
         ch.cc.on_sent(now, ch.in_flight.len() as u32, ch.rtt.srtt());
         // Pace from the schedule, not from now, so a burst of at most `slack` is the only
         // deviation from one window per round trip.
@@ -674,7 +667,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             .lowest_set_ancestor(chunk_bin)
             .map_or(root_layer + 1, |layer| layer.clamp(1, root_layer + 1));
         if lean
-            && let Some(layer) = ch.sent.lowest_set_ancestor(chunk_bin)
+            && let Some(layer) = ch.in_flight.chunks().lowest_set_ancestor(chunk_bin)
             && layer.max(1) <= LEAN_LAYERS.min(root_layer)
         {
             known = known.min(layer.max(1));

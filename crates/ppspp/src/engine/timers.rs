@@ -127,7 +127,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             dead_peer: (ch.sent_since_recv >= DEAD_PEER_DATAGRAMS)
                 .then(|| ch.last_recv + DEAD_PEER),
             unchoke_resend: ch.unchoke_resend.map(|(due, _)| due),
-            retransmission: ch.loss_deadline(self.config.pacing_granularity),
+            retransmission: ch
+                .in_flight
+                .loss_deadline(&ch.rtt, self.config.pacing_granularity),
             silent_with_requests: (!ch.requests.is_empty() && ch.expired_since_delivery)
                 .then(|| ch.last_recv + SILENT_WITH_REQUESTS),
             request_expiry: ch
@@ -263,24 +265,17 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         // Loss detection: DATA unacknowledged past its loss deadline is lost.
         let rto = ch.rtt.timeout();
         let granularity = self.config.pacing_granularity;
-        let mut lost = 0u32;
-        let mut last_sent = Time::ZERO;
-        while ch.loss_deadline(granularity).is_some_and(|t| t <= now) {
-            if let Some(f) = ch.in_flight.pop_front() {
-                lost += 1;
-                last_sent = last_sent.max(f.sent);
-                ch.landed(f.chunk);
-                ch.serve_queue.lost(f.chunk);
-            }
-        }
-        if lost > 0 {
-            ch.last_loss = Some(now);
+        let serve_queue = &mut ch.serve_queue;
+        let lost = ch
+            .in_flight
+            .take_lost(now, &ch.rtt, granularity, |c| serve_queue.lost(c));
+        if lost.count > 0 {
             let silent = ch.last_ack.is_none_or(|t| now.saturating_since(t) >= rto);
             if silent {
                 ch.cc.on_timeout(now);
                 ch.rtt.on_timeout();
             } else {
-                ch.cc.on_loss(now, last_sent, ch.rtt.srtt());
+                ch.cc.on_loss(now, lost.last_sent, ch.rtt.srtt());
             }
         }
         if passed(due.silent_with_requests, now) {
