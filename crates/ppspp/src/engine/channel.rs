@@ -2,6 +2,7 @@
 
 use super::event::SendState;
 use super::in_flight::DataInFlight;
+use super::outstanding::OutstandingRequests;
 use super::request::InterArrival;
 use super::serve_queue::ServeQueue;
 use crate::Bin;
@@ -12,7 +13,7 @@ use crate::congestion::{CongestionConfig, Controller};
 use crate::merkle::Hash;
 use crate::time::Time;
 use core::time::Duration;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
 
 /// The initiator's handshake retries.
@@ -88,13 +89,8 @@ pub(crate) struct Channel<A> {
     pub peer_window: Option<u64>,
 
     // Receiving from this peer.
-    /// Requested chunks not yet received, with the time of the request.
-    pub requests: BTreeMap<u64, Time>,
-    /// The same requests in the order they were made (oldest first), so timers find the
-    /// oldest without a scan; entries no longer in `requests` are skipped lazily.
-    pub request_order: VecDeque<(Time, u64)>,
-    pub pending_requests: Vec<Bin>,
-    pub pending_cancels: Vec<Bin>,
+    /// Chunks asked of the peer and not received; REQUESTs and CANCELs to send.
+    pub requests: OutstandingRequests,
     pub pending_acks: Vec<(u64, i64)>,
     /// When the oldest of `pending_acks` must leave, company or not.
     pub acks_due_at: Option<Time>,
@@ -214,10 +210,7 @@ impl<A> Channel<A> {
             other_run: false,
             pending_signatures: Vec::new(),
             peer_window: None,
-            requests: BTreeMap::new(),
-            request_order: VecDeque::new(),
-            pending_requests: Vec::new(),
-            pending_cancels: Vec::new(),
+            requests: OutstandingRequests::new(),
             pending_acks: Vec::new(),
             acks_due_at: None,
             acked_chunks: 0,
@@ -286,42 +279,6 @@ impl<A> Channel<A> {
         } else {
             SendState::Window(self.cc.phase())
         }
-    }
-
-    /// Asks for the chunks of `bin` at `now`: they are outstanding (in both `requests`
-    /// and `request_order`), and a REQUEST for `bin` goes out with the next datagram.
-    pub fn record_request(&mut self, now: Time, bin: Bin) {
-        if let Some((first, last)) = bin.chunk_range() {
-            for c in first..=last {
-                self.requests.insert(c, now);
-                self.request_order.push_back((now, c));
-            }
-        }
-        self.pending_requests.push(bin);
-    }
-
-    /// When the oldest outstanding request was made. The front entry may be stale (its
-    /// chunk arrived); that only makes a timer fire early once, and `pop_expired` drops it.
-    pub fn oldest_request(&self) -> Option<Time> {
-        self.request_order.front().map(|(t, _)| *t)
-    }
-
-    /// Removes and returns the outstanding requests older than `expiry` at `now`, oldest
-    /// first, discarding stale entries on the way.
-    pub fn pop_expired(&mut self, now: Time, expiry: Duration) -> Vec<u64> {
-        let mut expired = Vec::new();
-        while let Some(&(t, c)) = self.request_order.front() {
-            let current = self.requests.get(&c) == Some(&t);
-            if current && t + expiry > now {
-                break;
-            }
-            self.request_order.pop_front();
-            if current {
-                self.requests.remove(&c);
-                expired.push(c);
-            }
-        }
-        expired
     }
 
     /// The round trip a receiver plans its requests with: the smoothed RTT, but never less

@@ -242,10 +242,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return false;
         }
         let swarm = Swarm {
-            asked: self
-                .channels
-                .values()
-                .any(|c| c.requests.contains_key(&chunk)),
+            asked: self.channels.values().any(|c| c.requests.contains(chunk)),
             unheld: self.avail.rarity(chunk) == 0,
             connected: origin.presence.connected(),
         };
@@ -404,10 +401,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if let Some(o) = self.origin.as_deref_mut() {
             o.requests.fetched(chunk);
         }
-        let asked = self
-            .channels
-            .values()
-            .any(|c| c.requests.contains_key(&chunk));
+        let asked = self.channels.values().any(|c| c.requests.contains(chunk));
         if !asked {
             self.release_request(chunk);
         }
@@ -416,11 +410,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// The origin delivered `chunk`: peers asked for it too are told to cancel.
     pub(super) fn cancel_at_peers(&mut self, chunk: u64) {
         for ch in self.channels.values_mut() {
-            if ch.requests.remove(&chunk).is_some()
-                && let Some(b) = Bin::chunk(chunk)
-            {
-                ch.pending_cancels.push(b);
-            }
+            ch.requests.cancel(chunk);
         }
     }
 

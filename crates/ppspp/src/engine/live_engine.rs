@@ -536,14 +536,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             self.have.reset(b);
         }
         for ch in self.channels.values_mut() {
-            let behind: Vec<u64> = ch.requests.range(..floor).map(|(c, _)| *c).collect();
-            for c in behind {
-                ch.requests.remove(&c);
-                if let Some(b) = Bin::chunk(c) {
-                    ch.pending_cancels.push(b);
-                }
-            }
-            ch.request_order.retain(|&(_, c)| c >= floor);
+            ch.requests.cancel_below(floor);
             ch.pending_signatures.retain(|s| s.chunk >= floor);
             for b in Bin::from_chunk_range(0, floor - 1) {
                 ch.peer_have.reset(b);
@@ -605,12 +598,7 @@ fn keep_chunk_signature<A>(
 /// A channel after its peer's stream restarted (`restart_live_viewer`): requests are
 /// cancelled and what it and we announced is forgotten, as of chunks that do not exist.
 fn forget_earlier_run<A>(ch: &mut Channel<A>) {
-    for c in core::mem::take(&mut ch.requests).into_keys() {
-        if let Some(b) = Bin::chunk(c) {
-            ch.pending_cancels.push(b);
-        }
-    }
-    ch.request_order.clear();
+    ch.requests.cancel_all();
     ch.pending_signatures.clear();
     ch.peer_have.clear();
     ch.have_out.clear();

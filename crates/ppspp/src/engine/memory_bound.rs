@@ -77,7 +77,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 self.exclude.copy_range(&self.have, b);
             }
             for ch in self.channels.values() {
-                for &c in ch.requests.range(came.clone()).map(|(c, _)| c) {
+                for c in ch.requests.chunks_in(came.clone()) {
                     if let Some(b) = Bin::chunk(c) {
                         self.exclude.set(b);
                     }
@@ -274,7 +274,7 @@ mod tests {
         assert_eq!(e.poll_timeout(), Some(Time::ZERO));
         e.handle_timeout(Time::from_millis(1));
         assert!(!e.pick_again);
-        let asked = e.channels[&e.by_addr[&1]].requests.contains_key(&5);
+        let asked = e.channels[&e.by_addr[&1]].requests.contains(5);
         assert!(asked, "chunk 5 asked of peer 1 again");
     }
 

@@ -30,6 +30,7 @@ mod live_stream;
 mod memory_bound;
 mod misbehaviour;
 mod origin_error;
+mod outstanding;
 mod recv;
 mod redial;
 mod request;
@@ -666,7 +667,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if self.by_addr.get(&ch.addr) == Some(&id) {
             self.by_addr.remove(&ch.addr);
         }
-        for &chunk in ch.requests.keys() {
+        for (chunk, _) in ch.requests.iter() {
             self.release_request(chunk);
         }
         self.pick_again |= !ch.requests.is_empty();

@@ -370,10 +370,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             Message::PexResV6(a) => self.on_pex_peer(now, ch, SocketAddr::V6(a)),
             Message::Choke => {
                 ch.choked_by_peer = true;
-                for c in std::mem::take(&mut ch.requests).into_keys() {
+                for c in ch.requests.drop_all() {
                     self.release_request(c);
                 }
-                ch.request_order.clear();
             }
             Message::Unchoke => ch.choked_by_peer = false,
             Message::SignedIntegrity {
@@ -438,19 +437,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         for o in self.channels.values_mut().filter(|o| o.origin) {
             let moved: Vec<u64> = o
                 .requests
-                .range(first..=last)
-                .map(|(&c, _)| c)
+                .chunks_in(first..=last)
                 .filter(|&c| Bin::chunk(c).is_some_and(|b| !picker.is_due(b)))
                 .collect();
             for c in moved {
-                o.requests.remove(&c);
-                let Some(b) = Bin::chunk(c) else { continue };
-                // Not asked yet: no cancel needed.
-                let queued = o.pending_requests.len();
-                o.pending_requests.retain(|&p| p != b);
-                if o.pending_requests.len() == queued {
-                    o.pending_cancels.push(b);
-                }
+                o.requests.withdraw(c);
                 released.push(c);
             }
         }
@@ -719,7 +710,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return Err(Verdict::Ban(Misbehaviour::ChunkOutOfRange));
         };
         ch.bytes_down += data.len() as u64;
-        let requested_at = ch.requests.get(&chunk).copied();
+        let requested_at = ch.requests.asked_at(chunk);
         if self.have.is_filled(leaf) {
             self.forget_request(ch, chunk);
             self.stats.bytes_duplicate += data.len() as u64;
@@ -842,11 +833,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let Some(bin) = Bin::chunk(last) else {
             return;
         };
-        if ch.requests.contains_key(&last) || self.have.is_filled(bin) {
+        if ch.requests.contains(last) || self.have.is_filled(bin) {
             return;
         }
         self.exclude.set(bin);
-        ch.record_request(now, bin);
+        ch.requests.ask(now, bin);
     }
 
     /// A chunk from `ch` passed verification: it is stored and kept, and the peer counts
@@ -932,7 +923,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         data: &[u8],
         hashes: &[(Bin, Hash)],
     ) -> Result<bool, Verdict> {
-        let requested_at = ch.requests.get(&chunk).copied();
+        let requested_at = ch.requests.asked_at(chunk);
         let Some(leaf) = Bin::chunk(chunk) else {
             return Err(Verdict::Ban(Misbehaviour::ChunkOutOfRange));
         };
@@ -1026,18 +1017,14 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// `chunk` arrived from `ch`: it is no longer outstanding anywhere. In the endgame
     /// other peers may have it requested too: they are told to cancel.
     fn forget_request(&mut self, ch: &mut Channel<A>, chunk: u64) {
-        let here = ch.requests.remove(&chunk).is_some();
+        let here = ch.requests.delivered(chunk);
         if self.endgame {
             for other in self.channels.values_mut() {
-                if other.requests.remove(&chunk).is_some()
-                    && let Some(b) = Bin::chunk(chunk)
-                {
-                    other.pending_cancels.push(b);
-                }
+                other.requests.cancel(chunk);
             }
         } else if !here {
             for other in self.channels.values_mut() {
-                if other.requests.remove(&chunk).is_some() {
+                if other.requests.delivered(chunk) {
                     break;
                 }
             }

@@ -320,10 +320,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     fn forget_saved(&mut self, chunk: u64) {
         if Bin::chunk(chunk).is_some() {
             self.saved.forget(chunk);
-            let asked = self
-                .channels
-                .values()
-                .any(|c| c.requests.contains_key(&chunk));
+            let asked = self.channels.values().any(|c| c.requests.contains(chunk));
             if !asked && !self.origin_fetching(chunk) {
                 self.release_request(chunk);
             }

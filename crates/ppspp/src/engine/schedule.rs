@@ -131,7 +131,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     // found out.
                     ch.last_delivery = now;
                 }
-                ch.record_request(now, bin);
+                ch.requests.ask(now, bin);
                 budget = budget.saturating_sub(bin.base_length());
             }
             if budget == 0 || missing == 0 || missing > STEAL_CHUNKS {
@@ -147,7 +147,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             let oldest = channels
                 .iter()
                 .filter(|(other, _)| **other != id)
-                .filter_map(|(_, c)| c.oldest_request())
+                .filter_map(|(_, c)| c.requests.oldest())
                 .min();
             let endgame_now = missing <= ENDGAME_CHUNKS;
             if !endgame_now && oldest.is_none_or(|t| now.saturating_since(t) < steal_after) {
@@ -157,7 +157,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             let waiting = waiting.get_or_insert_with(|| {
                 let mut at: BTreeMap<u64, Time> = BTreeMap::new();
                 for other in channels.values() {
-                    for (&c, &t) in &other.requests {
+                    for (c, t) in other.requests.iter() {
                         at.entry(c).and_modify(|a| *a = (*a).min(t)).or_insert(t);
                     }
                 }
@@ -180,7 +180,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     break;
                 }
                 if have.is_filled(b)
-                    || ch.requests.contains_key(&c)
+                    || ch.requests.contains(c)
                     || !ch.peer_have.is_filled(b)
                     || (ch.origin && !picker.is_due(b))
                     || !download.try_take(now, u64::from(content.chunk_size))
@@ -189,7 +189,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 }
                 *endgame = true;
                 exclude.set(b);
-                ch.record_request(now, b);
+                ch.requests.ask(now, b);
                 budget -= 1;
             }
         }
@@ -201,8 +201,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         for ch in self.channels.values_mut().filter(|c| c.urgent) {
             let urgent_left = ch
                 .requests
-                .keys()
-                .any(|c| crate::Bin::chunk(*c).is_some_and(|b| self.picker.is_urgent(b)));
+                .iter()
+                .any(|(c, _)| crate::Bin::chunk(c).is_some_and(|b| self.picker.is_urgent(b)));
             if !urgent_left {
                 ch.urgent = false;
                 ch.cc.set_priority(base);

@@ -114,18 +114,10 @@ fn push_news(
 
 /// What [`Engine::push_control`] added to a datagram.
 struct PushedControl {
-    /// REQUESTs, the first of `pending_requests`.
+    /// REQUESTs, the first of the channel's `to_request`.
     requests: usize,
     /// Anything besides REQUESTs.
     others: bool,
-}
-
-/// Whether the peer still has chunks we asked for to send us (besides the REQUESTs not
-/// sent yet): the next to arrive brings company for waiting ACKs and REQUESTs. With none
-/// left, a REQUEST that waited would leave the peer idle.
-fn awaiting_chunks<A>(ch: &Channel<A>) -> bool {
-    let unsent: u64 = ch.pending_requests.iter().map(|b| b.base_length()).sum();
-    ch.requests.len() as u64 > unsent
 }
 
 /// Adds as many pending ACKs as fit and returns how many; the caller removes them from
@@ -267,7 +259,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             && !data
             && !keepalive_due
             && !self.acks_due(ch, now)
-            && (control.requests == 0 || awaiting_chunks(ch))
+            && (control.requests == 0 || ch.requests.awaiting_chunks())
         {
             // Nothing but ACKs and REQUESTs, which may wait for company: each datagram of
             // them takes a packet's place in the viewer's uplink queue, however small.
@@ -279,7 +271,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if ch.pending_acks.is_empty() {
             ch.acks_due_at = None;
         }
-        ch.pending_requests.drain(..control.requests);
+        ch.requests.requests_sent(control.requests);
         if data || !w.is_empty() {
             return self.sent(now, ch, w, buf);
         }
@@ -400,11 +392,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             && ch.in_flight.len() < ch.window()
             && now + self.config.pacing_granularity >= ch.next_data;
         ch.pending_choke.is_some()
-            || !ch.pending_cancels.is_empty()
+            || !ch.requests.to_cancel().is_empty()
             || ch.pending_pex_req
             || !ch.pending_pex_res.is_empty()
             || (!ch.pending_acks.is_empty() && self.acks_due(ch, now))
-            || (!ch.pending_requests.is_empty() && !awaiting_chunks(ch))
+            || (!ch.requests.to_request().is_empty() && !ch.requests.awaiting_chunks())
             || now.saturating_since(ch.last_send) >= ch.keepalive
             || data_ready
     }
@@ -432,7 +424,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     }
 
     /// CHOKE/UNCHOKE, CANCELs, REQUESTs and PEX, as many as fit; the rest wait for the
-    /// next datagram. The REQUESTs stay in `pending_requests` for the caller to remove
+    /// next datagram. The REQUESTs stay in the channel's `to_request` for the caller to remove
     /// once the datagram is sure to go.
     fn push_control(&mut self, ch: &mut Channel<A>, w: &mut DatagramBuilder) -> PushedControl {
         let mut others = false;
@@ -450,7 +442,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             others = true;
         }
         let mut taken = 0;
-        for &bin in &ch.pending_cancels {
+        for &bin in ch.requests.to_cancel() {
             if let Some(spec) = spec(w, bin)
                 && !fits(w, &Message::Cancel(spec))
             {
@@ -459,9 +451,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             taken += 1;
         }
         others |= taken > 0;
-        ch.pending_cancels.drain(..taken);
+        ch.requests.cancels_sent(taken);
         let mut requests = 0;
-        for &bin in ch.pending_requests.iter().take(MAX_REQUESTS) {
+        for &bin in ch.requests.to_request().iter().take(MAX_REQUESTS) {
             if let Some(spec) = spec(w, bin)
                 && !fits(w, &Message::Request(spec))
             {

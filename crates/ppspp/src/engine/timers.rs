@@ -7,7 +7,6 @@ use super::misbehaviour::Misbehaviour;
 use super::request::plan_ahead;
 use super::send::HANDSHAKE_TRIES;
 use super::{Connect, Engine, PeerAddr};
-use crate::Bin;
 use crate::store::ChunkStore;
 use crate::time::Time;
 use core::time::Duration;
@@ -133,7 +132,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             silent_with_requests: (!ch.requests.is_empty() && ch.expired_since_delivery)
                 .then(|| ch.last_recv + SILENT_WITH_REQUESTS),
             request_expiry: ch
-                .oldest_request()
+                .requests
+                .oldest()
                 .map(|t| t + 2 * plan_ahead(ch.planning_rtt())),
             nothing_to_exchange: (!self.is_complete() && !ch.exchanged)
                 .then(|| ch.last_exchange + NOTHING_TO_EXCHANGE),
@@ -283,14 +283,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         // Requests not served within two planning windows go back to the pool.
         let expiry = 2 * plan_ahead(ch.planning_rtt());
-        let expired = ch.pop_expired(now, expiry);
+        let expired = ch.requests.expire(now, expiry);
         if !expired.is_empty() {
             ch.expired_since_delivery = true;
-            for c in &expired {
-                if let Some(b) = Bin::chunk(*c) {
-                    ch.pending_cancels.push(b);
-                }
-            }
             // One count per expiry window, however many timer calls it spans.
             if ch.expiry_rounds == 0 || now.saturating_since(ch.last_expiry_round) >= expiry {
                 ch.expiry_rounds += 1;
