@@ -1,5 +1,6 @@
 //! The state the engine keeps per peer: one PPSPP channel.
 
+use super::choke::ChokeState;
 use super::event::SendState;
 use super::in_flight::DataInFlight;
 use super::outstanding::OutstandingRequests;
@@ -97,7 +98,6 @@ pub(crate) struct Channel<A> {
     /// Chunks this peer delivered that we acknowledged (the first `QUICK_ACKS` go at once).
     pub acked_chunks: u32,
     pub inter_arrival: InterArrival,
-    pub choked_by_peer: bool,
     /// Fastest time from a REQUEST to its chunk verified, on this channel.
     pub min_request_rtt: Option<Duration>,
     /// When this peer last delivered a verified chunk (or a wait for it began).
@@ -133,16 +133,12 @@ pub(crate) struct Channel<A> {
     pub acked_data: bool,
     pub last_ack: Option<Time>,
     pub next_data: Time,
-    pub choking: bool,
+    /// Whether we choke the peer and it chokes us, and the CHOKE or UNCHOKE to send.
+    pub choke: ChokeState,
     /// The priority is raised for urgent requests.
     pub urgent: bool,
     /// An origin: asked only for chunks due for playback or that no other peer holds.
     pub origin: bool,
-    pub pending_choke: Option<bool>,
-    /// An UNCHOKE not yet confirmed by a REQUEST: when to send it again, and how often it
-    /// was. CHOKE/UNCHOKE are not acknowledged, and a lost UNCHOKE would leave the peer
-    /// waiting forever.
-    pub unchoke_resend: Option<(Time, u32)>,
 
     // PEX.
     pub pex_request_due: Option<Time>,
@@ -167,9 +163,7 @@ pub(crate) const MAX_KEEPALIVE: Duration = Duration::from_secs(58);
 impl<A> Channel<A> {
     /// Chokes the peer: a CHOKE goes out, and what was queued for it is dropped.
     pub fn stop_serving(&mut self) {
-        self.choking = true;
-        self.pending_choke = Some(true);
-        self.unchoke_resend = None;
+        self.choke.choke();
         self.serve_queue.drop_requests();
     }
 
@@ -215,7 +209,6 @@ impl<A> Channel<A> {
             acks_due_at: None,
             acked_chunks: 0,
             inter_arrival: InterArrival::new(Duration::from_secs(1)),
-            choked_by_peer: false,
             min_request_rtt: None,
             last_delivery: now,
             delivered_any: false,
@@ -237,11 +230,9 @@ impl<A> Channel<A> {
             acked_data: false,
             last_ack: None,
             next_data: now,
-            choking: false,
+            choke: ChokeState::new(),
             urgent: false,
             origin: false,
-            pending_choke: None,
-            unchoke_resend: None,
             pex_request_due: None,
             pending_pex_req: false,
             pending_pex_res: Vec::new(),

@@ -14,6 +14,7 @@
 
 mod addr;
 mod channel;
+mod choke;
 mod chunk_signature;
 mod config;
 mod discover;
@@ -605,8 +606,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 priority: ch.cc.priority(),
                 in_flight: ch.in_flight.len(),
                 requests_outstanding: ch.requests.len(),
-                choked_by_peer: ch.choked_by_peer,
-                choking: ch.choking,
+                choked_by_peer: ch.choke.choked_by_peer(),
+                choking: ch.choke.is_choking(),
                 serve_queue: ch.serve_queue.len(),
                 peer_chunks: ch
                     .peer_have

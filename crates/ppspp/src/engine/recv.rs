@@ -369,12 +369,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             Message::PexResV4(a) => self.on_pex_peer(now, ch, SocketAddr::V4(a)),
             Message::PexResV6(a) => self.on_pex_peer(now, ch, SocketAddr::V6(a)),
             Message::Choke => {
-                ch.choked_by_peer = true;
+                ch.choke.peer_chokes(true);
                 for c in ch.requests.drop_all() {
                     self.release_request(c);
                 }
             }
-            Message::Unchoke => ch.choked_by_peer = false,
+            Message::Unchoke => ch.choke.peer_chokes(false),
             Message::SignedIntegrity {
                 chunks,
                 timestamp,
@@ -552,17 +552,14 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// request costs O(log n) per run queued however wide it is (a REQUEST of the whole
     /// content from a peer claiming to hold it all costs one search).
     fn on_request(&mut self, now: Time, ch: &mut Channel<A>, spec: &ChunkSpec) {
-        if !self.uploading && !ch.choking {
+        if !self.uploading && !ch.choke.is_choking() {
             ch.stop_serving();
             return;
         }
-        if ch.choking {
-            // It asks, so it missed our CHOKE (not acknowledged, maybe lost): say it again.
-            ch.pending_choke = Some(true);
+        // Choked, it missed our CHOKE (not acknowledged, maybe lost): it is said again.
+        if !ch.choke.peer_asked() {
             return;
         }
-        // It asks, so it got our UNCHOKE.
-        ch.unchoke_resend = None;
         ch.last_exchange = now;
         ch.exchanged = true;
         let Some((first, last)) = self.clip(spec) else {

@@ -71,7 +71,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             let Some(ch) = channels.get_mut(&id) else {
                 continue;
             };
-            if !ch.established || ch.choked_by_peer || ch.closing.is_some() {
+            if !ch.established || ch.choke.choked_by_peer() || ch.closing.is_some() {
                 continue;
             }
 

@@ -391,7 +391,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let data_ready = ch.serve_queue.has_data()
             && ch.in_flight.len() < ch.window()
             && now + self.config.pacing_granularity >= ch.next_data;
-        ch.pending_choke.is_some()
+        ch.choke.to_send().is_some()
             || !ch.requests.to_cancel().is_empty()
             || ch.pending_pex_req
             || !ch.pending_pex_res.is_empty()
@@ -428,7 +428,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// once the datagram is sure to go.
     fn push_control(&mut self, ch: &mut Channel<A>, w: &mut DatagramBuilder) -> PushedControl {
         let mut others = false;
-        if let Some(choke) = ch.pending_choke
+        if let Some(choke) = ch.choke.to_send()
             && fits(
                 w,
                 if choke {
@@ -438,7 +438,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 },
             )
         {
-            ch.pending_choke = None;
+            ch.choke.sent();
             others = true;
         }
         let mut taken = 0;

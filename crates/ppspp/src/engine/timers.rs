@@ -38,9 +38,6 @@ pub(crate) const NOTHING_TO_EXCHANGE: Duration = Duration::from_secs(30);
 /// quit without a close, or the path died): close it rather than wait for the RFC's
 /// three-minute dead-peer rule, so its requests go to others.
 const SILENT_WITH_REQUESTS: Duration = Duration::from_secs(15);
-/// An UNCHOKE no REQUEST followed is sent again after this, doubling, at most this often.
-const UNCHOKE_RESEND: Duration = Duration::from_secs(1);
-const UNCHOKE_RESENDS: u32 = 4;
 
 /// What a channel's timers decided.
 enum TimerVerdict {
@@ -125,7 +122,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             handshake_retry: None,
             dead_peer: (ch.sent_since_recv >= DEAD_PEER_DATAGRAMS)
                 .then(|| ch.last_recv + DEAD_PEER),
-            unchoke_resend: ch.unchoke_resend.map(|(due, _)| due),
+            unchoke_resend: ch.choke.unchoke_resend_at(),
             retransmission: ch
                 .in_flight
                 .loss_deadline(&ch.rtt, self.config.pacing_granularity),
@@ -253,14 +250,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if passed(due.dead_peer, now) {
             return Some(TimerVerdict::Close(CloseReason::Timeout));
         }
-        if passed(due.unchoke_resend, now)
-            && let Some((_, tries)) = ch.unchoke_resend
-        {
-            ch.unchoke_resend = (tries + 1 < UNCHOKE_RESENDS && !ch.choking)
-                .then(|| (now + UNCHOKE_RESEND * 2u32.pow(tries + 1), tries + 1));
-            if !ch.choking {
-                ch.pending_choke = Some(false);
-            }
+        if passed(due.unchoke_resend, now) {
+            ch.choke.resend_unchoke(now);
         }
         // Loss detection: DATA unacknowledged past its loss deadline is lost.
         let rto = ch.rtt.timeout();
@@ -356,14 +347,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let serving = self
             .channels
             .values()
-            .filter(|c| !c.choking && busy(c))
+            .filter(|c| !c.choke.is_choking() && busy(c))
             .count();
         let mut free = self.config.max_unchoked.saturating_sub(serving);
         for ch in self.channels.values_mut() {
-            if ch.choking && free > 0 {
-                ch.choking = false;
-                ch.pending_choke = Some(false);
-                ch.unchoke_resend = Some((now + UNCHOKE_RESEND, 0));
+            if ch.choke.is_choking() && free > 0 {
+                ch.choke.unchoke(now);
                 free -= 1;
             }
         }
@@ -373,7 +362,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 if excess == 0 {
                     break;
                 }
-                if !ch.choking && busy(ch) {
+                if !ch.choke.is_choking() && busy(ch) {
                     ch.stop_serving();
                     excess -= 1;
                 }
