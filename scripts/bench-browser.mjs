@@ -1,11 +1,15 @@
 // The browser half of `make bench` (the native half is scripts/bench-native.mjs):
 //  1. goodput page → page over loopback: a raw unordered, maxRetransmits 0 data-channel
 //     blast paced on bufferedAmount, and PPSPP with verification, per chunk size; and, at
-//     the default chunk size, a native `ppspp seed` → one page over WebRTC (50 MB);
+//     the default chunk size, a native `ppspp seed` → one page over WebRTC (50 MB), and the
+//     fetching engine on the page's main thread against in a dedicated Worker (idle and
+//     busy main thread);
 //  2. Merkle verification in Wasm and crypto.subtle digests;
 //  3. a swarm: 8 headless pages playing a 20 MB video, from 1 native seeder (with the CPU
 //     seconds each page spends per MB it verifies, and the seeder per MB it sends), and
-//     (each run right after) from the same file on the static web server as an HTTP origin;
+//     (each run right after) from the same file on the static web server as an HTTP origin,
+//     and from a fresh seeder with every page's main thread kept busy 50 ms in every 100
+//     (a site's own work: does the engine still serve its peers and reach a first frame?);
 //  4. live: 8 headless pages playing ffmpeg's test source streamed at real time through
 //     `ppspp live`: latency from ffmpeg reading a frame to a page appending it, stalls, and
 //     the source's upload ÷ the stream's bytes.
@@ -42,6 +46,8 @@ const VERIFY_SIZES = smoke ? [4096] : [1024, 4096, 16384];
 const SWARM_PAGES = smoke ? 2 : 8;
 /** Pages that join, one after another, the swarm's pages still playing (all but one). */
 const JOINERS = smoke ? 1 : 3;
+/** Milliseconds in every 100 the busy pages' main thread runs the page's own work. */
+const BUSY_MS = 50;
 const LIVE_PAGES = smoke ? 2 : Number(process.env.BENCH_LIVE_PAGES ?? 8);
 /** Seconds the live stream runs; the pages join in its first seconds. */
 const LIVE_SECONDS = smoke ? 6 : 40;
@@ -183,6 +189,31 @@ async function nativeToPage(receiver, raw) {
   }
 }
 
+/**
+ * Where the fetching engine runs: page → page PPSPP at `cs` with the fetcher on the
+ * receiving page's main thread or in a dedicated Worker (the data channel transferred to
+ * it), each with the page's main thread idle and busy BUSY_MS in every 100; the arms
+ * alternate run by run. Both sides are bare WasmPeers (bench.html), so the arms differ
+ * only in the thread.
+ */
+async function engineThreads(sender, receiver, cs, raw) {
+  const arms = [['main', 0], ['worker', 0], ['main', BUSY_MS], ['worker', BUSY_MS]];
+  const mbps = Object.fromEntries(arms.map(([where, busy]) => [`${where}${busy ? '_busy' : ''}`, []]));
+  for (let r = 0; r < RUNS; r++) {
+    for (const [where, busy] of arms) {
+      const offer = await sender.evaluate(([b, c]) => window.wpSeedOffer(b, c), [GOODPUT_BYTES, cs]);
+      const answer = await receiver.evaluate(([sdp, uri, w, ms]) => window.wpFetchAnswer(sdp, uri, w, ms), [offer.sdp, offer.uri, where, busy]);
+      await sender.evaluate((sdp) => window.wpAccept(sdp), answer);
+      const got = await receiver.evaluate(() => window.wpResult());
+      mbps[`${where}${busy ? '_busy' : ''}`].push(GOODPUT_BYTES / got.ms / 1000);
+    }
+  }
+  const out = { chunk_size: cs, busy_ms_per_100: BUSY_MS, raw_mbps: raw };
+  for (const [k, v] of Object.entries(mbps)) out[k] = stats(v);
+  log(`  fetcher on the main thread / in a Worker, ${cs} B: ${out.main.median.toFixed(1)} / ${out.worker.median.toFixed(1)} MB/s; main thread busy ${BUSY_MS} ms in 100: ${out.main_busy.median.toFixed(1)} / ${out.worker_busy.median.toFixed(1)} MB/s`);
+  return out;
+}
+
 async function page(path) {
   const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
   const p = await context.newPage();
@@ -246,11 +277,12 @@ try {
       const shares = (s) => `idle ${(100 * s.idle).toFixed(0)} %, browser ${(100 * s.browser).toFixed(0)} %, hashing ${(100 * s.wasm_hash).toFixed(0)} %, allocator ${(100 * s.wasm_alloc).toFixed(0)} %, engine ${(100 * s.wasm_engine).toFixed(0)} %, send ${(100 * s.channel_send).toFixed(0)} %, JS ${(100 * s.js).toFixed(0)} %`;
       log(`  profiled PPSPP fetch: sender ${shares(result.goodput_profile.sender)}; receiver ${shares(result.goodput_profile.receiver)}`);
     }
-    await sender.context().close();
     const rawS = stats(raw);
     const ppsppS = stats(ppspp);
     result.goodput[cs] = { raw_mbps: rawS, raw_loss: stats(loss), ppspp_mbps: ppsppS, ratio: ppsppS.median / rawS.median };
     log(`  ${cs} B: raw ${rawS.median.toFixed(1)} MB/s, PPSPP ${ppsppS.median.toFixed(1)} MB/s, ratio ${(ppsppS.median / rawS.median).toFixed(2)}`);
+    if (cs === DEFAULT_CHUNK) result.engine_thread = await engineThreads(sender, receiver, cs, rawS);
+    await sender.context().close();
     if (cs === DEFAULT_CHUNK) result.native_to_page = await nativeToPage(receiver, rawS);
     await receiver.context().close();
   }
@@ -310,6 +342,8 @@ try {
   // The HTTP origin: the same file on the page's static server (sirv answers Range), with
   // its tree file beside it.
   const origin = { ratios: [], walls: [], ttff: [] };
+  // Pages whose main thread is busy (player.html?busy=).
+  const busy = { ratios: [], walls: [], ttff: [], pageUpload: [] };
   const tree = `${video}.tree`;
   const rootOut = execFileSync(bin('ppspp'), ['root', video, '--hash', 'sha256', '--chunk-size', '8192', '--tree', tree,
     '--tree-url', `${base}/bench-media/${tree.split('/').pop()}`,
@@ -320,12 +354,12 @@ try {
    * (BENCH_PROFILE=1: with a CPU profile of the first page, the first time).
    */
   let profiled = !process.env.BENCH_PROFILE;
-  const playAll = async (uri) => {
+  const playAll = async (uri, query = '') => {
     const t0 = Date.now();
     const pages = [];
     let profiling = null;
     for (let i = 0; i < SWARM_PAGES; i++) {
-      pages.push(await page(`/e2e/player.html?uri=${encodeURIComponent(uri)}${process.env.BENCH_HIDDEN_VIDEOS ? '&hidden=1' : ''}`));
+      pages.push(await page(`/e2e/player.html?uri=${encodeURIComponent(uri)}${process.env.BENCH_HIDDEN_VIDEOS ? '&hidden=1' : ''}${query}`));
       if (!profiled) {
         profiled = true;
         profiling = await profileStart(pages[0]);
@@ -411,7 +445,27 @@ try {
     origin.ratios.push(fromOrigin / size);
     for (const p of http.pages) await p.context().close();
     log(`  run ${run + 1}: HTTP origin sent ${origin.ratios.at(-1).toFixed(2)}× content, wall ${origin.walls.at(-1).toFixed(1)} s`);
+    // The same again from a fresh seeder, every page's main thread busy BUSY_MS in 100.
+    const busySeeder = await start(bin('ppspp'), ['seed', video, '--signal', signalUrl, '--bind', '127.0.0.1:0',
+      '--chunk-size', '8192', '--hash', 'sha256', '--stats-json'], /^ppspp:\/\//);
+    const loaded = await playAll(busySeeder.line, `&busy=${BUSY_MS}`);
+    busy.walls.push(loaded.wall);
+    for (const p of loaded.pages) {
+      busy.ttff.push(await p.evaluate(() => window.__t.firstFrameMs ?? window.__t.player.timeToFirstFrameMs));
+      busy.pageUpload.push((await p.evaluate(() => window.__t.player.stats().bytesUploaded)) / size);
+    }
+    await new Promise((r) => setTimeout(r, 1200)); // one more seeder stats line
+    const busyLast = [...busySeeder.lines].reverse().find((l) => l.startsWith('{'));
+    busy.ratios.push(JSON.parse(busyLast).bytes_uploaded / size);
+    for (const p of loaded.pages) await p.context().close();
+    stop(busySeeder);
+    log(`  run ${run + 1}: busy pages: seeder upload ${busy.ratios.at(-1).toFixed(2)}× content, wall ${busy.walls.at(-1).toFixed(1)} s`);
   }
+  result.swarm_busy = {
+    pages: SWARM_PAGES, busy_ms_per_100: BUSY_MS, content_bytes: size, seeder_upload_ratio: stats(busy.ratios),
+    page_upload_ratio: stats(busy.pageUpload), ttff_ms: stats(busy.ttff), wall_s: stats(busy.walls),
+  };
+  log(`  busy pages: first frame median ${result.swarm_busy.ttff_ms.median.toFixed(0)} ms (max ${result.swarm_busy.ttff_ms.max.toFixed(0)}), each page uploaded ${result.swarm_busy.page_upload_ratio.median.toFixed(2)}× content (median)`);
   result.swarm_origin = { pages: SWARM_PAGES, content_bytes: size, origin_ratio: stats(origin.ratios), ttff_ms: stats(origin.ttff), wall_s: stats(origin.walls) };
   log(`  HTTP origin: first frame median ${result.swarm_origin.ttff_ms.median.toFixed(0)} ms over ${origin.ttff.length} pages`);
   const steps = ['engineMs', 'joinedMs', 'firstPeerMs', 'firstChunkMs', 'firstAppendMs', 'firstBufferedMs', 'firstFrameMs'];

@@ -68,6 +68,10 @@ const summary = {
   goodput_receiver_idle_share: gp?.receiver?.idle ?? null,
   goodput_receiver_our_share: ourShare(gp?.receiver),
   goodput_sender_idle_share: gp?.sender?.idle ?? null,
+  engine_worker_mbps: med(browser.engine_thread?.worker),
+  engine_main_thread_mbps: med(browser.engine_thread?.main),
+  engine_worker_busy_mbps: med(browser.engine_thread?.worker_busy),
+  engine_main_thread_busy_mbps: med(browser.engine_thread?.main_busy),
   native_to_page_mbps: med(browser.native_to_page?.mbps),
   native_to_page_ratio: browser.native_to_page?.ratio ?? null,
   native_to_page_seeder_cpu_s_per_mb: med(browser.native_to_page?.seeder_cpu_s_per_mb),
@@ -84,6 +88,9 @@ const summary = {
   swarm_ttff_ms_median: med(browser.swarm?.ttff_ms),
   swarm_ttff_ms_max: browser.swarm?.ttff_ms?.max ?? null,
   swarm_join_ttff_ms_median: med(browser.swarm_join?.ttff_ms),
+  busy_swarm_ttff_ms_median: med(browser.swarm_busy?.ttff_ms),
+  busy_swarm_ttff_ms_max: browser.swarm_busy?.ttff_ms?.max ?? null,
+  busy_swarm_seeder_upload_ratio: med(browser.swarm_busy?.seeder_upload_ratio) ?? null,
   swarm_wall_s: med(browser.swarm?.wall_s) ?? null,
   page_cpu_s_per_mb: med(browser.swarm?.page_cpu_s_per_mb) ?? null,
   page_main_thread_cpu_s_per_mb: med(browser.swarm?.page_main_thread_cpu_s_per_mb) ?? null,
@@ -171,6 +178,14 @@ const ntp = browser.native_to_page;
 lines.push(`The native seeder → one page over WebRTC (\`ppspp seed\`, ${f((ntp?.content_bytes ?? 0) / 1e6, 0)} MB, ${(ntp?.chunk_size ?? 0) / 1024} KiB chunks, \`Peer.fetch\` in the receiving page of the row above):`, '');
 lines.push('| MB/s | ÷ raw page → page, same run | seeder CPU s per MB | UDP datagrams dropped at a full receive buffer, per fetch | chunks the seeder resent |', '|---|---|---|---|---|');
 lines.push(`| ${mmm(ntp?.mbps)} | ${f(ntp?.ratio, 2)} | ${mmm(ntp?.seeder_cpu_s_per_mb, 3)} | ${mmm(ntp?.udp_rcvbuf_drops_per_fetch, 0)} | ${f(100 * ntp?.seeder_resent_ratio, 1)} % |`, '');
+const et = browser.engine_thread;
+if (et) {
+  lines.push(`Where the fetching engine runs, page → page at ${et.chunk_size / 1024} KiB: bare engines on both pages (\`bench.html\`, \`wp*\`), the fetcher on the receiving page's main thread or in a dedicated Worker the data channel is transferred to; the page's main thread idle, or busy ${et.busy_ms_per_100} ms in every 100 (arms alternating run by run):`, '');
+  lines.push('| | main thread | Worker | Worker ÷ main thread |', '|---|---|---|---|');
+  lines.push(`| main thread idle, MB/s | ${mmm(et.main)} | ${mmm(et.worker)} | ${f(et.worker?.median / et.main?.median, 2)} |`);
+  lines.push(`| main thread busy, MB/s | ${mmm(et.main_busy)} | ${mmm(et.worker_busy)} | ${f(et.worker_busy?.median / et.main_busy?.median, 2)} |`);
+  lines.push(`| ÷ raw page → page, idle | ${f(et.main?.median / et.raw_mbps?.median, 2)} | ${f(et.worker?.median / et.raw_mbps?.median, 2)} | |`, '');
+}
 if (gp) {
   const pc = (x) => `${f(100 * x, 0)} %`;
   lines.push(`Where each page's main thread went in one more PPSPP fetch at ${gp.chunk_size / 1024} KiB (${f(gp.mbps)} MB/s while profiled; CDP CPU profile, self time, a sample every 200 µs):`, '');
@@ -222,6 +237,12 @@ if (cpu) {
 lines.push(`The same pages, each run right after, with the file on the static web server as an HTTP origin (\`ppspp root --tree\`) and no seeder:`, '');
 lines.push('| origin bytes ÷ content | first frame after attach(), median (min–max) | all pages complete |', '|---|---|---|');
 lines.push(`| ${mmm(browser.swarm_origin?.origin_ratio, 2)} | ${mmm(browser.swarm_origin?.ttff_ms, 0)} ms (all pages of all runs) | ${mmm(browser.swarm_origin?.wall_s, 1)} s |`, '');
+const sb = browser.swarm_busy;
+if (sb) {
+  lines.push(`The same pages, each run right after, from a fresh seeder with every page's main thread kept busy ${sb.busy_ms_per_100} ms in every 100 (\`player.html?busy=\`: a site's own scripts, layout and ads), the engine on that thread:`, '');
+  lines.push('| seeder upload ÷ content | each page uploaded ÷ content | first frame after attach(), median (min–max) | all pages complete |', '|---|---|---|---|');
+  lines.push(`| ${mmm(sb.seeder_upload_ratio, 2)} | ${mmm(sb.page_upload_ratio, 2)} | ${mmm(sb.ttff_ms, 0)} ms (all pages of all runs) | ${mmm(sb.wall_s, 1)} s |`, '');
+}
 const lv = browser.live;
 lines.push(`### 4b. Live: \`ppspp live\` + ${lv?.pages} headless pages, ${lv?.seconds} s of ffmpeg's test source (320×240, about 0.5 Mbit/s) at real time`, '');
 lines.push(`The source serves ${lv?.max_unchoked} pages at once (\`--max-unchoked\`); the pages open 250 ms apart. Latency: from ffmpeg reading a frame to a page appending it (each page's appends, median and maximum per run); stalls: over 1 s, per page.`, '');
