@@ -279,15 +279,13 @@ impl ChunkStore for FileStore {
             .write(&self.file, chunk, span, data, &mut self.written);
         self.reads.forget(&self.written);
         wrote.map_err(backend)?;
-        if let Some(b) = Bin::chunk(chunk) {
-            self.held.set(b);
-        }
+        self.held.set_chunk(chunk);
         Ok(())
     }
 
     fn read_chunk(&mut self, chunk: u64, out: &mut Vec<u8>) -> Result<bool, StoreError> {
         let span = self.span(chunk)?;
-        if !Bin::chunk(chunk).is_some_and(|b| self.held.is_filled(b)) {
+        if !self.held.has_chunk(chunk) {
             return Ok(false);
         }
         self.check_unchanged()?;

@@ -288,8 +288,7 @@ impl WasmPeer {
     #[wasm_bindgen(js_name = readChunk)]
     pub fn read_chunk(&mut self, chunk: f64) -> Option<Vec<u8>> {
         let chunk = chunk.max(0.0) as u64;
-        let leaf = ppspp::Bin::chunk(chunk)?;
-        if !self.engine.inner.have().is_filled(leaf) {
+        if !self.engine.inner.have().has_chunk(chunk) {
             return None;
         }
         self.engine.inner.store_mut().kept_chunk(chunk)

@@ -547,6 +547,20 @@ impl Binmap {
         self.write(bin, Act::Uniform(true));
     }
 
+    /// Fills chunk `chunk` (a no-op past the last chunk a [`Bin`] can name).
+    pub fn set_chunk(&mut self, chunk: u64) {
+        if let Some(b) = Bin::chunk(chunk) {
+            self.set(b);
+        }
+    }
+
+    /// Empties chunk `chunk` (a no-op past the last chunk a [`Bin`] can name).
+    pub fn reset_chunk(&mut self, chunk: u64) {
+        if let Some(b) = Bin::chunk(chunk) {
+            self.reset(b);
+        }
+    }
+
     /// Empties every chunk of `bin`. [`Bin::NONE`] is a no-op.
     pub fn reset(&mut self, bin: Bin) {
         if bin.is_none() {
@@ -619,6 +633,11 @@ impl Binmap {
     /// True if every chunk of `bin` is set (false for [`Bin::NONE`]).
     pub fn is_filled(&self, bin: Bin) -> bool {
         !bin.is_none() && self.state(self.view(bin)) == State::Full
+    }
+
+    /// True if chunk `chunk` is set (false past the last chunk a [`Bin`] can name).
+    pub fn has_chunk(&self, chunk: u64) -> bool {
+        Bin::chunk(chunk).is_some_and(|b| self.is_filled(b))
     }
 
     /// True if no chunk of `bin` is set (true for [`Bin::NONE`]).
@@ -1078,6 +1097,60 @@ mod tests {
 
     fn ok(m: &Binmap) {
         m.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn chunk_level_set_and_query() {
+        let mut m = Binmap::new();
+        assert!(!m.has_chunk(5));
+        m.set_chunk(5);
+        ok(&m);
+        assert!(m.has_chunk(5) && m.is_filled(c(5)));
+        assert!(!m.has_chunk(4) && !m.has_chunk(6));
+        m.reset_chunk(5);
+        ok(&m);
+        assert!(!m.has_chunk(5) && m.is_empty(Bin::ALL));
+    }
+
+    #[test]
+    fn chunk_level_agrees_with_wider_bins() {
+        let mut m = Binmap::new();
+        m.set(b(2, 1));
+        assert!((4..8).all(|i| m.has_chunk(i)));
+        assert!(!m.has_chunk(3) && !m.has_chunk(8));
+        m.reset_chunk(6);
+        ok(&m);
+        assert!(m.has_chunk(5) && !m.has_chunk(6) && m.has_chunk(7));
+        assert!(!m.is_filled(b(2, 1)));
+        m.set_chunk(6);
+        ok(&m);
+        assert!(m.is_filled(b(2, 1)));
+    }
+
+    #[test]
+    fn chunk_level_far_chunks_grow_the_map() {
+        let mut m = Binmap::new();
+        m.set_chunk(1 << 40);
+        ok(&m);
+        assert!(m.has_chunk(1 << 40) && !m.has_chunk((1 << 40) - 1));
+        m.reset_chunk(1 << 40);
+        ok(&m);
+        assert!(!m.has_chunk(1 << 40));
+    }
+
+    #[test]
+    fn chunk_level_past_the_last_nameable_chunk_is_a_no_op() {
+        let mut m = Binmap::new();
+        m.set(Bin::ALL);
+        assert!(Bin::chunk(u64::MAX).is_none());
+        assert!(!m.has_chunk(u64::MAX));
+        m.reset_chunk(u64::MAX);
+        ok(&m);
+        assert!(m.is_filled(Bin::ALL));
+        let mut e = Binmap::new();
+        e.set_chunk(u64::MAX);
+        ok(&e);
+        assert!(e.is_empty(Bin::ALL));
     }
 
     #[test]

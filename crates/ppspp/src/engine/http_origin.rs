@@ -161,9 +161,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return self.ask_records(now, groups);
         }
         for c in run.clone() {
-            if let Some(b) = Bin::chunk(c) {
-                self.exclude.set(b);
-            }
+            self.exclude.set_chunk(c);
         }
         self.stats.origin_requests += 1;
         Some(origin.ask_chunks(now, run, &content))
@@ -193,7 +191,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             now,
             plan.span.clone().unwrap_or(0..0),
             plan.waiting.clone().unwrap_or(0..0),
-            |c| Bin::chunk(c).is_some_and(|b| have.is_filled(b)),
+            |c| have.has_chunk(c),
         );
         let may = |engine: &Self, c: u64| {
             plan.rule(c)

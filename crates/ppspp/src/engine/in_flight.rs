@@ -94,9 +94,7 @@ impl DataInFlight {
             at: now,
             retransmission,
         });
-        if let Some(b) = Bin::chunk(chunk) {
-            self.chunks.set(b);
-        }
+        self.chunks.set_chunk(chunk);
     }
 
     /// The peer acknowledged chunks `first..=last` at `now`: they leave the queue.
@@ -121,9 +119,7 @@ impl DataInFlight {
         let chunks = &mut self.chunks;
         let mut newest_sent = self.newest_acked_sent;
         let mut take = |f: &Sent| {
-            if let Some(b) = Bin::chunk(f.chunk) {
-                chunks.reset(b);
-            }
+            chunks.reset_chunk(f.chunk);
             acked.count += 1;
             let elapsed = now.saturating_since(f.at);
             if !f.retransmission || min_rtt.is_some_and(|m| elapsed >= m) {
@@ -190,9 +186,7 @@ impl DataInFlight {
             if let Some(f) = self.queue.pop_front() {
                 taken.count += 1;
                 taken.last_sent = taken.last_sent.max(f.at);
-                if let Some(b) = Bin::chunk(f.chunk) {
-                    self.chunks.reset(b);
-                }
+                self.chunks.reset_chunk(f.chunk);
                 lost(f.chunk);
             }
         }

@@ -78,9 +78,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             }
             for ch in self.channels.values() {
                 for c in ch.requests.chunks_in(came.clone()) {
-                    if let Some(b) = Bin::chunk(c) {
-                        self.exclude.set(b);
-                    }
+                    self.exclude.set_chunk(c);
                 }
             }
             self.exclude_saved(came.clone());
@@ -89,10 +87,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 continue;
             }
             for c in came {
-                if self.origin_fetching(c)
-                    && let Some(b) = Bin::chunk(c)
-                {
-                    self.exclude.set(b);
+                if self.origin_fetching(c) {
+                    self.exclude.set_chunk(c);
                 }
             }
         }

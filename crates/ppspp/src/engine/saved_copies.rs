@@ -71,7 +71,7 @@ impl SavedCopies {
 
     /// Whether `chunk` is to be read back, or being read.
     fn is_pending(&self, chunk: u64) -> bool {
-        Bin::chunk(chunk).is_some_and(|b| self.to_read.is_filled(b)) || self.is_reading(chunk)
+        self.to_read.has_chunk(chunk) || self.is_reading(chunk)
     }
 
     /// Sets in `exclude` the chunks of `range` to be read back or being read.
@@ -90,25 +90,19 @@ impl SavedCopies {
 
     /// `chunk` is held: it needs no reading back.
     fn held(&mut self, chunk: u64) {
-        if let Some(b) = Bin::chunk(chunk) {
-            self.to_read.reset(b);
-        }
+        self.to_read.reset_chunk(chunk);
     }
 
     /// `chunk` was let go of: read back when wanted again, if it has a saved copy.
     fn evicted(&mut self, chunk: u64) {
-        if let Some(b) = Bin::chunk(chunk)
-            && self.saved.is_filled(b)
-        {
-            self.to_read.set(b);
+        if self.saved.has_chunk(chunk) {
+            self.to_read.set_chunk(chunk);
         }
     }
 
     /// A copy of `chunk` was handed over but could not be stored: read it again later.
     fn read_later(&mut self, chunk: u64) {
-        if let Some(b) = Bin::chunk(chunk) {
-            self.to_read.set(b);
-        }
+        self.to_read.set_chunk(chunk);
     }
 
     /// The next read: consecutive chunks to read back within `wanted`, the first at or
@@ -126,10 +120,7 @@ impl SavedCopies {
             .or_else(|| self.to_read.find_filled(wanted.start..from))?
             .base_offset();
         let mut end = first + 1;
-        while end < wanted.end
-            && end - first < MAX_READ_CHUNKS
-            && Bin::chunk(end).is_some_and(|b| self.to_read.is_filled(b))
-        {
+        while end < wanted.end && end - first < MAX_READ_CHUNKS && self.to_read.has_chunk(end) {
             end += 1;
         }
         for b in bins(&(first..end)) {
@@ -154,10 +145,8 @@ impl SavedCopies {
 
     /// The saved copy of `chunk` is no more.
     fn forget(&mut self, chunk: u64) {
-        if let Some(b) = Bin::chunk(chunk) {
-            self.saved.reset(b);
-            self.to_read.reset(b);
-        }
+        self.saved.reset_chunk(chunk);
+        self.to_read.reset_chunk(chunk);
     }
 }
 

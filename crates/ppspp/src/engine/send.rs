@@ -621,7 +621,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     }
 
     pub(super) fn peer_lacks(&self, ch: &Channel<A>, chunk: u64) -> bool {
-        Bin::chunk(chunk).is_some_and(|b| self.have.is_filled(b) && !ch.peer_have.is_filled(b))
+        self.have.has_chunk(chunk) && !ch.peer_have.has_chunk(chunk)
     }
 
     /// Hashes to send before `chunk` (data-atomic datagrams, digest §2.2), as libswift

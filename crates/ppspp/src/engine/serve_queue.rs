@@ -46,7 +46,7 @@ impl ServeQueue {
     }
 
     pub(crate) fn is_queued(&self, chunk: u64) -> bool {
-        Bin::chunk(chunk).is_some_and(|b| self.queued.is_filled(b))
+        self.queued.has_chunk(chunk)
     }
 
     /// Whether requested chunks wait to be sent: retransmissions, the serve queue, or
@@ -88,13 +88,11 @@ impl ServeQueue {
     /// Takes `chunk` off the queue of chunks to send; false if it was not on it (a stale
     /// entry).
     pub(crate) fn unqueue(&mut self, chunk: u64) -> bool {
-        match Bin::chunk(chunk) {
-            Some(b) if self.queued.is_filled(b) => {
-                self.queued.reset(b);
-                true
-            }
-            _ => false,
+        if !self.queued.has_chunk(chunk) {
+            return false;
         }
+        self.queued.reset_chunk(chunk);
+        true
     }
 
     /// The peer no longer wants the chunks of `range` (a CANCEL; behind a live window):
@@ -127,9 +125,7 @@ impl ServeQueue {
     }
 
     fn mark(&mut self, chunk: u64) {
-        if let Some(b) = Bin::chunk(chunk) {
-            self.queued.set(b);
-        }
+        self.queued.set_chunk(chunk);
     }
 
     /// The oldest retransmission still queued, taken off the queue.

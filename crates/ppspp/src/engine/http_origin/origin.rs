@@ -8,7 +8,6 @@ use super::due::{DueChunks, Take};
 use super::presence::Presence;
 use super::requests::{OriginFile, OriginRequest, Requests, Wanted};
 use super::tree_parts::TreeParts;
-use crate::Bin;
 use crate::binmap::Binmap;
 use crate::content::ContentInfo;
 use crate::merkle::VerifyingTree;
@@ -121,14 +120,12 @@ impl HttpOrigin {
     }
 
     pub(super) fn is_distrusted(&self, chunk: u64) -> bool {
-        Bin::chunk(chunk).is_some_and(|b| self.distrusted.is_filled(b))
+        self.distrusted.has_chunk(chunk)
     }
 
     /// The origin served `chunk` corrupt: it is never asked for it again.
     pub(super) fn distrust(&mut self, chunk: u64) {
-        if let Some(b) = Bin::chunk(chunk) {
-            self.distrusted.set(b);
-        }
+        self.distrusted.set_chunk(chunk);
     }
 
     /// The header's request, once (`first_read_len` of the content).
@@ -280,8 +277,7 @@ impl HttpOrigin {
     /// Parked chunks whose hashes are in now, or that are distrusted (to be released).
     pub(super) fn unpark_ready(&mut self) -> Vec<(u64, Vec<u8>)> {
         let distrusted = &self.distrusted;
-        self.tree
-            .unpark_ready(|c| Bin::chunk(c).is_some_and(|b| distrusted.is_filled(b)))
+        self.tree.unpark_ready(|c| distrusted.has_chunk(c))
     }
 
     /// A request for `wanted` failed: it is to be asked for again. The chunks it asked
@@ -423,7 +419,7 @@ mod tests {
     fn the_search_for_unheld_chunks_goes_round_and_skips_what_it_cannot_take() {
         let mut o = origin();
         let mut exclude = Binmap::new();
-        exclude.set(Bin::chunk(0).unwrap());
+        exclude.set_chunk(0);
         o.distrust(1);
         o.ask_chunks(at(0), 2..3, &content());
         let held_by_peers = |c: u64| c == 3;

@@ -1,7 +1,6 @@
 //! The origin's requests in flight: what each is for, since when, and the chunks being
 //! fetched.
 
-use crate::Bin;
 use crate::binmap::Binmap;
 use crate::time::Time;
 use core::ops::Range;
@@ -102,21 +101,17 @@ impl Requests {
     }
 
     pub(super) fn is_fetching(&self, chunk: u64) -> bool {
-        Bin::chunk(chunk).is_some_and(|b| self.fetching.is_filled(b))
+        self.fetching.has_chunk(chunk)
     }
 
     /// `chunk` is on its way from the origin (or waits there for its hashes).
     pub(super) fn fetch(&mut self, chunk: u64) {
-        if let Some(b) = Bin::chunk(chunk) {
-            self.fetching.set(b);
-        }
+        self.fetching.set_chunk(chunk);
     }
 
     /// `chunk` is no longer on its way from the origin.
     pub(super) fn fetched(&mut self, chunk: u64) {
-        if let Some(b) = Bin::chunk(chunk) {
-            self.fetching.reset(b);
-        }
+        self.fetching.reset_chunk(chunk);
     }
 
     /// When the oldest chunk request not yet shared with peers is `deadline` old.

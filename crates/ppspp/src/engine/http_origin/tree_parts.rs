@@ -1,25 +1,11 @@
 //! The parts of the origin's tree file the engine has: its header, the records of groups
 //! (verified, or on their way), and content that came before its hashes, parked.
 
-use crate::Bin;
 use crate::binmap::Binmap;
 use crate::merkle::VerifyingTree;
 use crate::merkle::tree_file::{TreeFileError, TreeFileHeader};
 use core::ops::Range;
 use std::collections::BTreeMap;
-
-fn is(map: &Binmap, i: u64) -> bool {
-    Bin::chunk(i).is_some_and(|b| map.is_filled(b))
-}
-
-fn set(map: &mut Binmap, i: u64, on: bool) {
-    if let Some(b) = Bin::chunk(i) {
-        match on {
-            true => map.set(b),
-            false => map.reset(b),
-        }
-    }
-}
 
 #[derive(Debug, Default)]
 pub(super) struct TreeParts {
@@ -57,7 +43,7 @@ impl TreeParts {
     }
 
     fn known_or_asked(&self, group: u64) -> bool {
-        is(&self.records, group) || is(&self.records_requested, group)
+        self.records.has_chunk(group) || self.records_requested.has_chunk(group)
     }
 
     /// The groups of `chunks` to ask the records of first: the first run of groups
@@ -91,7 +77,7 @@ impl TreeParts {
         let start = h.record_range(groups.start).ok()?.start;
         let end = h.record_range(groups.end.checked_sub(1)?).ok()?.end;
         for g in groups {
-            set(&mut self.records_requested, g, true);
+            self.records_requested.set_chunk(g);
         }
         Some(start..end)
     }
@@ -99,7 +85,7 @@ impl TreeParts {
     /// The request for the records of `groups` failed: they are to be asked for again.
     pub(super) fn records_failed(&mut self, groups: Range<u64>) {
         for g in groups {
-            set(&mut self.records_requested, g, false);
+            self.records_requested.reset_chunk(g);
         }
     }
 
@@ -118,12 +104,12 @@ impl TreeParts {
         };
         let len = h.record_len() as usize;
         for (i, g) in groups.enumerate() {
-            set(&mut self.records_requested, g, false);
+            self.records_requested.reset_chunk(g);
             let Some(record) = bytes.get(i * len..(i + 1) * len) else {
                 break;
             };
             match h.add_record(tree, g, record) {
-                Ok(()) => set(&mut self.records, g, true),
+                Ok(()) => self.records.set_chunk(g),
                 Err(e) => bad.push((h.group_chunks(g), e)),
             }
         }
@@ -134,7 +120,7 @@ impl TreeParts {
     pub(super) fn hashes_known(&self, chunk: u64) -> bool {
         self.header
             .as_ref()
-            .is_some_and(|h| is(&self.records, h.group_of(chunk)))
+            .is_some_and(|h| self.records.has_chunk(h.group_of(chunk)))
     }
 
     /// `chunk` came before its hashes: kept until they do.
@@ -152,7 +138,7 @@ impl TreeParts {
             .parked
             .keys()
             .copied()
-            .filter(|&c| is(&self.records, h.group_of(c)) || distrusted(c))
+            .filter(|&c| self.records.has_chunk(h.group_of(c)) || distrusted(c))
             .collect();
         ready
             .into_iter()
