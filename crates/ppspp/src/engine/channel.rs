@@ -1,5 +1,6 @@
 //! The state the engine keeps per peer: one PPSPP channel.
 
+use super::channel_handshake::ChannelHandshake;
 use super::choke::ChokeState;
 use super::event::SendState;
 use super::in_flight::DataInFlight;
@@ -17,13 +18,6 @@ use core::time::Duration;
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 
-/// The initiator's handshake retries.
-#[derive(Clone, Debug)]
-pub(crate) struct HandshakeRetry {
-    pub tries: u32,
-    pub next: Time,
-}
-
 /// How a channel gets closed once the close is sent.
 #[derive(Clone, Debug)]
 pub(crate) struct Closing {
@@ -36,19 +30,8 @@ pub(crate) struct Closing {
 pub(crate) struct Channel<A> {
     pub addr: A,
     pub local_id: u32,
-    /// The peer's channel ID, 0 until its handshake arrives.
-    pub remote_id: u32,
-    pub established: bool,
-    /// We sent the first handshake and wait for the answer.
-    pub handshake: Option<HandshakeRetry>,
-    /// We opened the channel and have heard nothing from the peer but its answer: a
-    /// close now means it was full when our next datagram came (see `Engine::refuse`).
-    pub answered_only: bool,
-    /// Our handshake must go out (again) in the next datagram.
-    pub send_handshake: bool,
-    pub handshake_sent: Option<Time>,
-    /// Our handshake went out more than once: its answer cannot time a round trip.
-    pub handshake_resent: bool,
+    /// The handshake: the peer's channel ID, retries, whether the channel is established.
+    pub handshake: ChannelHandshake,
     pub codec: CodecConfig,
 
     /// What the peer holds (its HAVEs and ACKs).
@@ -183,12 +166,7 @@ impl<A> Channel<A> {
         Channel {
             addr,
             local_id,
-            remote_id: 0,
-            established: false,
-            handshake: None,
-            send_handshake: false,
-            handshake_sent: None,
-            handshake_resent: false,
+            handshake: ChannelHandshake::new(),
             codec,
             peer_have: Binmap::new(),
             expired_once: Binmap::new(),
@@ -219,7 +197,6 @@ impl<A> Channel<A> {
             haves_refreshed: now,
             last_exchange: now,
             exchanged: false,
-            answered_only: false,
             serve_queue: ServeQueue::new(),
             in_flight: DataInFlight::new(),
             // The configuration was validated when the engine was built.

@@ -111,7 +111,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if ch.peer_have.is_empty(bin) {
             return;
         }
-        let track = ch.established && self.tracks_availability();
+        let track = ch.handshake.is_established() && self.tracks_availability();
         if ch.peer_complete {
             ch.peer_complete = false;
             ch.peer_have.reset(bin);
@@ -211,7 +211,7 @@ mod tests {
             e.connect(peer, Time::ZERO);
             let id = e.by_addr[&peer];
             let mut ch = e.channels.remove(&id).unwrap();
-            ch.handshake = None;
+            ch.handshake.forget_opening();
             e.establish(Time::ZERO, &mut ch);
             if peer == 1 || two_hold {
                 // As a page playing through announces: in more than one datagram.

@@ -14,6 +14,7 @@
 
 mod addr;
 mod channel;
+mod channel_handshake;
 mod choke;
 mod chunk_signature;
 mod config;
@@ -420,11 +421,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let id = self.fresh_channel_id();
         self.new_channel(peer, id, now);
         if let Some(ch) = self.channels.get_mut(&id) {
-            ch.handshake = Some(channel::HandshakeRetry {
-                tries: 0,
-                next: now,
-            });
-            ch.send_handshake = true;
+            ch.handshake.open(now);
         }
         Connect::Started
     }
@@ -438,7 +435,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         {
             ch.closing = Some(channel::Closing {
                 reason: CloseReason::ClosedLocally,
-                notify: ch.remote_id != 0,
+                notify: ch.handshake.remote_id() != 0,
             });
         }
     }
@@ -550,7 +547,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         };
         self.channels
             .values()
-            .filter(|c| c.established && c.closing.is_none() && c.peer_have.is_filled(bin))
+            .filter(|c| {
+                c.handshake.is_established() && c.closing.is_none() && c.peer_have.is_filled(bin)
+            })
             .count()
     }
 
@@ -598,7 +597,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             .values()
             .map(|ch| ChannelStats {
                 peer: ch.addr.clone(),
-                established: ch.established,
+                established: ch.handshake.is_established(),
                 send_state: ch.send_state(ch.serve_queue.has_data()),
                 cwnd: ch.cc.cwnd(),
                 srtt: ch.rtt.srtt(),
@@ -672,7 +671,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             self.release_request(chunk);
         }
         self.pick_again |= !ch.requests.is_empty();
-        if ch.established && self.tracks_availability() {
+        if ch.handshake.is_established() && self.tracks_availability() {
             if ch.peer_complete {
                 self.avail.remove_seeder();
             } else {

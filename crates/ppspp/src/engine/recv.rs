@@ -121,19 +121,19 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             let Some(ch) = self.channels.get_mut(&existing) else {
                 return;
             };
-            if ch.handshake.is_some() && ch.local_id == hs.source_channel {
+            if ch.handshake.awaits_answer() && ch.local_id == hs.source_channel {
                 // Our own opening handshake came back: that address is ours.
                 self.own_addrs.insert(from);
                 self.remove_channel(existing, CloseReason::OwnAddress);
                 return;
             }
-            if ch.remote_id == hs.source_channel {
+            if ch.handshake.remote_id() == hs.source_channel {
                 // Our answer was lost, and the HAVEs that rode with it: send both again.
-                ch.send_handshake = true;
+                ch.handshake.send_again();
                 ch.forget_haves_sent();
                 return;
             }
-            if ch.handshake.is_some() && !ch.established {
+            if ch.handshake.awaits_answer() && !ch.handshake.is_established() {
                 // Both sides opened at once: the lower channel ID keeps the initiator role,
                 // and the other side yields the same way.
                 if ch.local_id < hs.source_channel {
@@ -197,10 +197,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         self.new_channel(entry.addr, id, now);
         let mut ch = self.channels.remove(&id)?;
-        ch.remote_id = entry.remote_id;
+        ch.handshake
+            .promoted(entry.remote_id, entry.answered_at, entry.answer_resent);
         ch.codec = entry.codec;
-        ch.handshake_sent = entry.answered_at;
-        ch.handshake_resent = entry.answer_resent;
         ch.have_out = entry.announced;
         ch.peer_window = entry.peer_window;
         ch.last_recv = now;
@@ -215,10 +214,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         ch.sent_since_recv = 0;
         // Only an answer (or its repeat) starts with a handshake; anything else, a bare
         // keep-alive included, is the peer taking us in.
-        if ch.answered_only
+        if ch.handshake.answered_only()
             && !matches!(datagram.messages().next(), Some(Ok(Message::Handshake(_))))
         {
-            ch.answered_only = false;
+            ch.handshake.taken_in();
             self.redials.forget(&ch.addr);
         }
         let mut hashes: Vec<(Bin, Hash)> = std::mem::take(&mut ch.pending_hashes);
@@ -240,9 +239,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 continue;
             }
             first = false;
-            if !ch.established {
+            if !ch.handshake.is_established() {
                 // The initiator's third datagram completes the handshake for a responder.
-                if ch.handshake.is_some() {
+                if ch.handshake.awaits_answer() {
                     return Verdict::Keep;
                 }
                 self.establish(now, ch);
@@ -253,7 +252,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 return v;
             }
         }
-        if !ch.established && ch.handshake.is_none() {
+        if !ch.handshake.is_established() && !ch.handshake.awaits_answer() {
             // A keep-alive or empty datagram also completes the responder's handshake.
             self.establish(now, ch);
         }
@@ -274,7 +273,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         first: bool,
     ) -> Option<Verdict> {
         if hs.is_close() {
-            if ch.handshake.is_none() && !ch.answered_only {
+            if !ch.handshake.awaits_answer() && !ch.handshake.answered_only() {
                 return Some(Verdict::Close(CloseReason::ClosedByPeer));
             }
             // A close instead of an answer, or right after it: the peer is full. Ask again
@@ -284,7 +283,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             }
             return Some(Verdict::Close(CloseReason::Refused));
         }
-        if !first || ch.handshake.is_none() {
+        if !first || !ch.handshake.awaits_answer() {
             return None; // a repeat; harmless
         }
         if let Err(why) = check_peer_options(&self.swarm_params(), &hs.options, false) {
@@ -292,27 +291,24 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 Misbehaviour::Handshake(why),
             )));
         }
-        ch.remote_id = hs.source_channel;
+        ch.handshake.answered(hs.source_channel);
         ch.codec.apply_handshake(&hs.options);
         ch.peer_window = hs.options.live_discard_window;
-        ch.handshake = None;
-        ch.answered_only = true;
         self.establish(now, ch);
         None
     }
 
     pub(super) fn establish(&mut self, now: Time, ch: &mut Channel<A>) {
-        if ch.established {
+        if !ch.handshake.establish() {
             return;
         }
-        ch.established = true;
         // A peer that took us in is asked no more (one that answered only may still refuse:
         // then its back-off goes on; see `handle_on_channel`).
-        if !ch.answered_only {
+        if !ch.handshake.answered_only() {
             self.redials.forget(&ch.addr);
         }
         // Karn's rule for handshakes: after a retry the answer may be to either copy.
-        if let Some(sent) = ch.handshake_sent.filter(|_| !ch.handshake_resent) {
+        if let Some(sent) = ch.handshake.round_trip_start() {
             ch.rtt.on_sample(now.saturating_since(sent));
         }
         if self.tracks_availability() {
@@ -458,7 +454,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return false;
         }
         let mut offered = false;
-        let track = ch.established && self.tracks_availability();
+        let track = ch.handshake.is_established() && self.tracks_availability();
         for b in Bin::from_chunk_range(first, last) {
             if ch.peer_have.is_filled(b) {
                 continue;
@@ -1033,7 +1029,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let mut candidates: Vec<SocketAddr> = self
             .channels
             .values()
-            .filter(|o| o.established && now.saturating_since(o.last_recv) <= PEX_FRESHNESS)
+            .filter(|o| {
+                o.handshake.is_established() && now.saturating_since(o.last_recv) <= PEX_FRESHNESS
+            })
             .filter_map(|o| o.addr.socket_addr())
             .filter(|a| requester_private || !is_private(a))
             .collect();

@@ -64,14 +64,14 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             if origin_seeders.is_none() && channels.get(&id).is_some_and(|c| c.origin) {
                 let complete = channels
                     .values()
-                    .filter(|c| c.origin && c.established && c.peer_complete)
+                    .filter(|c| c.origin && c.handshake.is_established() && c.peer_complete)
                     .count();
                 origin_seeders = Some(complete);
             }
             let Some(ch) = channels.get_mut(&id) else {
                 continue;
             };
-            if !ch.established || ch.choke.choked_by_peer() || ch.closing.is_some() {
+            if !ch.handshake.is_established() || ch.choke.choked_by_peer() || ch.closing.is_some() {
                 continue;
             }
 

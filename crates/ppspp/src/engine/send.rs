@@ -14,10 +14,7 @@ use crate::live::SignedMunro;
 use crate::merkle::Hash;
 use crate::store::ChunkStore;
 use crate::time::Time;
-use core::time::Duration;
 
-/// Initiator handshake attempts before the peer counts as unreachable (1+2+4+8+16 s).
-pub(crate) const HANDSHAKE_TRIES: u32 = 5;
 /// Messages of one kind per datagram, so control datagrams stay near one MTU.
 const MAX_ACKS: usize = 48;
 const MAX_HAVES: usize = 16;
@@ -209,22 +206,19 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 return false;
             }
             closing.notify = false;
-            let mut w = begin(buf, ch.remote_id, &ch.codec, mtu);
+            let mut w = begin(buf, ch.handshake.remote_id(), &ch.codec, mtu);
             fits(&mut w, &Message::Handshake(Handshake::close()));
             return self.sent(now, ch, w, buf);
         }
-        if let Some(retry) = &ch.handshake {
+        if ch.handshake.awaits_answer() {
             // Initiator: only the opening handshake until the answer arrives.
-            if !ch.send_handshake && now < retry.next {
+            if !ch.handshake.opening_due(now) {
                 return false;
             }
             return self.opening(now, ch, buf);
         }
-        let mut w = begin(buf, ch.remote_id, &ch.codec, mtu);
-        if ch.send_handshake {
-            ch.send_handshake = false;
-            ch.handshake_resent |= ch.handshake_sent.is_some();
-            ch.handshake_sent = Some(now);
+        let mut w = begin(buf, ch.handshake.remote_id(), &ch.codec, mtu);
+        if ch.handshake.take_to_send(now) {
             let options = our_options(&self.swarm_params(), None, ch.codec.chunk_addressing);
             fits(
                 &mut w,
@@ -240,7 +234,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             ch.munro_told = self.live_edge().unwrap_or(0);
         }
         self.push_or_hold_haves(now, ch, &mut w);
-        if !ch.established {
+        if !ch.handshake.is_established() {
             // A responder says nothing more before the initiator's third datagram.
             if w.is_empty() {
                 *buf = w.finish();
@@ -299,13 +293,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
 
     /// The initiator's first datagram (datagram 1 of the three-way handshake).
     fn opening(&mut self, now: Time, ch: &mut Channel<A>, buf: &mut Vec<u8>) -> bool {
-        ch.send_handshake = false;
-        ch.handshake_resent |= ch.handshake_sent.is_some();
-        ch.handshake_sent = Some(now);
-        if let Some(retry) = ch.handshake.as_mut() {
-            retry.next = now + Duration::from_secs(1 << retry.tries.min(HANDSHAKE_TRIES));
-            retry.tries += 1;
-        }
+        ch.handshake.opening_sent(now);
         let params = self.swarm_params();
         let options = our_options(&params, Some(params.swarm_id), ch.codec.chunk_addressing);
         let mut w = begin(buf, 0, &ch.codec, self.config.mtu);
@@ -370,7 +358,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             ch.haves_due_at = None;
             return;
         }
-        if ch.established && w.is_empty() && !ch.have_out.is_clear() {
+        if ch.handshake.is_established() && w.is_empty() && !ch.have_out.is_clear() {
             let due = *ch
                 .haves_due_at
                 .get_or_insert(now + self.config.max_have_delay);

@@ -5,7 +5,6 @@ use super::channel::Channel;
 use super::event::{CloseReason, Event};
 use super::misbehaviour::Misbehaviour;
 use super::request::plan_ahead;
-use super::send::HANDSHAKE_TRIES;
 use super::{Connect, Engine, PeerAddr};
 use crate::store::ChunkStore;
 use crate::time::Time;
@@ -110,9 +109,9 @@ fn passed(deadline: Option<Time>, now: Time) -> bool {
 impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// The deadline table of `ch` (see [`Deadlines`]).
     fn deadlines(&self, ch: &Channel<A>) -> Deadlines {
-        if let Some(retry) = &ch.handshake {
+        if let Some(next) = ch.handshake.retry_at() {
             return Deadlines {
-                handshake_retry: Some(retry.next),
+                handshake_retry: Some(next),
                 ..Deadlines::default()
             };
         }
@@ -238,12 +237,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let room_for_peers = self.channels.len() < self.config.max_peers;
         let due = self.deadlines(self.channels.get(&id)?);
         let ch = self.channels.get_mut(&id)?;
-        if let Some(retry) = &ch.handshake {
+        if ch.handshake.awaits_answer() {
             if passed(due.handshake_retry, now) {
-                if retry.tries >= HANDSHAKE_TRIES {
+                if ch.handshake.out_of_tries() {
                     return Some(TimerVerdict::Close(CloseReason::Unreachable));
                 }
-                ch.send_handshake = true;
+                ch.handshake.send_again();
             }
             return None;
         }
