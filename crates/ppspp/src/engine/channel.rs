@@ -4,6 +4,7 @@ use super::channel_handshake::ChannelHandshake;
 use super::choke::ChokeState;
 use super::event::SendState;
 use super::in_flight::DataInFlight;
+use super::liveness::Liveness;
 use super::outstanding::OutstandingRequests;
 use super::request::InterArrival;
 use super::serve_queue::ServeQueue;
@@ -17,14 +18,6 @@ use crate::time::Time;
 use core::time::Duration;
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
-
-/// How a channel gets closed once the close is sent.
-#[derive(Clone, Debug)]
-pub(crate) struct Closing {
-    pub reason: super::event::CloseReason,
-    /// Send an explicit close first (not to peers that broke the protocol).
-    pub notify: bool,
-}
 
 #[derive(Debug)]
 pub(crate) struct Channel<A> {
@@ -128,20 +121,13 @@ pub(crate) struct Channel<A> {
     pub pending_pex_req: bool,
     pub pending_pex_res: Vec<SocketAddr>,
 
-    // Liveness.
-    pub last_recv: Time,
-    pub last_send: Time,
-    pub sent_since_recv: u32,
-    pub keepalive: Duration,
-    pub closing: Option<Closing>,
+    /// When we last heard from the peer and sent to it, keep-alives, and a close.
+    pub liveness: Liveness,
 
     // Figures.
     pub bytes_up: u64,
     pub bytes_down: u64,
 }
-
-/// RFC 7574 §8.15 / libswift: a keep-alive at most every 58 s.
-pub(crate) const MAX_KEEPALIVE: Duration = Duration::from_secs(58);
 
 impl<A> Channel<A> {
     /// Chokes the peer: a CHOKE goes out, and what was queued for it is dropped.
@@ -213,11 +199,7 @@ impl<A> Channel<A> {
             pex_request_due: None,
             pending_pex_req: false,
             pending_pex_res: Vec::new(),
-            last_recv: now,
-            last_send: now,
-            sent_since_recv: 0,
-            keepalive: Duration::from_secs(1),
-            closing: None,
+            liveness: Liveness::new(now),
             bytes_up: 0,
             bytes_down: 0,
         }

@@ -135,7 +135,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let connected = self
             .channels
             .values()
-            .any(|c| c.handshake.is_established() && c.closing.is_none());
+            .any(|c| c.handshake.is_established() && !c.liveness.is_closing());
         let complete = self.is_complete();
         let paused = self.storing_paused || self.length_check.disproved().is_some();
         let content = self.content;

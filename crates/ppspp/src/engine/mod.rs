@@ -29,6 +29,7 @@ mod in_flight;
 mod live_engine;
 mod live_part;
 mod live_stream;
+mod liveness;
 mod memory_bound;
 mod misbehaviour;
 mod origin_error;
@@ -433,10 +434,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             .get(peer)
             .and_then(|id| self.channels.get_mut(id))
         {
-            ch.closing = Some(channel::Closing {
-                reason: CloseReason::ClosedLocally,
-                notify: ch.handshake.remote_id() != 0,
-            });
+            ch.liveness
+                .close(CloseReason::ClosedLocally, ch.handshake.remote_id() != 0);
         }
     }
 
@@ -548,7 +547,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.channels
             .values()
             .filter(|c| {
-                c.handshake.is_established() && c.closing.is_none() && c.peer_have.is_filled(bin)
+                c.handshake.is_established()
+                    && !c.liveness.is_closing()
+                    && c.peer_have.is_filled(bin)
             })
             .count()
     }

@@ -202,7 +202,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         ch.codec = entry.codec;
         ch.have_out = entry.announced;
         ch.peer_window = entry.peer_window;
-        ch.last_recv = now;
+        ch.liveness.heard_from(now);
         Some(ch)
     }
 
@@ -210,8 +210,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let Ok(datagram) = decode_datagram(bytes, &ch.codec) else {
             return Verdict::Keep;
         };
-        ch.last_recv = now;
-        ch.sent_since_recv = 0;
+        ch.liveness.heard_from(now);
         // Only an answer (or its repeat) starts with a handshake; anything else, a bare
         // keep-alive included, is the peer taking us in.
         if ch.handshake.answered_only()
@@ -321,7 +320,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if self.config.pex {
             ch.pex_request_due = Some(now);
         }
-        ch.keepalive = ch.rtt.srtt().max(Duration::from_secs(1));
+        ch.liveness.keepalive_from_rtt(ch.rtt.srtt());
         self.push_event(Event::PeerConnected {
             peer: ch.addr.clone(),
         });
@@ -525,7 +524,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 .on_ack(now, acked.count, in_flight_before, srtt, flows);
             ch.acked_data = true;
             ch.last_ack = Some(now);
-            ch.keepalive = srtt.max(Duration::from_secs(1));
+            ch.liveness.keepalive_from_rtt(srtt);
         }
     }
 
@@ -1030,7 +1029,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             .channels
             .values()
             .filter(|o| {
-                o.handshake.is_established() && now.saturating_since(o.last_recv) <= PEX_FRESHNESS
+                o.handshake.is_established()
+                    && now.saturating_since(o.liveness.last_heard()) <= PEX_FRESHNESS
             })
             .filter_map(|o| o.addr.socket_addr())
             .filter(|a| requester_private || !is_private(a))

@@ -71,7 +71,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             let Some(ch) = channels.get_mut(&id) else {
                 continue;
             };
-            if !ch.handshake.is_established() || ch.choke.choked_by_peer() || ch.closing.is_some() {
+            if !ch.handshake.is_established()
+                || ch.choke.choked_by_peer()
+                || ch.liveness.is_closing()
+            {
                 continue;
             }
 

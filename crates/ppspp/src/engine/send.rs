@@ -1,6 +1,6 @@
 //! Outgoing datagrams: handshakes, control messages, and DATA with its hashes.
 
-use super::channel::{Channel, MAX_KEEPALIVE};
+use super::channel::Channel;
 use super::event::Event;
 use super::handshake::our_options;
 use super::recv::pex_message;
@@ -184,10 +184,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             let built = self.build(now, &mut ch, buf);
             let to = ch.addr.clone();
             // A closing channel ends once its close (if any) is out.
-            let ended = ch.closing.take_if(|c| !c.notify);
+            let ended = ch.liveness.take_ended();
             self.channels.insert(id, ch);
-            if let Some(closing) = ended {
-                self.remove_channel(id, closing.reason);
+            if let Some(reason) = ended {
+                self.remove_channel(id, reason);
             }
             if built {
                 self.cursor = id;
@@ -201,11 +201,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// Builds the channel's next datagram into `buf`; false if it has nothing to send.
     fn build(&mut self, now: Time, ch: &mut Channel<A>, buf: &mut Vec<u8>) -> bool {
         let mtu = self.config.mtu;
-        if let Some(closing) = &mut ch.closing {
-            if !closing.notify {
+        if ch.liveness.is_closing() {
+            if !ch.liveness.take_close_notice() {
                 return false;
             }
-            closing.notify = false;
             let mut w = begin(buf, ch.handshake.remote_id(), &ch.codec, mtu);
             fits(&mut w, &Message::Handshake(Handshake::close()));
             return self.sent(now, ch, w, buf);
@@ -246,7 +245,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let acks = push_acks(ch, &mut w);
         let control = self.push_control(ch, &mut w);
         let data = self.push_data(now, ch, &mut w);
-        let keepalive_due = now.saturating_since(ch.last_send) >= ch.keepalive;
+        let keepalive_due = ch.liveness.keepalive_due(now);
         if acks > 0
             && bare
             && !control.others
@@ -271,7 +270,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         if keepalive_due {
             // A keep-alive is the bare channel ID; the interval doubles while idle.
-            ch.keepalive = (ch.keepalive * 2).min(MAX_KEEPALIVE);
+            ch.liveness.keepalive_sent();
             return self.sent(now, ch, w, buf);
         }
         *buf = w.finish();
@@ -285,8 +284,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         w: DatagramBuilder,
         buf: &mut Vec<u8>,
     ) -> bool {
-        ch.last_send = now;
-        ch.sent_since_recv = ch.sent_since_recv.saturating_add(1);
+        ch.liveness.sent(now);
         *buf = w.finish();
         true
     }
@@ -385,7 +383,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             || !ch.pending_pex_res.is_empty()
             || (!ch.pending_acks.is_empty() && self.acks_due(ch, now))
             || (!ch.requests.to_request().is_empty() && !ch.requests.awaiting_chunks())
-            || now.saturating_since(ch.last_send) >= ch.keepalive
+            || ch.liveness.keepalive_due(now)
             || data_ready
     }
 

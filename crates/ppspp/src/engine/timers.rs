@@ -10,9 +10,6 @@ use crate::store::ChunkStore;
 use crate::time::Time;
 use core::time::Duration;
 
-/// RFC 7574 §8.15: a peer silent this long, while we sent at least three datagrams, is dead.
-const DEAD_PEER: Duration = Duration::from_secs(180);
-const DEAD_PEER_DATAGRAMS: u32 = 3;
 /// A new PEX request this often while we have room for peers.
 const PEX_INTERVAL: Duration = Duration::from_secs(30);
 /// A peer that delivered before but none of what we asked for in this long (and in three
@@ -116,31 +113,32 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             };
         }
         let has_data = ch.serve_queue.has_data();
-        let keepalive = ch.keepalive.min(HAVE_REFRESH);
+        let keepalive = ch.liveness.keepalive().min(HAVE_REFRESH);
         Deadlines {
             handshake_retry: None,
-            dead_peer: (ch.sent_since_recv >= DEAD_PEER_DATAGRAMS)
-                .then(|| ch.last_recv + DEAD_PEER),
+            dead_peer: ch.liveness.dead_peer_at(),
             unchoke_resend: ch.choke.unchoke_resend_at(),
             retransmission: ch
                 .in_flight
                 .loss_deadline(&ch.rtt, self.config.pacing_granularity),
             silent_with_requests: (!ch.requests.is_empty() && ch.expired_since_delivery)
-                .then(|| ch.last_recv + SILENT_WITH_REQUESTS),
+                .then(|| ch.liveness.last_heard() + SILENT_WITH_REQUESTS),
             request_expiry: ch
                 .requests
                 .oldest()
                 .map(|t| t + 2 * plan_ahead(ch.planning_rtt())),
             nothing_to_exchange: (!self.is_complete() && !ch.exchanged)
                 .then(|| ch.last_exchange + NOTHING_TO_EXCHANGE),
-            have_refresh: Some((ch.haves_refreshed + HAVE_REFRESH).max(ch.last_send + keepalive)),
+            have_refresh: Some(
+                (ch.haves_refreshed + HAVE_REFRESH).max(ch.liveness.last_sent() + keepalive),
+            ),
             pex_request: ch.pex_request_due,
             // While the upload limit holds data back, its refill is the deadline.
             next_data: (has_data && ch.in_flight.len() < ch.window()).then(|| {
                 (ch.next_data - self.config.pacing_granularity)
                     .max(self.upload_ready_at.unwrap_or(Time::ZERO))
             }),
-            keepalive: Some(ch.last_send + ch.keepalive),
+            keepalive: Some(ch.liveness.keepalive_at()),
             acks: ch.acks_due_at.filter(|_| !ch.pending_acks.is_empty()),
             haves: ch.haves_due_at.filter(|_| self.has_news(ch)),
         }
