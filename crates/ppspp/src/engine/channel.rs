@@ -1,6 +1,7 @@
 //! The state the engine keeps per peer: one PPSPP channel.
 
 use super::channel_handshake::ChannelHandshake;
+use super::channel_pex::ChannelPex;
 use super::choke::ChokeState;
 use super::event::SendState;
 use super::in_flight::DataInFlight;
@@ -17,7 +18,6 @@ use crate::merkle::Hash;
 use crate::time::Time;
 use core::time::Duration;
 use std::collections::BTreeSet;
-use std::net::SocketAddr;
 
 #[derive(Debug)]
 pub(crate) struct Channel<A> {
@@ -116,10 +116,8 @@ pub(crate) struct Channel<A> {
     /// An origin: asked only for chunks due for playback or that no other peer holds.
     pub origin: bool,
 
-    // PEX.
-    pub pex_request_due: Option<Time>,
-    pub pending_pex_req: bool,
-    pub pending_pex_res: Vec<SocketAddr>,
+    /// Peer exchange: when to ask the peer for addresses, and what waits to go out.
+    pub pex: ChannelPex,
 
     /// When we last heard from the peer and sent to it, keep-alives, and a close.
     pub liveness: Liveness,
@@ -196,9 +194,7 @@ impl<A> Channel<A> {
             choke: ChokeState::new(),
             urgent: false,
             origin: false,
-            pex_request_due: None,
-            pending_pex_req: false,
-            pending_pex_res: Vec::new(),
+            pex: ChannelPex::new(),
             liveness: Liveness::new(now),
             bytes_up: 0,
             bytes_down: 0,

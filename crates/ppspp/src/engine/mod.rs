@@ -15,6 +15,7 @@
 mod addr;
 mod channel;
 mod channel_handshake;
+mod channel_pex;
 mod choke;
 mod chunk_signature;
 mod config;

@@ -318,7 +318,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             }
         }
         if self.config.pex {
-            ch.pex_request_due = Some(now);
+            ch.pex.ask_at(now);
         }
         ch.liveness.keepalive_from_rtt(ch.rtt.srtt());
         self.push_event(Event::PeerConnected {
@@ -1039,7 +1039,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             let i = self.rng.below(candidates.len() as u64) as usize;
             candidates.swap_remove(i);
         }
-        ch.pending_pex_res = candidates;
+        ch.pex.answer(candidates);
     }
 
     fn on_pex_peer(&mut self, now: Time, ch: &Channel<A>, addr: SocketAddr) {

@@ -379,8 +379,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             && now + self.config.pacing_granularity >= ch.next_data;
         ch.choke.to_send().is_some()
             || !ch.requests.to_cancel().is_empty()
-            || ch.pending_pex_req
-            || !ch.pending_pex_res.is_empty()
+            || ch.pex.has_to_send()
             || (!ch.pending_acks.is_empty() && self.acks_due(ch, now))
             || (!ch.requests.to_request().is_empty() && !ch.requests.awaiting_chunks())
             || ch.liveness.keepalive_due(now)
@@ -447,19 +446,19 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             }
             requests += 1;
         }
-        if ch.pending_pex_req && fits(w, &Message::PexReq) {
-            ch.pending_pex_req = false;
+        if ch.pex.request_to_send() && fits(w, &Message::PexReq) {
+            ch.pex.request_sent();
             others = true;
         }
         let mut taken = 0;
-        for &addr in &ch.pending_pex_res {
+        for &addr in ch.pex.answers_to_send() {
             if !fits(w, &pex_message(addr)) {
                 break;
             }
             taken += 1;
         }
         others |= taken > 0;
-        ch.pending_pex_res.drain(..taken);
+        ch.pex.answers_sent(taken);
         PushedControl { requests, others }
     }
 

@@ -10,8 +10,6 @@ use crate::store::ChunkStore;
 use crate::time::Time;
 use core::time::Duration;
 
-/// A new PEX request this often while we have room for peers.
-const PEX_INTERVAL: Duration = Duration::from_secs(30);
 /// A peer that delivered before but none of what we asked for in this long (and in three
 /// expiry windows) is dropped. A slow peer still delivers: even a LEDBAT flow yielding to
 /// TCP keeps a window of two; only a peer that withholds stays silent.
@@ -132,7 +130,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             have_refresh: Some(
                 (ch.haves_refreshed + HAVE_REFRESH).max(ch.liveness.last_sent() + keepalive),
             ),
-            pex_request: ch.pex_request_due,
+            pex_request: ch.pex.request_due(),
             // While the upload limit holds data back, its refill is the deadline.
             next_data: (has_data && ch.in_flight.len() < ch.window()).then(|| {
                 (ch.next_data - self.config.pacing_granularity)
@@ -327,8 +325,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             ch.forget_haves_sent();
         }
         if passed(due.pex_request, now) {
-            ch.pending_pex_req = room_for_peers;
-            ch.pex_request_due = room_for_peers.then_some(now + PEX_INTERVAL);
+            ch.pex.request_timer(now, room_for_peers);
         }
         None
     }
