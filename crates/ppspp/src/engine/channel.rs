@@ -8,12 +8,12 @@ use super::in_flight::DataInFlight;
 use super::liveness::Liveness;
 use super::outstanding::OutstandingRequests;
 use super::request::InterArrival;
+use super::send_pacing::SendPacing;
 use super::serve_queue::ServeQueue;
 use crate::Bin;
 use crate::binmap::Binmap;
 use crate::codec::CodecConfig;
-use crate::congestion::rtt::RttEstimator;
-use crate::congestion::{CongestionConfig, Controller};
+use crate::congestion::CongestionConfig;
 use crate::merkle::Hash;
 use crate::time::Time;
 use core::time::Duration;
@@ -103,12 +103,8 @@ pub(crate) struct Channel<A> {
     pub serve_queue: ServeQueue,
     /// DATA sent and neither acknowledged nor taken for lost.
     pub in_flight: DataInFlight,
-    pub cc: Controller,
-    pub rtt: RttEstimator,
-    /// A DATA was acknowledged at least once (ping-pong is over).
-    pub acked_data: bool,
-    pub last_ack: Option<Time>,
-    pub next_data: Time,
+    /// Congestion control, the round-trip estimate, and when the next DATA may leave.
+    pub sending: SendPacing,
     /// Whether we choke the peer and it chokes us, and the CHOKE or UNCHOKE to send.
     pub choke: ChokeState,
     /// The priority is raised for urgent requests.
@@ -183,14 +179,7 @@ impl<A> Channel<A> {
             exchanged: false,
             serve_queue: ServeQueue::new(),
             in_flight: DataInFlight::new(),
-            // The configuration was validated when the engine was built.
-            cc: Controller::new(congestion.clone()).unwrap_or_else(|_| {
-                Controller::new(CongestionConfig::default()).expect("default config is valid")
-            }),
-            rtt: RttEstimator::default(),
-            acked_data: false,
-            last_ack: None,
-            next_data: now,
+            sending: SendPacing::new(congestion, now),
             choke: ChokeState::new(),
             urgent: false,
             origin: false,
@@ -204,26 +193,15 @@ impl<A> Channel<A> {
     /// No DATA to this peer was lost lately: hashes sent with DATA still in flight can be
     /// counted on to arrive (see `integrity_for`).
     pub fn path_is_clean(&self, now: Time) -> bool {
-        let calm = (4 * self.rtt.srtt()).max(Duration::from_secs(1));
+        let calm = (4 * self.sending.srtt()).max(Duration::from_secs(1));
         self.in_flight.no_loss_for(now, calm)
-    }
-
-    /// Datagrams with DATA that may be unacknowledged at once.
-    pub fn window(&self) -> usize {
-        if self.acked_data {
-            (self.cc.cwnd() as usize).max(1)
-        } else {
-            1
-        }
     }
 
     pub fn send_state(&self, has_work: bool) -> SendState {
         if !has_work && self.in_flight.is_empty() {
             SendState::KeepAlive
-        } else if !self.acked_data {
-            SendState::PingPong
         } else {
-            SendState::Window(self.cc.phase())
+            self.sending.state()
         }
     }
 
@@ -231,18 +209,8 @@ impl<A> Channel<A> {
     /// than the fastest request→data time seen (a receiver that sends no DATA has no RTT
     /// samples of its own, and a handshake answered after a retry cannot time one).
     pub fn planning_rtt(&self) -> Duration {
-        self.rtt
+        self.sending
             .srtt()
             .max(self.min_request_rtt.unwrap_or(Duration::ZERO))
-    }
-
-    /// Pacing interval between DATA datagrams: one round trip spread over the window.
-    /// (The round trip must stay current for this: see the retransmission samples in
-    /// `on_ack`.)
-    pub fn send_interval(&self) -> Duration {
-        if !self.acked_data {
-            return Duration::ZERO;
-        }
-        self.rtt.srtt().div_f64(self.cc.cwnd().max(1.0))
     }
 }

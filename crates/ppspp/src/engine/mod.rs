@@ -42,6 +42,7 @@ mod sans_io;
 mod saved_copies;
 mod schedule;
 mod send;
+mod send_pacing;
 mod serve_queue;
 mod timers;
 
@@ -465,7 +466,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             .get(peer)
             .and_then(|id| self.channels.get_mut(id))
         {
-            ch.cc.set_priority(priority);
+            ch.sending.set_priority(priority);
         }
     }
 
@@ -601,10 +602,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 peer: ch.addr.clone(),
                 established: ch.handshake.is_established(),
                 send_state: ch.send_state(ch.serve_queue.has_data()),
-                cwnd: ch.cc.cwnd(),
-                srtt: ch.rtt.srtt(),
-                queuing_delay: ch.cc.queuing_delay(),
-                priority: ch.cc.priority(),
+                cwnd: ch.sending.cwnd(),
+                srtt: ch.sending.srtt(),
+                queuing_delay: ch.sending.queuing_delay(),
+                priority: ch.sending.priority(),
                 in_flight: ch.in_flight.len(),
                 requests_outstanding: ch.requests.len(),
                 choked_by_peer: ch.choke.choked_by_peer(),

@@ -9,7 +9,6 @@ use super::{Engine, PeerAddr, is_private};
 use crate::Bin;
 use crate::binmap::Binmap;
 use crate::codec::{ChunkSpec, CodecConfig, Handshake, Message, decode_datagram};
-use crate::congestion::Phase;
 use crate::live::LiveError;
 use crate::merkle::{Hash, VerifyError, WrongLength};
 use crate::store::ChunkStore;
@@ -308,7 +307,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         // Karn's rule for handshakes: after a retry the answer may be to either copy.
         if let Some(sent) = ch.handshake.round_trip_start() {
-            ch.rtt.on_sample(now.saturating_since(sent));
+            ch.sending.rtt_sample(now.saturating_since(sent));
         }
         if self.tracks_availability() {
             if ch.peer_complete {
@@ -320,7 +319,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if self.config.pex {
             ch.pex.ask_at(now);
         }
-        ch.liveness.keepalive_from_rtt(ch.rtt.srtt());
+        ch.liveness.keepalive_from_rtt(ch.sending.srtt());
         self.push_event(Event::PeerConnected {
             peer: ch.addr.clone(),
         });
@@ -498,32 +497,28 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return;
         };
         let in_flight_before = ch.in_flight.len() as u32;
-        let acked = ch.in_flight.acknowledge(first, last, now, ch.rtt.min_rtt());
+        let acked = ch
+            .in_flight
+            .acknowledge(first, last, now, ch.sending.min_rtt());
         // Queued retransmissions of these chunks are moot now.
         for b in Bin::from_chunk_range(first, last) {
             ch.serve_queue.acknowledged(b);
         }
         self.peer_gained(now, ch, first, last);
         if let Some(s) = acked.rtt_sample {
-            ch.rtt.on_sample(s);
+            ch.sending.rtt_sample(s);
         }
         if acked.count > 0 {
-            let srtt = ch.rtt.srtt();
-            ch.cc.on_delay_sample(now, delay_us, srtt);
+            let srtt = ch.sending.srtt();
+            ch.sending.delay_sample(now, delay_us);
             // Only LEDBAT's additive increase is shared: spare the walk over the channels
             // on every other ACK.
-            let shares_increase = ch.cc.config().coupled
-                && ch.cc.priority() == 0
-                && ch.cc.phase() == Phase::Avoidance;
-            let flows = if shares_increase {
+            let flows = if ch.sending.shares_increase() {
                 self.coupled_flows()
             } else {
                 1
             };
-            ch.cc
-                .on_ack(now, acked.count, in_flight_before, srtt, flows);
-            ch.acked_data = true;
-            ch.last_ack = Some(now);
+            ch.sending.acked(now, acked.count, in_flight_before, flows);
             ch.liveness.keepalive_from_rtt(srtt);
         }
     }
@@ -535,9 +530,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let others = self
             .channels
             .values()
-            .filter(|c| {
-                c.cc.priority() == 0 && c.cc.phase() == Phase::Avoidance && !c.in_flight.is_empty()
-            })
+            .filter(|c| c.sending.ledbat_avoiding() && !c.in_flight.is_empty())
             .count();
         u32::try_from(others).unwrap_or(u32::MAX).saturating_add(1)
     }

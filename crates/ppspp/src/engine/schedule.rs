@@ -121,10 +121,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     bin = bin.left();
                 }
                 if let Some(p) = config.urgent_priority
-                    && p > ch.cc.priority()
+                    && p > ch.sending.priority()
                     && picker.is_urgent(bin)
                 {
-                    ch.cc.set_priority(p);
+                    ch.sending.set_priority(p);
                     ch.urgent = true;
                 }
                 exclude.set(bin);
@@ -208,7 +208,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 .any(|(c, _)| crate::Bin::chunk(c).is_some_and(|b| self.picker.is_urgent(b)));
             if !urgent_left {
                 ch.urgent = false;
-                ch.cc.set_priority(base);
+                ch.sending.set_priority(base);
             }
         }
     }

@@ -375,8 +375,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// go a little early, or wait for the next datagram or their deadline.
     fn company_due(&self, ch: &Channel<A>, now: Time) -> bool {
         let data_ready = ch.serve_queue.has_data()
-            && ch.in_flight.len() < ch.window()
-            && now + self.config.pacing_granularity >= ch.next_data;
+            && ch.in_flight.len() < ch.sending.window()
+            && now + self.config.pacing_granularity >= ch.sending.next_data();
         ch.choke.to_send().is_some()
             || !ch.requests.to_cancel().is_empty()
             || ch.pex.has_to_send()
@@ -467,7 +467,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// transfer); the hashes never go without their chunk (data-atomic datagrams).
     fn push_data(&mut self, now: Time, ch: &mut Channel<A>, w: &mut DatagramBuilder) -> bool {
         let slack = self.config.pacing_granularity;
-        if ch.in_flight.len() >= ch.window() || now + slack < ch.next_data {
+        if ch.in_flight.len() >= ch.sending.window() || now + slack < ch.sending.next_data() {
             return false;
         }
         let Some((chunk, retransmission)) = self.next_chunk(now, ch) else {
@@ -543,10 +543,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             .filter(|d| !d.is_zero())
             .map(|d| now + d);
         ch.in_flight.record(chunk, now, retransmission);
-        ch.cc.on_sent(now, ch.in_flight.len() as u32, ch.rtt.srtt());
-        // Pace from the schedule, not from now, so a burst of at most `slack` is the only
-        // deviation from one window per round trip.
-        ch.next_data = ch.next_data.max(now - slack) + ch.send_interval();
+        ch.sending.data_sent(now, ch.in_flight.len() as u32, slack);
         ch.bytes_up += len;
         self.stats.bytes_uploaded += len;
         self.count_copy_sent(chunk);

@@ -118,7 +118,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             unchoke_resend: ch.choke.unchoke_resend_at(),
             retransmission: ch
                 .in_flight
-                .loss_deadline(&ch.rtt, self.config.pacing_granularity),
+                .loss_deadline(ch.sending.rtt(), self.config.pacing_granularity),
             silent_with_requests: (!ch.requests.is_empty() && ch.expired_since_delivery)
                 .then(|| ch.liveness.last_heard() + SILENT_WITH_REQUESTS),
             request_expiry: ch
@@ -132,8 +132,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             ),
             pex_request: ch.pex.request_due(),
             // While the upload limit holds data back, its refill is the deadline.
-            next_data: (has_data && ch.in_flight.len() < ch.window()).then(|| {
-                (ch.next_data - self.config.pacing_granularity)
+            next_data: (has_data && ch.in_flight.len() < ch.sending.window()).then(|| {
+                (ch.sending.next_data() - self.config.pacing_granularity)
                     .max(self.upload_ready_at.unwrap_or(Time::ZERO))
             }),
             keepalive: Some(ch.liveness.keepalive_at()),
@@ -249,20 +249,13 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             ch.choke.resend_unchoke(now);
         }
         // Loss detection: DATA unacknowledged past its loss deadline is lost.
-        let rto = ch.rtt.timeout();
         let granularity = self.config.pacing_granularity;
         let serve_queue = &mut ch.serve_queue;
         let lost = ch
             .in_flight
-            .take_lost(now, &ch.rtt, granularity, |c| serve_queue.lost(c));
+            .take_lost(now, ch.sending.rtt(), granularity, |c| serve_queue.lost(c));
         if lost.count > 0 {
-            let silent = ch.last_ack.is_none_or(|t| now.saturating_since(t) >= rto);
-            if silent {
-                ch.cc.on_timeout(now);
-                ch.rtt.on_timeout();
-            } else {
-                ch.cc.on_loss(now, lost.last_sent, ch.rtt.srtt());
-            }
+            ch.sending.data_lost(now, lost.last_sent);
         }
         if passed(due.silent_with_requests, now) {
             return Some(TimerVerdict::Close(CloseReason::Timeout));
