@@ -7,6 +7,7 @@ use super::event::SendState;
 use super::in_flight::DataInFlight;
 use super::liveness::Liveness;
 use super::outstanding::OutstandingRequests;
+use super::peer_holdings::PeerHoldings;
 use super::request::InterArrival;
 use super::send_pacing::SendPacing;
 use super::serve_queue::ServeQueue;
@@ -17,7 +18,6 @@ use crate::congestion::CongestionConfig;
 use crate::merkle::Hash;
 use crate::time::Time;
 use core::time::Duration;
-use std::collections::BTreeSet;
 
 #[derive(Debug)]
 pub(crate) struct Channel<A> {
@@ -27,24 +27,8 @@ pub(crate) struct Channel<A> {
     pub handshake: ChannelHandshake,
     pub codec: CodecConfig,
 
-    /// What the peer holds (its HAVEs and ACKs).
-    pub peer_have: Binmap,
-    /// Chunks whose request to this peer expired once; a second expiry takes them for not
-    /// held if someone else holds them (`memory_bound.rs`).
-    pub expired_once: Binmap,
-    /// Chunks taken for not held by that rule, not on the peer's word: they are believed
-    /// held again when another holder leaves (`restore_presumed_gone`).
-    pub presumed_gone: BTreeSet<u64>,
-    /// The peer holds every chunk (it counts as a seeder in availability).
-    pub peer_complete: bool,
-    /// A datagram of the peer's has told us what it holds already: coming to hold every
-    /// chunk after that is playing through, not seeding.
-    pub holdings_heard: bool,
-    /// The peer held every chunk in the first datagram that told us what it holds: it
-    /// seeds the file, and a seeder does not let chunks go (an engine bounded below the
-    /// content's size never holds it all), so its requests expiring are losses or
-    /// congestion, never a sign that it let them go.
-    pub seeds: bool,
+    /// What the peer holds, as it says and as we presume.
+    pub holdings: PeerHoldings,
     /// What we announced to the peer.
     pub have_out: Binmap,
     /// `have_out` covers all we held when this many chunks had entered `have`
@@ -148,12 +132,7 @@ impl<A> Channel<A> {
             local_id,
             handshake: ChannelHandshake::new(),
             codec,
-            peer_have: Binmap::new(),
-            expired_once: Binmap::new(),
-            presumed_gone: BTreeSet::new(),
-            peer_complete: false,
-            holdings_heard: false,
-            seeds: false,
+            holdings: PeerHoldings::new(),
             have_out: Binmap::new(),
             haves_done_at: None,
             haves_due_at: None,

@@ -298,7 +298,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             // What peers announced beyond the new bound is not taken any more.
             for ch in self.channels.values_mut() {
                 for b in Bin::from_chunk_range(gone.start, gone.end - 1) {
-                    ch.peer_have.reset(b);
+                    ch.holdings.let_go(b);
                 }
             }
         }
@@ -539,7 +539,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             ch.requests.cancel_below(floor);
             ch.pending_signatures.retain(|s| s.chunk >= floor);
             for b in Bin::from_chunk_range(0, floor - 1) {
-                ch.peer_have.reset(b);
+                ch.holdings.let_go(b);
                 ch.have_out.reset(b);
                 ch.in_flight.forget(b);
                 ch.serve_queue.cancel(b);
@@ -554,13 +554,13 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let Some(window) = ch.peer_window else {
             return;
         };
-        let Some(newest) = ch.peer_have.filled_ranges().last().map(|r| r.end) else {
+        let Some(newest) = ch.holdings.map().filled_ranges().last().map(|r| r.end) else {
             return;
         };
         let floor = newest.saturating_sub(window);
         if floor > 0 {
             for b in Bin::from_chunk_range(0, floor - 1) {
-                ch.peer_have.reset(b);
+                ch.holdings.let_go(b);
             }
         }
     }
@@ -600,7 +600,7 @@ fn keep_chunk_signature<A>(
 fn forget_earlier_run<A>(ch: &mut Channel<A>) {
     ch.requests.cancel_all();
     ch.pending_signatures.clear();
-    ch.peer_have.clear();
+    ch.holdings.forget_all();
     ch.have_out.clear();
     ch.in_flight.forget_all();
     ch.serve_queue.forget();

@@ -108,22 +108,21 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// `ch`'s peer does not hold the chunks of `bin` (any more): its map and our
     /// availability forget them. A peer that held everything becomes a partial one.
     pub(super) fn peer_let_go(&mut self, ch: &mut Channel<A>, bin: Bin) {
-        if ch.peer_have.is_empty(bin) {
+        if ch.holdings.holds_none_of(bin) {
             return;
         }
         let track = ch.handshake.is_established() && self.tracks_availability();
-        if ch.peer_complete {
-            ch.peer_complete = false;
-            ch.peer_have.reset(bin);
+        if ch.holdings.is_complete() {
+            ch.holdings.no_longer_complete(bin);
             if track {
                 self.avail.remove_seeder();
-                self.avail.add_peer(&ch.peer_have);
+                self.avail.add_peer(ch.holdings.map());
             }
         } else {
             if track {
-                self.avail.apply_lost(&ch.peer_have, bin);
+                self.avail.apply_lost(ch.holdings.map(), bin);
             }
-            ch.peer_have.reset(bin);
+            ch.holdings.let_go(bin);
         }
     }
 
@@ -133,18 +132,16 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let Some(b) = Bin::chunk(chunk) else {
             return;
         };
-        if !ch.peer_have.is_filled(b) {
+        if !ch.holdings.holds(b) {
             return;
         }
-        if !ch.expired_once.is_filled(b) {
-            ch.expired_once.set(b);
+        if !ch.holdings.expired_twice(b) {
             return;
         }
-        ch.expired_once.reset(b);
         let elsewhere = self.avail.rarity(chunk) >= 2 || self.has_http_origin();
-        if elsewhere && !ch.seeds {
+        if elsewhere && !ch.holdings.seeds() {
             self.peer_let_go(ch, b);
-            ch.presumed_gone.insert(chunk);
+            ch.holdings.presume_gone(chunk);
         }
     }
 
@@ -156,7 +153,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let ids: Vec<u32> = self
             .channels
             .iter()
-            .filter(|(_, c)| !c.presumed_gone.is_empty())
+            .filter(|(_, c)| c.holdings.has_presumed_gone())
             .map(|(id, _)| *id)
             .collect();
         for id in ids {
@@ -164,7 +161,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 continue;
             };
             // As a HAVE of each would say.
-            for chunk in std::mem::take(&mut ch.presumed_gone) {
+            for chunk in ch.holdings.take_presumed_gone() {
                 self.peer_holds(&mut ch, chunk, chunk);
             }
             self.channels.insert(id, ch);
@@ -216,7 +213,7 @@ mod tests {
             if peer == 1 || two_hold {
                 // As a page playing through announces: in more than one datagram.
                 e.peer_gained(Time::ZERO, &mut ch, 0, 31);
-                ch.holdings_heard = true;
+                ch.holdings.note_heard();
                 e.peer_gained(Time::ZERO, &mut ch, 32, 63);
             }
             e.channels.insert(id, ch);
@@ -233,7 +230,8 @@ mod tests {
 
     fn peer_1_holds(e: &Engine<u32, MemoryStore>, chunk: u64) -> bool {
         e.channels[&e.by_addr[&1]]
-            .peer_have
+            .holdings
+            .map()
             .is_filled(Bin::chunk(chunk).unwrap())
     }
 
@@ -262,7 +260,10 @@ mod tests {
         let two = e.by_addr[&2];
         e.remove_channel(two, crate::engine::CloseReason::ClosedByPeer);
         assert!(peer_1_holds(&e, 5));
-        assert!(e.channels[&e.by_addr[&1]].peer_complete, "a seeder again");
+        assert!(
+            e.channels[&e.by_addr[&1]].holdings.is_complete(),
+            "a seeder again"
+        );
         assert_eq!(e.avail.rarity(5), 1);
         e.avail.check_invariants().unwrap();
         // And it is asked at once, not at its next datagram.
@@ -282,7 +283,7 @@ mod tests {
         let one = e.by_addr[&1];
         let mut ch = e.channels.remove(&one).unwrap();
         e.peer_gained(Time::ZERO, &mut ch, 5, 5);
-        assert!(ch.presumed_gone.is_empty(), "its word, not our guess");
+        assert!(!ch.holdings.has_presumed_gone(), "its word, not our guess");
         e.channels.insert(one, ch);
         assert!(peer_1_holds(&e, 5));
         e.avail.check_invariants().unwrap();
@@ -294,13 +295,13 @@ mod tests {
         // Peer 1 held everything in the first datagram that said what it holds.
         let one = e.by_addr[&1];
         let mut ch = e.channels.remove(&one).unwrap();
-        ch.seeds = true;
+        ch.holdings.set_seeds();
         e.channels.insert(one, ch);
         for _ in 0..4 {
             expire_at_peer_1(&mut e, 5);
         }
         assert!(peer_1_holds(&e, 5), "lost requests, not a chunk let go");
-        assert!(e.channels[&one].peer_complete);
+        assert!(e.channels[&one].holdings.is_complete());
     }
 
     #[test]

@@ -35,6 +35,7 @@ mod memory_bound;
 mod misbehaviour;
 mod origin_error;
 mod outstanding;
+mod peer_holdings;
 mod recv;
 mod redial;
 mod request;
@@ -549,9 +550,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.channels
             .values()
             .filter(|c| {
-                c.handshake.is_established()
-                    && !c.liveness.is_closing()
-                    && c.peer_have.is_filled(bin)
+                c.handshake.is_established() && !c.liveness.is_closing() && c.holdings.holds(bin)
             })
             .count()
     }
@@ -612,7 +611,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 choking: ch.choke.is_choking(),
                 serve_queue: ch.serve_queue.len(),
                 peer_chunks: ch
-                    .peer_have
+                    .holdings
+                    .map()
                     .count_filled_in(self.root_bin)
                     .min(self.chunk_count),
                 bytes_uploaded: ch.bytes_up,
@@ -675,10 +675,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         self.pick_again |= !ch.requests.is_empty();
         if ch.handshake.is_established() && self.tracks_availability() {
-            if ch.peer_complete {
+            if ch.holdings.is_complete() {
                 self.avail.remove_seeder();
             } else {
-                self.avail.remove_peer(&ch.peer_have);
+                self.avail.remove_peer(ch.holdings.map());
             }
         }
         // What the others were presumed to have let go may now be held by nobody else.

@@ -254,7 +254,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             // A keep-alive or empty datagram also completes the responder's handshake.
             self.establish(now, ch);
         }
-        ch.holdings_heard |= ch.peer_complete || !ch.peer_have.is_clear();
+        ch.holdings.note_heard();
         if !saw_data {
             hashes.truncate(MAX_PENDING_HASHES);
             ch.pending_hashes = hashes;
@@ -310,10 +310,10 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             ch.sending.rtt_sample(now.saturating_since(sent));
         }
         if self.tracks_availability() {
-            if ch.peer_complete {
+            if ch.holdings.is_complete() {
                 self.avail.add_seeder();
             } else {
-                self.avail.add_peer(&ch.peer_have);
+                self.avail.add_peer(ch.holdings.map());
             }
         }
         if self.config.pex {
@@ -404,10 +404,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// The peer says it now holds chunks `first..=last`.
     pub(super) fn peer_gained(&mut self, now: Time, ch: &mut Channel<A>, first: u64, last: u64) {
         // Its own word now, not our presumption.
-        let presumed: Vec<u64> = ch.presumed_gone.range(first..=last).copied().collect();
-        for c in presumed {
-            ch.presumed_gone.remove(&c);
-        }
+        ch.holdings.confirmed(first, last);
         if self.peer_holds(ch, first, last) {
             ch.last_exchange = now;
             ch.exchanged = true;
@@ -448,19 +445,19 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// Availability is kept only while we still pick chunks; a peer holding everything
     /// counts as a seeder there (O(1) to add and remove).
     pub(super) fn peer_holds(&mut self, ch: &mut Channel<A>, first: u64, last: u64) -> bool {
-        if ch.peer_complete {
+        if ch.holdings.is_complete() {
             return false;
         }
         let mut offered = false;
         let track = ch.handshake.is_established() && self.tracks_availability();
         for b in Bin::from_chunk_range(first, last) {
-            if ch.peer_have.is_filled(b) {
+            if ch.holdings.holds(b) {
                 continue;
             }
             if track {
-                self.avail.apply_have(&ch.peer_have, b);
+                self.avail.apply_have(ch.holdings.map(), b);
             }
-            ch.peer_have.set(b);
+            ch.holdings.gained(b);
             offered |= !self.have.is_filled(b);
         }
         if self.is_live() {
@@ -471,12 +468,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         // answer at the first that is not full, where a search for the first missing chunk
         // walked down to it.
         if Bin::from_chunk_range(0, self.chunk_count.saturating_sub(1))
-            .all(|b| ch.peer_have.is_filled(b))
+            .all(|b| ch.holdings.holds(b))
         {
-            ch.peer_complete = true;
-            ch.seeds = !ch.holdings_heard;
+            ch.holdings.now_complete();
             if track {
-                self.avail.remove_peer(&ch.peer_have);
+                self.avail.remove_peer(ch.holdings.map());
                 self.avail.add_seeder();
             }
         }
@@ -583,7 +579,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 return false;
             }
             if self.have.is_filled(range)
-                && ch.peer_have.is_empty(range)
+                && ch.holdings.holds_none_of(range)
                 && ch.serve_queue.queued().is_empty(range)
                 && !ch.in_flight.any_of(range)
             {
@@ -598,7 +594,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             }
             let wanted = [
                 (&self.have, true),
-                (&ch.peer_have, false),
+                (ch.holdings.map(), false),
                 (ch.serve_queue.queued(), false),
                 (ch.in_flight.chunks(), false),
             ];
@@ -807,7 +803,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         let n = self.chunk_count;
         let Some(last) = ch
-            .peer_have
+            .holdings
+            .map()
             .filled_ranges()
             .take_while(|r| r.start < n)
             .last()

@@ -64,7 +64,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             if origin_seeders.is_none() && channels.get(&id).is_some_and(|c| c.origin) {
                 let complete = channels
                     .values()
-                    .filter(|c| c.origin && c.handshake.is_established() && c.peer_complete)
+                    .filter(|c| {
+                        c.origin && c.handshake.is_established() && c.holdings.is_complete()
+                    })
                     .count();
                 origin_seeders = Some(complete);
             }
@@ -99,7 +101,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     chunk_count: *chunk_count,
                     twist: *pick_twist,
                 };
-                let Some(mut bin) = picker.pick(&ctx, &ch.peer_have, budget) else {
+                let Some(mut bin) = picker.pick(&ctx, ch.holdings.map(), budget) else {
                     break;
                 };
                 if ch.origin {
@@ -184,7 +186,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 }
                 if have.is_filled(b)
                     || ch.requests.contains(c)
-                    || !ch.peer_have.is_filled(b)
+                    || !ch.holdings.holds(b)
                     || (ch.origin && !picker.is_due(b))
                     || !download.try_take(now, u64::from(content.chunk_size))
                 {

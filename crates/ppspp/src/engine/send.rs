@@ -340,7 +340,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// search may still find nothing new).
     pub(super) fn has_news(&self, ch: &Channel<A>) -> bool {
         self.uploading
-            && !(ch.peer_complete
+            && !(ch.holdings.is_complete()
                 || self.have_count == 0
                 || ch.haves_done_at == Some(self.have_gained))
     }
@@ -603,7 +603,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     }
 
     pub(super) fn peer_lacks(&self, ch: &Channel<A>, chunk: u64) -> bool {
-        self.have.has_chunk(chunk) && !ch.peer_have.has_chunk(chunk)
+        self.have.has_chunk(chunk) && !ch.holdings.map().has_chunk(chunk)
     }
 
     /// Hashes to send before `chunk` (data-atomic datagrams, digest §2.2), as libswift
@@ -637,7 +637,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let root_layer = self.root_bin.layer();
         let chunk_bin = Bin::chunk(chunk).unwrap_or(self.root_bin);
         let mut known = ch
-            .peer_have
+            .holdings
+            .map()
             .lowest_set_ancestor(chunk_bin)
             .map_or(root_layer + 1, |layer| layer.clamp(1, root_layer + 1));
         if lean

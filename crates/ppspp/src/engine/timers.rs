@@ -298,9 +298,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if passed(due.nothing_to_exchange, now) {
             // Checked here, once per period, rather than on every HAVE: the peer may hold
             // news from before (while it choked us, say), or we may be serving it.
-            let offers = ch.peer_complete
+            let offers = ch.holdings.is_complete()
                 || crate::binmap::Binmap::find_all(
-                    [(&ch.peer_have, true), (&self.have, false)],
+                    [(ch.holdings.map(), true), (&self.have, false)],
                     self.root_bin,
                     0,
                 )
