@@ -1,5 +1,6 @@
 //! The state the engine keeps per peer: one PPSPP channel.
 
+use super::announce::Announcing;
 use super::channel_handshake::ChannelHandshake;
 use super::channel_pex::ChannelPex;
 use super::choke::ChokeState;
@@ -12,7 +13,6 @@ use super::request::InterArrival;
 use super::send_pacing::SendPacing;
 use super::serve_queue::ServeQueue;
 use crate::Bin;
-use crate::binmap::Binmap;
 use crate::codec::CodecConfig;
 use crate::congestion::CongestionConfig;
 use crate::merkle::Hash;
@@ -29,13 +29,8 @@ pub(crate) struct Channel<A> {
 
     /// What the peer holds, as it says and as we presume.
     pub holdings: PeerHoldings,
-    /// What we announced to the peer.
-    pub have_out: Binmap,
-    /// `have_out` covers all we held when this many chunks had entered `have`
-    /// (`Engine::have_gained`): nothing new to announce until it changes.
-    pub haves_done_at: Option<u64>,
-    /// When HAVEs not yet announced must leave, company or not (`None`: none wait).
-    pub haves_due_at: Option<Time>,
+    /// The HAVEs and ACKs we send the peer.
+    pub announcing: Announcing,
     /// Hashes received ahead of the DATA they protect.
     pub pending_hashes: Vec<(Bin, Hash)>,
     /// Live: the edge when the newest munro was last sent here on its own (tune-in).
@@ -52,11 +47,6 @@ pub(crate) struct Channel<A> {
     // Receiving from this peer.
     /// Chunks asked of the peer and not received; REQUESTs and CANCELs to send.
     pub requests: OutstandingRequests,
-    pub pending_acks: Vec<(u64, i64)>,
-    /// When the oldest of `pending_acks` must leave, company or not.
-    pub acks_due_at: Option<Time>,
-    /// Chunks this peer delivered that we acknowledged (the first `QUICK_ACKS` go at once).
-    pub acked_chunks: u32,
     pub inter_arrival: InterArrival,
     /// Fastest time from a REQUEST to its chunk verified, on this channel.
     pub min_request_rtt: Option<Duration>,
@@ -73,8 +63,6 @@ pub(crate) struct Channel<A> {
     /// Distinct expiry windows in which requests to this peer expired, and the last one.
     pub expiry_rounds: u32,
     pub last_expiry_round: Time,
-    /// When our HAVEs were last re-announced in full (they travel unreliably).
-    pub haves_refreshed: Time,
     /// When the peer last offered a chunk we lacked or asked us for one (or, checked
     /// then, still held one we lack).
     pub last_exchange: Time,
@@ -114,12 +102,6 @@ impl<A> Channel<A> {
         self.serve_queue.drop_requests();
     }
 
-    /// Announce everything again (the peer may have missed our HAVEs).
-    pub fn forget_haves_sent(&mut self) {
-        self.have_out.clear();
-        self.haves_done_at = None;
-    }
-
     pub fn new(
         addr: A,
         local_id: u32,
@@ -133,18 +115,13 @@ impl<A> Channel<A> {
             handshake: ChannelHandshake::new(),
             codec,
             holdings: PeerHoldings::new(),
-            have_out: Binmap::new(),
-            haves_done_at: None,
-            haves_due_at: None,
+            announcing: Announcing::new(now),
             pending_hashes: Vec::new(),
             munro_told: 0,
             other_run: false,
             pending_signatures: Vec::new(),
             peer_window: None,
             requests: OutstandingRequests::new(),
-            pending_acks: Vec::new(),
-            acks_due_at: None,
-            acked_chunks: 0,
             inter_arrival: InterArrival::new(Duration::from_secs(1)),
             min_request_rtt: None,
             last_delivery: now,
@@ -153,7 +130,6 @@ impl<A> Channel<A> {
             length_searches: 0,
             expiry_rounds: 0,
             last_expiry_round: now,
-            haves_refreshed: now,
             last_exchange: now,
             exchanged: false,
             serve_queue: ServeQueue::new(),

@@ -540,7 +540,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             ch.pending_signatures.retain(|s| s.chunk >= floor);
             for b in Bin::from_chunk_range(0, floor - 1) {
                 ch.holdings.let_go(b);
-                ch.have_out.reset(b);
+                ch.announcing.unannounce(b);
                 ch.in_flight.forget(b);
                 ch.serve_queue.cancel(b);
             }
@@ -601,7 +601,7 @@ fn forget_earlier_run<A>(ch: &mut Channel<A>) {
     ch.requests.cancel_all();
     ch.pending_signatures.clear();
     ch.holdings.forget_all();
-    ch.have_out.clear();
+    ch.announcing.unannounce_all();
     ch.in_flight.forget_all();
     ch.serve_queue.forget();
     ch.munro_told = 0;

@@ -13,6 +13,7 @@
 //! announced, stored or served; a peer whose data fails is reported and dropped.
 
 mod addr;
+mod announce;
 mod channel;
 mod channel_handshake;
 mod channel_pex;

@@ -129,7 +129,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             if ch.handshake.remote_id() == hs.source_channel {
                 // Our answer was lost, and the HAVEs that rode with it: send both again.
                 ch.handshake.send_again();
-                ch.forget_haves_sent();
+                ch.announcing.forget_haves_sent();
                 return;
             }
             if ch.handshake.awaits_answer() && !ch.handshake.is_established() {
@@ -199,7 +199,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         ch.handshake
             .promoted(entry.remote_id, entry.answered_at, entry.answer_resent);
         ch.codec = entry.codec;
-        ch.have_out = entry.announced;
+        ch.announcing.announced_with_answer(entry.announced);
         ch.peer_window = entry.peer_window;
         ch.liveness.heard_from(now);
         Some(ch)
@@ -659,11 +659,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             offset += len;
             match self.on_chunk(now, ch, chunk, data, hashes) {
                 Ok(true) => {
-                    if ch.pending_acks.is_empty() {
-                        ch.acks_due_at = Some(now + self.config.max_ack_delay);
-                    }
-                    ch.pending_acks.push((chunk, delay));
-                    ch.acked_chunks = ch.acked_chunks.saturating_add(1);
+                    let deadline = now + self.config.max_ack_delay;
+                    ch.announcing.ack(chunk, delay, deadline);
                 }
                 Ok(false) => {}
                 Err(verdict) => return verdict,

@@ -19,8 +19,6 @@ use crate::time::Time;
 const MAX_ACKS: usize = 48;
 const MAX_HAVES: usize = 16;
 const MAX_REQUESTS: usize = 32;
-/// A channel's first chunks acknowledged at once, whatever `EngineConfig::ack_every` says.
-const QUICK_ACKS: u32 = 16;
 /// Chunks in flight vouch for hashes only inside blocks of 2^this chunks (`integrity_for`).
 const LEAN_LAYERS: u32 = 4;
 
@@ -118,10 +116,10 @@ struct PushedControl {
 }
 
 /// Adds as many pending ACKs as fit and returns how many; the caller removes them from
-/// `pending_acks` once the datagram is sure to go.
+/// the channel's ACKs once the datagram is sure to go.
 fn push_acks<A>(ch: &Channel<A>, w: &mut DatagramBuilder) -> usize {
     let mut taken = 0;
-    for &(chunk, delay_us) in ch.pending_acks.iter().take(MAX_ACKS) {
+    for &(chunk, delay_us) in ch.announcing.acks().iter().take(MAX_ACKS) {
         if let Some(spec) = Bin::chunk(chunk).and_then(|b| spec(w, b))
             && !fits(
                 w,
@@ -260,10 +258,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             *buf = w.finish();
             return false;
         }
-        ch.pending_acks.drain(..acks);
-        if ch.pending_acks.is_empty() {
-            ch.acks_due_at = None;
-        }
+        ch.announcing.acks_sent(acks);
         ch.requests.requests_sent(control.requests);
         if data || !w.is_empty() {
             return self.sent(now, ch, w, buf);
@@ -342,7 +337,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         self.uploading
             && !(ch.holdings.is_complete()
                 || self.have_count == 0
-                || ch.haves_done_at == Some(self.have_gained))
+                || ch.announcing.announced_all_at(self.have_gained))
     }
 
     /// HAVEs for verified chunks the peer has not been told about, unless they may wait
@@ -353,20 +348,18 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// us for anything.
     fn push_or_hold_haves(&mut self, now: Time, ch: &mut Channel<A>, w: &mut DatagramBuilder) {
         if !self.has_news(ch) {
-            ch.haves_due_at = None;
+            ch.announcing.no_haves_held();
             return;
         }
-        if ch.handshake.is_established() && w.is_empty() && !ch.have_out.is_clear() {
-            let due = *ch
-                .haves_due_at
-                .get_or_insert(now + self.config.max_have_delay);
+        if ch.handshake.is_established() && w.is_empty() && ch.announcing.announced_any() {
+            let due = ch.announcing.hold_haves(now + self.config.max_have_delay);
             if now < due && !self.company_due(ch, now) {
                 return;
             }
         }
         self.push_haves(ch, w);
         if !self.has_news(ch) {
-            ch.haves_due_at = None;
+            ch.announcing.no_haves_held();
         }
     }
 
@@ -380,7 +373,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         ch.choke.to_send().is_some()
             || !ch.requests.to_cancel().is_empty()
             || ch.pex.has_to_send()
-            || (!ch.pending_acks.is_empty() && self.acks_due(ch, now))
+            || (ch.announcing.has_acks() && self.acks_due(ch, now))
             || (!ch.requests.to_request().is_empty() && !ch.requests.awaiting_chunks())
             || ch.liveness.keepalive_due(now)
             || data_ready
@@ -393,19 +386,15 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if !self.has_news(ch) {
             return;
         }
-        if push_news(&mut ch.have_out, &self.have, self.root_bin, w) {
-            ch.haves_done_at = Some(self.have_gained);
-        }
+        let (have, root_bin) = (&self.have, self.root_bin);
+        ch.announcing.announce(self.have_gained, |announced| {
+            push_news(announced, have, root_bin, w)
+        });
     }
 
-    /// Whether the channel's pending ACKs must go now rather than wait for company. The
-    /// first `QUICK_ACKS` chunks of a channel are acknowledged at once (as Linux's quick
-    /// ACKs): the peer sends its first chunk alone and waits for the ACK, and then grows a
-    /// window of two from there, so early ACKs are what its sending waits on.
+    /// Whether the channel's pending ACKs must go now rather than wait for company.
     fn acks_due(&self, ch: &Channel<A>, now: Time) -> bool {
-        ch.acked_chunks <= QUICK_ACKS
-            || ch.pending_acks.len() >= self.config.ack_every
-            || ch.acks_due_at.is_none_or(|t| t <= now)
+        ch.announcing.acks_must_go(now, self.config.ack_every)
     }
 
     /// CHOKE/UNCHOKE, CANCELs, REQUESTs and PEX, as many as fit; the rest wait for the

@@ -128,7 +128,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             nothing_to_exchange: (!self.is_complete() && !ch.exchanged)
                 .then(|| ch.last_exchange + NOTHING_TO_EXCHANGE),
             have_refresh: Some(
-                (ch.haves_refreshed + HAVE_REFRESH).max(ch.liveness.last_sent() + keepalive),
+                (ch.announcing.refreshed_at() + HAVE_REFRESH)
+                    .max(ch.liveness.last_sent() + keepalive),
             ),
             pex_request: ch.pex.request_due(),
             // While the upload limit holds data back, its refill is the deadline.
@@ -137,8 +138,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     .max(self.upload_ready_at.unwrap_or(Time::ZERO))
             }),
             keepalive: Some(ch.liveness.keepalive_at()),
-            acks: ch.acks_due_at.filter(|_| !ch.pending_acks.is_empty()),
-            haves: ch.haves_due_at.filter(|_| self.has_news(ch)),
+            acks: ch.announcing.acks_due_at(),
+            haves: ch.announcing.haves_due_at().filter(|_| self.has_news(ch)),
         }
     }
 
@@ -314,8 +315,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             ch.last_exchange = now;
         }
         if passed(due.have_refresh, now) {
-            ch.haves_refreshed = now;
-            ch.forget_haves_sent();
+            ch.announcing.refresh(now);
         }
         if passed(due.pex_request, now) {
             ch.pex.request_timer(now, room_for_peers);
