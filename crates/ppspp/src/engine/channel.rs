@@ -6,6 +6,7 @@ use super::channel_pex::ChannelPex;
 use super::choke::ChokeState;
 use super::event::SendState;
 use super::in_flight::DataInFlight;
+use super::live_peer::LivePeer;
 use super::liveness::Liveness;
 use super::outstanding::OutstandingRequests;
 use super::peer_holdings::PeerHoldings;
@@ -33,16 +34,8 @@ pub(crate) struct Channel<A> {
     pub announcing: Announcing,
     /// Hashes received ahead of the DATA they protect.
     pub pending_hashes: Vec<(Bin, Hash)>,
-    /// Live: the edge when the newest munro was last sent here on its own (tune-in).
-    pub munro_told: u64,
-    /// Live: the peer's last munro was of another run of the source than ours: what it
-    /// announces is of that run, and is not taken (asked for, its chunks would fail to
-    /// verify against our run's munros and get an honest peer banned).
-    pub other_run: bool,
-    /// Sign All: signatures received ahead of the chunks they sign (a bounded few).
-    pub pending_signatures: Vec<super::chunk_signature::ChunkSignature>,
-    /// Live: the peer's discard window (handshake option 7), applied to what it announces.
-    pub peer_window: Option<u64>,
+    /// Live: the peer's view of the stream (munro told, its run, signatures, window).
+    pub live: LivePeer,
 
     // Receiving from this peer.
     /// Chunks asked of the peer and not received; REQUESTs and CANCELs to send.
@@ -117,10 +110,7 @@ impl<A> Channel<A> {
             holdings: PeerHoldings::new(),
             announcing: Announcing::new(now),
             pending_hashes: Vec::new(),
-            munro_told: 0,
-            other_run: false,
-            pending_signatures: Vec::new(),
-            peer_window: None,
+            live: LivePeer::new(),
             requests: OutstandingRequests::new(),
             inter_arrival: InterArrival::new(Duration::from_secs(1)),
             min_request_rtt: None,

@@ -19,10 +19,6 @@ use crate::merkle::Hash;
 use crate::store::ChunkStore;
 use crate::time::Time;
 
-/// Sign All: signatures kept per channel while their chunks are on the way (they travel
-/// in the same datagram; a few cover a burst of reordering).
-const PENDING_SIGNATURES: usize = 8;
-
 /// Parameters the engine cannot run a live stream with.
 fn check_params(params: &LiveParams) -> Result<(), EngineError> {
     if params.discard_window == 0 {
@@ -358,12 +354,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if let Some(ch) = ch {
             forget_earlier_run(ch);
             // It told us of the new run.
-            ch.other_run = false;
+            ch.live.set_other_run(false);
         }
         for other in self.channels.values_mut() {
             forget_earlier_run(other);
             // Until it sends a munro of the new run, what it announces may be the old run's.
-            other.other_run = true;
+            other.live.set_other_run(true);
         }
         // Nothing held, nothing asked: what the earlier run's chunks and requests kept
         // from the pickers is free again.
@@ -422,8 +418,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             };
         }
         match added {
-            Ok(_) => ch.other_run = false,
-            Err(LiveError::OtherSession(_)) => ch.other_run = true,
+            Ok(_) => ch.live.set_other_run(false),
+            Err(LiveError::OtherSession(_)) => ch.live.set_other_run(true),
             Err(_) => {}
         }
         match added {
@@ -479,8 +475,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         chunk: u64,
         data: &[u8],
     ) -> Result<(), LiveError> {
-        let at = ch.pending_signatures.iter().position(|s| s.chunk == chunk);
-        let Some(sig) = at.map(|i| ch.pending_signatures.remove(i)) else {
+        let Some(sig) = ch.live.take_signature(chunk) else {
             return Err(LiveError::NoMunro(chunk));
         };
         let within = self.signed_within(now);
@@ -517,7 +512,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
 
     /// The newest munro, if the peer on `ch` has not been sent it yet (secure tune-in).
     pub(super) fn munro_to_tell(&self, ch: &Channel<A>) -> Option<&SignedMunro> {
-        self.live()?.munro_to_tell(ch.munro_told)
+        self.live()?.munro_to_tell(ch.live.munro_told())
     }
 
     /// Slides the discard window behind the edge: what falls out of it is let go of, here
@@ -537,7 +532,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         for ch in self.channels.values_mut() {
             ch.requests.cancel_below(floor);
-            ch.pending_signatures.retain(|s| s.chunk >= floor);
+            ch.live.drop_signatures_below(floor);
             for b in Bin::from_chunk_range(0, floor - 1) {
                 ch.holdings.let_go(b);
                 ch.announcing.unannounce(b);
@@ -551,7 +546,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// A peer's discard window (option 7), applied to what it announced: chunks it must
     /// have let go of are forgotten.
     pub(super) fn apply_peer_window(ch: &mut Channel<A>) {
-        let Some(window) = ch.peer_window else {
+        let Some(window) = ch.live.window() else {
             return;
         };
         let Some(newest) = ch.holdings.map().filled_ranges().last().map(|r| r.end) else {
@@ -581,13 +576,9 @@ fn keep_chunk_signature<A>(
     };
     if claim.our_run {
         // It signs for our run: what it announces is of our run.
-        ch.other_run = false;
+        ch.live.set_other_run(false);
     }
-    ch.pending_signatures.retain(|s| s.chunk != claim.chunk);
-    if ch.pending_signatures.len() >= PENDING_SIGNATURES {
-        ch.pending_signatures.remove(0);
-    }
-    ch.pending_signatures.push(ChunkSignature {
+    ch.live.keep_signature(ChunkSignature {
         chunk: claim.chunk,
         timestamp,
         signature: signature.to_vec(),
@@ -599,12 +590,11 @@ fn keep_chunk_signature<A>(
 /// cancelled and what it and we announced is forgotten, as of chunks that do not exist.
 fn forget_earlier_run<A>(ch: &mut Channel<A>) {
     ch.requests.cancel_all();
-    ch.pending_signatures.clear();
+    ch.live.forget_run();
     ch.holdings.forget_all();
     ch.announcing.unannounce_all();
     ch.in_flight.forget_all();
     ch.serve_queue.forget();
-    ch.munro_told = 0;
 }
 
 /// Requests looked at when choosing the least-sent chunk to serve next.

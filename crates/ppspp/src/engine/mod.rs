@@ -30,6 +30,7 @@ mod http_origin;
 mod in_flight;
 mod live_engine;
 mod live_part;
+mod live_peer;
 mod live_stream;
 mod liveness;
 mod memory_bound;

@@ -200,7 +200,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             .promoted(entry.remote_id, entry.answered_at, entry.answer_resent);
         ch.codec = entry.codec;
         ch.announcing.announced_with_answer(entry.announced);
-        ch.peer_window = entry.peer_window;
+        ch.live.set_window(entry.peer_window);
         ch.liveness.heard_from(now);
         Some(ch)
     }
@@ -291,7 +291,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         ch.handshake.answered(hs.source_channel);
         ch.codec.apply_handshake(&hs.options);
-        ch.peer_window = hs.options.live_discard_window;
+        ch.live.set_window(hs.options.live_discard_window);
         self.establish(now, ch);
         None
     }
@@ -480,7 +480,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     }
 
     fn on_have(&mut self, now: Time, ch: &mut Channel<A>, spec: &ChunkSpec) {
-        if ch.other_run {
+        if ch.live.of_other_run() {
             return;
         }
         if let Some((first, last)) = self.clip(spec) {

@@ -228,7 +228,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if let Some(munro) = self.munro_to_tell(ch)
             && push_munro(&mut w, munro, self.signs_every_chunk())
         {
-            ch.munro_told = self.live_edge().unwrap_or(0);
+            ch.live.told_munro(self.live_edge().unwrap_or(0));
         }
         self.push_or_hold_haves(now, ch, &mut w);
         if !ch.handshake.is_established() {
