@@ -4,13 +4,13 @@ use super::announce::Announcing;
 use super::channel_handshake::ChannelHandshake;
 use super::channel_pex::ChannelPex;
 use super::choke::ChokeState;
+use super::delivery::Delivery;
 use super::event::SendState;
 use super::in_flight::DataInFlight;
 use super::live_peer::LivePeer;
 use super::liveness::Liveness;
 use super::outstanding::OutstandingRequests;
 use super::peer_holdings::PeerHoldings;
-use super::request::InterArrival;
 use super::send_pacing::SendPacing;
 use super::serve_queue::ServeQueue;
 use crate::Bin;
@@ -40,22 +40,8 @@ pub(crate) struct Channel<A> {
     // Receiving from this peer.
     /// Chunks asked of the peer and not received; REQUESTs and CANCELs to send.
     pub requests: OutstandingRequests,
-    pub inter_arrival: InterArrival,
-    /// Fastest time from a REQUEST to its chunk verified, on this channel.
-    pub min_request_rtt: Option<Duration>,
-    /// When this peer last delivered a verified chunk (or a wait for it began).
-    pub last_delivery: Time,
-    /// It has delivered at least one verified chunk.
-    pub delivered_any: bool,
-    /// Chunks from this peer with a hash missing that were searched for another shape of
-    /// the tree (recv.rs, `MISSING_HASH_SEARCHES`).
-    pub length_searches: u8,
-    /// Requests to this peer expired since it last delivered: its silence goes on counting
-    /// when we ask again, and it gets one request at a time until it delivers.
-    pub expired_since_delivery: bool,
-    /// Distinct expiry windows in which requests to this peer expired, and the last one.
-    pub expiry_rounds: u32,
-    pub last_expiry_round: Time,
+    /// How the peer delivers to us: its pace, and whether it delivers at all.
+    pub delivery: Delivery,
     /// When the peer last offered a chunk we lacked or asked us for one (or, checked
     /// then, still held one we lack).
     pub last_exchange: Time,
@@ -112,14 +98,7 @@ impl<A> Channel<A> {
             pending_hashes: Vec::new(),
             live: LivePeer::new(),
             requests: OutstandingRequests::new(),
-            inter_arrival: InterArrival::new(Duration::from_secs(1)),
-            min_request_rtt: None,
-            last_delivery: now,
-            delivered_any: false,
-            expired_since_delivery: false,
-            length_searches: 0,
-            expiry_rounds: 0,
-            last_expiry_round: now,
+            delivery: Delivery::new(now),
             last_exchange: now,
             exchanged: false,
             serve_queue: ServeQueue::new(),
@@ -156,6 +135,6 @@ impl<A> Channel<A> {
     pub fn planning_rtt(&self) -> Duration {
         self.sending
             .srtt()
-            .max(self.min_request_rtt.unwrap_or(Duration::ZERO))
+            .max(self.delivery.min_request_rtt().unwrap_or(Duration::ZERO))
     }
 }

@@ -20,6 +20,7 @@ mod channel_pex;
 mod choke;
 mod chunk_signature;
 mod config;
+mod delivery;
 mod discover;
 mod discovery_outcome;
 mod event;
@@ -658,9 +659,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     pub fn resume_storing(&mut self, now: Time) {
         self.storing_paused = false;
         for ch in self.channels.values_mut() {
-            ch.last_delivery = now;
-            ch.expired_since_delivery = false;
-            ch.expiry_rounds = 0;
+            ch.delivery.judge_from(now);
         }
     }
 

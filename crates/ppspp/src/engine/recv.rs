@@ -636,7 +636,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let Some((first, last)) = range else {
             return Verdict::Ban(Misbehaviour::DataOutsideContent);
         };
-        ch.inter_arrival.on_data(now);
+        ch.delivery.data_arrived(now);
         // Both clocks count from the Unix epoch (digest §1.6); the offset between two hosts
         // cancels out in LEDBAT, which compares samples with their minimum.
         let delay = self
@@ -728,10 +728,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             // search for a shape among the peaks it sends (dozens of hashes each) is made
             // a few times per peer only, the known shapes always.
             let missing = matches!(reason, VerifyError::MissingHash(_));
-            let search = !missing || ch.length_searches < MISSING_HASH_SEARCHES;
-            if missing && search {
-                ch.length_searches += 1;
-            }
+            let search = ch.delivery.may_search_shape(missing, MISSING_HASH_SEARCHES);
             if self.genuine_misfit(chunk, data, hashes, search) {
                 return Ok(self.take_misfit(now, ch, chunk));
             }
@@ -835,15 +832,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return Ok(false);
         }
         self.forget_request(ch, chunk);
-        ch.last_delivery = now;
+        ch.delivery.delivered(now, requested_at);
         ch.last_exchange = now;
         ch.exchanged = true;
-        ch.delivered_any = true;
-        ch.expired_since_delivery = false;
-        if let Some(at) = requested_at {
-            let took = now.saturating_since(at);
-            ch.min_request_rtt = Some(ch.min_request_rtt.map_or(took, |m| m.min(took)));
-        }
         let from = ch.addr.clone();
         self.chunk_kept(chunk, data.len(), Event::ChunkVerified { chunk, from });
         Ok(true)

@@ -84,12 +84,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             let mut budget = request_budget(
                 now,
                 ch.planning_rtt(),
-                &ch.inter_arrival,
+                ch.delivery.inter_arrival(),
                 outstanding,
                 config.min_request_pipeline,
             )
             .min(config.max_request_pipeline.saturating_sub(outstanding));
-            if ch.expired_since_delivery {
+            if ch.delivery.expired_since_delivery() {
                 // A probe, not a pipeline, until it delivers again.
                 budget = budget.min(1u64.saturating_sub(outstanding));
             }
@@ -130,11 +130,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     ch.urgent = true;
                 }
                 exclude.set(bin);
-                if ch.requests.is_empty() && !ch.expired_since_delivery {
-                    // A new wait for this peer starts now (see WITHHOLDING); not after
-                    // expired requests, or a peer that stopped delivering would never be
-                    // found out.
-                    ch.last_delivery = now;
+                if ch.requests.is_empty() {
+                    // A new wait for this peer starts now (see WITHHOLDING).
+                    ch.delivery.wait_begins(now);
                 }
                 ch.requests.ask(now, bin);
                 budget = budget.saturating_sub(bin.base_length());

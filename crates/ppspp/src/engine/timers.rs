@@ -119,7 +119,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             retransmission: ch
                 .in_flight
                 .loss_deadline(ch.sending.rtt(), self.config.pacing_granularity),
-            silent_with_requests: (!ch.requests.is_empty() && ch.expired_since_delivery)
+            silent_with_requests: (!ch.requests.is_empty() && ch.delivery.expired_since_delivery())
                 .then(|| ch.liveness.last_heard() + SILENT_WITH_REQUESTS),
             request_expiry: ch
                 .requests
@@ -265,18 +265,12 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let expiry = 2 * plan_ahead(ch.planning_rtt());
         let expired = ch.requests.expire(now, expiry);
         if !expired.is_empty() {
-            ch.expired_since_delivery = true;
-            // One count per expiry window, however many timer calls it spans.
-            if ch.expiry_rounds == 0 || now.saturating_since(ch.last_expiry_round) >= expiry {
-                ch.expiry_rounds += 1;
-                ch.last_expiry_round = now;
-            }
+            ch.delivery.requests_expired(now, expiry);
             // While our store cannot take chunks, what the peer sends is dropped unanswered:
             // its silence proves nothing.
             let judged = !self.storing_paused;
-            let never = judged && !ch.delivered_any && ch.expiry_rounds >= NEVER_DELIVERED_ROUNDS;
-            let silent =
-                judged && now.saturating_since(ch.last_delivery) >= WITHHOLDING.max(3 * expiry);
+            let never = judged && ch.delivery.never_delivered(NEVER_DELIVERED_ROUNDS);
+            let silent = judged && ch.delivery.since_delivery(now) >= WITHHOLDING.max(3 * expiry);
             if let Some(mut ch) = self.channels.remove(&id) {
                 for &c in &expired {
                     self.request_expired(&mut ch, c);
