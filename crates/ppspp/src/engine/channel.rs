@@ -13,6 +13,7 @@ use super::outstanding::OutstandingRequests;
 use super::peer_holdings::PeerHoldings;
 use super::send_pacing::SendPacing;
 use super::serve_queue::ServeQueue;
+use super::usefulness::Usefulness;
 use crate::Bin;
 use crate::codec::CodecConfig;
 use crate::congestion::CongestionConfig;
@@ -42,12 +43,8 @@ pub(crate) struct Channel<A> {
     pub requests: OutstandingRequests,
     /// How the peer delivers to us: its pace, and whether it delivers at all.
     pub delivery: Delivery,
-    /// When the peer last offered a chunk we lacked or asked us for one (or, checked
-    /// then, still held one we lack).
-    pub last_exchange: Time,
-    /// It offered a chunk we lacked or asked us for one at least once: a peer that was of
-    /// use stays, however long it is quiet (a paused player asks for nothing).
-    pub exchanged: bool,
+    /// Whether the peer was of use to us (a peer that never was only holds a slot).
+    pub usefulness: Usefulness,
 
     // Sending to this peer.
     /// What the peer asked for and waits to be sent.
@@ -99,8 +96,7 @@ impl<A> Channel<A> {
             live: LivePeer::new(),
             requests: OutstandingRequests::new(),
             delivery: Delivery::new(now),
-            last_exchange: now,
-            exchanged: false,
+            usefulness: Usefulness::new(now),
             serve_queue: ServeQueue::new(),
             in_flight: DataInFlight::new(),
             sending: SendPacing::new(congestion, now),

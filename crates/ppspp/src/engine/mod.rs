@@ -49,6 +49,7 @@ mod send;
 mod send_pacing;
 mod serve_queue;
 mod timers;
+mod usefulness;
 
 pub use crate::live::{
     LIVE_CHUNKS, LiveInfo, LiveParams, ntp_from_unix_micros, unix_micros_from_ntp,

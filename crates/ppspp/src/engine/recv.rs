@@ -406,8 +406,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         // Its own word now, not our presumption.
         ch.holdings.confirmed(first, last);
         if self.peer_holds(ch, first, last) {
-            ch.last_exchange = now;
-            ch.exchanged = true;
+            ch.usefulness.exchanged(now);
             if !ch.origin {
                 self.leave_to_peers(first, last);
             }
@@ -544,8 +543,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if !ch.choke.peer_asked() {
             return;
         }
-        ch.last_exchange = now;
-        ch.exchanged = true;
+        ch.usefulness.exchanged(now);
         let Some((first, last)) = self.clip(spec) else {
             return;
         };
@@ -833,8 +831,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
         self.forget_request(ch, chunk);
         ch.delivery.delivered(now, requested_at);
-        ch.last_exchange = now;
-        ch.exchanged = true;
+        ch.usefulness.exchanged(now);
         let from = ch.addr.clone();
         self.chunk_kept(chunk, data.len(), Event::ChunkVerified { chunk, from });
         Ok(true)

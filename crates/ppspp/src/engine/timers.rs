@@ -125,8 +125,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 .requests
                 .oldest()
                 .map(|t| t + 2 * plan_ahead(ch.planning_rtt())),
-            nothing_to_exchange: (!self.is_complete() && !ch.exchanged)
-                .then(|| ch.last_exchange + NOTHING_TO_EXCHANGE),
+            nothing_to_exchange: (!self.is_complete())
+                .then(|| ch.usefulness.check_due(NOTHING_TO_EXCHANGE))
+                .flatten(),
             have_refresh: Some(
                 (ch.announcing.refreshed_at() + HAVE_REFRESH)
                     .max(ch.liveness.last_sent() + keepalive),
@@ -306,7 +307,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     NOTHING_TO_EXCHANGE,
                 )));
             }
-            ch.last_exchange = now;
+            ch.usefulness.still_of_use(now);
         }
         if passed(due.have_refresh, now) {
             ch.announcing.refresh(now);
