@@ -12,6 +12,7 @@ use core::time::Duration;
 
 #[derive(Debug)]
 pub(crate) struct Delivery {
+    /// The period between the peer's DATA (requests are sized by it, Algorithm 1).
     inter_arrival: InterArrival,
     /// Fastest time from a REQUEST to its chunk verified, on this channel.
     min_request_rtt: Option<Duration>,
