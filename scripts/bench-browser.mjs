@@ -214,6 +214,41 @@ async function engineThreads(sender, receiver, cs, raw) {
   return out;
 }
 
+/**
+ * The browser's CPU per MB delivered over a set of transfers (every thread of every page
+ * and of the browser, /proc, from just before each transfer to its end): in all, by thread
+ * (the largest), and how many cores were busy while they ran.
+ */
+class CpuPerMb {
+  groups = new Map();
+  seconds = 0;
+  bytes = 0;
+
+  /** One transfer: CPU since `before`, `seconds` long, `bytes` delivered. */
+  add(before, seconds, bytes) {
+    for (const g of threadCpuBetween(before, threadCpuSnapshot(process.pid))) {
+      const key = `${g.process}\u0000${g.thread}`;
+      this.groups.set(key, (this.groups.get(key) ?? 0) + g.cpu_s);
+    }
+    this.seconds += seconds;
+    this.bytes += bytes;
+  }
+
+  result() {
+    const mb = this.bytes / 1e6;
+    const threads = [...this.groups.entries()].sort((a, b) => b[1] - a[1]);
+    const total = threads.reduce((a, [, cpu]) => a + cpu, 0);
+    return {
+      cpu_s_per_mb: total / mb,
+      cores_busy: this.seconds > 0 ? total / this.seconds : NaN,
+      threads: threads.slice(0, 8).map(([key, cpu]) => {
+        const [process, thread] = key.split('\u0000');
+        return { process, thread, cpu_s_per_mb: cpu / mb };
+      }),
+    };
+  }
+}
+
 async function page(path) {
   const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
   const p = await context.newPage();
@@ -240,17 +275,22 @@ try {
     await sender.evaluate((sdp) => window.blastAccept(sdp), answer);
     const raw = [];
     const loss = [];
+    const rawCpu = new CpuPerMb();
     for (let r = 0; r < RUNS; r++) {
       await receiver.evaluate(() => window.blastReset());
+      const cpuBefore = threadCpuSnapshot(process.pid);
       await sender.evaluate(([b, s, h]) => window.blastSend(b, s, h), [GOODPUT_BYTES, cs, HIGH_WATER]);
       await new Promise((res) => setTimeout(res, 300));
       const got = await receiver.evaluate(() => window.blastReceived());
       raw.push(got.bytes / (got.last - got.first) / 1000);
       loss.push(1 - got.bytes / GOODPUT_BYTES);
+      rawCpu.add(cpuBefore, (got.last - got.first) / 1000, got.bytes);
     }
     const ppspp = [];
+    const ppsppCpu = new CpuPerMb();
     for (let r = 0; r < RUNS; r++) {
       const uri = await sender.evaluate(([s, b, c, o]) => window.ppsppSeed(s, b, c, o), [signalUrl, GOODPUT_BYTES, cs, SEED_OPTIONS]);
+      const cpuBefore = threadCpuSnapshot(process.pid);
       const fetching = receiver.evaluate((u) => window.ppsppFetch(u), uri);
       if (process.env.BENCH_DEBUG) {
         for (let i = 0; i < 6; i++) {
@@ -262,6 +302,7 @@ try {
       if (got.bytes !== GOODPUT_BYTES) throw new Error(`fetched ${got.bytes} bytes`);
       if (process.env.BENCH_DEBUG) log(`    ${JSON.stringify(got)}`);
       ppspp.push(got.bytes / got.ms / 1000);
+      ppsppCpu.add(cpuBefore, got.ms / 1000, got.bytes);
     }
     if (cs === DEFAULT_CHUNK) {
       // What each page's main thread did in one more fetch, profiled (the sampling slows
@@ -279,8 +320,11 @@ try {
     }
     const rawS = stats(raw);
     const ppsppS = stats(ppspp);
-    result.goodput[cs] = { raw_mbps: rawS, raw_loss: stats(loss), ppspp_mbps: ppsppS, ratio: ppsppS.median / rawS.median };
+    result.goodput[cs] = { raw_mbps: rawS, raw_loss: stats(loss), ppspp_mbps: ppsppS, ratio: ppsppS.median / rawS.median, raw_cpu: rawCpu.result(), ppspp_cpu: ppsppCpu.result() };
     log(`  ${cs} B: raw ${rawS.median.toFixed(1)} MB/s, PPSPP ${ppsppS.median.toFixed(1)} MB/s, ratio ${(ppsppS.median / rawS.median).toFixed(2)}`);
+    for (const [name, c] of [['raw', result.goodput[cs].raw_cpu], ['PPSPP', result.goodput[cs].ppspp_cpu]]) {
+      log(`    ${name}: ${(1000 * c.cpu_s_per_mb).toFixed(1)} CPU ms per MB, cores busy ${c.cores_busy.toFixed(2)} of ${availableParallelism()}; ${c.threads.slice(0, 5).map((g) => `${g.process} ${g.thread} ${(1000 * g.cpu_s_per_mb).toFixed(1)}`).join(', ')}`);
+    }
     if (cs === DEFAULT_CHUNK) result.engine_thread = await engineThreads(sender, receiver, cs, rawS);
     await sender.context().close();
     if (cs === DEFAULT_CHUNK) result.native_to_page = await nativeToPage(receiver, rawS);

@@ -68,6 +68,9 @@ const summary = {
   goodput_receiver_idle_share: gp?.receiver?.idle ?? null,
   goodput_receiver_our_share: ourShare(gp?.receiver),
   goodput_sender_idle_share: gp?.sender?.idle ?? null,
+  goodput_raw_cpu_s_per_mb: atDefault?.raw_cpu?.cpu_s_per_mb ?? null,
+  goodput_ppspp_cpu_s_per_mb: atDefault?.ppspp_cpu?.cpu_s_per_mb ?? null,
+  goodput_ppspp_cores_busy: atDefault?.ppspp_cpu?.cores_busy ?? null,
   engine_worker_mbps: med(browser.engine_thread?.worker),
   engine_main_thread_mbps: med(browser.engine_thread?.main),
   engine_worker_busy_mbps: med(browser.engine_thread?.worker_busy),
@@ -171,8 +174,11 @@ const lines = [];
 const m = native.machine ?? {};
 lines.push(`Measured ${summary.date.slice(0, 10)} by \`make bench\` on ${m.cpu_model ?? '?'}, ${m.cores ?? '?'} cores, ${m.memory_gib ?? '?'} GiB, ${m.kernel ?? ''}; ${m.rustc ?? ''}, Node ${m.node ?? ''}, Chromium ${summary.chromium}. Median (min–max) of 3 runs; every ratio compares figures of the same run. Raw figures: \`target/bench/{native,browser,summary}.json\`.`, '');
 lines.push('### 1. Browser goodput, page → page over loopback (MB/s)', '');
-lines.push('| chunk | raw data channel | lost (raw) | PPSPP, verified | PPSPP ÷ raw |', '|---|---|---|---|---|');
-for (const g of goodput) lines.push(`| ${g.cs / 1024} KiB | ${mmm(g.raw_mbps)} | ${f(100 * med(g.raw_loss), 1)} % | ${mmm(g.ppspp_mbps)} | ${f(g.ratio, 2)} |`);
+lines.push('| chunk | raw data channel | lost (raw) | PPSPP, verified | PPSPP ÷ raw | browser CPU ms per MB, raw / PPSPP (cores busy) | raw ÷ PPSPP CPU per MB |', '|---|---|---|---|---|---|---|');
+const cpuPerMb = (c) => (c ? `${f(1000 * c.cpu_s_per_mb, 1)} (${f(c.cores_busy, 2)})` : '–');
+for (const g of goodput) {
+  lines.push(`| ${g.cs / 1024} KiB | ${mmm(g.raw_mbps)} | ${f(100 * med(g.raw_loss), 1)} % | ${mmm(g.ppspp_mbps)} | ${f(g.ratio, 2)} | ${cpuPerMb(g.raw_cpu)} / ${cpuPerMb(g.ppspp_cpu)} | ${f(g.raw_cpu?.cpu_s_per_mb / g.ppspp_cpu?.cpu_s_per_mb, 2)} |`);
+}
 lines.push('', '![goodput](docs/bench/browser-goodput.png)', '');
 const ntp = browser.native_to_page;
 lines.push(`The native seeder → one page over WebRTC (\`ppspp seed\`, ${f((ntp?.content_bytes ?? 0) / 1e6, 0)} MB, ${(ntp?.chunk_size ?? 0) / 1024} KiB chunks, \`Peer.fetch\` in the receiving page of the row above):`, '');
