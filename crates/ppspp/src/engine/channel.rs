@@ -11,6 +11,7 @@ use super::live_peer::LivePeer;
 use super::liveness::Liveness;
 use super::outstanding::OutstandingRequests;
 use super::peer_holdings::PeerHoldings;
+use super::request::request_expiry;
 use super::send_pacing::SendPacing;
 use super::serve_queue::ServeQueue;
 use super::usefulness::Usefulness;
@@ -110,6 +111,17 @@ impl<A> Channel<A> {
         }
     }
 
+    /// Asks the peer for the chunks of `bin` at `now`. With nothing waiting at it, a new
+    /// wait for it starts (see WITHHOLDING in `timers.rs`), unless we ask again right
+    /// after requests to it expired.
+    pub fn ask(&mut self, now: Time, bin: Bin) {
+        if self.requests.is_empty() {
+            self.delivery
+                .wait_begins(now, request_expiry(self.planning_rtt()));
+        }
+        self.requests.ask(now, bin);
+    }
+
     /// No DATA to this peer was lost lately: hashes sent with DATA still in flight can be
     /// counted on to arrive (see `integrity_for`).
     pub fn path_is_clean(&self, now: Time) -> bool {
@@ -132,5 +144,53 @@ impl<A> Channel<A> {
         self.sending
             .srtt()
             .max(self.delivery.min_request_rtt().unwrap_or(Duration::ZERO))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Channel;
+    use crate::Bin;
+    use crate::codec::CodecConfig;
+    use crate::congestion::CongestionConfig;
+    use crate::time::Time;
+    use core::time::Duration;
+
+    fn channel() -> Channel<u32> {
+        let congestion = CongestionConfig::default();
+        Channel::new(7, 1, CodecConfig::default(), &congestion, Time::ZERO)
+    }
+
+    #[test]
+    fn every_ask_of_an_idle_peer_starts_a_wait() {
+        let mut ch = channel();
+        let chunk = |c| Bin::chunk(c).unwrap();
+        ch.ask(Time::from_millis(1_000), chunk(1));
+        assert_eq!(
+            ch.delivery.since_delivery(Time::from_millis(2_000)),
+            Duration::from_secs(1)
+        );
+        // The request expires; nothing is asked of the peer for a minute.
+        ch.requests
+            .expire(Time::from_millis(5_000), Duration::from_secs(2));
+        ch.delivery
+            .requests_expired(Time::from_millis(5_000), Duration::from_secs(2));
+        assert!(ch.requests.is_empty());
+        ch.ask(Time::from_millis(65_000), chunk(2));
+        assert_eq!(
+            ch.delivery.since_delivery(Time::from_millis(66_000)),
+            Duration::from_secs(1),
+            "its silence is judged from the new request"
+        );
+        // Asked again right after that one expires: the silence counts on.
+        ch.requests
+            .expire(Time::from_millis(69_000), Duration::from_secs(2));
+        ch.delivery
+            .requests_expired(Time::from_millis(69_000), Duration::from_secs(2));
+        ch.ask(Time::from_millis(69_000), chunk(3));
+        assert_eq!(
+            ch.delivery.since_delivery(Time::from_millis(70_000)),
+            Duration::from_secs(5)
+        );
     }
 }

@@ -29,6 +29,8 @@ pub(crate) struct Delivery {
     /// Distinct expiry windows in which requests to this peer expired, and the last one.
     expiry_rounds: u32,
     last_expiry_round: Time,
+    /// When requests to this peer last expired.
+    last_expired: Time,
 }
 
 impl Delivery {
@@ -42,6 +44,7 @@ impl Delivery {
             expired_since_delivery: false,
             expiry_rounds: 0,
             last_expiry_round: now,
+            last_expired: now,
         }
     }
 
@@ -82,9 +85,11 @@ impl Delivery {
     }
 
     /// We ask the peer at `now` while nothing waits at it: a new wait starts now. Not
-    /// after expired requests, or a peer that stopped delivering would never be found out.
-    pub(crate) fn wait_begins(&mut self, now: Time) {
-        if !self.expired_since_delivery {
+    /// right after expired requests, or a peer that stopped delivering would never be
+    /// found out; but once we asked it nothing for `idle` after they expired, the silence
+    /// since was ours, not the peer's, and it is judged from now.
+    pub(crate) fn wait_begins(&mut self, now: Time, idle: Duration) {
+        if !self.expired_since_delivery || now.saturating_since(self.last_expired) >= idle {
             self.last_delivery = now;
         }
     }
@@ -93,6 +98,7 @@ impl Delivery {
     /// expiry window, however many timer calls it spans.
     pub(crate) fn requests_expired(&mut self, now: Time, expiry: Duration) {
         self.expired_since_delivery = true;
+        self.last_expired = now;
         if self.expiry_rounds == 0 || now.saturating_since(self.last_expiry_round) >= expiry {
             self.expiry_rounds += 1;
             self.last_expiry_round = now;
@@ -173,11 +179,12 @@ mod tests {
 
     #[test]
     fn a_wait_restarts_only_while_not_probing() {
+        let idle = Duration::from_secs(4);
         let mut d = Delivery::new(at(0));
-        d.wait_begins(at(4));
+        d.wait_begins(at(4), idle);
         assert_eq!(d.since_delivery(at(5)), Duration::from_secs(1));
         d.requests_expired(at(6), Duration::from_secs(1));
-        d.wait_begins(at(8));
+        d.wait_begins(at(8), idle);
         assert_eq!(
             d.since_delivery(at(9)),
             Duration::from_secs(5),
@@ -186,6 +193,26 @@ mod tests {
         d.judge_from(at(9));
         assert!(!d.expired_since_delivery());
         assert_eq!(d.since_delivery(at(9)), Duration::ZERO);
+    }
+
+    #[test]
+    fn asked_again_long_after_an_expiry_a_peer_is_judged_afresh() {
+        // A request expired once, then we asked the peer nothing for a minute (what it
+        // held was not wanted): asked again, its silence counts from the new request.
+        let idle = Duration::from_secs(4);
+        let mut d = Delivery::new(at(0));
+        d.wait_begins(at(1), idle);
+        d.requests_expired(at(5), Duration::from_secs(4));
+        d.wait_begins(at(65), idle);
+        assert_eq!(d.since_delivery(at(66)), Duration::from_secs(1));
+        assert!(
+            d.expired_since_delivery(),
+            "still probed, one request at a time"
+        );
+        // Asked again right after the next expiry: the silence goes on counting.
+        d.requests_expired(at(69), Duration::from_secs(4));
+        d.wait_begins(at(69), idle);
+        assert_eq!(d.since_delivery(at(70)), Duration::from_secs(5));
     }
 
     #[test]

@@ -811,7 +811,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return;
         }
         self.exclude.set(bin);
-        ch.requests.ask(now, bin);
+        ch.ask(now, bin);
     }
 
     /// A chunk from `ch` passed verification: it is stored and kept, and the peer counts

@@ -89,6 +89,11 @@ pub fn plan_ahead(rtt: Duration) -> Duration {
     MIN_PLAN.max(rtt * 4)
 }
 
+/// Requests not served within two planning horizons expire (go back to the pool).
+pub fn request_expiry(rtt: Duration) -> Duration {
+    2 * plan_ahead(rtt)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

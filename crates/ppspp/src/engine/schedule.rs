@@ -130,11 +130,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                     ch.urgent = true;
                 }
                 exclude.set(bin);
-                if ch.requests.is_empty() {
-                    // A new wait for this peer starts now (see WITHHOLDING).
-                    ch.delivery.wait_begins(now);
-                }
-                ch.requests.ask(now, bin);
+                ch.ask(now, bin);
                 budget = budget.saturating_sub(bin.base_length());
             }
             if budget == 0 || missing == 0 || missing > STEAL_CHUNKS {
@@ -192,7 +188,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 }
                 *endgame = true;
                 exclude.set(b);
-                ch.requests.ask(now, b);
+                ch.ask(now, b);
                 budget -= 1;
             }
         }

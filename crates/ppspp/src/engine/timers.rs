@@ -4,7 +4,7 @@
 use super::channel::Channel;
 use super::event::{CloseReason, Event};
 use super::misbehaviour::Misbehaviour;
-use super::request::plan_ahead;
+use super::request::request_expiry;
 use super::{Connect, Engine, PeerAddr};
 use crate::store::ChunkStore;
 use crate::time::Time;
@@ -124,7 +124,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             request_expiry: ch
                 .requests
                 .oldest()
-                .map(|t| t + 2 * plan_ahead(ch.planning_rtt())),
+                .map(|t| t + request_expiry(ch.planning_rtt())),
             nothing_to_exchange: (!self.is_complete())
                 .then(|| ch.usefulness.check_due(NOTHING_TO_EXCHANGE))
                 .flatten(),
@@ -263,7 +263,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             return Some(TimerVerdict::Close(CloseReason::Timeout));
         }
         // Requests not served within two planning windows go back to the pool.
-        let expiry = 2 * plan_ahead(ch.planning_rtt());
+        let expiry = request_expiry(ch.planning_rtt());
         let expired = ch.requests.expire(now, expiry);
         if !expired.is_empty() {
             ch.delivery.requests_expired(now, expiry);
