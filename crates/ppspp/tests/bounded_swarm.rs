@@ -119,7 +119,7 @@ fn run(loss_per_mille: u64, seed: u64, bound: u64) -> Run {
         if step == 900 {
             nodes[3].peer_lost(&0);
         }
-        now = now + STEP;
+        now += STEP;
         net.run(&mut nodes, now, |_| false);
         for node in &mut nodes[1..] {
             while let Some(e) = node.poll_event() {
