@@ -11,7 +11,7 @@ use ppspp::codec::{
     ChunkAddressing, ChunkSpec, CodecConfig, ContentIntegrity, DatagramBuilder, Handshake,
     HandshakeOptions, Message, decode_datagram,
 };
-use ppspp::engine::{CloseReason, ContentInfo, Engine, EngineConfig, Event};
+use ppspp::engine::{CloseReason, ContentInfo, Engine, EngineConfig, Event, Misbehaviour};
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
 use ppspp::store::{ChunkStore, MemoryStore, StoreError};
 use ppspp::time::Time;
@@ -697,4 +697,86 @@ fn pex_from_a_public_peer_never_points_us_at_our_lan_or_ourselves() {
         ),
         ["192.168.1.3:7000".parse::<SocketAddr>().unwrap()]
     );
+}
+
+/// Chunks a half-holding withholder says it holds: the first 128.
+const WITHHELD_HALF: u64 = 128;
+
+/// A seeder made into a peer that says it holds the first half and never sends a chunk:
+/// no DATA (nor the hashes that go with it), and every HAVE cut to that half.
+fn withhold_half(bytes: &[u8], cs: u32) -> Vec<u8> {
+    let Ok(dg) = decode_datagram(bytes, &codec(cs)) else {
+        return bytes.to_vec();
+    };
+    let mut b = DatagramBuilder::new(dg.channel, &codec(cs));
+    for m in dg.messages().filter_map(Result::ok) {
+        match m {
+            Message::Data { .. } | Message::Integrity { .. } => {}
+            Message::Have(spec) => {
+                if let Some((first, last)) = spec.chunk_range(cs)
+                    && first < WITHHELD_HALF
+                {
+                    let cut = range(first, last.min(WITHHELD_HALF - 1), cs);
+                    b.push(&Message::Have(cut)).unwrap();
+                }
+            }
+            m => b.push(&m).unwrap(),
+        }
+    }
+    b.finish()
+}
+
+/// A peer that says it holds part of the content and never delivers: alone, it is banned
+/// as a withholder in bounded time; beside an honest seeder, its silence may be a memory
+/// bound letting chunks go (which RFC 7574 cannot say), so it is not banned, but few
+/// requests are wasted on it and the content completes.
+#[test]
+fn a_peer_holding_part_and_never_delivering() {
+    let data = content(256 * 1024);
+    let cs = 1024;
+    let mut world = World::new(
+        vec![
+            leecher(&data, cs),
+            seeder(&data, cs, EngineConfig::default()),
+        ],
+        cs as u32,
+    );
+    world.rewrite(1, withhold_half);
+    world.nodes[0].connect(1, Time::ZERO);
+    let end = world.run(Time::from_millis(120_000), |n| n[0].peers().count() == 0);
+    assert!(
+        end < Time::from_millis(30_000),
+        "still connected at {end:?}"
+    );
+    let banned = events(&mut world.nodes[0]).into_iter().any(|e| {
+        matches!(
+            e,
+            Event::PeerClosed {
+                reason: CloseReason::Misbehaving(Misbehaviour::NeverDelivered),
+                ..
+            }
+        )
+    });
+    assert!(banned, "not banned as a withholder");
+
+    let mut world = World::new(
+        vec![
+            leecher(&data, cs),
+            seeder(&data, cs, EngineConfig::default()),
+            seeder(&data, cs, EngineConfig::default()),
+        ],
+        cs as u32,
+    );
+    world.rewrite(1, withhold_half);
+    world.nodes[0].connect(1, Time::ZERO);
+    world.nodes[0].connect(2, Time::ZERO);
+    world.run(Time::from_millis(120_000), |n| n[0].is_complete());
+    assert!(world.nodes[0].is_complete(), "{:?}", world.nodes[0].stats());
+    assert_eq!(world.nodes[0].store().bytes(), &data[..]);
+    let wasted = world.requests(0, 1);
+    assert!(
+        wasted > 0,
+        "the withholder was never asked: the test shows nothing"
+    );
+    assert!(wasted < 20, "{wasted} requests to the withholder");
 }

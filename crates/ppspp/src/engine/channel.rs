@@ -174,7 +174,7 @@ mod tests {
         ch.requests
             .expire(Time::from_millis(5_000), Duration::from_secs(2));
         ch.delivery
-            .requests_expired(Time::from_millis(5_000), Duration::from_secs(2));
+            .requests_expired(Time::from_millis(5_000), Duration::from_secs(2), true);
         assert!(ch.requests.is_empty());
         ch.ask(Time::from_millis(65_000), chunk(2));
         assert_eq!(
@@ -186,7 +186,7 @@ mod tests {
         ch.requests
             .expire(Time::from_millis(69_000), Duration::from_secs(2));
         ch.delivery
-            .requests_expired(Time::from_millis(69_000), Duration::from_secs(2));
+            .requests_expired(Time::from_millis(69_000), Duration::from_secs(2), true);
         ch.ask(Time::from_millis(69_000), chunk(3));
         assert_eq!(
             ch.delivery.since_delivery(Time::from_millis(70_000)),

@@ -94,11 +94,15 @@ impl Delivery {
         }
     }
 
-    /// Requests to the peer expired at `now`, `expiry` after they were sent. One count per
-    /// expiry window, however many timer calls it spans.
-    pub(crate) fn requests_expired(&mut self, now: Time, expiry: Duration) {
+    /// Requests to the peer expired at `now`, `expiry` after they were sent: it is probed
+    /// from now on. If they count as `withheld`, one more expiry window counts against it
+    /// (one per window, however many timer calls it spans).
+    pub(crate) fn requests_expired(&mut self, now: Time, expiry: Duration, withheld: bool) {
         self.expired_since_delivery = true;
         self.last_expired = now;
+        if !withheld {
+            return;
+        }
         if self.expiry_rounds == 0 || now.saturating_since(self.last_expiry_round) >= expiry {
             self.expiry_rounds += 1;
             self.last_expiry_round = now;
@@ -148,18 +152,31 @@ mod tests {
     fn expiries_count_once_per_window() {
         let mut d = Delivery::new(at(0));
         let window = Duration::from_secs(2);
-        d.requests_expired(at(1), window);
-        d.requests_expired(at(2), window);
+        d.requests_expired(at(1), window, true);
+        d.requests_expired(at(2), window, true);
         assert!(!d.never_delivered(2), "one window");
-        d.requests_expired(at(3), window);
+        d.requests_expired(at(3), window, true);
         assert!(d.never_delivered(2));
         assert!(d.expired_since_delivery());
     }
 
     #[test]
+    fn expiries_not_withheld_probe_but_do_not_count() {
+        let mut d = Delivery::new(at(0));
+        let window = Duration::from_secs(1);
+        for s in [1, 3, 5, 7] {
+            d.requests_expired(at(s), window, false);
+        }
+        assert!(d.expired_since_delivery(), "probed, one request at a time");
+        assert!(!d.never_delivered(1), "no window counted");
+        d.requests_expired(at(9), window, true);
+        assert!(d.never_delivered(1));
+    }
+
+    #[test]
     fn a_delivery_ends_the_probing_but_not_the_rounds() {
         let mut d = Delivery::new(at(0));
-        d.requests_expired(at(1), Duration::from_secs(1));
+        d.requests_expired(at(1), Duration::from_secs(1), true);
         d.delivered(at(5), Some(at(4)));
         assert!(!d.expired_since_delivery());
         assert!(!d.never_delivered(1), "it delivered");
@@ -183,7 +200,7 @@ mod tests {
         let mut d = Delivery::new(at(0));
         d.wait_begins(at(4), idle);
         assert_eq!(d.since_delivery(at(5)), Duration::from_secs(1));
-        d.requests_expired(at(6), Duration::from_secs(1));
+        d.requests_expired(at(6), Duration::from_secs(1), true);
         d.wait_begins(at(8), idle);
         assert_eq!(
             d.since_delivery(at(9)),
@@ -202,7 +219,7 @@ mod tests {
         let idle = Duration::from_secs(4);
         let mut d = Delivery::new(at(0));
         d.wait_begins(at(1), idle);
-        d.requests_expired(at(5), Duration::from_secs(4));
+        d.requests_expired(at(5), Duration::from_secs(4), true);
         d.wait_begins(at(65), idle);
         assert_eq!(d.since_delivery(at(66)), Duration::from_secs(1));
         assert!(
@@ -210,7 +227,7 @@ mod tests {
             "still probed, one request at a time"
         );
         // Asked again right after the next expiry: the silence goes on counting.
-        d.requests_expired(at(69), Duration::from_secs(4));
+        d.requests_expired(at(69), Duration::from_secs(4), true);
         d.wait_begins(at(69), idle);
         assert_eq!(d.since_delivery(at(70)), Duration::from_secs(5));
     }

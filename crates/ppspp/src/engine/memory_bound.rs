@@ -138,11 +138,15 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         if !ch.holdings.expired_twice(b) {
             return;
         }
-        let elsewhere = self.avail.rarity(chunk) >= 2 || self.has_http_origin();
-        if elsewhere && !ch.holdings.seeds() {
+        if self.held_elsewhere(chunk) && !ch.holdings.seeds() {
             self.peer_let_go(ch, b);
             ch.holdings.presume_gone(chunk);
         }
+    }
+
+    /// Whether another peer (besides one that announced it) or the HTTP origin has `chunk`.
+    pub(super) fn held_elsewhere(&self, chunk: u64) -> bool {
+        self.avail.rarity(chunk) >= 2 || self.has_http_origin()
     }
 
     /// A peer left: the chunks other peers were presumed to have let go (their requests

@@ -15,7 +15,8 @@ use core::time::Duration;
 /// TCP keeps a window of two; only a peer that withholds stays silent.
 const WITHHOLDING: Duration = Duration::from_secs(30);
 /// A peer that announced chunks and never delivered one, through this many distinct expiry
-/// windows, is withholding on purpose (RFC 7574's "HAVE for data it lacks") and is banned.
+/// windows, is withholding on purpose (RFC 7574's "HAVE for data it lacks") and is banned;
+/// for a peer holding part of the content only windows with a chunk nobody else has count.
 const NEVER_DELIVERED_ROUNDS: u32 = 3;
 /// Our HAVEs are re-announced in full this often on an idle channel: a lost HAVE would
 /// otherwise hide chunks from the peer for good.
@@ -266,7 +267,14 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let expiry = request_expiry(ch.planning_rtt());
         let expired = ch.requests.expire(now, expiry);
         if !expired.is_empty() {
-            ch.delivery.requests_expired(now, expiry);
+            // A peer that holds only part of the content may have let expired chunks go
+            // (an engine bounded in memory does, and RFC 7574 has no way to say so): that
+            // is no sign of withholding while someone else can give us every one of them.
+            // A peer that holds everything, or one we have no other source for, is judged.
+            let judged_for = ch.holdings.is_complete();
+            let withheld = judged_for || expired.iter().any(|&c| !self.held_elsewhere(c));
+            let ch = self.channels.get_mut(&id)?;
+            ch.delivery.requests_expired(now, expiry, withheld);
             // While our store cannot take chunks, what the peer sends is dropped unanswered:
             // its silence proves nothing.
             let judged = !self.storing_paused;
