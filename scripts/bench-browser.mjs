@@ -30,7 +30,7 @@ import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { profileShares, profileStart, profileStop, threadCpuBetween, threadCpuSnapshot } from './bench-cpu.mjs';
+import { CpuPerMb, profileShares, profileStart, profileStop, threadCpuBetween, threadCpuSnapshot } from './bench-cpu.mjs';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const smoke = process.argv.includes('--smoke');
@@ -214,41 +214,6 @@ async function engineThreads(sender, receiver, cs, raw) {
   return out;
 }
 
-/**
- * The browser's CPU per MB delivered over a set of transfers (every thread of every page
- * and of the browser, /proc, from just before each transfer to its end): in all, by thread
- * (the largest), and how many cores were busy while they ran.
- */
-class CpuPerMb {
-  groups = new Map();
-  seconds = 0;
-  bytes = 0;
-
-  /** One transfer: CPU since `before`, `seconds` long, `bytes` delivered. */
-  add(before, seconds, bytes) {
-    for (const g of threadCpuBetween(before, threadCpuSnapshot(process.pid))) {
-      const key = `${g.process}\u0000${g.thread}`;
-      this.groups.set(key, (this.groups.get(key) ?? 0) + g.cpu_s);
-    }
-    this.seconds += seconds;
-    this.bytes += bytes;
-  }
-
-  result() {
-    const mb = this.bytes / 1e6;
-    const threads = [...this.groups.entries()].sort((a, b) => b[1] - a[1]);
-    const total = threads.reduce((a, [, cpu]) => a + cpu, 0);
-    return {
-      cpu_s_per_mb: total / mb,
-      cores_busy: this.seconds > 0 ? total / this.seconds : NaN,
-      threads: threads.slice(0, 8).map(([key, cpu]) => {
-        const [process, thread] = key.split('\u0000');
-        return { process, thread, cpu_s_per_mb: cpu / mb };
-      }),
-    };
-  }
-}
-
 async function page(path) {
   const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
   const p = await context.newPage();
@@ -275,7 +240,7 @@ try {
     await sender.evaluate((sdp) => window.blastAccept(sdp), answer);
     const raw = [];
     const loss = [];
-    const rawCpu = new CpuPerMb();
+    const rawCpu = new CpuPerMb(process.pid);
     for (let r = 0; r < RUNS; r++) {
       await receiver.evaluate(() => window.blastReset());
       const cpuBefore = threadCpuSnapshot(process.pid);
@@ -287,7 +252,7 @@ try {
       rawCpu.add(cpuBefore, (got.last - got.first) / 1000, got.bytes);
     }
     const ppspp = [];
-    const ppsppCpu = new CpuPerMb();
+    const ppsppCpu = new CpuPerMb(process.pid);
     for (let r = 0; r < RUNS; r++) {
       const uri = await sender.evaluate(([s, b, c, o]) => window.ppsppSeed(s, b, c, o), [signalUrl, GOODPUT_BYTES, cs, SEED_OPTIONS]);
       const cpuBefore = threadCpuSnapshot(process.pid);

@@ -119,6 +119,46 @@ export function threadCpuBetween(before, after) {
     .sort((a, b) => b.cpu_s - a.cpu_s);
 }
 
+/**
+ * The browser's CPU per MB delivered over a set of transfers (every thread of every page
+ * and of the browser, /proc, from just before each transfer to its end): in all, by thread
+ * (the largest), and how many cores were busy while they ran.
+ */
+export class CpuPerMb {
+  groups = new Map();
+  seconds = 0;
+  bytes = 0;
+
+  /** For the threads of `rootPid`'s descendants (the browser's, from the bench's pid). */
+  constructor(rootPid) {
+    this.rootPid = rootPid;
+  }
+
+  /** One transfer: CPU since `before`, `seconds` long, `bytes` delivered. */
+  add(before, seconds, bytes) {
+    for (const g of threadCpuBetween(before, threadCpuSnapshot(this.rootPid))) {
+      const key = `${g.process}\u0000${g.thread}`;
+      this.groups.set(key, (this.groups.get(key) ?? 0) + g.cpu_s);
+    }
+    this.seconds += seconds;
+    this.bytes += bytes;
+  }
+
+  result() {
+    const mb = this.bytes / 1e6;
+    const threads = [...this.groups.entries()].sort((a, b) => b[1] - a[1]);
+    const total = threads.reduce((a, [, cpu]) => a + cpu, 0);
+    return {
+      cpu_s_per_mb: total / mb,
+      cores_busy: this.seconds > 0 ? total / this.seconds : NaN,
+      threads: threads.slice(0, 8).map(([key, cpu]) => {
+        const [process, thread] = key.split('\u0000');
+        return { process, thread, cpu_s_per_mb: cpu / mb };
+      }),
+    };
+  }
+}
+
 function readStat(path) {
   let stat;
   try {

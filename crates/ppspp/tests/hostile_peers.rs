@@ -413,18 +413,60 @@ fn a_seeder_keeps_quiet_clients() {
     assert_eq!(world.nodes[0].peers().count(), 1);
 }
 
-/// Takes every INTEGRITY out of a datagram: DATA arrives without the hashes to verify it.
-fn strip_hashes(bytes: &[u8], cs: u32) -> Vec<u8> {
+/// `bytes` rebuilt with each message passed through `f` (`None`: left out); bytes that do
+/// not decode go unchanged.
+fn rewrite_messages(bytes: &[u8], cs: u32, f: impl Fn(Message) -> Option<Message>) -> Vec<u8> {
     let Ok(dg) = decode_datagram(bytes, &codec(cs)) else {
         return bytes.to_vec();
     };
     let mut b = DatagramBuilder::new(dg.channel, &codec(cs));
-    for m in dg.messages().filter_map(Result::ok) {
-        if !matches!(m, Message::Integrity { .. }) {
-            b.push(&m).unwrap();
-        }
+    for m in dg.messages().filter_map(Result::ok).filter_map(&f) {
+        b.push(&m).unwrap();
     }
     b.finish()
+}
+
+/// Takes every INTEGRITY out of a datagram: DATA arrives without the hashes to verify it.
+fn strip_hashes(bytes: &[u8], cs: u32) -> Vec<u8> {
+    rewrite_messages(bytes, cs, |m| {
+        (!matches!(m, Message::Integrity { .. })).then_some(m)
+    })
+}
+
+/// The leecher (node 0) with only a seeder turned liar by `lie` (node 1), run until the
+/// liar is dropped or 120 s: the world and when it stopped.
+fn alone_with_a_liar(data: &[u8], cs: usize, lie: Rewrite) -> (World, Time) {
+    let mut world = World::new(
+        vec![leecher(data, cs), seeder(data, cs, EngineConfig::default())],
+        cs as u32,
+    );
+    world.rewrite(1, lie);
+    world.nodes[0].connect(1, Time::ZERO);
+    let end = world.run(Time::from_millis(120_000), |n| n[0].peers().count() == 0);
+    (world, end)
+}
+
+/// The leecher (node 0) with the liar (node 1) and an honest seeder (node 2): it must
+/// complete with the right bytes, having asked the liar fewer than 20 times. The requests
+/// it made of the liar.
+fn beside_an_honest_seeder(data: &[u8], cs: usize, lie: Rewrite) -> u64 {
+    let mut world = World::new(
+        vec![
+            leecher(data, cs),
+            seeder(data, cs, EngineConfig::default()),
+            seeder(data, cs, EngineConfig::default()),
+        ],
+        cs as u32,
+    );
+    world.rewrite(1, lie);
+    world.nodes[0].connect(1, Time::ZERO);
+    world.nodes[0].connect(2, Time::ZERO);
+    world.run(Time::from_millis(120_000), |n| n[0].is_complete());
+    assert!(world.nodes[0].is_complete(), "{:?}", world.nodes[0].stats());
+    assert_eq!(world.nodes[0].store().bytes(), data);
+    let wasted = world.requests(0, 1);
+    assert!(wasted < 20, "{wasted} requests to the liar");
+    wasted
 }
 
 /// Row 8: a peer whose DATA never carries the hashes to verify it is dropped in bounded
@@ -434,16 +476,7 @@ fn a_peer_sending_data_without_hashes_is_dropped() {
     let data = content(256 * 1024);
     let cs = 1024;
     // Alone: the fetch ends (the peer is dropped) instead of hanging.
-    let mut world = World::new(
-        vec![
-            leecher(&data, cs),
-            seeder(&data, cs, EngineConfig::default()),
-        ],
-        cs as u32,
-    );
-    world.rewrite(1, strip_hashes);
-    world.nodes[0].connect(1, Time::ZERO);
-    let end = world.run(Time::from_millis(120_000), |n| n[0].peers().count() == 0);
+    let (world, end) = alone_with_a_liar(&data, cs, strip_hashes);
     assert!(
         end < Time::from_millis(30_000),
         "still connected at {end:?}"
@@ -455,27 +488,8 @@ fn a_peer_sending_data_without_hashes_is_dropped() {
         asked < 20,
         "{asked} requests to the peer that sends no hashes"
     );
-
     // Beside an honest seeder: complete, with few requests wasted on the liar.
-    let mut world = World::new(
-        vec![
-            leecher(&data, cs),
-            seeder(&data, cs, EngineConfig::default()),
-            seeder(&data, cs, EngineConfig::default()),
-        ],
-        cs as u32,
-    );
-    world.rewrite(1, strip_hashes);
-    world.nodes[0].connect(1, Time::ZERO);
-    world.nodes[0].connect(2, Time::ZERO);
-    world.run(Time::from_millis(120_000), |n| n[0].is_complete());
-    assert!(world.nodes[0].is_complete(), "{:?}", world.nodes[0].stats());
-    assert_eq!(world.nodes[0].store().bytes(), &data[..]);
-    let wasted = world.requests(0, 1);
-    assert!(
-        wasted < 20,
-        "{wasted} requests to the peer that sends no hashes"
-    );
+    beside_an_honest_seeder(&data, cs, strip_hashes);
 }
 
 /// A store that fails after `ok` writes (a disk that fills up).
@@ -705,25 +719,15 @@ const WITHHELD_HALF: u64 = 128;
 /// A seeder made into a peer that says it holds the first half and never sends a chunk:
 /// no DATA (nor the hashes that go with it), and every HAVE cut to that half.
 fn withhold_half(bytes: &[u8], cs: u32) -> Vec<u8> {
-    let Ok(dg) = decode_datagram(bytes, &codec(cs)) else {
-        return bytes.to_vec();
-    };
-    let mut b = DatagramBuilder::new(dg.channel, &codec(cs));
-    for m in dg.messages().filter_map(Result::ok) {
-        match m {
-            Message::Data { .. } | Message::Integrity { .. } => {}
-            Message::Have(spec) => {
-                if let Some((first, last)) = spec.chunk_range(cs)
-                    && first < WITHHELD_HALF
-                {
-                    let cut = range(first, last.min(WITHHELD_HALF - 1), cs);
-                    b.push(&Message::Have(cut)).unwrap();
-                }
-            }
-            m => b.push(&m).unwrap(),
+    rewrite_messages(bytes, cs, |m| match m {
+        Message::Data { .. } | Message::Integrity { .. } => None,
+        Message::Have(spec) => {
+            let (first, last) = spec.chunk_range(cs)?;
+            (first < WITHHELD_HALF)
+                .then(|| Message::Have(range(first, last.min(WITHHELD_HALF - 1), cs)))
         }
-    }
-    b.finish()
+        m => Some(m),
+    })
 }
 
 /// A peer that says it holds part of the content and never delivers: alone, it is banned
@@ -734,16 +738,7 @@ fn withhold_half(bytes: &[u8], cs: u32) -> Vec<u8> {
 fn a_peer_holding_part_and_never_delivering() {
     let data = content(256 * 1024);
     let cs = 1024;
-    let mut world = World::new(
-        vec![
-            leecher(&data, cs),
-            seeder(&data, cs, EngineConfig::default()),
-        ],
-        cs as u32,
-    );
-    world.rewrite(1, withhold_half);
-    world.nodes[0].connect(1, Time::ZERO);
-    let end = world.run(Time::from_millis(120_000), |n| n[0].peers().count() == 0);
+    let (mut world, end) = alone_with_a_liar(&data, cs, withhold_half);
     assert!(
         end < Time::from_millis(30_000),
         "still connected at {end:?}"
@@ -758,25 +753,9 @@ fn a_peer_holding_part_and_never_delivering() {
         )
     });
     assert!(banned, "not banned as a withholder");
-
-    let mut world = World::new(
-        vec![
-            leecher(&data, cs),
-            seeder(&data, cs, EngineConfig::default()),
-            seeder(&data, cs, EngineConfig::default()),
-        ],
-        cs as u32,
-    );
-    world.rewrite(1, withhold_half);
-    world.nodes[0].connect(1, Time::ZERO);
-    world.nodes[0].connect(2, Time::ZERO);
-    world.run(Time::from_millis(120_000), |n| n[0].is_complete());
-    assert!(world.nodes[0].is_complete(), "{:?}", world.nodes[0].stats());
-    assert_eq!(world.nodes[0].store().bytes(), &data[..]);
-    let wasted = world.requests(0, 1);
+    let wasted = beside_an_honest_seeder(&data, cs, withhold_half);
     assert!(
         wasted > 0,
         "the withholder was never asked: the test shows nothing"
     );
-    assert!(wasted < 20, "{wasted} requests to the withholder");
 }

@@ -271,8 +271,8 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             // (an engine bounded in memory does, and RFC 7574 has no way to say so): that
             // is no sign of withholding while someone else can give us every one of them.
             // A peer that holds everything, or one we have no other source for, is judged.
-            let judged_for = ch.holdings.is_complete();
-            let withheld = judged_for || expired.iter().any(|&c| !self.held_elsewhere(c));
+            let claims_all = ch.holdings.is_complete();
+            let withheld = claims_all || expired.iter().any(|&c| !self.held_elsewhere(c));
             let ch = self.channels.get_mut(&id)?;
             ch.delivery.requests_expired(now, expiry, withheld);
             // While our store cannot take chunks, what the peer sends is dropped unanswered:
