@@ -48,6 +48,12 @@ pub trait Picker: fmt::Debug {
     /// and CPU go to what is waited for rather than to the read-ahead beyond.
     fn set_waiting(&mut self, _waiting: bool) {}
 
+    /// Whether playback waits, as [`set_waiting`](Self::set_waiting) last said (pickers that
+    /// ignore it: never).
+    fn is_waiting(&self) -> bool {
+        false
+    }
+
     /// Forget where playback is until [`set_playhead`](Self::set_playhead) says: each pick
     /// meanwhile starts from what its peer offers, and none moves the others'. For a live
     /// stream whose edge is not proven yet (Sign All), where one peer's claim must not
@@ -206,6 +212,10 @@ impl Picker for Vod {
 
     fn set_waiting(&mut self, waiting: bool) {
         self.waiting = waiting;
+    }
+
+    fn is_waiting(&self) -> bool {
+        self.waiting
     }
 
     fn due_chunks(&self) -> Option<core::ops::Range<u64>> {

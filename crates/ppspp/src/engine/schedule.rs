@@ -6,6 +6,7 @@ use super::{Engine, PeerAddr};
 use crate::picker::PickContext;
 use crate::store::ChunkStore;
 use crate::time::Time;
+use core::time::Duration;
 use std::collections::BTreeMap;
 
 /// With this few chunks missing, and all of them requested, chunks are also asked of other
@@ -16,6 +17,10 @@ const ENDGAME_CHUNKS: u64 = 32;
 /// requests that waited elsewhere longer than it would take itself (its planning window):
 /// fast peers finish what overloaded ones cannot.
 const STEAL_CHUNKS: u64 = 1024;
+/// While playback waits, the least time a due chunk waits at a peer before an origin is
+/// asked for it too: short against a stall, long enough that a healthy peer's reply
+/// usually wins (then the origin's copy is cancelled or wasted, one chunk).
+const WAITING_STEAL_AFTER: Duration = Duration::from_millis(100);
 
 impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// Tops up the requests of one channel (`Some(id)`) or of all.
@@ -140,7 +145,15 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             // this peer holds that others were asked for, all of them near the very end,
             // else those waiting longer than this peer would take (an origin: only those
             // due).
-            let steal_after = plan_ahead(ch.planning_rtt());
+            let steal_after = if ch.origin && picker.is_waiting() {
+                // Playback waits, and an origin is asked for due chunks one at a time, with
+                // no queue of requests ahead of them: it delivers one in about a round trip.
+                // A peer that still has not, after that and a margin, may have let the chunk
+                // go (a bounded page's HAVE stands after it does).
+                (ch.planning_rtt() * 2).max(WAITING_STEAL_AFTER)
+            } else {
+                plan_ahead(ch.planning_rtt())
+            };
             // The cheap test first: with nothing waiting that long at another peer (say,
             // with one peer only), no stealing.
             let oldest = channels
