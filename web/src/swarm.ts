@@ -1,16 +1,18 @@
 /**
- * One swarm: the engine (Wasm), its WebRTC connections and its signaling session, driven
- * by one loop (driver.ts). Datagrams and timers go into the engine; its transmits go out
- * on the data channels; its events become the typed events users see. The engine never
- * calls back into JavaScript, so nothing here can re-enter it.
+ * One swarm: the engine's side (engine-loop.ts: the engine, its loop, HTTP origin and
+ * saved chunks), its WebRTC connections and its signaling session. Datagrams from the data
+ * channels go to the engine's side; its transmits go out on them; its events become the
+ * typed events users see. The engine never calls back into JavaScript, so nothing here
+ * can re-enter it.
  */
 import { Connections, type SelectedPair, type SignalPath, hasWebRtc, webRtcUnsupported } from './connections.js';
 import { Driver } from './driver.js';
+import { EngineLoop } from './engine-loop.js';
 import { Emitter } from './emitter.js';
 import { type ErrorCode, PpsppError, fatal, messageOf } from './errors.js';
-import { HttpOrigin, type HttpOriginSettings } from './http-origin.js';
+import type { HttpOriginSettings } from './http-origin.js';
 import type { ResolvedPeerOptions } from './options.js';
-import { SavedChunks, type StorageFallback } from './saved-chunks.js';
+import type { StorageFallback } from './saved-chunks.js';
 import { OffloadReports } from './offload-reports.js';
 import { type ReportTotals, SignalingClient } from './signaling.js';
 import type { ChannelStats, ContentInfo, EngineEvent, EngineStats, WasmPeer } from './wasm.js';
@@ -144,9 +146,12 @@ export class Swarm extends Emitter<SwarmEvents> {
   /** Null for an HTTP-only swarm (no signaling server: the origin is its only source). */
   private readonly signaling: SignalingClient | null;
   private readonly connections: Connections;
-  private readonly origin: HttpOrigin | null;
+  /** The engine's side: engine, loop, HTTP origin, saved chunks. */
+  private readonly loop: EngineLoop;
+  /** The swarm has an HTTP origin, and nothing else can deliver (no signaling, or P2P for later). */
+  private readonly hasOrigin: boolean;
+  private readonly originOnly: boolean;
   private readonly started = performance.now();
-  private readonly driver: Driver;
   private closed = false;
   /** The figures at close(), since the engine they come from is freed then. */
   private finalStats: SwarmStats | null = null;
@@ -166,8 +171,6 @@ export class Swarm extends Emitter<SwarmEvents> {
   private bytesFromStorage = 0;
   /** The read-ahead bounds last given to the engine, in chunks: all sources, HTTP. */
   private readAhead: [number, number] = [-1, -1];
-  /** Saved chunks (`storage: 'opfs'`), once opened in start(). */
-  private saved: SavedChunks | null = null;
   /** Seeders' handles, kept once their connection is gone: a chunk verified in the turn
    * its seeder left still came from a seeder. */
   private readonly seederHandles = new Set<number>();
@@ -182,7 +185,7 @@ export class Swarm extends Emitter<SwarmEvents> {
   private stallSource: () => { stalls: number; stallMs: number } = () => ({ stalls: 0, stallMs: 0 });
 
   constructor(
-    private readonly engine: WasmPeer,
+    engine: WasmPeer,
     content: ContentInfo,
     setup: SwarmSetup,
   ) {
@@ -195,20 +198,15 @@ export class Swarm extends Emitter<SwarmEvents> {
     this.content = content;
     this.uri = engine.uri();
     this.completeValue = engine.isComplete();
-    this.driver = new Driver(engine, {
+    this.hasOrigin = origin !== null;
+    this.originOnly = signalUrls === null || p2pLater;
+    this.loop = new EngineLoop(engine, { content, origin, originOnly: this.originOnly }, {
       send: (peer, payload) => this.connections.send(peer, payload),
-      afterSend: () => {
-        this.drainEvents();
-        if (this.closed) return;
-        this.saved?.pump();
-        if (this.origin) {
-          // Connections still being set up: not alone (see `Engine::set_peers_coming`).
-          this.engine.setPeersComing(this.connections.size > this.connections.openCount);
-          this.origin.pump();
-        }
-      },
+      event: (event, chunkBytes) => this.dispatch(event, chunkBytes),
+      storageFallback: (f) => this.emit('storage-fallback', f),
+      // Connections still being set up: not alone (see `Engine::set_peers_coming`).
+      peersComing: () => this.connections.size > this.connections.openCount,
     });
-    this.origin = origin && new HttpOrigin(engine, origin, () => this.driver.kick(), signalUrls === null || p2pLater);
     this.signaling = signalUrls === null ? null : new SignalingClient(signalUrls, content.root, {
       welcome: (_id, peers) => {
         this.reports?.joined(this.signaling?.reportEverySeconds ?? null);
@@ -235,20 +233,19 @@ export class Swarm extends Emitter<SwarmEvents> {
       },
       {
         open: (handle, remote, initiator) => {
-          if (initiator) this.engine.connect(handle, performance.now());
+          if (initiator) this.loop.connect(handle);
           const seeder = this.connections.isSeeder(handle);
           if (seeder) this.seederHandles.add(handle);
           // Seeders are origins: asked for what playback needs next or nobody else has.
-          if (seeder && options.preferPeers) this.engine.setOrigin(handle, true);
+          if (seeder && options.preferPeers) this.loop.setOrigin(handle, true);
           this.emit('peer-joined', { peer: handle, remote, seeder });
-          this.driver.kick();
+          this.loop.kick();
         },
-        message: (handle, data) => this.driver.datagram(handle, data),
+        message: (handle, data) => this.loop.datagram(handle, data),
         closed: (handle, remote, wasOpen) => {
           if (this.closed) return;
-          this.engine.peerLost(handle);
+          this.loop.peerLost(handle);
           if (wasOpen) this.emit('peer-left', { peer: handle, remote, reason: 'connection closed' });
-          this.driver.kick();
         },
         error: (err) => this.emit('error', err),
       },
@@ -269,25 +266,14 @@ export class Swarm extends Emitter<SwarmEvents> {
   async start(opts: { background?: boolean } = {}): Promise<void> {
     // Saved chunks are named to the engine before any peer or the origin is asked.
     if (this.storageQuota !== null) {
-      this.saved = await SavedChunks.open(
-        this.content.root,
-        this.engine,
-        this.content,
-        this.storageQuota,
-        () => this.driver.kick(),
-        (f) => this.emit('storage-fallback', f),
-        () => !this.closed,
-      );
-      if (this.closed) {
-        this.saved?.close();
-        return;
-      }
+      await this.loop.openSaved(this.storageQuota);
+      if (this.closed) return;
     }
     if (!this.signaling || this.p2pLater) {
-      this.driver.kick();
+      this.loop.kick();
       return;
     }
-    if (this.origin || opts.background) {
+    if (this.hasOrigin || opts.background) {
       this.joinInBackground(this.signaling);
     } else {
       try {
@@ -297,7 +283,7 @@ export class Swarm extends Emitter<SwarmEvents> {
       }
       this.watchLonely();
     }
-    this.driver.kick();
+    this.loop.kick();
   }
 
   /**
@@ -313,20 +299,19 @@ export class Swarm extends Emitter<SwarmEvents> {
       return;
     }
     this.joinInBackground(this.signaling);
-    this.driver.kick();
+    this.loop.kick();
   }
 
   /** Uploads to peers or not; see `Engine::set_uploading`. */
   setUploading(on: boolean): void {
     if (this.closed) return;
-    this.engine.setUploading(on);
-    this.driver.kick();
+    this.loop.setUploading(on);
   }
 
   /** Joins the room without anyone waiting; a failure is a `p2p-unavailable` event. */
   private joinInBackground(signaling: SignalingClient): void {
     signaling.start({ keepTrying: true }).then(
-      () => this.driver.kick(),
+      () => this.loop.kick(),
       (err: unknown) => {
         if (this.closed) return;
         const e = err instanceof PpsppError ? err : new PpsppError('signaling-unreachable', String(err));
@@ -356,7 +341,7 @@ export class Swarm extends Emitter<SwarmEvents> {
       this.peerlessSince ??= now;
       const peerless = now - this.peerlessSince;
       // While the HTTP origin delivers, having no peer is no trouble.
-      const originServes = this.origin !== null && this.engine.hasHttpOrigin();
+      const originServes = this.hasOrigin && this.loop.hasHttpOrigin();
       if (peerless >= NO_PEERS_ERROR_MS && !this.noPeersReported && !this.completeValue && !originServes) {
         this.noPeersReported = true;
         const pending = this.connections.size;
@@ -392,33 +377,21 @@ export class Swarm extends Emitter<SwarmEvents> {
     Driver.runKicked();
   }
 
-  /** The engine's events since the last turn, as the swarm's events. */
-  private drainEvents(): void {
-    for (;;) {
-      const event = this.engine.pollEvent() as EngineEvent | undefined;
-      if (event === undefined) break;
-      this.dispatch(event);
-      if (this.closed) return;
-    }
-  }
-
-  private dispatch(event: EngineEvent): void {
+  /** One event of the engine, as the swarm's events; `bytes`: the chunk's, if it names one. */
+  private dispatch(event: EngineEvent, bytes: number): void {
+    if (this.closed) return;
     switch (event.type) {
-      case 'chunk-verified': {
-        const bytes = this.chunkBytes(event.chunk);
+      case 'chunk-verified':
         if (this.seederHandles.has(event.peer)) this.bytesFromSeeders += bytes;
         else this.bytesFromPeers += bytes;
-        this.saved?.save(event.chunk);
         this.emit('chunk-verified', { chunk: event.chunk, peer: event.peer, source: 'peer' });
         break;
-      }
       case 'origin-chunk':
-        this.bytesFromHttp += this.chunkBytes(event.chunk);
-        this.saved?.save(event.chunk);
+        this.bytesFromHttp += bytes;
         this.emit('chunk-verified', { chunk: event.chunk, peer: null, source: 'http' });
         break;
       case 'chunk-restored':
-        this.bytesFromStorage += this.chunkBytes(event.chunk);
+        this.bytesFromStorage += bytes;
         this.emit('chunk-verified', { chunk: event.chunk, peer: null, source: 'storage' });
         break;
       case 'origin-corrupt':
@@ -427,7 +400,7 @@ export class Swarm extends Emitter<SwarmEvents> {
       case 'origin-failed': {
         const code: ErrorCode = event.code;
         const what = event.disabled
-          ? this.origin?.only
+          ? this.originOnly
             ? 'the HTTP origin is given up, and without a signaling server nothing else can deliver'
             : 'the HTTP origin is given up: peers carry everything from now on'
           : event.retryMs !== null
@@ -435,7 +408,7 @@ export class Swarm extends Emitter<SwarmEvents> {
             : 'its chunks are fetched from peers';
         this.emit(
           'error',
-          new PpsppError(code, `${event.message}; ${what}`, { fatal: event.disabled && this.origin?.only === true }),
+          new PpsppError(code, `${event.message}; ${what}`, { fatal: event.disabled && this.originOnly }),
         );
         break;
       }
@@ -458,7 +431,7 @@ export class Swarm extends Emitter<SwarmEvents> {
           // Already gone (its channel closed before this turn): that was its peer-left.
           if (remote === '') break;
           this.connections.close(event.peer);
-          this.engine.peerLost(event.peer);
+          this.loop.peerLost(event.peer);
           this.emit('peer-left', { peer: event.peer, remote, reason: event.message });
         }
         break;
@@ -502,7 +475,7 @@ export class Swarm extends Emitter<SwarmEvents> {
         break;
       case 'stats':
         // Periodic engine figures: never emitted here (engineOptions sets stats_interval_ms
-        // to 0); the swarm's own stats timer reads `engine.stats()` instead.
+        // to 0); the swarm's own stats timer reads the loop's `stats()` instead.
         break;
       default: {
         // An engine event this switch does not handle is a compile error here.
@@ -512,17 +485,10 @@ export class Swarm extends Emitter<SwarmEvents> {
     }
   }
 
-  /** Bytes in `chunk` (the last one may be short). */
-  private chunkBytes(chunk: number): number {
-    // A live chunk may be short (segments end signing groups).
-    if (this.content.live) return this.engine.chunkLength(chunk) || this.content.chunkSize;
-    return Math.min(this.content.chunkSize, this.content.length - chunk * this.content.chunkSize);
-  }
-
   /** Current figures (rates are those of the last stats interval). */
   stats(): SwarmStats {
     if (this.finalStats) return this.finalStats;
-    const engine = this.engine.stats() as EngineStats;
+    const { engine, channels: engineChannels, chunksSaved, bytesSaved } = this.loop.stats();
     const now = performance.now();
     if (this.lastStats && now - this.lastStats.at >= 250) {
       const secs = (now - this.lastStats.at) / 1000;
@@ -534,7 +500,7 @@ export class Swarm extends Emitter<SwarmEvents> {
     if (!this.lastStats || now - this.lastStats.at >= 250) {
       this.lastStats = { at: now, down: engine.bytesDownloaded, up: engine.bytesUploaded };
     }
-    const channels = (this.engine.channelStats() as ChannelStats[]).map((c) => ({
+    const channels = engineChannels.map((c: ChannelStats) => ({
       ...c,
       remote: this.connections.remoteOf(c.peer),
       seeder: this.connections.isSeeder(c.peer),
@@ -550,8 +516,8 @@ export class Swarm extends Emitter<SwarmEvents> {
       bytesFromPeers: this.bytesFromPeers,
       bytesFromHttp: this.bytesFromHttp,
       bytesFromStorage: this.bytesFromStorage,
-      chunksSaved: this.saved?.count ?? 0,
-      bytesSaved: this.saved?.bytes ?? 0,
+      chunksSaved,
+      bytesSaved,
       offload: verified > 0 ? this.bytesFromPeers / verified : 0,
       messagesDropped: this.connections.dropped,
       channels,
@@ -562,25 +528,25 @@ export class Swarm extends Emitter<SwarmEvents> {
   verifiedEnd(offset: number): number {
     const { chunkSize, length } = this.content;
     if (this.closed) return Math.min(length, offset);
-    return Math.min(length, this.engine.firstMissing(Math.floor(offset / chunkSize)) * chunkSize);
+    return Math.min(length, this.loop.firstMissing(Math.floor(offset / chunkSize)) * chunkSize);
   }
 
   /** Where the bytes the engine fetches from its playhead end (the memory bound's window). */
   wantedEnd(): number {
     if (this.closed) return 0;
-    return Math.min(this.content.length, this.engine.wantedEnd() * this.content.chunkSize);
+    return Math.min(this.content.length, this.loop.wantedEnd() * this.content.chunkSize);
   }
 
   /** Verified bytes `start..end`. */
   read(start: number, end: number): Uint8Array {
     if (this.closed) throw new PpsppError('closed', 'the swarm was left: its chunks are gone');
-    return this.engine.read(start, end);
+    return this.loop.read(start, end);
   }
 
   /** Verified chunk ranges, `[[start, end), …]`. */
   haveRanges(): [number, number][] {
     if (this.finalHave) return this.finalHave.map(([a, b]) => [a, b]);
-    const flat = this.engine.haveRanges();
+    const flat = this.loop.haveRanges();
     const out: [number, number][] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i] ?? 0, flat[i + 1] ?? 0]);
     return out;
@@ -589,22 +555,22 @@ export class Swarm extends Emitter<SwarmEvents> {
   /** A live stream's edge (one past its newest signed chunk) and the first chunk still in
    * its window; -1 for a file. */
   liveEdge(): number {
-    return this.engine.liveEdge();
+    return this.loop.liveEdge();
   }
 
   liveFloor(): number {
-    return this.engine.liveFloor();
+    return this.loop.liveFloor();
   }
 
   /** Verified chunk `chunk`, or undefined if not held. */
   readChunk(chunk: number): Uint8Array | undefined {
-    return this.engine.readChunk(chunk);
+    return this.loop.readChunk(chunk);
   }
 
   /** The first chunk from `chunk` on that is not verified yet. */
   firstMissing(chunk: number): number {
     if (this.closed) return chunk;
-    return this.engine.firstMissing(chunk);
+    return this.loop.firstMissing(chunk);
   }
 
   /**
@@ -614,7 +580,7 @@ export class Swarm extends Emitter<SwarmEvents> {
   checkLivePart(record: Record<string, unknown>): void {
     if (this.closed) throw new PpsppError('closed', 'the swarm was left');
     try {
-      this.engine.checkLivePart(record, performance.now());
+      this.loop.checkLivePart(record);
     } catch (err) {
       throw new PpsppError('verification-failed', messageOf(err), { cause: err });
     }
@@ -629,22 +595,21 @@ export class Swarm extends Emitter<SwarmEvents> {
     if (this.closed) throw new PpsppError('closed', 'the swarm was left');
     let kept: number;
     try {
-      kept = this.engine.handleLivePart(record, data, performance.now());
+      kept = this.loop.handleLivePart(record, data);
     } catch (err) {
       throw new PpsppError('verification-failed', messageOf(err), { cause: err });
     }
-    this.driver.kick();
     return kept;
   }
 
   /** How many connected peers said they hold `chunk`. */
   peersHolding(chunk: number): number {
-    return this.closed ? 0 : this.engine.peersHolding(chunk);
+    return this.closed ? 0 : this.loop.peersHolding(chunk);
   }
 
   /** Whether `data` is the initialisation segment of `length` bytes and hash `hash` (hex). */
   liveInitMatches(length: number, hash: string, data: Uint8Array): boolean {
-    return !this.closed && this.engine.liveInitMatches(length, hash, data);
+    return !this.closed && this.loop.liveInitMatches(length, hash, data);
   }
 
   /**
@@ -654,14 +619,12 @@ export class Swarm extends Emitter<SwarmEvents> {
   setReadAhead(chunks: number, fromHttp: number): void {
     if (this.closed || (chunks === this.readAhead[0] && fromHttp === this.readAhead[1])) return;
     this.readAhead = [chunks, fromHttp];
-    this.engine.setReadAhead(chunks, fromHttp);
-    this.driver.kick();
+    this.loop.setReadAhead(chunks, fromHttp);
   }
 
   setPlayhead(chunk: number): void {
     if (this.closed) return;
-    this.engine.setPlayhead(chunk);
-    this.driver.kick();
+    this.loop.setPlayhead(chunk);
   }
 
   /**
@@ -670,8 +633,7 @@ export class Swarm extends Emitter<SwarmEvents> {
    */
   setWaitingFor(chunks: { start: number; end: number } | null): void {
     if (this.closed) return;
-    this.engine.setWaitingFor(chunks?.start ?? -1, chunks?.end ?? 0);
-    this.driver.kick();
+    this.loop.setWaitingFor(chunks?.start ?? -1, chunks?.end ?? 0);
   }
 
   /** The selected ICE pair of each open connection (tests prove traffic stays on loopback). */
@@ -698,19 +660,15 @@ export class Swarm extends Emitter<SwarmEvents> {
     if (this.closed) return;
     // While the bytes are still counted and the signaling connection stands.
     this.reports?.close();
-    this.engine.closeAll();
-    this.driver.flush(1024);
-    this.driver.close();
+    this.loop.leave();
     this.finalStats = this.stats();
     this.finalHave = this.haveRanges();
     this.closed = true;
     if (this.statsTimer !== null) clearInterval(this.statsTimer);
     if (this.lonelyTimer !== null) clearInterval(this.lonelyTimer);
     this.connections.closeAll();
-    this.origin?.close();
-    this.saved?.close();
     this.signaling?.close();
-    this.engine.free();
+    this.loop.free();
     this.removeAllListeners();
   }
 }
