@@ -7,6 +7,7 @@
  * Connections are created only when used (never pre-created offers: Chromium allows
  * about 500 RTCPeerConnections per page lifetime), at most `maxConnections` at once.
  */
+import { ChannelSender, type SendCounts } from './channel-sender.js';
 import { PpsppError } from './errors.js';
 import { IceServerWatch } from './ice-server-watch.js';
 import type { SignalingClient } from './signaling.js';
@@ -24,22 +25,6 @@ export interface SelectedPair {
 
 /** The data channel's label; the native seeder uses the same. */
 export const CHANNEL_LABEL = 'ppspp';
-/**
- * At most this much is handed to the data channel (`bufferedAmount`): an unordered
- * channel loses most of a large queue on a fresh connection, little of a small one
- * (BENCHMARKS.md, "Measurements behind design choices"). The native peer follows the same
- * rule, and this queue's (both are checked against tests/policy/adapters.json).
- */
-export const HIGH_WATER_BYTES = 64 * 1024;
-/**
- * Beyond the high-water mark, messages wait in our own queue up to this many bytes, and
- * are dropped after (a loss PPSPP recovers from). The wait shows up to LEDBAT as queuing
- * delay, so it slows down instead of losing datagrams. A queue too small for slow start's
- * overshoot loses hundreds of chunks at once and leaves the window at its minimum while
- * they are resent; at this size the overshoot becomes delay and LEDBAT settles near its
- * target (BENCHMARKS.md, "Measurements behind design choices").
- */
-export const MAX_QUEUED_BYTES = 2 * 1024 * 1024;
 /** Chromium allows about 500 RTCPeerConnections per page; stay clear of it. */
 export const LIFETIME_CONNECTION_LIMIT = 400;
 
@@ -66,9 +51,8 @@ interface Conn {
   remoteSeeder: boolean;
   /** Signaling steps run one after another (candidates wait for the remote description). */
   chain: Promise<void>;
-  /** Messages waiting for the channel's buffer to drain, and their bytes. */
-  queue: Uint8Array[];
-  queued: number;
+  /** Sends on `channel` once it is attached. */
+  sender: ChannelSender | null;
   timer: ReturnType<typeof setTimeout> | null;
 }
 
@@ -123,9 +107,8 @@ export class Connections {
   private refusedIceServers: RTCIceServer[] | null = null;
   private iceRefusalReported = false;
   private readonly iceWatch: IceServerWatch;
-  /** Messages dropped because the channel's buffer was above {@link HIGH_WATER_BYTES}. */
-  dropped = 0;
-  sent = 0;
+  /** Messages sent, and dropped (no open channel, or its buffer and our queue full). */
+  private readonly counts: SendCounts = { sent: 0, dropped: 0 };
   received = 0;
 
   constructor(
@@ -237,8 +220,7 @@ export class Connections {
       open: false,
       remoteSeeder: false,
       chain: Promise.resolve(),
-      queue: [],
-      queued: 0,
+      sender: null,
       timer: null,
     };
     this.nextHandle = this.nextHandle > 0xffff_fff0 ? 1 : this.nextHandle;
@@ -258,6 +240,7 @@ export class Connections {
 
   private attach(conn: Conn, channel: RTCDataChannel): void {
     conn.channel = channel;
+    conn.sender = new ChannelSender(channel, this.counts);
     channel.binaryType = 'arraybuffer';
     channel.onopen = () => {
       if (conn.open || !this.byHandle.has(conn.handle)) return;
@@ -274,30 +257,6 @@ export class Connections {
       }
     };
     channel.onclose = () => this.drop(conn);
-    channel.bufferedAmountLowThreshold = HIGH_WATER_BYTES / 2;
-    channel.onbufferedamountlow = () => this.flush(conn);
-  }
-
-  /** Hands queued messages to the channel while its buffer is below the high-water mark. */
-  private flush(conn: Conn): void {
-    const channel = conn.channel;
-    if (!channel || channel.readyState !== 'open') return;
-    while (conn.queue.length > 0 && channel.bufferedAmount <= HIGH_WATER_BYTES) {
-      const msg = conn.queue.shift()!;
-      conn.queued -= msg.length;
-      if (!this.transmit(channel, msg)) break;
-    }
-  }
-
-  private transmit(channel: RTCDataChannel, data: Uint8Array): boolean {
-    try {
-      channel.send(data as Uint8Array<ArrayBuffer>);
-      this.sent += 1;
-      return true;
-    } catch {
-      this.dropped += 1;
-      return false;
-    }
   }
 
   /** Offers a connection to `remote` unless one exists or we are full. */
@@ -391,22 +350,22 @@ export class Connections {
    * when it was dropped: no open channel, or the queue is full too.
    */
   send(handle: number, data: Uint8Array): boolean {
-    const conn = this.byHandle.get(handle);
-    const channel = conn?.channel;
-    if (!conn || !channel || channel.readyState !== 'open') {
-      this.dropped += 1;
+    const sender = this.byHandle.get(handle)?.sender;
+    if (!sender) {
+      this.counts.dropped += 1;
       return false;
     }
-    if (conn.queue.length === 0 && channel.bufferedAmount <= HIGH_WATER_BYTES) {
-      return this.transmit(channel, data);
-    }
-    if (conn.queued + data.length > MAX_QUEUED_BYTES) {
-      this.dropped += 1;
-      return false;
-    }
-    conn.queue.push(data);
-    conn.queued += data.length;
-    return true;
+    return sender.send(data);
+  }
+
+  /** Messages dropped: no open channel, or its buffer and our queue were full. */
+  get dropped(): number {
+    return this.counts.dropped;
+  }
+
+  /** Messages handed to the data channels. */
+  get sent(): number {
+    return this.counts.sent;
   }
 
   /** Closes the connection to `handle` (no `closed` callback: the caller asked). */
@@ -429,11 +388,9 @@ export class Connections {
       conn.channel.onopen = null;
       conn.channel.onmessage = null;
       conn.channel.onclose = null;
-      conn.channel.onbufferedamountlow = null;
       conn.channel.close();
     }
-    conn.queue = [];
-    conn.queued = 0;
+    conn.sender?.clear();
     conn.pc.onicecandidate = null;
     conn.pc.onconnectionstatechange = null;
     conn.pc.ondatachannel = null;

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { HIGH_WATER_BYTES, MAX_QUEUED_BYTES } from '../src/connections.js';
+import { HIGH_WATER_BYTES, MAX_QUEUED_BYTES } from '../src/channel-sender.js';
 import { rejoinDelayMs } from '../src/signaling.js';
 
 interface Policy {
