@@ -16,6 +16,11 @@ pub(crate) struct Delivery {
     inter_arrival: InterArrival,
     /// Fastest time from a REQUEST to its chunk verified, on this channel.
     min_request_rtt: Option<Duration>,
+    /// When the latest-sent request this peer answered was sent: one sent before it and
+    /// still waiting was passed over.
+    newest_answered: Option<Time>,
+    /// When the peer last answered a request of ours.
+    last_answer: Option<Time>,
     /// When this peer last delivered a verified chunk (or a wait for it began).
     last_delivery: Time,
     /// It has delivered at least one verified chunk.
@@ -38,6 +43,8 @@ impl Delivery {
         Delivery {
             inter_arrival: InterArrival::new(Duration::from_secs(1)),
             min_request_rtt: None,
+            newest_answered: None,
+            last_answer: None,
             last_delivery: now,
             delivered_any: false,
             length_searches: 0,
@@ -73,6 +80,8 @@ impl Delivery {
         self.delivered_any = true;
         self.expired_since_delivery = false;
         if let Some(at) = requested_at {
+            self.newest_answered = Some(self.newest_answered.map_or(at, |n| n.max(at)));
+            self.last_answer = Some(now);
             let took = now.saturating_since(at);
             self.min_request_rtt = Some(self.min_request_rtt.map_or(took, |m| m.min(took)));
         }
@@ -107,6 +116,15 @@ impl Delivery {
             self.expiry_rounds += 1;
             self.last_expiry_round = now;
         }
+    }
+
+    /// Whether the peer is not answering a request sent at `requested_at` in turn: it has
+    /// answered none since, or one sent after it (it does not hold the chunk after all, or
+    /// the DATA was lost).
+    #[inline]
+    pub(crate) fn passed_over(&self, requested_at: Time) -> bool {
+        self.last_answer.is_none_or(|a| a < requested_at)
+            || self.newest_answered.is_some_and(|n| n > requested_at)
     }
 
     /// Whether the peer never delivered, through at least `rounds` expiry windows.
@@ -146,6 +164,27 @@ mod tests {
 
     fn at(s: u64) -> Time {
         Time::from_millis(s * 1000)
+    }
+
+    #[test]
+    fn a_request_is_passed_over_until_answered_in_turn() {
+        let mut d = Delivery::new(at(0));
+        assert!(d.passed_over(at(1)), "nothing answered at all");
+        // Requests sent at 1 and 2; the one of 1 answered at 3.
+        d.delivered(at(3), Some(at(1)));
+        assert!(!d.passed_over(at(1)));
+        assert!(
+            !d.passed_over(at(2)),
+            "answered in turn: the one before it came"
+        );
+        // The one of 4 answered at 5, before the one of 2: that one was passed over.
+        d.delivered(at(5), Some(at(4)));
+        assert!(d.passed_over(at(2)));
+        assert!(!d.passed_over(at(4)));
+        assert!(d.passed_over(at(6)), "nothing answered since it was sent");
+        // A chunk not asked for (no request time) says nothing of the order.
+        d.delivered(at(7), None);
+        assert!(d.passed_over(at(6)));
     }
 
     #[test]

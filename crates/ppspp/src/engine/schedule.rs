@@ -17,9 +17,9 @@ const ENDGAME_CHUNKS: u64 = 32;
 /// requests that waited elsewhere longer than it would take itself (its planning window):
 /// fast peers finish what overloaded ones cannot.
 const STEAL_CHUNKS: u64 = 1024;
-/// While playback waits, the least time a due chunk waits at a peer before an origin is
-/// asked for it too: short against a stall, long enough that a healthy peer's reply
-/// usually wins (then the origin's copy is cancelled or wasted, one chunk).
+/// While playback waits, the least time a due chunk waits at a peer that passed its
+/// request over before an origin is asked for it too: short against a stall, long enough
+/// for a DATA overtaken on the way (data channels are unordered) to arrive.
 const WAITING_STEAL_AFTER: Duration = Duration::from_millis(100);
 
 impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
@@ -55,8 +55,9 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         } else {
             chunk_count.saturating_sub(*have_count)
         };
-        // Built once per call, and only when a channel reaches the endgame below.
-        let mut waiting: Option<Vec<(Time, u64)>> = None;
+        // Built once per call, and only when a channel reaches the endgame below: each
+        // chunk requested, when first, and whether a peer it waits at passed it over.
+        let mut waiting: Option<Vec<(Time, u64, bool)>> = None;
         // One channel (a datagram arrived) needs no list of them all.
         let all: Vec<u32> = match only {
             Some(_) => Vec::new(),
@@ -145,14 +146,18 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             // this peer holds that others were asked for, all of them near the very end,
             // else those waiting longer than this peer would take (an origin: only those
             // due).
-            let steal_after = if ch.origin && picker.is_waiting() {
-                // Playback waits, and an origin is asked for due chunks one at a time, with
-                // no queue of requests ahead of them: it delivers one in about a round trip.
-                // A peer that still has not, after that and a margin, may have let the chunk
-                // go (a bounded page's HAVE stands after it does).
-                (ch.planning_rtt() * 2).max(WAITING_STEAL_AFTER)
+            let steal_after = plan_ahead(ch.planning_rtt());
+            // While playback waits, an origin (asked for due chunks one at a time, with no
+            // queue of requests ahead of them: it delivers one in about a round trip) takes
+            // them over sooner from peers not answering them in turn (none answered since, or
+            // later ones first): a bounded page's HAVE stands after it lets a chunk go, so
+            // such a peer never sends it; a busy one answering in order keeps its requests.
+            let steal_passed_after = if ch.origin && picker.is_waiting() {
+                (ch.planning_rtt() * 2)
+                    .max(WAITING_STEAL_AFTER)
+                    .min(steal_after)
             } else {
-                plan_ahead(ch.planning_rtt())
+                steal_after
             };
             // The cheap test first: with nothing waiting that long at another peer (say,
             // with one peer only), no stealing.
@@ -162,18 +167,25 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 .filter_map(|(_, c)| c.requests.oldest())
                 .min();
             let endgame_now = missing <= ENDGAME_CHUNKS;
-            if !endgame_now && oldest.is_none_or(|t| now.saturating_since(t) < steal_after) {
+            if !endgame_now && oldest.is_none_or(|t| now.saturating_since(t) < steal_passed_after) {
                 continue;
             }
             // Missing chunks requested elsewhere, oldest request first.
             let waiting = waiting.get_or_insert_with(|| {
-                let mut at: BTreeMap<u64, Time> = BTreeMap::new();
+                let mut at: BTreeMap<u64, (Time, bool)> = BTreeMap::new();
                 for other in channels.values() {
                     for (c, t) in other.requests.iter() {
-                        at.entry(c).and_modify(|a| *a = (*a).min(t)).or_insert(t);
+                        let passed = other.delivery.passed_over(t);
+                        at.entry(c)
+                            .and_modify(|(a, p)| {
+                                *a = (*a).min(t);
+                                *p |= passed;
+                            })
+                            .or_insert((t, passed));
                     }
                 }
-                let mut by_time: Vec<(Time, u64)> = at.into_iter().map(|(c, t)| (t, c)).collect();
+                let mut by_time: Vec<(Time, u64, bool)> =
+                    at.into_iter().map(|(c, (t, p))| (t, c, p)).collect();
                 by_time.sort_unstable();
                 by_time
             });
@@ -182,8 +194,13 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             };
             let candidates = waiting
                 .iter()
-                .take_while(|(t, _)| endgame_now || now.saturating_since(*t) >= steal_after)
-                .map(|(_, c)| *c);
+                .take_while(|(t, _, _)| {
+                    endgame_now || now.saturating_since(*t) >= steal_passed_after
+                })
+                .filter(|(t, _, passed)| {
+                    endgame_now || *passed || now.saturating_since(*t) >= steal_after
+                })
+                .map(|(_, c, _)| *c);
             for c in candidates {
                 let Some(b) = crate::Bin::chunk(c) else {
                     continue;
