@@ -21,7 +21,8 @@
 // costliest functions, and a CPU profile of the first swarm page), BENCH_CHUNK_SIZES, BENCH_SEED_OPTIONS, BENCH_RUNS,
 // BENCH_GOODPUT_MIB (page → page content, default 32), BENCH_LIVE_PAGES, BENCH_LIVE_UNCHOKED,
 // BENCH_NATIVE_STACK (the native seeder's --webrtc-stack), BENCH_HIDDEN_VIDEOS=1 (the swarm
-// pages' videos not displayed: what compositing them costs the others).
+// pages' videos not displayed: what compositing them costs the others), BENCH_ENGINE=worker
+// or main (the swarm pages' engineThread).
 import { chromium } from '@playwright/test';
 import { spawn, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -46,6 +47,8 @@ const VERIFY_SIZES = smoke ? [4096] : [1024, 4096, 16384];
 const SWARM_PAGES = smoke ? 2 : 8;
 /** Pages that join, one after another, the swarm's pages still playing (all but one). */
 const JOINERS = smoke ? 1 : 3;
+/** What every swarm page's URL adds: videos not displayed, where the engine runs. */
+const PAGE_QUERY = `${process.env.BENCH_HIDDEN_VIDEOS ? '&hidden=1' : ''}${process.env.BENCH_ENGINE ? `&engine=${process.env.BENCH_ENGINE}` : ''}`;
 /** Milliseconds in every 100 the busy pages' main thread runs the page's own work. */
 const BUSY_MS = 50;
 const LIVE_PAGES = smoke ? 2 : Number(process.env.BENCH_LIVE_PAGES ?? 8);
@@ -368,7 +371,7 @@ try {
     const pages = [];
     let profiling = null;
     for (let i = 0; i < SWARM_PAGES; i++) {
-      pages.push(await page(`/e2e/player.html?uri=${encodeURIComponent(uri)}${process.env.BENCH_HIDDEN_VIDEOS ? '&hidden=1' : ''}${query}`));
+      pages.push(await page(`/e2e/player.html?uri=${encodeURIComponent(uri)}${PAGE_QUERY}${query}`));
       if (!profiled) {
         profiled = true;
         profiling = await profileStart(pages[0]);
@@ -427,7 +430,7 @@ try {
     // SWARM_PAGES - 1 play): what a viewer arriving at a busy page sees.
     await pages.at(-1).context().close();
     for (let j = 0; j < JOINERS; j++) {
-      const p = await page(`/e2e/player.html?uri=${encodeURIComponent(seeder.line)}${process.env.BENCH_HIDDEN_VIDEOS ? '&hidden=1' : ''}`);
+      const p = await page(`/e2e/player.html?uri=${encodeURIComponent(seeder.line)}${PAGE_QUERY}`);
       let ms = null;
       for (let i = 0; ms === null || ms === undefined; i++) {
         if (i > 600) throw new Error('a joining page had no first frame within 30 s');

@@ -43,7 +43,7 @@ test.beforeAll(() => {
   makeDashLadder();
 });
 
-test('the packed npm package plays in a Vite-built page', async ({ browser }) => {
+test('the packed npm package plays in a Vite-built page, with the engine on the main thread and in its Worker', async ({ browser }) => {
   test.setTimeout(180_000);
   const web = await startWebWith([`/app/=${join(APP, 'dist')}`]);
   try {
@@ -52,6 +52,12 @@ test('the packed npm package plays in a Vite-built page', async ({ browser }) =>
     const page = await context.newPage();
     await page.goto(`${web.url}/app/index.html?uri=${encodeURIComponent(swarm.uri)}`);
     await expectPlayedPast(page, 2);
+    // The engine's Worker, bundled by Vite from `new URL('./engine-worker.js', import.meta.url)`.
+    const worker = await context.newPage();
+    await worker.goto(`${web.url}/app/index.html?engine=worker&uri=${encodeURIComponent(swarm.uri)}`);
+    await expectPlayedPast(worker, 2);
+    const thread = await worker.evaluate(() => (window as unknown as { __t: { player: { stats(): { engineThread: string } } } }).__t.player.stats().engineThread);
+    expect(thread, 'the engine runs in the Worker Vite bundled').toBe('worker');
   } finally {
     await web.stop();
   }

@@ -35,6 +35,15 @@ export interface ConnectionHandlers {
   /** The connection is gone (`wasOpen`: its channel had opened). */
   closed(handle: number, remote: string, wasOpen: boolean): void;
   error(err: PpsppError): void;
+  /** A connection was added, opened or dropped: {@link Connections.size} or `openCount` may differ. */
+  changed?(): void;
+  /**
+   * The data channel to `handle`, just made or received and not used yet: true if the
+   * engine takes it over (transferred to its Worker), after which it sends and receives on
+   * it and this page neither sends nor listens: it learns that the channel opened by
+   * {@link Connections.channelOpened} and that it ended by {@link Connections.channelEnded}.
+   */
+  adopt?(handle: number, channel: RTCDataChannel): boolean;
 }
 
 /** Offers made again to a remote whose attempts failed before opening. */
@@ -51,8 +60,10 @@ interface Conn {
   remoteSeeder: boolean;
   /** Signaling steps run one after another (candidates wait for the remote description). */
   chain: Promise<void>;
-  /** Sends on `channel` once it is attached. */
+  /** Sends on `channel` once it is attached (none once the engine took it over). */
   sender: ChannelSender | null;
+  /** The engine took the channel over: it is not this page's to touch any more. */
+  adopted: boolean;
   timer: ReturnType<typeof setTimeout> | null;
 }
 
@@ -221,10 +232,12 @@ export class Connections {
       remoteSeeder: false,
       chain: Promise.resolve(),
       sender: null,
+      adopted: false,
       timer: null,
     };
     this.nextHandle = this.nextHandle > 0xffff_fff0 ? 1 : this.nextHandle;
     this.byHandle.set(conn.handle, conn);
+    this.handlers.changed?.();
     this.byRemote.set(remote, conn);
     conn.timer = setTimeout(() => {
       if (!conn.open) this.drop(conn);
@@ -240,16 +253,15 @@ export class Connections {
 
   private attach(conn: Conn, channel: RTCDataChannel): void {
     conn.channel = channel;
+    // Offered to the engine before anything here touches it: a browser transfers a
+    // channel to a Worker only while it is unused (Firefox: only one we made, not open yet).
+    if (this.handlers.adopt?.(conn.handle, channel)) {
+      conn.adopted = true;
+      return;
+    }
     conn.sender = new ChannelSender(channel, this.counts);
     channel.binaryType = 'arraybuffer';
-    channel.onopen = () => {
-      if (conn.open || !this.byHandle.has(conn.handle)) return;
-      conn.open = true;
-      if (conn.timer) clearTimeout(conn.timer);
-      conn.timer = null;
-      this.cancelRetry(conn.remote);
-      this.handlers.open(conn.handle, conn.remote, conn.initiator);
-    };
+    channel.onopen = () => this.opened(conn);
     channel.onmessage = (ev: MessageEvent) => {
       if (ev.data instanceof ArrayBuffer) {
         this.received += 1;
@@ -374,6 +386,34 @@ export class Connections {
     if (conn) this.drop(conn, false);
   }
 
+  /** The channel of `conn` opened: it is a peer now. */
+  private opened(conn: Conn): void {
+    if (conn.open || !this.byHandle.has(conn.handle)) return;
+    conn.open = true;
+    if (conn.timer) clearTimeout(conn.timer);
+    conn.timer = null;
+    this.cancelRetry(conn.remote);
+    this.handlers.open(conn.handle, conn.remote, conn.initiator);
+    this.handlers.changed?.();
+  }
+
+  /** The engine's Worker saw the data channel to `handle` open. */
+  channelOpened(handle: number): void {
+    const conn = this.byHandle.get(handle);
+    if (conn?.adopted) this.opened(conn);
+  }
+
+  /** Whether the engine took the data channel to `handle` over. */
+  isAdopted(handle: number): boolean {
+    return this.byHandle.get(handle)?.adopted ?? false;
+  }
+
+  /** The engine's Worker saw the data channel to `handle` close: the connection ends. */
+  channelEnded(handle: number): void {
+    const conn = this.byHandle.get(handle);
+    if (conn?.adopted) this.drop(conn);
+  }
+
   closeAll(): void {
     for (const remote of [...this.retries.keys()]) this.cancelRetry(remote);
     for (const conn of [...this.byHandle.values()]) this.drop(conn, false);
@@ -384,7 +424,8 @@ export class Connections {
     this.byHandle.delete(conn.handle);
     if (this.byRemote.get(conn.remote) === conn) this.byRemote.delete(conn.remote);
     if (conn.timer) clearTimeout(conn.timer);
-    if (conn.channel) {
+    // A channel the engine took over is closed there (its peer is lost) or already was.
+    if (conn.channel && !conn.adopted) {
       conn.channel.onopen = null;
       conn.channel.onmessage = null;
       conn.channel.onclose = null;
@@ -397,6 +438,7 @@ export class Connections {
     conn.pc.close();
     if (notify && conn.initiator && !conn.open) this.scheduleRetry(conn.remote);
     if (notify) this.handlers.closed(conn.handle, conn.remote, conn.open);
+    this.handlers.changed?.();
   }
 
   /**

@@ -20,8 +20,12 @@ export interface EngineLoopHooks {
   event(event: EngineEvent, chunkBytes: number): void;
   /** Saving chunks stopped (`storage: 'opfs'`); the swarm goes on in memory. */
   storageFallback(f: StorageFallback): void;
-  /** Whether connections to peers are being set up now (see `Engine::set_peers_coming`). */
-  peersComing(): boolean;
+  /** A turn of the loop ended (its datagrams sent, its events passed on). */
+  turnEnded?(): void;
+  /** A data channel the engine took over opened (see `SwarmEngine.adopt`). */
+  channelOpened?(peer: number): void;
+  /** A data channel the engine took over ended. */
+  channelEnded?(peer: number): void;
 }
 
 export interface EngineLoopSetup {
@@ -46,6 +50,8 @@ export class EngineLoop {
   private saved: SavedChunks | null = null;
   /** Set by {@link free}: the engine is gone, and nothing may call it. */
   private freed = false;
+  /** Connections to peers are being set up (see `Engine::set_peers_coming`). */
+  private peersComing = false;
 
   constructor(
     private readonly engine: WasmPeer,
@@ -90,9 +96,10 @@ export class EngineLoop {
     }
     this.saved?.pump();
     if (this.origin) {
-      this.engine.setPeersComing(this.hooks.peersComing());
+      this.engine.setPeersComing(this.peersComing);
       this.origin.pump();
     }
+    this.hooks.turnEnded?.();
   }
 
   /** Bytes in `chunk` (the last one may be short, and a live chunk where a segment ends). */
@@ -100,6 +107,15 @@ export class EngineLoop {
     const { chunkSize, length, live } = this.setup.content;
     if (live) return this.engine.chunkLength(chunk) || chunkSize;
     return Math.min(chunkSize, length - chunk * chunkSize);
+  }
+
+  /** On the main thread the page's connections keep their channels. */
+  adopt(): boolean {
+    return false;
+  }
+
+  messagesDropped(): number {
+    return 0;
   }
 
   /** One datagram from `peer`. */
@@ -128,6 +144,11 @@ export class EngineLoop {
   /** Marks `peer` an origin (a seeder asked only for what is due); see `Engine::set_origin`. */
   setOrigin(peer: number, origin: boolean): void {
     if (!this.driver.closed) this.engine.setOrigin(peer, origin);
+  }
+
+  /** Whether connections to peers are being set up now; given to the engine each turn. */
+  setPeersComing(on: boolean): void {
+    this.peersComing = on;
   }
 
   setUploading(on: boolean): void {
@@ -159,12 +180,12 @@ export class EngineLoop {
    * A live part (its manifest record), checked against the stream's rendition key; throws
    * the engine's reason if it is not signed, recently.
    */
-  checkLivePart(record: Record<string, unknown>): void {
+  async checkLivePart(record: Record<string, unknown>): Promise<void> {
     this.engine.checkLivePart(record, performance.now());
   }
 
-  /** The segment of a live part: checked and kept; returns the chunks that were new. */
-  handleLivePart(record: Record<string, unknown>, data: Uint8Array): number {
+  /** The segment of a live part: checked and kept; resolves with the chunks that were new. */
+  async handleLivePart(record: Record<string, unknown>, data: Uint8Array): Promise<number> {
     const kept = this.engine.handleLivePart(record, data, performance.now());
     this.driver.kick();
     return kept;
@@ -216,11 +237,11 @@ export class EngineLoop {
     return this.engine.liveFloor();
   }
 
-  peersHolding(chunk: number): number {
+  async peersHolding(chunk: number): Promise<number> {
     return this.engine.peersHolding(chunk);
   }
 
-  liveInitMatches(length: number, hash: string, data: Uint8Array): boolean {
+  async liveInitMatches(length: number, hash: string, data: Uint8Array): Promise<boolean> {
     return this.engine.liveInitMatches(length, hash, data);
   }
 

@@ -67,6 +67,14 @@ export interface PeerOptions {
   /** Where the WebAssembly module is, if not next to the package (first load only). */
   wasm?: string | URL;
   /**
+   * Where the engine runs: `'worker'`, a dedicated Worker (the package's
+   * `engine-worker.js`, which bundlers find through `new URL(…, import.meta.url)`), so
+   * that its timers, verification and sends do not wait behind the page's own work; or
+   * `'main'`, the page's main thread. Where the browser cannot start the Worker, the
+   * engine runs on the main thread. Default `'main'`.
+   */
+  engineThread?: 'main' | 'worker';
+  /**
    * Fetch from other viewers first and from seeders (the origin) only what playback needs
    * next or nobody else has (default true): this is what keeps the origin's upload low.
    */
@@ -184,6 +192,7 @@ export interface ResolvedPeerOptions {
   connectTimeoutMs: number;
   statsIntervalMs: number;
   wasm: string | URL | undefined;
+  engineThread: 'main' | 'worker';
   preferPeers: boolean;
   reportOffload: boolean;
 }
@@ -292,7 +301,7 @@ export function checkSignalUrl(url: string, what = 'option signal'): string {
 
 const KNOWN_PEER = [
   'signal', 'signalingTimeoutMs', 'iceServers', 'iceTransportPolicy', 'maxConnections', 'uploadLimit', 'downloadLimit', 'priority',
-  'connectTimeoutMs', 'statsIntervalMs', 'wasm', 'preferPeers', 'reportOffload',
+  'connectTimeoutMs', 'statsIntervalMs', 'wasm', 'engineThread', 'preferPeers', 'reportOffload',
 ];
 const KNOWN_PLAYER = [
   ...KNOWN_PEER, 'mimeType', 'keepBehindSeconds', 'readAheadBytes', 'readAheadSeconds', 'httpReadAheadSeconds',
@@ -396,6 +405,7 @@ export function resolvePeerOptions(options: PeerOptions = {}, known = KNOWN_PEER
     connectTimeoutMs: number(options, 'connectTimeoutMs', 15_000, { min: 100 }),
     statsIntervalMs: number(options, 'statsIntervalMs', 1000, { min: 0 }),
     wasm,
+    engineThread: oneOf(options, 'engineThread', ['main', 'worker'] as const, 'main'),
     preferPeers: boolean(options, 'preferPeers', true),
     reportOffload: boolean(options, 'reportOffload', false),
   };

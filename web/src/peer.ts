@@ -5,11 +5,13 @@
 import { requireWebRtc, type SelectedPair } from './connections.js';
 import { isRootHex, uriFor } from './discover.js';
 import { Emitter } from './emitter.js';
-import { PpsppError, abortReason, fatal, messageOf } from './errors.js';
+import { PpsppError, abortReason, fatal } from './errors.js';
 import type { HttpOriginSettings } from './http-origin.js';
 import { type PeerOptions, type ResolvedPeerOptions, checkSignalUrl, checkSignalUrls, resolveHttpOrigin, resolvePeerOptions } from './options.js';
 import { Swarm, type SwarmEvents, type SwarmStats } from './swarm.js';
-import { type ContentInfo, PeerOptions as WasmOptions, WasmPeer, loadWasm, parseUriLoaded } from './wasm.js';
+import { startEngine } from './engine-start.js';
+import { type ContentInfo, type WasmPeer, loadWasm, parseUriLoaded } from './wasm.js';
+import type { WorkerEngine } from './worker-engine.js';
 
 /** What {@link Peer} emits: the swarm events, each with the swarm's root. */
 export type PeerEvents = {
@@ -68,30 +70,6 @@ function abortSignalOption(options: FetchOptions | undefined): AbortSignal | und
     );
   }
   return s as AbortSignal;
-}
-
-/** Wasm engine settings from resolved options (shared with the Player). */
-export function engineOptions(
-  options: ResolvedPeerOptions,
-  extra: { vodWindow?: number; urgentPriority?: number; maxHeldBytes?: number } = {},
-): WasmOptions {
-  const o = new WasmOptions();
-  o.upload_limit = options.uploadLimit;
-  o.download_limit = options.downloadLimit;
-  o.max_peers = options.maxConnections;
-  o.priority = options.priority;
-  o.urgent_priority = extra.urgentPriority ?? 0;
-  o.vod_window = extra.vodWindow ?? 0;
-  o.max_held_bytes = extra.maxHeldBytes ?? 0;
-  o.stats_interval_ms = 0;
-  o.timer_granularity_ms = 4;
-  const seed = new Uint32Array(2);
-  crypto.getRandomValues(seed);
-  o.seed_lo = seed[0] ?? 0;
-  o.seed_hi = seed[1] ?? 0;
-  // DATA timestamps on the Unix epoch, as libswift peers expect.
-  o.time_origin_ms = performance.timeOrigin;
-  return o;
 }
 
 /**
@@ -164,7 +142,7 @@ export class Peer extends Emitter<PeerEvents> {
    * The swarm of `content` (the one already joined, or a new one that is joining now),
    * meeting peers at `signals` if given, else as the options and the URI say.
    */
-  private join(engine: WasmPeer, content: ContentInfo, seeding: boolean, signals?: readonly string[]): Joined {
+  private join(engine: WasmPeer | WorkerEngine, content: ContentInfo, seeding: boolean, signals?: readonly string[]): Joined {
     const existing = this.swarms.get(content.root);
     if (existing) {
       engine.free();
@@ -211,12 +189,12 @@ export class Peer extends Emitter<PeerEvents> {
     const content = parseUriLoaded(uri);
     const existing = this.swarms.get(content.root);
     if (existing) return existing;
-    signalWithOrigin(this.options, content, resolveHttpOrigin(undefined, content));
-    let engine: WasmPeer;
-    try {
-      engine = WasmPeer.fetcher(uri, engineOptions(this.options), performance.now());
-    } catch (err) {
-      throw new PpsppError('bad-uri', messageOf(err), { cause: err });
+    const origin = resolveHttpOrigin(undefined, content);
+    const signal = signalWithOrigin(this.options, content, origin);
+    const engine = await startEngine(this.options, { kind: 'fetcher', uri }, {}, origin, signal === null);
+    if (this.closed) {
+      engine.free();
+      this.check();
     }
     return this.join(engine, content, false);
   }
@@ -380,11 +358,16 @@ export class Peer extends Emitter<PeerEvents> {
       throw new PpsppError('bad-option', `chunkSize must be a whole number of bytes from 1 to 65536, not ${chunkSize}`);
     }
     if (data.length === 0) throw new PpsppError('bad-option', 'cannot seed empty content');
-    let engine: WasmPeer;
-    try {
-      engine = WasmPeer.seeder(data, chunkSize, options.hash ?? 'sha256', signal, options.name, engineOptions(this.options), performance.now());
-    } catch (err) {
-      throw new PpsppError('bad-option', messageOf(err), { cause: err });
+    const engine = await startEngine(
+      this.options,
+      { kind: 'seeder', data, chunkSize, hash: options.hash ?? 'sha256', signal, name: options.name ?? null },
+      {},
+      null,
+      false,
+    );
+    if (this.closed) {
+      engine.free();
+      this.check();
     }
     const uri = engine.uri();
     const content = parseUriLoaded(uri);

@@ -19,9 +19,10 @@ import { MAX_AHEAD_SECONDS, VodFeed } from './media/vod-feed.js';
 import { type PlayerOptions, type ResolvedPlayerOptions, resolveHttpOrigin, resolvePlayerOptions } from './options.js';
 import { hasWebRtc, requireWebRtc, type SelectedPair, webRtcUnsupported } from './connections.js';
 import { isRootHex, uriFor } from './discover.js';
-import { engineOptions, signalWithOrigin } from './peer.js';
+import { startEngine } from './engine-start.js';
+import { signalWithOrigin } from './peer.js';
 import { type P2pUnavailable, Swarm, type SwarmEvents, type SwarmStats } from './swarm.js';
-import { type ContentInfo, WasmPeer, loadWasm, parseUriLoaded } from './wasm.js';
+import { type ContentInfo, loadWasm, parseUriLoaded } from './wasm.js';
 
 export interface PlayerEvents extends SwarmEvents {
   /** The first frame is decoded (`loadeddata`), `ms` after `attach()` was called. */
@@ -258,16 +259,13 @@ export class Player extends Emitter<PlayerEvents> {
     const window = Math.max(16, Math.ceil(resolved.readAheadBytes / content.chunkSize));
     // A live stream's discard window bounds what is held, and nothing of it is saved.
     const live = content.live !== undefined;
-    let engine: WasmPeer;
-    try {
-      engine = WasmPeer.fetcher(
-        uri,
-        engineOptions(resolved, { vodWindow: window, urgentPriority: resolved.urgentPriority, maxHeldBytes: resolved.maxMemoryBytes }),
-        performance.now(),
-      );
-    } catch (err) {
-      throw new PpsppError('bad-uri', messageOf(err), { cause: err });
-    }
+    const engine = await startEngine(
+      resolved,
+      { kind: 'fetcher', uri },
+      { vodWindow: window, urgentPriority: resolved.urgentPriority, maxHeldBytes: resolved.maxMemoryBytes },
+      origin,
+      signal === null || p2pLater,
+    );
     const swarm = new Swarm(engine, content, {
       signal,
       options: resolved,

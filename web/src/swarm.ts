@@ -8,6 +8,8 @@
 import { Connections, type SelectedPair, type SignalPath, hasWebRtc, webRtcUnsupported } from './connections.js';
 import { Driver } from './driver.js';
 import { EngineLoop } from './engine-loop.js';
+import type { SwarmEngine } from './swarm-engine.js';
+import { WorkerEngine } from './worker-engine.js';
 import { Emitter } from './emitter.js';
 import { type ErrorCode, PpsppError, fatal, messageOf } from './errors.js';
 import type { HttpOriginSettings } from './http-origin.js';
@@ -23,6 +25,12 @@ export interface PeerChannelStats extends ChannelStats {
   remote: string;
   /** The remote said it seeds (e.g. the native origin seeder). */
   seeder: boolean;
+  /**
+   * The data channel was transferred to the engine's Worker, which sends and receives on
+   * it; false where the page relays its datagrams (the engine on the main thread, or a
+   * browser that cannot transfer this channel).
+   */
+  transferred: boolean;
 }
 
 /** What the `stats` event carries and `stats()` returns. */
@@ -50,6 +58,8 @@ export interface SwarmStats extends EngineStats {
   offload: number;
   /** Messages dropped because a data channel's buffer was full. */
   messagesDropped: number;
+  /** Where the engine runs: the page's main thread, or a dedicated Worker (`engineThread`). */
+  engineThread: 'main' | 'worker';
   channels: PeerChannelStats[];
 }
 
@@ -146,8 +156,8 @@ export class Swarm extends Emitter<SwarmEvents> {
   /** Null for an HTTP-only swarm (no signaling server: the origin is its only source). */
   private readonly signaling: SignalingClient | null;
   private readonly connections: Connections;
-  /** The engine's side: engine, loop, HTTP origin, saved chunks. */
-  private readonly loop: EngineLoop;
+  /** The engine's side: engine, loop, HTTP origin, saved chunks (here, or in a Worker). */
+  private readonly loop: SwarmEngine;
   /** The swarm has an HTTP origin, and nothing else can deliver (no signaling, or P2P for later). */
   private readonly hasOrigin: boolean;
   private readonly originOnly: boolean;
@@ -184,8 +194,12 @@ export class Swarm extends Emitter<SwarmEvents> {
   /** Where the stalls in those reports come from (the Player's stall watch), if anywhere. */
   private stallSource: () => { stalls: number; stallMs: number } = () => ({ stalls: 0, stallMs: 0 });
 
+  /**
+   * `engine`: a Wasm engine, run here on an `EngineLoop`, or one started in a Worker
+   * (`WorkerEngine`), with its HTTP origin and saved chunks there too.
+   */
   constructor(
-    engine: WasmPeer,
+    engine: WasmPeer | WorkerEngine,
     content: ContentInfo,
     setup: SwarmSetup,
   ) {
@@ -200,13 +214,19 @@ export class Swarm extends Emitter<SwarmEvents> {
     this.completeValue = engine.isComplete();
     this.hasOrigin = origin !== null;
     this.originOnly = signalUrls === null || p2pLater;
-    this.loop = new EngineLoop(engine, { content, origin, originOnly: this.originOnly }, {
-      send: (peer, payload) => this.connections.send(peer, payload),
-      event: (event, chunkBytes) => this.dispatch(event, chunkBytes),
-      storageFallback: (f) => this.emit('storage-fallback', f),
-      // Connections still being set up: not alone (see `Engine::set_peers_coming`).
-      peersComing: () => this.connections.size > this.connections.openCount,
-    });
+    const hooks = {
+      send: (peer: number, payload: Uint8Array) => this.connections.send(peer, payload),
+      event: (event: EngineEvent, chunkBytes: number) => this.dispatch(event, chunkBytes),
+      storageFallback: (f: StorageFallback) => this.emit('storage-fallback', f),
+      channelOpened: (peer: number) => this.connections.channelOpened(peer),
+      channelEnded: (peer: number) => this.connections.channelEnded(peer),
+    };
+    if (engine instanceof WorkerEngine) {
+      engine.attach(hooks);
+      this.loop = engine;
+    } else {
+      this.loop = new EngineLoop(engine, { content, origin, originOnly: this.originOnly }, hooks);
+    }
     this.signaling = signalUrls === null ? null : new SignalingClient(signalUrls, content.root, {
       welcome: (_id, peers) => {
         this.reports?.joined(this.signaling?.reportEverySeconds ?? null);
@@ -248,6 +268,9 @@ export class Swarm extends Emitter<SwarmEvents> {
           if (wasOpen) this.emit('peer-left', { peer: handle, remote, reason: 'connection closed' });
         },
         error: (err) => this.emit('error', err),
+        // Connections still being set up: not alone (see `Engine::set_peers_coming`).
+        changed: () => this.loop.setPeersComing(this.connections.size > this.connections.openCount),
+        adopt: (handle, channel) => this.loop.adopt(handle, channel),
       },
     );
     if (options.statsIntervalMs > 0) {
@@ -504,6 +527,7 @@ export class Swarm extends Emitter<SwarmEvents> {
       ...c,
       remote: this.connections.remoteOf(c.peer),
       seeder: this.connections.isSeeder(c.peer),
+      transferred: this.connections.isAdopted(c.peer),
     }));
     const verified = this.bytesFromSeeders + this.bytesFromPeers + this.bytesFromHttp;
     return {
@@ -519,7 +543,8 @@ export class Swarm extends Emitter<SwarmEvents> {
       chunksSaved,
       bytesSaved,
       offload: verified > 0 ? this.bytesFromPeers / verified : 0,
-      messagesDropped: this.connections.dropped,
+      messagesDropped: this.connections.dropped + this.loop.messagesDropped(),
+      engineThread: this.loop instanceof WorkerEngine ? 'worker' : 'main',
       channels,
     };
   }
@@ -574,42 +599,44 @@ export class Swarm extends Emitter<SwarmEvents> {
   }
 
   /**
-   * A live presentation's part (its manifest record): throws `verification-failed` unless
-   * this stream's rendition key signed it, recently.
+   * A live presentation's part (its manifest record): rejects with `verification-failed`
+   * unless this stream's rendition key signed it, recently (`closed` if the swarm was left).
    */
-  checkLivePart(record: Record<string, unknown>): void {
+  async checkLivePart(record: Record<string, unknown>): Promise<void> {
     if (this.closed) throw new PpsppError('closed', 'the swarm was left');
     try {
-      this.loop.checkLivePart(record);
+      await this.loop.checkLivePart(record);
     } catch (err) {
+      if (err instanceof PpsppError && err.code === 'closed') throw err;
       throw new PpsppError('verification-failed', messageOf(err), { cause: err });
     }
   }
 
   /**
    * The segment a live part names, from the web server: checked under its munros and kept
-   * (and offered to peers). Throws `verification-failed`, keeping nothing, if it is not
-   * what the source signed; returns the chunks that were new.
+   * (and offered to peers). Rejects with `verification-failed`, keeping nothing, if it is
+   * not what the source signed; resolves with the chunks that were new.
    */
-  handleLivePart(record: Record<string, unknown>, data: Uint8Array): number {
+  async handleLivePart(record: Record<string, unknown>, data: Uint8Array): Promise<number> {
     if (this.closed) throw new PpsppError('closed', 'the swarm was left');
     let kept: number;
     try {
-      kept = this.loop.handleLivePart(record, data);
+      kept = await this.loop.handleLivePart(record, data);
     } catch (err) {
+      if (err instanceof PpsppError && err.code === 'closed') throw err;
       throw new PpsppError('verification-failed', messageOf(err), { cause: err });
     }
     return kept;
   }
 
-  /** How many connected peers said they hold `chunk`. */
-  peersHolding(chunk: number): number {
-    return this.closed ? 0 : this.loop.peersHolding(chunk);
+  /** How many connected peers said they hold `chunk` (0 once the swarm is left). */
+  async peersHolding(chunk: number): Promise<number> {
+    return this.closed ? 0 : this.loop.peersHolding(chunk).catch(() => 0);
   }
 
   /** Whether `data` is the initialisation segment of `length` bytes and hash `hash` (hex). */
-  liveInitMatches(length: number, hash: string, data: Uint8Array): boolean {
-    return !this.closed && this.loop.liveInitMatches(length, hash, data);
+  async liveInitMatches(length: number, hash: string, data: Uint8Array): Promise<boolean> {
+    return !this.closed && (await this.loop.liveInitMatches(length, hash, data).catch(() => false));
   }
 
   /**

@@ -6,7 +6,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { EngineLoop, type EngineLoopHooks } from '../src/engine-loop.js';
 import { resolvePeerOptions } from '../src/options.js';
-import { engineOptions } from '../src/peer.js';
+import { engineOptions } from '../src/engine-start.js';
 import { type EngineEvent, WasmPeer, parseUriLoaded, treeFile } from '../src/wasm.js';
 import { differsAt } from './fakes/bytes.js';
 import { loadEngine } from './fakes/engine.js';
@@ -53,7 +53,6 @@ function originLoop(data: Uint8Array, hooks: Partial<EngineLoopHooks> = {}) {
         if (event.type === 'complete') done();
       },
       storageFallback: () => {},
-      peersComing: () => false,
       ...hooks,
     },
   );

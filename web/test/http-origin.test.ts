@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { PpsppError } from '../src/errors.js';
 import type { HttpOriginSettings } from '../src/http-origin.js';
 import { resolvePeerOptions } from '../src/options.js';
-import { engineOptions } from '../src/peer.js';
+import { engineOptions } from '../src/engine-start.js';
 import { Swarm } from '../src/swarm.js';
 import { WasmPeer, parseUriLoaded, treeFile } from '../src/wasm.js';
 import { differsAt } from './fakes/bytes.js';

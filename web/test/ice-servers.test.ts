@@ -8,7 +8,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vite
 import { Connections, type ConnectionHandlers } from '../src/connections.js';
 import type { PpsppError } from '../src/errors.js';
 import { resolvePeerOptions } from '../src/options.js';
-import { engineOptions } from '../src/peer.js';
+import { engineOptions } from '../src/engine-start.js';
 import { SignalingClient, credentialsExpireAt, decodeIceServers, decodeServerMessage } from '../src/signaling.js';
 import { Swarm } from '../src/swarm.js';
 import { WasmPeer, parseUriLoaded } from '../src/wasm.js';

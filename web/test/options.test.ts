@@ -27,9 +27,15 @@ describe('peer options', () => {
       connectTimeoutMs: 15_000,
       statsIntervalMs: 1000,
       wasm: undefined,
+      engineThread: 'main',
       preferPeers: true,
       reportOffload: false,
     });
+  });
+
+  it('engineThread is main or worker', () => {
+    expect(resolvePeerOptions({ engineThread: 'worker' }).engineThread).toBe('worker');
+    expect(() => resolvePeerOptions({ engineThread: 'gpu' as never })).toThrow(/engineThread/);
   });
 
   it('signal: false or an empty list means no signaling (HTTP only)', () => {

@@ -7,7 +7,8 @@
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import type { PpsppError } from '../src/errors.js';
 import { type PeerOptions, type PlayerOptions, resolvePeerOptions } from '../src/options.js';
-import { Peer, engineOptions } from '../src/peer.js';
+import { engineOptions } from '../src/engine-start.js';
+import { Peer } from '../src/peer.js';
 import { Player, type PlayerEvents } from '../src/player.js';
 import { WasmPeer } from '../src/wasm.js';
 import { concat } from './bytes.js';

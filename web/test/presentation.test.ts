@@ -5,7 +5,7 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Presentation } from '../src/presentation/presentation.js';
 import { resolvePeerOptions } from '../src/options.js';
-import { engineOptions } from '../src/peer.js';
+import { engineOptions } from '../src/engine-start.js';
 import { WasmPeer, treeFile } from '../src/wasm.js';
 import { differsAt } from './fakes/bytes.js';
 import { loadEngine } from './fakes/engine.js';

@@ -6,7 +6,7 @@
 import { beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { PpsppError } from '../src/errors.js';
 import { type PeerOptions, type ResolvedPeerOptions, resolvePeerOptions } from '../src/options.js';
-import { engineOptions } from '../src/peer.js';
+import { engineOptions } from '../src/engine-start.js';
 import { Swarm, type SwarmEvents } from '../src/swarm.js';
 import { WasmPeer, parseUriLoaded } from '../src/wasm.js';
 import { differsAt } from './fakes/bytes.js';

@@ -12,7 +12,7 @@
 import { hasWebRtc, webRtcUnsupported } from '../connections.js';
 import { PpsppError, messageOf } from '../errors.js';
 import type { ResolvedPresentationOptions } from '../options.js';
-import { engineOptions } from '../peer.js';
+import { engineOptions } from '../engine-start.js';
 import { meteredConnection } from '../player.js';
 import { type P2pUnavailable, Swarm, type SwarmStats } from '../swarm.js';
 import { WasmPeer, parseUriLoaded, verifyLiveRendition } from '../wasm.js';
@@ -209,7 +209,8 @@ export class LiveDelivery {
       await this.loadInit(rendition, active, settle, cleanups, done);
       return;
     }
-    active.swarm.checkLivePart(part.record);
+    await active.swarm.checkLivePart(part.record);
+    if (done()) return;
     const startedAt = performance.now();
     const p: Pending = {
       part,
@@ -235,18 +236,22 @@ export class LiveDelivery {
     // Peers that hold the segment get `livePeerWaitMs` to deliver it. With none holding it
     // yet, a moment's wait lets a peer that is fetching it from the web server say so
     // (pages that ask at once would all fetch it); with no peer at all, none.
-    const decide = (): void => {
+    const decide = async (): Promise<void> => {
       timer = null;
       if (done()) return;
+      const holders = await active.swarm.peersHolding(part.firstChunk);
+      if (done()) return;
       const waited = performance.now() - startedAt;
-      if (active.swarm.peersHolding(part.firstChunk) > 0 && waited < this.options.livePeerWaitMs) {
-        timer = setTimeout(decide, Math.min(HOLDERS_POLL_MS, this.options.livePeerWaitMs - waited));
+      if (holders > 0 && waited < this.options.livePeerWaitMs) {
+        timer = setTimeout(() => void decide(), Math.min(HOLDERS_POLL_MS, this.options.livePeerWaitMs - waited));
         return;
       }
       void this.fromHttp(rendition, active, part, controller.signal);
     };
-    const jitter = active.peers > 0 && active.swarm.peersHolding(part.firstChunk) === 0 ? Math.random() * Math.min(NOBODY_HOLDS_WAIT_MS, this.options.livePeerWaitMs) : 0;
-    timer = setTimeout(decide, jitter);
+    const nobodyHolds = active.peers > 0 && (await active.swarm.peersHolding(part.firstChunk)) === 0;
+    if (done()) return;
+    const jitter = nobodyHolds ? Math.random() * Math.min(NOBODY_HOLDS_WAIT_MS, this.options.livePeerWaitMs) : 0;
+    timer = setTimeout(() => void decide(), jitter);
   }
 
   /** Reads the manifest again (at most every {@link REFRESH_GAP_MS}); never rejects. */
@@ -343,7 +348,9 @@ export class LiveDelivery {
         return;
       }
       if (done()) return;
-      if (!active.swarm.liveInitMatches(init.length, init.hash, data)) {
+      const matches = await active.swarm.liveInitMatches(init.length, init.hash, data);
+      if (done()) return;
+      if (!matches) {
         this.hooks.emit('origin-corrupt', { rendition, chunk: -1, reason: `${init.url}: not the initialisation segment the stream key signed` });
         settle({ error: new PpsppError('verification-failed', `${init.url}: not the initialisation segment the stream key signed`) });
         return;
@@ -380,7 +387,7 @@ export class LiveDelivery {
     }
     if (signal.aborted || this.closed) return;
     try {
-      active.swarm.handleLivePart(part.record, data);
+      await active.swarm.handleLivePart(part.record, data);
     } catch (err) {
       // Peers may still deliver it, within the load's time.
       this.hooks.emit('origin-corrupt', { rendition, chunk: part.firstChunk, reason: messageOf(err) });

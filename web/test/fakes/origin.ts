@@ -3,7 +3,7 @@
  * tree file, and the swarm URI (which names neither signaling nor the origin).
  */
 import { resolvePeerOptions } from '../../src/options.js';
-import { engineOptions } from '../../src/peer.js';
+import { engineOptions } from '../../src/engine-start.js';
 import { WasmPeer, treeFile } from '../../src/wasm.js';
 import { type FakeHttp, installFetch } from './http.js';
 

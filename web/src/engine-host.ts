@@ -1,0 +1,273 @@
+/**
+ * The engine's side of a swarm in a dedicated Worker: the `EngineLoop` (engine, loop, HTTP
+ * origin, saved chunks) driven by the page's messages (engine-protocol.ts). Each turn of
+ * the loop becomes one message to the page: the engine's events, the bytes of the chunks
+ * verified, and the state the page reads synchronously, when it changed.
+ */
+import { ChannelSender, type SendCounts } from './channel-sender.js';
+import { EngineLoop, type EngineLoopHooks, type EngineLoopStats } from './engine-loop.js';
+import type { EngineSettings, EngineState, FromEngine, Port, ToEngine } from './engine-protocol.js';
+import { messageOf } from './errors.js';
+import { type EngineEvent, PeerOptions, WasmPeer, loadWasm, parseUriLoaded } from './wasm.js';
+
+/** The figures go to the page this often (and when the content completes). */
+const STATS_EVERY_MS = 100;
+
+/** The Wasm engine's options from plain settings, on this thread's clock. */
+export function wasmOptions(s: EngineSettings): PeerOptions {
+  const o = new PeerOptions();
+  o.upload_limit = s.uploadLimit;
+  o.download_limit = s.downloadLimit;
+  o.max_peers = s.maxPeers;
+  o.priority = s.priority;
+  o.urgent_priority = s.urgentPriority;
+  o.vod_window = s.vodWindow;
+  o.max_held_bytes = s.maxHeldBytes;
+  o.stats_interval_ms = 0;
+  o.timer_granularity_ms = 4;
+  o.seed_lo = s.seedLo;
+  o.seed_hi = s.seedHi;
+  // DATA timestamps on the Unix epoch, as libswift peers expect; this thread's clock.
+  o.time_origin_ms = performance.timeOrigin;
+  return o;
+}
+
+function sameRanges(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+export class EngineHost {
+  private engine: WasmPeer | null = null;
+  private loop: EngineLoop | null = null;
+  private events: { event: EngineEvent; bytes: number }[] = [];
+  private chunks: { chunk: number; data: Uint8Array }[] = [];
+  private state: EngineState | null = null;
+  private statsAt = -Infinity;
+  /** Data channels transferred here, by peer, and what was sent and dropped on them. */
+  private readonly channels = new Map<number, { channel: RTCDataChannel; sender: ChannelSender }>();
+  private readonly counts: SendCounts = { sent: 0, dropped: 0 };
+
+  constructor(private readonly port: Port<ToEngine, FromEngine>) {
+    port.onmessage = (ev) => this.handle(ev.data);
+  }
+
+  private post(message: FromEngine, transfer: Transferable[] = []): void {
+    this.port.postMessage(message, transfer);
+  }
+
+  private handle(m: ToEngine): void {
+    if (m.t === 'init') {
+      void this.init(m);
+      return;
+    }
+    const loop = this.loop;
+    if (!loop) return;
+    switch (m.t) {
+      case 'datagram':
+        loop.datagram(m.peer, m.data);
+        break;
+      case 'channel':
+        this.adopt(m.peer, m.channel, loop);
+        break;
+      case 'kick':
+        loop.kick();
+        break;
+      case 'connect':
+        loop.connect(m.peer);
+        break;
+      case 'peer-lost':
+        this.closeChannel(m.peer);
+        loop.peerLost(m.peer);
+        break;
+      case 'set-origin':
+        loop.setOrigin(m.peer, m.on);
+        break;
+      case 'peers-coming':
+        loop.setPeersComing(m.on);
+        loop.kick();
+        break;
+      case 'uploading':
+        loop.setUploading(m.on);
+        break;
+      case 'read-ahead':
+        loop.setReadAhead(m.chunks, m.fromHttp);
+        break;
+      case 'playhead':
+        loop.setPlayhead(m.chunk);
+        break;
+      case 'waiting-for':
+        loop.setWaitingFor(m.start, m.end);
+        break;
+      case 'open-saved':
+        this.answer(m.id, loop.openSaved(m.quotaBytes));
+        break;
+      case 'check-live-part':
+        this.answer(m.id, loop.checkLivePart(m.record));
+        break;
+      case 'handle-live-part':
+        this.answer(m.id, loop.handleLivePart(m.record, m.data));
+        break;
+      case 'peers-holding':
+        this.answer(m.id, loop.peersHolding(m.chunk));
+        break;
+      case 'live-init-matches':
+        this.answer(m.id, loop.liveInitMatches(m.length, m.hash, m.data));
+        break;
+      case 'leave':
+        loop.leave();
+        this.endTurn(true);
+        break;
+      case 'free':
+        for (const peer of [...this.channels.keys()]) this.closeChannel(peer);
+        this.loop = null;
+        this.engine = null;
+        loop.free();
+        this.port.close?.();
+        break;
+      default: {
+        const unhandled: never = m;
+        void unhandled;
+      }
+    }
+  }
+
+  /** Replies to request `id` with what `answer` resolves with, or refuses it with why it rejects. */
+  private answer(id: number, answer: Promise<unknown>): void {
+    answer.then(
+      (value) => this.post({ t: 'reply', id, value: value ?? null }),
+      (err: unknown) => this.post({ t: 'refused', id, message: messageOf(err) }),
+    );
+  }
+
+  private async init(m: Extract<ToEngine, { t: 'init' }>): Promise<void> {
+    try {
+      await loadWasm(m.wasm);
+    } catch (err) {
+      this.post({ t: 'failed', refused: false, message: messageOf(err) });
+      return;
+    }
+    let engine: WasmPeer;
+    try {
+      const options = wasmOptions(m.settings);
+      const r = m.role;
+      engine =
+        r.kind === 'fetcher'
+          ? WasmPeer.fetcher(r.uri, options, performance.now())
+          : WasmPeer.seeder(r.data, r.chunkSize, r.hash, r.signal, r.name, options, performance.now());
+    } catch (err) {
+      this.post({ t: 'failed', refused: true, message: messageOf(err) });
+      return;
+    }
+    const uri = engine.uri();
+    const content = parseUriLoaded(uri);
+    let loop: EngineLoop;
+    try {
+      loop = new EngineLoop(engine, { content, origin: m.origin, originOnly: m.originOnly }, this.hooks());
+    } catch (err) {
+      engine.free();
+      this.post({ t: 'failed', refused: false, message: messageOf(err) });
+      return;
+    }
+    this.engine = engine;
+    this.loop = loop;
+    const state = this.snapshot();
+    this.state = state;
+    this.statsAt = performance.now();
+    this.post({ t: 'ready', uri, content, state, stats: loop.stats() });
+  }
+
+  /** What the loop does with its datagrams, events and fallbacks here. */
+  private hooks(): EngineLoopHooks {
+    return {
+      send: (peer, payload) => {
+        const own = this.channels.get(peer);
+        if (own) own.sender.send(payload);
+        else this.post({ t: 'send', peer, data: payload }, [payload.buffer]);
+      },
+      event: (event, bytes) => this.onEvent(event, bytes),
+      storageFallback: (fallback) => this.post({ t: 'storage-fallback', fallback }),
+      turnEnded: () => this.endTurn(false),
+    };
+  }
+
+  /** Sends and receives on `channel` from now on; its opening and end go to the page. */
+  private adopt(peer: number, channel: RTCDataChannel, loop: EngineLoop): void {
+    channel.binaryType = 'arraybuffer';
+    const sender = new ChannelSender(channel, this.counts);
+    this.channels.set(peer, { channel, sender });
+    channel.onopen = () => this.post({ t: 'channel-opened', peer });
+    if (channel.readyState === 'open') this.post({ t: 'channel-opened', peer });
+    channel.onmessage = (ev: MessageEvent) => {
+      if (ev.data instanceof ArrayBuffer) loop.datagram(peer, new Uint8Array(ev.data));
+    };
+    channel.onclose = () => {
+      if (this.channels.get(peer)?.channel !== channel) return;
+      this.channels.delete(peer);
+      sender.clear();
+      this.post({ t: 'channel-ended', peer });
+    };
+  }
+
+  /** Closes the channel to `peer` if it is here (the page let the peer go). */
+  private closeChannel(peer: number): void {
+    const own = this.channels.get(peer);
+    if (!own) return;
+    this.channels.delete(peer);
+    own.sender.clear();
+    own.channel.onopen = null;
+    own.channel.onmessage = null;
+    own.channel.onclose = null;
+    own.channel.close();
+  }
+
+  private onEvent(event: EngineEvent, bytes: number): void {
+    this.events.push({ event, bytes });
+    if (event.type === 'chunk-verified' || event.type === 'origin-chunk' || event.type === 'chunk-restored') {
+      const data = this.engine?.readChunk(event.chunk);
+      if (data) this.chunks.push({ chunk: event.chunk, data });
+    }
+  }
+
+  private snapshot(): EngineState {
+    const loop = this.loop as EngineLoop;
+    return {
+      have: Array.from(loop.haveRanges()),
+      wantedEnd: loop.wantedEnd(),
+      liveEdge: loop.liveEdge(),
+      liveFloor: loop.liveFloor(),
+      complete: loop.isComplete(),
+      hasHttpOrigin: loop.hasHttpOrigin(),
+    };
+  }
+
+  /** Sends what the turn produced: events, chunks, the state if it changed, figures now and then. */
+  private endTurn(final: boolean): void {
+    const loop = this.loop;
+    if (!loop) return;
+    const now = performance.now();
+    const next = this.snapshot();
+    const prev = this.state;
+    const changed =
+      !prev ||
+      !sameRanges(prev.have, next.have) ||
+      prev.wantedEnd !== next.wantedEnd ||
+      prev.liveEdge !== next.liveEdge ||
+      prev.liveFloor !== next.liveFloor ||
+      prev.complete !== next.complete ||
+      prev.hasHttpOrigin !== next.hasHttpOrigin;
+    // Figures cost a walk of every channel: every 100 ms, and when the content completes.
+    const statsDue = final || now - this.statsAt >= STATS_EVERY_MS || (prev !== null && prev.complete !== next.complete);
+    if (!changed && !statsDue && this.events.length === 0 && this.chunks.length === 0) return;
+    this.state = next;
+    const stats: EngineLoopStats | null = statsDue ? loop.stats() : null;
+    if (statsDue) this.statsAt = now;
+    const events = this.events;
+    const chunks = this.chunks;
+    this.events = [];
+    this.chunks = [];
+    this.post(
+      { t: 'turn', events, chunks, state: changed ? next : null, stats, dropped: this.counts.dropped },
+      chunks.map((c) => c.data.buffer),
+    );
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * Making a swarm's engine: on the page's main thread (a `WasmPeer`, driven by an
+ * `EngineLoop` in the swarm), or in a dedicated Worker (`engineThread: 'worker'`), where
+ * its timers, verification and sends do not wait behind the page's own work. Where the
+ * browser cannot start the Worker (no module Workers, a Content-Security-Policy that
+ * forbids it), the engine runs on the main thread.
+ */
+import type { EngineRole, EngineSettings, FromEngine, Port, ToEngine } from './engine-protocol.js';
+import { PpsppError, messageOf } from './errors.js';
+import type { HttpOriginSettings } from './http-origin.js';
+import type { ResolvedPeerOptions } from './options.js';
+import { PeerOptions, WasmPeer } from './wasm.js';
+import { WorkerEngine } from './worker-engine.js';
+
+/** What the engine is for, beyond the peer's options. */
+export interface EngineExtra {
+  vodWindow?: number;
+  urgentPriority?: number;
+  maxHeldBytes?: number;
+}
+
+/** Wasm engine settings from resolved options, for an engine on this thread. */
+export function engineOptions(
+  options: ResolvedPeerOptions,
+  extra: EngineExtra = {},
+): PeerOptions {
+  const o = new PeerOptions();
+  o.upload_limit = options.uploadLimit;
+  o.download_limit = options.downloadLimit;
+  o.max_peers = options.maxConnections;
+  o.priority = options.priority;
+  o.urgent_priority = extra.urgentPriority ?? 0;
+  o.vod_window = extra.vodWindow ?? 0;
+  o.max_held_bytes = extra.maxHeldBytes ?? 0;
+  o.stats_interval_ms = 0;
+  o.timer_granularity_ms = 4;
+  const seed = new Uint32Array(2);
+  crypto.getRandomValues(seed);
+  o.seed_lo = seed[0] ?? 0;
+  o.seed_hi = seed[1] ?? 0;
+  // DATA timestamps on the Unix epoch, as libswift peers expect.
+  o.time_origin_ms = performance.timeOrigin;
+  return o;
+}
+
+/** The engine's settings as plain data, for the Worker. */
+export function engineSettings(options: ResolvedPeerOptions, extra: EngineExtra = {}): EngineSettings {
+  const seed = new Uint32Array(2);
+  crypto.getRandomValues(seed);
+  return {
+    uploadLimit: options.uploadLimit,
+    downloadLimit: options.downloadLimit,
+    maxPeers: options.maxConnections,
+    priority: options.priority,
+    urgentPriority: extra.urgentPriority ?? 0,
+    vodWindow: extra.vodWindow ?? 0,
+    maxHeldBytes: extra.maxHeldBytes ?? 0,
+    seedLo: seed[0] ?? 0,
+    seedHi: seed[1] ?? 0,
+  };
+}
+
+/** The engine on the main thread; a URI or content the engine refuses throws `code`. */
+function mainThreadEngine(options: ResolvedPeerOptions, role: EngineRole, extra: EngineExtra): WasmPeer {
+  const o = engineOptions(options, extra);
+  try {
+    return role.kind === 'fetcher'
+      ? WasmPeer.fetcher(role.uri, o, performance.now())
+      : WasmPeer.seeder(role.data, role.chunkSize, role.hash, role.signal, role.name, o, performance.now());
+  } catch (err) {
+    throw new PpsppError(role.kind === 'fetcher' ? 'bad-uri' : 'bad-option', messageOf(err), { cause: err });
+  }
+}
+
+/** The page's base URL, against which the options' relative URLs are meant. */
+function pageBase(): string | undefined {
+  return typeof document !== 'undefined' ? document.baseURI : undefined;
+}
+
+/** The Wasm module's URL for the Worker: absolute (its base is not the page's), or its default. */
+function wasmUrl(wasm: string | URL | undefined): string | undefined {
+  return wasm === undefined ? undefined : new URL(wasm, pageBase()).href;
+}
+
+/** The HTTP origin with every URL absolute, as the page means them, for the Worker. */
+function absoluteOrigin(origin: HttpOriginSettings | null): HttpOriginSettings | null {
+  if (!origin) return null;
+  const abs = (url: string): string => new URL(url, pageBase()).href;
+  const out: HttpOriginSettings = { ...origin, url: abs(origin.url), tree: abs(origin.tree) };
+  if (origin.parts) out.parts = origin.parts.map((p) => ({ ...p, url: abs(p.url) }));
+  return out;
+}
+
+/**
+ * The engine of a new swarm: in a dedicated Worker if the options ask for one and the
+ * browser can start it, else here. Rejects with `bad-uri` (a fetcher's URI the engine
+ * refuses) or `bad-option` (a seeder's content), as the main thread's engine throws.
+ */
+export async function startEngine(
+  options: ResolvedPeerOptions,
+  role: EngineRole,
+  extra: EngineExtra,
+  origin: HttpOriginSettings | null,
+  originOnly: boolean,
+): Promise<WasmPeer | WorkerEngine> {
+  if (options.engineThread !== 'worker' || typeof Worker === 'undefined') return mainThreadEngine(options, role, extra);
+  let worker: Worker;
+  try {
+    worker = new Worker(new URL('./engine-worker.js', import.meta.url), { type: 'module', name: 'ppspp-engine' });
+  } catch {
+    return mainThreadEngine(options, role, extra);
+  }
+  // The seeder's bytes go to the Worker; the caller keeps its own.
+  const sent: EngineRole = role.kind === 'seeder' ? { ...role, data: role.data.slice() } : role;
+  try {
+    const engine = await WorkerEngine.start(worker as unknown as Port<FromEngine, ToEngine>, {
+      wasm: wasmUrl(options.wasm),
+      role: sent,
+      settings: engineSettings(options, extra),
+      origin: absoluteOrigin(origin),
+      originOnly,
+    });
+    engine.onFreed(() => worker.terminate());
+    return engine;
+  } catch (err) {
+    worker.terminate();
+    // What the engine refused, it refuses here too; a Worker that did not start is not
+    // the page's problem: the engine runs here instead.
+    if (err instanceof PpsppError && (err.code === 'bad-uri' || err.code === 'bad-option')) throw err;
+    return mainThreadEngine(options, role, extra);
+  }
+}
