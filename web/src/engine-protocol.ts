@@ -26,7 +26,7 @@ export type EngineRole =
   | { kind: 'fetcher'; uri: string }
   | { kind: 'seeder'; data: Uint8Array; chunkSize: number; hash: 'sha1' | 'sha256'; signal: string | null; name: string | null };
 
-/** Where the Wasm module comes from (as `loadWasm` takes it; a module is cloned, a URL fetched again). */
+/** Where the Wasm module comes from (as `loadWasm` takes it): the page's compiled module, cloned, or a URL. */
 export type WasmSource = string | WebAssembly.Module | undefined;
 
 /** The page → the Worker. */

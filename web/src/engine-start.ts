@@ -9,7 +9,7 @@ import type { EngineRole, EngineSettings, FromEngine, Port, ToEngine } from './e
 import { PpsppError, messageOf } from './errors.js';
 import type { HttpOriginSettings } from './http-origin.js';
 import type { ResolvedPeerOptions } from './options.js';
-import { PeerOptions, WasmPeer } from './wasm.js';
+import { PeerOptions, WasmPeer, wasmModule } from './wasm.js';
 import { WorkerEngine } from './worker-engine.js';
 
 /** What the engine is for, beyond the peer's options. */
@@ -92,6 +92,20 @@ function absoluteOrigin(origin: HttpOriginSettings | null): HttpOriginSettings |
 }
 
 /**
+ * A dedicated Worker for an engine, if the options ask for one and the browser starts it
+ * (null: the engine runs on the main thread). Started early, it loads its scripts while
+ * the page does the rest of its start; {@link startEngine} takes it over.
+ */
+export function engineWorker(options: ResolvedPeerOptions): Worker | null {
+  if (options.engineThread !== 'worker' || typeof Worker === 'undefined') return null;
+  try {
+    return new Worker(new URL('./engine-worker.js', import.meta.url), { type: 'module', name: 'ppspp-engine' });
+  } catch {
+    return null;
+  }
+}
+
+/**
  * The engine of a new swarm: in a dedicated Worker if the options ask for one and the
  * browser can start it, else here. Rejects with `bad-uri` (a fetcher's URI the engine
  * refuses) or `bad-option` (a seeder's content), as the main thread's engine throws.
@@ -102,19 +116,16 @@ export async function startEngine(
   extra: EngineExtra,
   origin: HttpOriginSettings | null,
   originOnly: boolean,
+  started: Worker | null = null,
 ): Promise<WasmPeer | WorkerEngine> {
-  if (options.engineThread !== 'worker' || typeof Worker === 'undefined') return mainThreadEngine(options, role, extra);
-  let worker: Worker;
-  try {
-    worker = new Worker(new URL('./engine-worker.js', import.meta.url), { type: 'module', name: 'ppspp-engine' });
-  } catch {
-    return mainThreadEngine(options, role, extra);
-  }
+  const worker = started ?? engineWorker(options);
+  if (!worker) return mainThreadEngine(options, role, extra);
   // The seeder's bytes go to the Worker; the caller keeps its own.
   const sent: EngineRole = role.kind === 'seeder' ? { ...role, data: role.data.slice() } : role;
   try {
     const engine = await WorkerEngine.start(worker as unknown as Port<FromEngine, ToEngine>, {
-      wasm: wasmUrl(options.wasm),
+      // The page's compiled module: the Worker instantiates it without fetching or compiling.
+      wasm: wasmModule() ?? wasmUrl(options.wasm),
       role: sent,
       settings: engineSettings(options, extra),
       origin: absoluteOrigin(origin),

@@ -19,7 +19,7 @@ import { MAX_AHEAD_SECONDS, VodFeed } from './media/vod-feed.js';
 import { type PlayerOptions, type ResolvedPlayerOptions, resolveHttpOrigin, resolvePlayerOptions } from './options.js';
 import { hasWebRtc, requireWebRtc, type SelectedPair, webRtcUnsupported } from './connections.js';
 import { isRootHex, uriFor } from './discover.js';
-import { startEngine } from './engine-start.js';
+import { engineWorker, startEngine } from './engine-start.js';
 import { signalWithOrigin } from './peer.js';
 import { type P2pUnavailable, Swarm, type SwarmEvents, type SwarmStats } from './swarm.js';
 import { type ContentInfo, loadWasm, parseUriLoaded } from './wasm.js';
@@ -230,41 +230,55 @@ export class Player extends Emitter<PlayerEvents> {
   static async attach(video: HTMLVideoElement, uri: string, options: PlayerOptions = {}): Promise<Player> {
     const attachedAt = performance.now();
     const resolved = resolvePlayerOptions(options);
-    const mse = chooseMediaSource(resolved.mediaSource);
-    if (!(video instanceof HTMLVideoElement)) {
-      throw new PpsppError('bad-option', 'Player.attach needs an HTMLVideoElement');
+    // Started now, the engine's Worker loads its scripts while the page reads the URI.
+    const worker = engineWorker(resolved);
+    const prepare = async () => {
+      const mse = chooseMediaSource(resolved.mediaSource);
+      if (!(video instanceof HTMLVideoElement)) {
+        throw new PpsppError('bad-option', 'Player.attach needs an HTMLVideoElement');
+      }
+      if (resolved.mimeType !== undefined && !mse.Class.isTypeSupported(resolved.mimeType)) {
+        throw new PpsppError('mse-unsupported', `this browser cannot play ${resolved.mimeType} through MediaSource`);
+      }
+      await loadWasm(resolved.wasm);
+      // A bare root is described by peers, over WebRTC.
+      if (isRootHex(uri)) requireWebRtc();
+      uri = await uriFor(uri, resolved);
+      const content = parseUriLoaded(uri);
+      const origin = resolveHttpOrigin(resolved.httpOrigin, content);
+      let signal = signalWithOrigin(resolved, content, origin);
+      // HTTP-only playback needs no WebRTC; with an origin, a browser without it plays from HTTP.
+      let noP2p: P2pUnavailable | null = null;
+      if (!resolved.p2p && origin === null) {
+        throw new PpsppError('bad-option', 'p2p: false (HTTP until enableP2P) needs an HTTP origin: the URI has no http= and tree= parameters and no httpOrigin option was given');
+      }
+      // P2P for later: WebRTC is looked for when it is enabled.
+      const p2pLater = !resolved.p2p && signal !== null;
+      if (signal !== null && origin !== null && !p2pLater && !hasWebRtc()) {
+        signal = null;
+        noP2p = webRtcUnsupported();
+      }
+      if (signal !== null && !p2pLater) requireWebRtc();
+      const window = Math.max(16, Math.ceil(resolved.readAheadBytes / content.chunkSize));
+      // A live stream's discard window bounds what is held, and nothing of it is saved.
+      const live = content.live !== undefined;
+      return { mse, content, origin, signal, noP2p, p2pLater, live, window };
+    };
+    let prepared: Awaited<ReturnType<typeof prepare>>;
+    try {
+      prepared = await prepare();
+    } catch (err) {
+      worker?.terminate();
+      throw err;
     }
-    if (resolved.mimeType !== undefined && !mse.Class.isTypeSupported(resolved.mimeType)) {
-      throw new PpsppError('mse-unsupported', `this browser cannot play ${resolved.mimeType} through MediaSource`);
-    }
-    await loadWasm(resolved.wasm);
-    // A bare root is described by peers, over WebRTC.
-    if (isRootHex(uri)) requireWebRtc();
-    uri = await uriFor(uri, resolved);
-    const content = parseUriLoaded(uri);
-    const origin = resolveHttpOrigin(resolved.httpOrigin, content);
-    let signal = signalWithOrigin(resolved, content, origin);
-    // HTTP-only playback needs no WebRTC; with an origin, a browser without it plays from HTTP.
-    let noP2p: P2pUnavailable | null = null;
-    if (!resolved.p2p && origin === null) {
-      throw new PpsppError('bad-option', 'p2p: false (HTTP until enableP2P) needs an HTTP origin: the URI has no http= and tree= parameters and no httpOrigin option was given');
-    }
-    // P2P for later: WebRTC is looked for when it is enabled.
-    const p2pLater = !resolved.p2p && signal !== null;
-    if (signal !== null && origin !== null && !p2pLater && !hasWebRtc()) {
-      signal = null;
-      noP2p = webRtcUnsupported();
-    }
-    if (signal !== null && !p2pLater) requireWebRtc();
-    const window = Math.max(16, Math.ceil(resolved.readAheadBytes / content.chunkSize));
-    // A live stream's discard window bounds what is held, and nothing of it is saved.
-    const live = content.live !== undefined;
+    const { mse, content, origin, signal, noP2p, p2pLater, live, window } = prepared;
     const engine = await startEngine(
       resolved,
       { kind: 'fetcher', uri },
       { vodWindow: window, urgentPriority: resolved.urgentPriority, maxHeldBytes: resolved.maxMemoryBytes },
       origin,
       signal === null || p2pLater,
+      worker,
     );
     const swarm = new Swarm(engine, content, {
       signal,

@@ -16,15 +16,32 @@ export { OriginOptions, PartMap, WasmDiscovery, WasmPeer, PeerOptions, treeFile,
 
 let loading: Promise<void> | null = null;
 let loaded = false;
+/** The compiled module, once loaded: an engine's Worker instantiates it without compiling again. */
+let compiled: WebAssembly.Module | null = null;
+
+/** Compiles the module from where `source` says (by default next to the package's JavaScript). */
+async function compile(source?: string | URL | BufferSource | WebAssembly.Module): Promise<WebAssembly.Module> {
+  if (source instanceof WebAssembly.Module) return source;
+  if (source !== undefined && !(typeof source === 'string' || source instanceof URL)) return WebAssembly.compile(source);
+  const url = source ?? new URL('../wasm/ppspp_wasm_bg.wasm', import.meta.url);
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`${String(url)}: HTTP ${response.status}`);
+  // Streaming needs the server's application/wasm; anything else is compiled from the bytes.
+  if (response.headers.get('content-type')?.startsWith('application/wasm')) return WebAssembly.compileStreaming(response);
+  return WebAssembly.compile(await response.arrayBuffer());
+}
 
 /**
- * Loads the module once per page. `source` overrides where it comes from (a URL, or the
- * bytes); by default it sits next to the package's JavaScript, which bundlers such as Vite
- * resolve by themselves.
+ * Loads the module once per page (or Worker). `source` overrides where it comes from (a
+ * URL, the bytes, or a compiled module); by default it sits next to the package's
+ * JavaScript, which bundlers such as Vite resolve by themselves.
  */
 export function loadWasm(source?: string | URL | BufferSource | WebAssembly.Module): Promise<void> {
   if (loading) return loading;
-  loading = (source === undefined ? init() : init({ module_or_path: source })).then(
+  loading = compile(source).then(async (module) => {
+    await init({ module_or_path: module });
+    compiled = module;
+  }).then(
     () => {
       loaded = true;
     },
@@ -36,6 +53,11 @@ export function loadWasm(source?: string | URL | BufferSource | WebAssembly.Modu
     },
   );
   return loading;
+}
+
+/** The compiled module once {@link loadWasm} has finished (null before). */
+export function wasmModule(): WebAssembly.Module | null {
+  return compiled;
 }
 
 /** True once {@link loadWasm} has finished. */
