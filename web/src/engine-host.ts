@@ -6,31 +6,13 @@
  */
 import { ChannelSender, type SendCounts } from './channel-sender.js';
 import { EngineLoop, type EngineLoopHooks, type EngineLoopStats } from './engine-loop.js';
-import type { EngineSettings, EngineState, FromEngine, Port, ToEngine } from './engine-protocol.js';
+import type { EngineState, FromEngine, Port, ToEngine } from './engine-protocol.js';
 import { messageOf } from './errors.js';
-import { type EngineEvent, PeerOptions, WasmPeer, loadWasm, parseUriLoaded } from './wasm.js';
+import { makeEngine } from './engine-make.js';
+import { type EngineEvent, type WasmPeer, loadWasm, parseUriLoaded } from './wasm.js';
 
 /** The figures go to the page this often (and when the content completes). */
 const STATS_EVERY_MS = 100;
-
-/** The Wasm engine's options from plain settings, on this thread's clock. */
-export function wasmOptions(s: EngineSettings): PeerOptions {
-  const o = new PeerOptions();
-  o.upload_limit = s.uploadLimit;
-  o.download_limit = s.downloadLimit;
-  o.max_peers = s.maxPeers;
-  o.priority = s.priority;
-  o.urgent_priority = s.urgentPriority;
-  o.vod_window = s.vodWindow;
-  o.max_held_bytes = s.maxHeldBytes;
-  o.stats_interval_ms = 0;
-  o.timer_granularity_ms = 4;
-  o.seed_lo = s.seedLo;
-  o.seed_hi = s.seedHi;
-  // DATA timestamps on the Unix epoch, as libswift peers expect; this thread's clock.
-  o.time_origin_ms = performance.timeOrigin;
-  return o;
-}
 
 function sameRanges(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
@@ -148,12 +130,7 @@ export class EngineHost {
     }
     let engine: WasmPeer;
     try {
-      const options = wasmOptions(m.settings);
-      const r = m.role;
-      engine =
-        r.kind === 'fetcher'
-          ? WasmPeer.fetcher(r.uri, options, performance.now())
-          : WasmPeer.seeder(r.data, r.chunkSize, r.hash, r.signal, r.name, options, performance.now());
+      engine = makeEngine(m.role, m.settings);
     } catch (err) {
       this.post({ t: 'failed', refused: true, message: messageOf(err) });
       return;

@@ -9,7 +9,8 @@ import type { EngineRole, EngineSettings, FromEngine, Port, ToEngine } from './e
 import { PpsppError, messageOf } from './errors.js';
 import type { HttpOriginSettings } from './http-origin.js';
 import type { ResolvedPeerOptions } from './options.js';
-import { PeerOptions, WasmPeer, wasmModule } from './wasm.js';
+import { makeEngine, wasmOptions } from './engine-make.js';
+import { type PeerOptions, type WasmPeer, wasmModule } from './wasm.js';
 import { WorkerEngine } from './worker-engine.js';
 
 /** What the engine is for, beyond the peer's options. */
@@ -17,30 +18,6 @@ export interface EngineExtra {
   vodWindow?: number;
   urgentPriority?: number;
   maxHeldBytes?: number;
-}
-
-/** Wasm engine settings from resolved options, for an engine on this thread. */
-export function engineOptions(
-  options: ResolvedPeerOptions,
-  extra: EngineExtra = {},
-): PeerOptions {
-  const o = new PeerOptions();
-  o.upload_limit = options.uploadLimit;
-  o.download_limit = options.downloadLimit;
-  o.max_peers = options.maxConnections;
-  o.priority = options.priority;
-  o.urgent_priority = extra.urgentPriority ?? 0;
-  o.vod_window = extra.vodWindow ?? 0;
-  o.max_held_bytes = extra.maxHeldBytes ?? 0;
-  o.stats_interval_ms = 0;
-  o.timer_granularity_ms = 4;
-  const seed = new Uint32Array(2);
-  crypto.getRandomValues(seed);
-  o.seed_lo = seed[0] ?? 0;
-  o.seed_hi = seed[1] ?? 0;
-  // DATA timestamps on the Unix epoch, as libswift peers expect.
-  o.time_origin_ms = performance.timeOrigin;
-  return o;
 }
 
 /** The engine's settings as plain data, for the Worker. */
@@ -60,13 +37,15 @@ export function engineSettings(options: ResolvedPeerOptions, extra: EngineExtra 
   };
 }
 
+/** Wasm engine options from resolved options, for an engine on this thread. */
+export function engineOptions(options: ResolvedPeerOptions, extra: EngineExtra = {}): PeerOptions {
+  return wasmOptions(engineSettings(options, extra));
+}
+
 /** The engine on the main thread; a URI or content the engine refuses throws `code`. */
 function mainThreadEngine(options: ResolvedPeerOptions, role: EngineRole, extra: EngineExtra): WasmPeer {
-  const o = engineOptions(options, extra);
   try {
-    return role.kind === 'fetcher'
-      ? WasmPeer.fetcher(role.uri, o, performance.now())
-      : WasmPeer.seeder(role.data, role.chunkSize, role.hash, role.signal, role.name, o, performance.now());
+    return makeEngine(role, engineSettings(options, extra));
   } catch (err) {
     throw new PpsppError(role.kind === 'fetcher' ? 'bad-uri' : 'bad-option', messageOf(err), { cause: err });
   }
