@@ -110,12 +110,14 @@ test('a tampered segment on the web server is refused: hls.js gets the true byte
   report.keep('seeder', seeder);
   stops.push(() => seeder.stop());
   await seeder.waitLine((l) => l.includes('v2/index.m3u8'));
-  // Every rendition's second segment has one byte changed on the server.
+  // Every rendition's second segment has a byte changed in every KiB on the server: each
+  // chunk of it the web server is asked for is a tampered one, whichever the seeder
+  // delivered first.
   const files: Map<string, Uint8Array | string> = ladderFiles('/hls');
   for (const v of ['v0', 'v1', 'v2']) {
     const path = `/hls/${v}/seg001.m4s`;
     const bytes = new Uint8Array(readFileSync(files.get(path) as string));
-    bytes[1000] = (bytes[1000] ?? 0) ^ 0xff;
+    for (let at = 1000; at < bytes.length; at += 1024) bytes[at] = (bytes[at] ?? 0) ^ 0xff;
     files.set(path, bytes);
   }
   const server = await startOriginServer(files);
@@ -129,7 +131,7 @@ test('a tampered segment on the web server is refused: hls.js gets the true byte
   for (const f of s.frags) expect(f.sha, f.url).toBe(trueSha(f.url, f.range));
   const corrupt = await page.evaluate(() => (window as unknown as { __t: { originCorrupt: string[] } }).__t.originCorrupt);
   expect(corrupt.length, 'the page asked the web server for a tampered chunk and refused it').toBeGreaterThan(0);
-  // Each refused chunk is the one holding the changed byte of that rendition's seg001.
+  // Each refused chunk is named by its rendition (0–2) and chunk.
   for (const c of corrupt) expect(c).toMatch(/^[012]:\d+$/);
 });
 
@@ -153,7 +155,9 @@ test('a throttled line: hls.js switches down, and back up once it clears, withou
   throttle.bytesPerSecond = 90_000;
   await expect.poll(() => loadingLevel(page), { timeout: 30_000, message: `throttled, hls.js switches down to 240p; levels so far ${JSON.stringify(await levels())}` }).toBe(0);
   throttle.bytesPerSecond = 0;
-  await expect.poll(() => loadingLevel(page), { timeout: 30_000, message: 'the line clears, hls.js climbs back to 720p' }).toBe(2);
+  // hls.js weighs each sample by its load time: the throttled loads, seconds long, outweigh
+  // a few unthrottled ones of tens of milliseconds, so climbing back takes some segments.
+  await expect.poll(() => loadingLevel(page), { timeout: 45_000, message: 'the line clears, hls.js climbs back to 720p' }).toBe(2);
   const s = await page.evaluate(() => {
     const t = (window as unknown as { __t: { stallsMs: number[]; stalledNow(): number; errors: string[]; hlsErrors: string[]; frags: { level: number }[] } }).__t;
     return { stallsMs: t.stallsMs, now: t.stalledNow(), errors: t.errors, fatal: t.hlsErrors.filter((e) => e.includes('fatal=true')), levels: t.frags.map((f) => f.level) };

@@ -50,11 +50,11 @@ test('the packed npm package plays in a Vite-built page, with the engine on the 
     swarm = await startSwarm();
     const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
     const page = await context.newPage();
-    await page.goto(`${web.url}/app/index.html?uri=${encodeURIComponent(swarm.uri)}`);
+    await page.goto(`${web.url}/app/index.html?engine=main&uri=${encodeURIComponent(swarm.uri)}`);
     await expectPlayedPast(page, 2);
-    // The engine's Worker, bundled by Vite from `new URL('./engine-worker.js', import.meta.url)`.
+    // The engine's Worker (the default), bundled by Vite from `new URL('./engine-worker.js', import.meta.url)`.
     const worker = await context.newPage();
-    await worker.goto(`${web.url}/app/index.html?engine=worker&uri=${encodeURIComponent(swarm.uri)}`);
+    await worker.goto(`${web.url}/app/index.html?uri=${encodeURIComponent(swarm.uri)}`);
     await expectPlayedPast(worker, 2);
     const thread = await worker.evaluate(() => (window as unknown as { __t: { player: { stats(): { engineThread: string } } } }).__t.player.stats().engineThread);
     expect(thread, 'the engine runs in the Worker Vite bundled').toBe('worker');

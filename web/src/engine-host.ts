@@ -28,6 +28,8 @@ export class EngineHost {
   /** Data channels transferred here, by peer, and what was sent and dropped on them. */
   private readonly channels = new Map<number, { channel: RTCDataChannel; sender: ChannelSender }>();
   private readonly counts: SendCounts = { sent: 0, dropped: 0 };
+  /** Messages that came while the engine was being made (null: not starting). */
+  private starting: ToEngine[] | null = null;
 
   constructor(private readonly port: Port<ToEngine, FromEngine>) {
     port.onmessage = (ev) => this.handle(ev.data);
@@ -40,6 +42,11 @@ export class EngineHost {
   private handle(m: ToEngine): void {
     if (m.t === 'init') {
       void this.init(m);
+      return;
+    }
+    // The page goes on while the engine starts here: what it says meanwhile waits for it.
+    if (this.starting) {
+      this.starting.push(m);
       return;
     }
     const loop = this.loop;
@@ -122,18 +129,32 @@ export class EngineHost {
   }
 
   private async init(m: Extract<ToEngine, { t: 'init' }>): Promise<void> {
+    this.starting = [];
+    const made = await this.make(m);
+    const waiting = this.starting;
+    this.starting = null;
+    if (!made) {
+      // Nothing will use the channels the page handed over meanwhile.
+      for (const w of waiting) if (w.t === 'channel') w.channel.close();
+      return;
+    }
+    for (const w of waiting) this.handle(w);
+  }
+
+  /** Makes the engine and its loop and says so (`ready`), or says why not (`failed`). */
+  private async make(m: Extract<ToEngine, { t: 'init' }>): Promise<boolean> {
     try {
       await loadWasm(m.wasm);
     } catch (err) {
       this.post({ t: 'failed', refused: false, message: messageOf(err) });
-      return;
+      return false;
     }
     let engine: WasmPeer;
     try {
       engine = makeEngine(m.role, m.settings);
     } catch (err) {
       this.post({ t: 'failed', refused: true, message: messageOf(err) });
-      return;
+      return false;
     }
     const uri = engine.uri();
     const content = parseUriLoaded(uri);
@@ -143,7 +164,7 @@ export class EngineHost {
     } catch (err) {
       engine.free();
       this.post({ t: 'failed', refused: false, message: messageOf(err) });
-      return;
+      return false;
     }
     this.engine = engine;
     this.loop = loop;
@@ -151,6 +172,7 @@ export class EngineHost {
     this.state = state;
     this.statsAt = performance.now();
     this.post({ t: 'ready', uri, content, state, stats: loop.stats() });
+    return true;
   }
 
   /** What the loop does with its datagrams, events and fallbacks here. */

@@ -10,7 +10,7 @@ import { PpsppError, messageOf } from './errors.js';
 import type { HttpOriginSettings } from './http-origin.js';
 import type { ResolvedPeerOptions } from './options.js';
 import { makeEngine, wasmOptions } from './engine-make.js';
-import { type PeerOptions, type WasmPeer, wasmModule } from './wasm.js';
+import { type ContentInfo, type PeerOptions, type WasmPeer, wasmModule } from './wasm.js';
 import { WorkerEngine } from './worker-engine.js';
 
 /** What the engine is for, beyond the peer's options. */
@@ -51,6 +51,19 @@ function mainThreadEngine(options: ResolvedPeerOptions, role: EngineRole, extra:
   }
 }
 
+/** The least bound on held bytes the engine works well with (a full store of requests). */
+const LEAST_HELD_BYTES = 1 << 20;
+
+/**
+ * An engine in a Worker holds half the bound on held bytes (`maxMemoryBytes`), at least
+ * 1 MiB: the page keeps a copy of what it holds (chunk-mirror.ts), and the two together
+ * stay within the bound.
+ */
+export function inWorker(extra: EngineExtra): EngineExtra {
+  const bound = extra.maxHeldBytes ?? 0;
+  return bound > 0 ? { ...extra, maxHeldBytes: Math.max(LEAST_HELD_BYTES, Math.floor(bound / 2)) } : extra;
+}
+
 /** The page's base URL, against which the options' relative URLs are meant. */
 function pageBase(): string | undefined {
   return typeof document !== 'undefined' ? document.baseURI : undefined;
@@ -85,6 +98,82 @@ export function engineWorker(options: ResolvedPeerOptions): Worker | null {
 }
 
 /**
+ * A Worker started ahead for the next engine of a presentation (its next rendition), so
+ * that an ABR switch does not wait for a Worker to load its scripts; one at most.
+ */
+export class SpareWorker {
+  private spare: Worker | null = null;
+  private closed = false;
+
+  /** The spare, if there is one and `options` want a Worker (else it ends). */
+  take(options: ResolvedPeerOptions): Worker | null {
+    const w = this.spare;
+    this.spare = null;
+    if (w && options.engineThread === 'worker') return w;
+    w?.terminate();
+    return null;
+  }
+
+  /** Starts a spare if there is none (and `options` want Workers). */
+  prepare(options: ResolvedPeerOptions): void {
+    if (!this.closed && !this.spare) this.spare = engineWorker(options);
+  }
+
+  close(): void {
+    this.closed = true;
+    this.spare?.terminate();
+    this.spare = null;
+  }
+}
+
+/** A fetcher's engine being started, with what settles when it is made. */
+export interface BegunEngine {
+  engine: WasmPeer | WorkerEngine;
+  /**
+   * Resolves once the engine is made (at once on the main thread); rejects with `bad-uri`
+   * (the engine refused the URI) or `wasm-load-failed` (the Worker could not make it: the
+   * caller may begin again on the main thread, `engineThread: 'main'`). The engine is
+   * freed then.
+   */
+  ready: Promise<void>;
+}
+
+/**
+ * A fetcher's engine for a new swarm, to use at once: on the main thread it is made now
+ * (a URI it refuses throws `bad-uri`); in a Worker (`engineThread: 'worker'` and the
+ * browser starts one) it is made while the swarm joins its room and connects, and what
+ * the swarm says meanwhile waits for it. `content` is the URI's, read on the page.
+ */
+export function beginEngine(
+  options: ResolvedPeerOptions,
+  uri: string,
+  content: ContentInfo,
+  extra: EngineExtra,
+  origin: HttpOriginSettings | null,
+  originOnly: boolean,
+  started: Worker | null = null,
+): BegunEngine {
+  const worker = started ?? engineWorker(options);
+  if (!worker) return { engine: mainThreadEngine(options, { kind: 'fetcher', uri }, extra), ready: Promise.resolve() };
+  const { engine, ready } = WorkerEngine.begin(
+    worker as unknown as Port<FromEngine, ToEngine>,
+    {
+      wasm: wasmModule() ?? wasmUrl(options.wasm),
+      role: { kind: 'fetcher', uri },
+      settings: engineSettings(options, inWorker(extra)),
+      origin: absoluteOrigin(origin),
+      originOnly,
+    },
+    content,
+  );
+  // A script that does not load (a Content-Security-Policy, a bundler that left it out)
+  // fails the start now rather than at its timeout.
+  worker.addEventListener('error', (ev) => engine.workerFailed(`the engine's Worker did not start: ${ev.message || 'its script did not load'}`), { once: true });
+  engine.onFreed(() => worker.terminate());
+  return { engine, ready };
+}
+
+/**
  * The engine of a new swarm: in a dedicated Worker if the options ask for one and the
  * browser can start it, else here. Rejects with `bad-uri` (a fetcher's URI the engine
  * refuses) or `bad-option` (a seeder's content), as the main thread's engine throws.
@@ -106,7 +195,7 @@ export async function startEngine(
       // The page's compiled module: the Worker instantiates it without fetching or compiling.
       wasm: wasmModule() ?? wasmUrl(options.wasm),
       role: sent,
-      settings: engineSettings(options, extra),
+      settings: engineSettings(options, inWorker(extra)),
       origin: absoluteOrigin(origin),
       originOnly,
     });

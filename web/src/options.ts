@@ -70,8 +70,8 @@ export interface PeerOptions {
    * Where the engine runs: `'worker'`, a dedicated Worker (the package's
    * `engine-worker.js`, which bundlers find through `new URL(…, import.meta.url)`), so
    * that its timers, verification and sends do not wait behind the page's own work; or
-   * `'main'`, the page's main thread. Where the browser cannot start the Worker, the
-   * engine runs on the main thread. Default `'main'`.
+   * `'main'`, the page's main thread. Where the browser cannot start the Worker, or the
+   * Worker cannot make the engine, the engine runs on the main thread. Default `'worker'`.
    */
   engineThread?: 'main' | 'worker';
   /**
@@ -405,7 +405,7 @@ export function resolvePeerOptions(options: PeerOptions = {}, known = KNOWN_PEER
     connectTimeoutMs: number(options, 'connectTimeoutMs', 15_000, { min: 100 }),
     statsIntervalMs: number(options, 'statsIntervalMs', 1000, { min: 0 }),
     wasm,
-    engineThread: oneOf(options, 'engineThread', ['main', 'worker'] as const, 'main'),
+    engineThread: oneOf(options, 'engineThread', ['main', 'worker'] as const, 'worker'),
     preferPeers: boolean(options, 'preferPeers', true),
     reportOffload: boolean(options, 'reportOffload', false),
   };

@@ -19,10 +19,11 @@ import { MAX_AHEAD_SECONDS, VodFeed } from './media/vod-feed.js';
 import { type PlayerOptions, type ResolvedPlayerOptions, resolveHttpOrigin, resolvePlayerOptions } from './options.js';
 import { hasWebRtc, requireWebRtc, type SelectedPair, webRtcUnsupported } from './connections.js';
 import { isRootHex, uriFor } from './discover.js';
-import { engineWorker, startEngine } from './engine-start.js';
+import { beginEngine, engineWorker } from './engine-start.js';
 import { signalWithOrigin } from './peer.js';
 import { type P2pUnavailable, Swarm, type SwarmEvents, type SwarmStats } from './swarm.js';
 import { type ContentInfo, loadWasm, parseUriLoaded } from './wasm.js';
+import { WorkerEngine } from './worker-engine.js';
 
 export interface PlayerEvents extends SwarmEvents {
   /** The first frame is decoded (`loadeddata`), `ms` after `attach()` was called. */
@@ -229,6 +230,7 @@ export class Player extends Emitter<PlayerEvents> {
    */
   static async attach(video: HTMLVideoElement, uri: string, options: PlayerOptions = {}): Promise<Player> {
     const attachedAt = performance.now();
+    const asked = uri;
     const resolved = resolvePlayerOptions(options);
     // Started now, the engine's Worker loads its scripts while the page reads the URI.
     const worker = engineWorker(resolved);
@@ -272,9 +274,11 @@ export class Player extends Emitter<PlayerEvents> {
       throw err;
     }
     const { mse, content, origin, signal, noP2p, p2pLater, live, window } = prepared;
-    const engine = await startEngine(
+    // A Worker's engine is made while the swarm joins and MediaSource opens.
+    const { engine, ready } = beginEngine(
       resolved,
-      { kind: 'fetcher', uri },
+      uri,
+      content,
       { vodWindow: window, urgentPriority: resolved.urgentPriority, maxHeldBytes: resolved.maxMemoryBytes },
       origin,
       signal === null || p2pLater,
@@ -295,15 +299,17 @@ export class Player extends Emitter<PlayerEvents> {
       swarm.close();
       throw err;
     }
-    player.mark('engineMs');
     // Held like every event until attach resolves.
     if (noP2p) player.emit('p2p-unavailable', noP2p);
     void swarm.joined.then(() => player.mark('joinedMs'));
     try {
-      await swarm.start();
-      await player.open();
+      await Promise.all([ready.then(() => player.mark('engineMs')), swarm.start(), player.open()]);
     } catch (err) {
       player.destroy();
+      // A Worker that could not make the engine: the engine runs on the main thread instead.
+      if (err instanceof PpsppError && err.code === 'wasm-load-failed' && engine instanceof WorkerEngine) {
+        return Player.attach(video, asked, { ...options, engineThread: 'main' });
+      }
       throw err;
     }
     setTimeout(() => player.releaseHeld(), 0);

@@ -10,7 +10,7 @@ import type { EngineLoopHooks, EngineLoopStats } from './engine-loop.js';
 import type { EngineRole, EngineSettings, EngineState, FromEngine, Port, ToEngine, WasmSource } from './engine-protocol.js';
 import { PpsppError } from './errors.js';
 import type { HttpOriginSettings } from './http-origin.js';
-import type { ContentInfo } from './wasm.js';
+import { type ContentInfo, ENGINE_STATS_FIELDS, type EngineStats } from './wasm.js';
 
 /** How long the Worker may take to load the Wasm module and make the engine. */
 export const ENGINE_START_TIMEOUT_MS = 20_000;
@@ -21,6 +21,13 @@ export interface WorkerEngineSetup {
   settings: EngineSettings;
   origin: HttpOriginSettings | null;
   originOnly: boolean;
+}
+
+/** The figures of an engine not made yet: nothing held, nothing sent. */
+function nothingYet(content: ContentInfo): EngineLoopStats {
+  const engine = Object.fromEntries(Object.keys(ENGINE_STATS_FIELDS).map((k) => [k, 0])) as unknown as EngineStats;
+  engine.chunkCount = content.live ? 0 : Math.ceil(content.length / content.chunkSize);
+  return { engine, channels: [], chunksSaved: 0, bytesSaved: 0 };
 }
 
 interface Pending {
@@ -44,6 +51,9 @@ export class WorkerEngine {
   private freedHooks: (() => void)[] = [];
   private dropped = 0;
 
+  /** While the Worker makes an engine begun with {@link begin}: what settles its start. */
+  private starting: { settle(failure: PpsppError | null): void } | null = null;
+
   private constructor(
     private readonly port: Port<FromEngine, ToEngine>,
     ready: Extract<FromEngine, { t: 'ready' }>,
@@ -55,6 +65,60 @@ export class WorkerEngine {
     this.mirror = new ChunkMirror(ready.content.chunkSize, ready.content.length);
     this.mirror.setHave(ready.state.have);
     port.onmessage = (ev) => this.handle(ev.data);
+  }
+
+  /**
+   * Starts a fetcher's engine in the Worker and returns it at once, so that the swarm
+   * joins its room and connects while the Worker loads: until the Worker says the engine
+   * is made, reads answer as for an engine that holds nothing yet, and what the swarm
+   * says waits in the Worker for the engine. `ready` settles as {@link start} does; when
+   * it rejects, the engine is freed.
+   */
+  static begin(
+    port: Port<FromEngine, ToEngine>,
+    setup: WorkerEngineSetup & { role: { kind: 'fetcher' } },
+    content: ContentInfo,
+  ): { engine: WorkerEngine; ready: Promise<void> } {
+    const live = content.live !== undefined;
+    const engine = new WorkerEngine(port, {
+      t: 'ready',
+      uri: setup.role.uri,
+      content,
+      state: {
+        have: [],
+        wantedEnd: 0,
+        liveEdge: live ? 0 : -1,
+        liveFloor: live ? 0 : -1,
+        complete: false,
+        hasHttpOrigin: setup.origin !== null,
+      },
+      stats: nothingYet(content),
+    });
+    const ready = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () => engine.starting?.settle(new PpsppError('wasm-load-failed', `the engine's Worker did not start within ${ENGINE_START_TIMEOUT_MS / 1000} s`)),
+        ENGINE_START_TIMEOUT_MS,
+      );
+      engine.starting = {
+        settle: (failure) => {
+          clearTimeout(timer);
+          engine.starting = null;
+          if (!failure) {
+            resolve();
+            return;
+          }
+          engine.free(failure);
+          reject(failure);
+        },
+      };
+    });
+    port.postMessage({ t: 'init', ...setup });
+    return { engine, ready };
+  }
+
+  /** The Worker could not start (its script did not load): the start fails now, not at the timeout. */
+  workerFailed(message: string): void {
+    this.starting?.settle(new PpsppError('wasm-load-failed', message));
   }
 
   /**
@@ -133,7 +197,14 @@ export class WorkerEngine {
         this.settle(m.id, (p) => p.reject(new Error(m.message)));
         break;
       case 'ready':
+        if (!this.starting) break;
+        this.state = m.state;
+        this.lastStats = m.stats;
+        this.mirror.setHave(m.state.have);
+        this.starting.settle(null);
+        break;
       case 'failed':
+        this.starting?.settle(new PpsppError(m.refused ? 'bad-uri' : 'wasm-load-failed', m.message));
         break;
       default: {
         const unhandled: never = m;
@@ -302,13 +373,14 @@ export class WorkerEngine {
     this.post({ t: 'leave' });
   }
 
-  /** Frees the engine in the Worker; pending requests reject with `closed`. */
-  free(): void {
+  /** Frees the engine in the Worker; pending requests reject with `closed` (or why it could not start). */
+  free(failure: PpsppError | null = null): void {
     if (this.freed) return;
     this.leave();
     this.post({ t: 'free' });
     this.freed = true;
-    for (const p of this.pending.values()) p.reject(new PpsppError('closed', 'the swarm was left'));
+    const why = failure ?? new PpsppError('closed', 'the swarm was left');
+    for (const p of this.pending.values()) p.reject(why);
     this.pending.clear();
     for (const f of this.freedHooks.splice(0)) f();
   }

@@ -27,14 +27,14 @@ describe('peer options', () => {
       connectTimeoutMs: 15_000,
       statsIntervalMs: 1000,
       wasm: undefined,
-      engineThread: 'main',
+      engineThread: 'worker',
       preferPeers: true,
       reportOffload: false,
     });
   });
 
   it('engineThread is main or worker', () => {
-    expect(resolvePeerOptions({ engineThread: 'worker' }).engineThread).toBe('worker');
+    expect(resolvePeerOptions({ engineThread: 'main' }).engineThread).toBe('main');
     expect(() => resolvePeerOptions({ engineThread: 'gpu' as never })).toThrow(/engineThread/);
   });
 

@@ -3,14 +3,14 @@
  * (src/worker-engine.ts), over a MessageChannel in one process: the messages are the
  * Worker's, with the real engine; datagrams relayed by the test as the page would.
  */
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { EngineHost } from '../src/engine-host.js';
 import type { EngineLoopHooks } from '../src/engine-loop.js';
 import type { EngineSettings, FromEngine, Port, ToEngine } from '../src/engine-protocol.js';
 import { PpsppError } from '../src/errors.js';
 import type { EngineEvent } from '../src/wasm.js';
 import { WorkerEngine, type WorkerEngineSetup } from '../src/worker-engine.js';
-import { treeFile } from '../src/wasm.js';
+import { parseUriLoaded, treeFile } from '../src/wasm.js';
 import { differsAt } from './fakes/bytes.js';
 import { loadEngine } from './fakes/engine.js';
 import { installFetch } from './fakes/http.js';
@@ -127,6 +127,83 @@ describe('WorkerEngine over an EngineHost', () => {
     // Commands after free go nowhere.
     seeder.setPlayhead(2);
     seeder.kick();
+  });
+
+  it('begun, a fetcher is usable at once: what the page says before the Worker made the engine waits for it', async () => {
+    const data = randomBytes(40 * CHUNK + 3, 12);
+    const seeder = await start({
+      role: { kind: 'seeder', data: data.slice(), chunkSize: CHUNK, hash: 'sha256', signal: null, name: null },
+      settings: settings(12),
+    });
+    const channel = new MessageChannel();
+    channels.push(channel);
+    const content = parseUriLoaded(seeder.uri());
+    const { engine: fetcher, ready } = WorkerEngine.begin(
+      channel.port2 as unknown as Port<FromEngine, ToEngine>,
+      { wasm: undefined, role: { kind: 'fetcher', uri: seeder.uri() }, settings: settings(13), origin: null, originOnly: false },
+      content,
+    );
+    engines.push(fetcher);
+    // Before the engine is made: nothing held, the content's figures.
+    expect(fetcher.uri()).toBe(seeder.uri());
+    expect(fetcher.isComplete()).toBe(false);
+    expect(Array.from(fetcher.haveRanges())).toEqual([]);
+    expect(fetcher.stats().engine.chunkCount).toBe(41);
+    expect(fetcher.stats().engine.bytesDownloaded).toBe(0);
+    const complete = new Promise<void>((resolve) => {
+      fetcher.attach(
+        hooks({
+          send: (_peer, payload) => seeder.datagram(1, payload),
+          event: (event) => event.type === 'complete' && resolve(),
+        }),
+      );
+    });
+    seeder.attach(hooks({ send: (_peer, payload) => fetcher.datagram(1, payload) }));
+    fetcher.connect(1);
+    fetcher.setPlayhead(0);
+    const holding = fetcher.peersHolding(0);
+    // The "Worker" loads only now: what was posted waited in its port.
+    await new Promise((r) => setTimeout(r, 50));
+    new EngineHost(channel.port1 as unknown as Port<ToEngine, FromEngine>);
+    await ready;
+    expect(await holding).toBe(0);
+    await complete;
+    expect(differsAt(fetcher.read(0, data.length), data)).toBeNull();
+  });
+
+  it('the Worker keeps what comes while it makes the engine, and uses it once the engine is made', async () => {
+    const data = randomBytes(8 * CHUNK, 14);
+    const seeder = await start({
+      role: { kind: 'seeder', data, chunkSize: CHUNK, hash: 'sha256', signal: null, name: null },
+      settings: settings(14),
+    });
+    const posted: FromEngine[] = [];
+    const port: Port<ToEngine, FromEngine> = { onmessage: null, postMessage: (m) => posted.push(m) };
+    new EngineHost(port);
+    const send = (m: ToEngine): void => port.onmessage?.({ data: m } as MessageEvent<ToEngine>);
+    const opened = { readyState: 'open', close: () => {} } as unknown as RTCDataChannel;
+    // The init and, before the engine is made (it awaits the Wasm module), a channel.
+    send({ t: 'init', wasm: undefined, role: { kind: 'fetcher', uri: seeder.uri() }, settings: settings(15), origin: null, originOnly: false });
+    send({ t: 'channel', peer: 3, channel: opened });
+    await vi.waitFor(() => expect(posted.map((m) => m.t)).toEqual(['ready', 'channel-opened']));
+    send({ t: 'free' });
+  });
+
+  it('a begun engine whose Worker fails rejects ready with wasm-load-failed, and is freed', async () => {
+    const posted: ToEngine[] = [];
+    const port: Port<FromEngine, ToEngine> = { onmessage: null, postMessage: (m) => posted.push(m) };
+    const uri = (await start({ role: { kind: 'seeder', data: randomBytes(CHUNK, 16), chunkSize: CHUNK, hash: 'sha256', signal: null, name: null }, settings: settings(16) })).uri();
+    const setup = { wasm: undefined, role: { kind: 'fetcher' as const, uri }, settings: settings(17), origin: null, originOnly: false };
+    const failed = WorkerEngine.begin(port, setup, parseUriLoaded(uri));
+    const request = failed.engine.peersHolding(0);
+    port.onmessage?.({ data: { t: 'failed', refused: false, message: 'no Wasm here' } } as MessageEvent<FromEngine>);
+    await expect(failed.ready).rejects.toMatchObject({ code: 'wasm-load-failed', message: 'no Wasm here' });
+    await expect(request).rejects.toMatchObject({ code: 'wasm-load-failed' });
+    expect(posted.at(-1)?.t).toBe('free');
+    // A Worker whose script did not load fails the start at once.
+    const unloaded = WorkerEngine.begin({ onmessage: null, postMessage: () => {} }, setup, parseUriLoaded(uri));
+    unloaded.engine.workerFailed('blocked by CSP');
+    await expect(unloaded.ready).rejects.toMatchObject({ code: 'wasm-load-failed', message: 'blocked by CSP' });
   });
 
   it('the HTTP origin runs in the Worker: a fetcher with no peers gets every chunk from it', async () => {

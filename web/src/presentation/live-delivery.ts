@@ -12,10 +12,10 @@
 import { hasWebRtc, webRtcUnsupported } from '../connections.js';
 import { PpsppError, messageOf } from '../errors.js';
 import type { ResolvedPresentationOptions } from '../options.js';
-import { engineOptions } from '../engine-start.js';
+import { type BegunEngine, beginEngine } from '../engine-start.js';
 import { meteredConnection } from '../player.js';
 import { type P2pUnavailable, Swarm, type SwarmStats } from '../swarm.js';
-import { WasmPeer, parseUriLoaded, verifyLiveRendition } from '../wasm.js';
+import { parseUriLoaded, verifyLiveRendition } from '../wasm.js';
 import { type LiveManifest, type LivePartEntry, type LiveRenditionEntry, withoutHash } from './live-manifest.js';
 import { loadManifest } from './manifest.js';
 import type { LoadOutcome, PresentationEvents } from './presentation.js';
@@ -39,6 +39,14 @@ export interface LiveHooks {
   emit<K extends keyof PresentationEvents>(type: K, payload: PresentationEvents[K]): void;
   /** A segment (media or initialisation) was verified whole: what the player's ABR is to be told it took. */
   loaded(rendition: number, missingAtStart: number, ms: number, bytes: Uint8Array): number;
+  /** The options a rendition's engine starts with (the main thread once a Worker failed). */
+  engineOptions(): ResolvedPresentationOptions;
+  /** A Worker started ahead for the engine, if there is one. */
+  spareWorker(options: ResolvedPresentationOptions): Worker | null;
+  /** A rendition's engine was made. */
+  engineReady(): void;
+  /** A rendition's engine could not be made: why. */
+  engineFailed(err: unknown): void;
 }
 
 /** The manifest is read again no more often than this while a segment waits for it. */
@@ -311,15 +319,26 @@ export class LiveDelivery {
       signal = null;
       this.hooks.reportP2p(webRtcUnsupported());
     }
-    let engine: WasmPeer;
+    let begun: BegunEngine;
     try {
-      engine = WasmPeer.fetcher(r.swarm, engineOptions(o), performance.now());
+      const engineOptions = this.hooks.engineOptions();
+      begun = beginEngine(engineOptions, r.swarm, content, {}, null, signal === null, this.hooks.spareWorker(engineOptions));
     } catch (err) {
       throw new PpsppError('bad-manifest', `rendition ${r.id}: ${messageOf(err)}`, { cause: err });
     }
-    const swarm = new Swarm(engine, content, { signal, options: o, seeding: false });
+    const swarm = new Swarm(begun.engine, content, { signal, options: o, seeding: false });
     const active: Active = { swarm, chunkSize: content.chunkSize, pending: new Set(), peers: 0, init: null };
     this.active.set(rendition, active);
+    // Loads waiting on the engine fail with it (the player tries them again); the next
+    // makes the swarm again.
+    begun.ready.then(() => this.hooks.engineReady(), (err: unknown) => {
+      if (this.active.get(rendition) !== active) return;
+      this.hooks.engineFailed(err);
+      this.active.delete(rendition);
+      const e = err instanceof PpsppError ? err : new PpsppError('wasm-load-failed', messageOf(err));
+      for (const p of [...active.pending]) p.settle({ error: e });
+      active.swarm.close();
+    });
     swarm.on('chunk-verified', () => this.check(rendition));
     swarm.on('peer-joined', () => (active.peers += 1));
     swarm.on('peer-left', () => (active.peers = Math.max(0, active.peers - 1)));

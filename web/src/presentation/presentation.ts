@@ -11,11 +11,11 @@ import { Emitter } from '../emitter.js';
 import { PpsppError, messageOf } from '../errors.js';
 import type { HttpOriginSettings } from '../http-origin.js';
 import { type PresentationOptions, type ResolvedPresentationOptions, resolvePresentationOptions } from '../options.js';
-import { engineOptions } from '../engine-start.js';
+import { type BegunEngine, SpareWorker, beginEngine } from '../engine-start.js';
 import { signalWithOrigin } from '../peer.js';
 import { meteredConnection } from '../player.js';
 import { type P2pUnavailable, Swarm, type SwarmStats } from '../swarm.js';
-import { WasmPeer, loadWasm, parseUriLoaded } from '../wasm.js';
+import { loadWasm, parseUriLoaded } from '../wasm.js';
 import { Goodput } from './goodput.js';
 import { LiveDelivery, type LiveSegmentRef } from './live-delivery.js';
 import type { LiveManifest } from './live-manifest.js';
@@ -113,6 +113,10 @@ export class Presentation extends Emitter<PresentationEvents> {
   /** The rendition of each kind the player asked for last, and how often that changed. */
   private readonly lastOfKind = new Map<Rendition['kind'], number>();
   private switches = 0;
+  /** A Worker could not make an engine: the next ones run on the main thread. */
+  private workerFailed = false;
+  /** A Worker started ahead for the next rendition's engine. */
+  private readonly spare = new SpareWorker();
 
   private constructor(
     manifest: Manifest | LiveManifest,
@@ -132,6 +136,10 @@ export class Presentation extends Emitter<PresentationEvents> {
           this.emit('segment-loaded', { rendition, start: 0, end: bytes.length, ms });
           return this.goodput.reportedMs(bytes.length, ms);
         },
+        engineOptions: () => this.engineThread(),
+        spareWorker: (options) => this.spare.take(options),
+        engineReady: () => this.prepareSpare(),
+        engineFailed: (err) => this.noteEngineFailure(err),
       });
     } else {
       this.index = new SegmentIndex(manifest);
@@ -250,15 +258,20 @@ export class Presentation extends Emitter<PresentationEvents> {
       this.reportP2p(webRtcUnsupported());
     }
     const window = Math.max(16, Math.ceil((4 << 20) / r.chunkSize));
-    let engine: WasmPeer;
+    let begun: BegunEngine;
+    const engineOptions = this.engineThread();
     try {
-      engine = WasmPeer.fetcher(uri, engineOptions(o, { vodWindow: window, maxHeldBytes: o.maxMemoryBytes }), performance.now());
+      begun = beginEngine(engineOptions, uri, content, { vodWindow: window, maxHeldBytes: o.maxMemoryBytes }, origin, signal === null, this.spare.take(engineOptions));
     } catch (err) {
       throw new PpsppError('bad-manifest', `rendition ${r.id}: ${messageOf(err)}`, { cause: err });
     }
-    const swarm = new Swarm(engine, content, { signal, options: o, seeding: false, origin });
+    const swarm = new Swarm(begun.engine, content, { signal, options: o, seeding: false, origin });
     const active: Active = { swarm, pending: new Set() };
     this.active.set(rendition, active);
+    begun.ready.then(
+      () => this.prepareSpare(),
+      (err: unknown) => this.engineFailed(rendition, active, r.id, err),
+    );
     swarm.on('chunk-verified', () => this.check(rendition));
     swarm.on('p2p-unavailable', (e) => this.reportP2p(e));
     swarm.on('origin-corrupt', (e) => this.emit('origin-corrupt', { rendition, ...e }));
@@ -270,6 +283,36 @@ export class Presentation extends Emitter<PresentationEvents> {
       for (const p of [...active.pending]) p.resolve({ error: e });
     });
     return active;
+  }
+
+  /** A Worker for the next rendition's engine, while some have none. */
+  private prepareSpare(): void {
+    const inactive = this.manifest.renditions.some((_, i) => (this.live ? !this.live.isActive(i) : !this.active.has(i)));
+    if (inactive && !this.closed) this.spare.prepare(this.engineThread());
+  }
+
+  /** The options the next engine starts with: on the main thread once a Worker could not make one. */
+  private engineThread(): ResolvedPresentationOptions {
+    return this.workerFailed ? { ...this.options, engineThread: 'main' } : this.options;
+  }
+
+  /** A Worker that could not make an engine: the next ones run on the main thread. */
+  private noteEngineFailure(err: unknown): void {
+    if (err instanceof PpsppError && err.code === 'wasm-load-failed') this.workerFailed = true;
+  }
+
+  /**
+   * A rendition's engine could not be made (its Worker failed, or it refused the URI): its
+   * loads fail (the player tries them again), and the next load makes the swarm again, on
+   * the main thread.
+   */
+  private engineFailed(rendition: number, active: Active, id: string, err: unknown): void {
+    if (this.active.get(rendition) !== active) return;
+    this.noteEngineFailure(err);
+    const e = err instanceof PpsppError && err.code === 'wasm-load-failed' ? err : new PpsppError('bad-manifest', `rendition ${id}: ${messageOf(err)}`, { cause: err });
+    this.active.delete(rendition);
+    for (const p of [...active.pending]) p.resolve({ error: e });
+    active.swarm.close();
   }
 
   private reportP2p(e: P2pUnavailable): void {
@@ -370,6 +413,7 @@ export class Presentation extends Emitter<PresentationEvents> {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.spare.close();
     this.live?.close();
     for (const [i, a] of this.active) {
       for (const p of [...a.pending]) p.resolve({ error: new PpsppError('closed', 'the presentation was closed') });
