@@ -11,7 +11,7 @@ import type { HttpOriginSettings } from './http-origin.js';
 import type { ResolvedPeerOptions } from './options.js';
 import { makeEngine, wasmOptions } from './engine-make.js';
 import { type ContentInfo, type PeerOptions, type WasmPeer, wasmModule } from './wasm.js';
-import { WorkerEngine } from './worker-engine.js';
+import { WorkerEngine, type WorkerEngineSetup } from './worker-engine.js';
 
 /** What the engine is for, beyond the peer's options. */
 export interface EngineExtra {
@@ -81,6 +81,24 @@ function absoluteOrigin(origin: HttpOriginSettings | null): HttpOriginSettings |
   const out: HttpOriginSettings = { ...origin, url: abs(origin.url), tree: abs(origin.tree) };
   if (origin.parts) out.parts = origin.parts.map((p) => ({ ...p, url: abs(p.url) }));
   return out;
+}
+
+/** What the Worker makes the engine from, every URL absolute. */
+function workerSetup<R extends EngineRole>(
+  options: ResolvedPeerOptions,
+  role: R,
+  extra: EngineExtra,
+  origin: HttpOriginSettings | null,
+  originOnly: boolean,
+): WorkerEngineSetup & { role: R } {
+  return {
+    // The page's compiled module: the Worker instantiates it without fetching or compiling.
+    wasm: wasmModule() ?? wasmUrl(options.wasm),
+    role,
+    settings: engineSettings(options, inWorker(extra)),
+    origin: absoluteOrigin(origin),
+    originOnly,
+  };
 }
 
 /**
@@ -157,13 +175,7 @@ export function beginEngine(
   if (!worker) return { engine: mainThreadEngine(options, { kind: 'fetcher', uri }, extra), ready: Promise.resolve() };
   const { engine, ready } = WorkerEngine.begin(
     worker as unknown as Port<FromEngine, ToEngine>,
-    {
-      wasm: wasmModule() ?? wasmUrl(options.wasm),
-      role: { kind: 'fetcher', uri },
-      settings: engineSettings(options, inWorker(extra)),
-      origin: absoluteOrigin(origin),
-      originOnly,
-    },
+    workerSetup(options, { kind: 'fetcher', uri }, extra, origin, originOnly),
     content,
   );
   // A script that does not load (a Content-Security-Policy, a bundler that left it out)
@@ -191,14 +203,7 @@ export async function startEngine(
   // The seeder's bytes go to the Worker; the caller keeps its own.
   const sent: EngineRole = role.kind === 'seeder' ? { ...role, data: role.data.slice() } : role;
   try {
-    const engine = await WorkerEngine.start(worker as unknown as Port<FromEngine, ToEngine>, {
-      // The page's compiled module: the Worker instantiates it without fetching or compiling.
-      wasm: wasmModule() ?? wasmUrl(options.wasm),
-      role: sent,
-      settings: engineSettings(options, inWorker(extra)),
-      origin: absoluteOrigin(origin),
-      originOnly,
-    });
+    const engine = await WorkerEngine.start(worker as unknown as Port<FromEngine, ToEngine>, workerSetup(options, sent, extra, origin, originOnly));
     engine.onFreed(() => worker.terminate());
     return engine;
   } catch (err) {
