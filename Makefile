@@ -59,9 +59,10 @@ test-fuzz-build:
 	$(CARGO) build --manifest-path crates/ppspp/fuzz/Cargo.toml --locked
 	$(CARGO) build --manifest-path signaling/fuzz/Cargo.toml --locked
 
-# The npm package: the engine in Wasm (wasm-pack) and the TypeScript (tsc) in web/dist.
+# The npm package: the engine in Wasm (wasm-pack), the TypeScript (tsc) in web/dist, the
+# engine's Worker bundled into one script (rolldown).
 web:
-	cd web && node scripts/build-wasm.mjs && npx tsc -p tsconfig.json
+	cd web && node scripts/build-wasm.mjs && npx tsc -p tsconfig.json && node scripts/bundle-worker.mjs
 
 # The test-only poisoning build of the engine (web/wasm-poison/), for the e2e suite.
 web-poison:

@@ -144,6 +144,14 @@ export class SpareWorker {
   }
 }
 
+/**
+ * Why a Worker's `error` event fails its engine's start: a script that does not load (a
+ * Content-Security-Policy, a bundler that left it out) fails it now, not at its timeout.
+ */
+function notStarted(ev: ErrorEvent): string {
+  return `the engine's Worker did not start: ${ev.message || 'its script did not load'}`;
+}
+
 /** A fetcher's engine being started, with what settles when it is made. */
 export interface BegunEngine {
   engine: WasmPeer | WorkerEngine;
@@ -178,9 +186,7 @@ export function beginEngine(
     workerSetup(options, { kind: 'fetcher', uri }, extra, origin, originOnly),
     content,
   );
-  // A script that does not load (a Content-Security-Policy, a bundler that left it out)
-  // fails the start now rather than at its timeout.
-  worker.addEventListener('error', (ev) => engine.workerFailed(`the engine's Worker did not start: ${ev.message || 'its script did not load'}`), { once: true });
+  worker.addEventListener('error', (ev) => engine.workerFailed(notStarted(ev)), { once: true });
   engine.onFreed(() => worker.terminate());
   return { engine, ready };
 }
@@ -202,8 +208,10 @@ export async function startEngine(
   if (!worker) return mainThreadEngine(options, role, extra);
   // The seeder's bytes go to the Worker; the caller keeps its own.
   const sent: EngineRole = role.kind === 'seeder' ? { ...role, data: role.data.slice() } : role;
+  const failed = new AbortController();
+  worker.addEventListener('error', (ev) => failed.abort(new PpsppError('wasm-load-failed', notStarted(ev))), { once: true });
   try {
-    const engine = await WorkerEngine.start(worker as unknown as Port<FromEngine, ToEngine>, workerSetup(options, sent, extra, origin, originOnly));
+    const engine = await WorkerEngine.start(worker as unknown as Port<FromEngine, ToEngine>, workerSetup(options, sent, extra, origin, originOnly), failed.signal);
     engine.onFreed(() => worker.terminate());
     return engine;
   } catch (err) {

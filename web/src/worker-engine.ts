@@ -125,24 +125,36 @@ export class WorkerEngine {
    * Starts the engine in the Worker at the other end of `port`; resolves once it is made,
    * rejects with `bad-uri` or `bad-option` (the engine refused the URI or content, with
    * its reason), or `wasm-load-failed` (the Worker could not make it, or did not answer
-   * within {@link ENGINE_START_TIMEOUT_MS}).
+   * within {@link ENGINE_START_TIMEOUT_MS}); or with `failed`'s reason once it is aborted
+   * (the Worker's script did not load).
    */
-  static start(port: Port<FromEngine, ToEngine>, setup: WorkerEngineSetup): Promise<WorkerEngine> {
+  static start(port: Port<FromEngine, ToEngine>, setup: WorkerEngineSetup, failed?: AbortSignal): Promise<WorkerEngine> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const fail = (err: unknown): void => {
+        clearTimeout(timer);
+        failed?.removeEventListener('abort', aborted);
         port.onmessage = null;
-        reject(new PpsppError('wasm-load-failed', `the engine's Worker did not start within ${ENGINE_START_TIMEOUT_MS / 1000} s`));
-      }, ENGINE_START_TIMEOUT_MS);
+        reject(err);
+      };
+      const aborted = (): void => fail(failed?.reason);
+      const timer = setTimeout(
+        () => fail(new PpsppError('wasm-load-failed', `the engine's Worker did not start within ${ENGINE_START_TIMEOUT_MS / 1000} s`)),
+        ENGINE_START_TIMEOUT_MS,
+      );
+      if (failed?.aborted) {
+        aborted();
+        return;
+      }
+      failed?.addEventListener('abort', aborted, { once: true });
       port.onmessage = (ev) => {
         const m = ev.data;
         if (m.t === 'ready') {
           clearTimeout(timer);
+          failed?.removeEventListener('abort', aborted);
           resolve(new WorkerEngine(port, m));
         } else if (m.t === 'failed') {
-          clearTimeout(timer);
-          port.onmessage = null;
           const refused = setup.role.kind === 'fetcher' ? 'bad-uri' : 'bad-option';
-          reject(new PpsppError(m.refused ? refused : 'wasm-load-failed', m.message));
+          fail(new PpsppError(m.refused ? refused : 'wasm-load-failed', m.message));
         }
       };
       const transfer = setup.role.kind === 'seeder' ? [setup.role.data.buffer] : [];

@@ -1,7 +1,12 @@
 /** What an engine in a Worker is made with (src/engine-start.ts). */
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SpareWorker, inWorker } from '../src/engine-start.js';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { SpareWorker, inWorker, startEngine } from '../src/engine-start.js';
 import { resolvePeerOptions } from '../src/options.js';
+import { WorkerEngine } from '../src/worker-engine.js';
+import { loadEngine } from './fakes/engine.js';
+import { randomBytes } from './fakes/webm.js';
+
+beforeAll(loadEngine);
 
 describe('inWorker', () => {
   it('halves the bound on held bytes, the page holding a copy, down to 1 MiB', () => {
@@ -51,5 +56,43 @@ describe('SpareWorker', () => {
     expect(FakeWorker.made[2]!.terminated).toBe(true);
     spare.prepare(worker);
     expect(FakeWorker.made).toHaveLength(3);
+  });
+});
+
+describe('startEngine', () => {
+  /** A Worker whose script never loads: it takes messages and answers none. */
+  class UnloadedWorker extends EventTarget {
+    onmessage: unknown = null;
+    terminated = false;
+    postMessage(): void {}
+    terminate(): void {
+      this.terminated = true;
+    }
+  }
+
+  it("runs the engine on the main thread at once when the Worker's script does not load, not at the start's timeout", async () => {
+    vi.useFakeTimers();
+    try {
+      const worker = new UnloadedWorker();
+      const started = startEngine(
+        resolvePeerOptions({}),
+        { kind: 'seeder', data: randomBytes(4096, 3), chunkSize: 1024, hash: 'sha256', signal: null, name: null },
+        {},
+        null,
+        false,
+        worker as unknown as Worker,
+      );
+      // An ErrorEvent, as far as the listener reads it (Node has no ErrorEvent).
+      worker.dispatchEvent(Object.assign(new Event('error'), { message: 'blocked by CSP' }));
+      const engine = await started;
+      expect(engine).not.toBeInstanceOf(WorkerEngine);
+      expect(engine.uri()).toMatch(/^ppspp:/);
+      expect(worker.terminated).toBe(true);
+      // No timer left to fire: the fallback did not wait for the timeout.
+      expect(vi.getTimerCount()).toBe(0);
+      engine.free();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -12,12 +12,12 @@
 import { hasWebRtc, webRtcUnsupported } from '../connections.js';
 import { PpsppError, messageOf } from '../errors.js';
 import type { ResolvedPresentationOptions } from '../options.js';
-import { type BegunEngine, beginEngine } from '../engine-start.js';
 import { meteredConnection } from '../player.js';
 import { type P2pUnavailable, Swarm, type SwarmStats } from '../swarm.js';
 import { parseUriLoaded, verifyLiveRendition } from '../wasm.js';
 import { type LiveManifest, type LivePartEntry, type LiveRenditionEntry, withoutHash } from './live-manifest.js';
 import { loadManifest } from './manifest.js';
+import { beginRendition, renditionFailure } from './rendition-engine.js';
 import type { LoadOutcome, PresentationEvents } from './presentation.js';
 
 /** A segment of a live presentation the player asked for. */
@@ -319,13 +319,8 @@ export class LiveDelivery {
       signal = null;
       this.hooks.reportP2p(webRtcUnsupported());
     }
-    let begun: BegunEngine;
-    try {
-      const engineOptions = this.hooks.engineOptions();
-      begun = beginEngine(engineOptions, r.swarm, content, {}, null, signal === null, this.hooks.spareWorker(engineOptions));
-    } catch (err) {
-      throw new PpsppError('bad-manifest', `rendition ${r.id}: ${messageOf(err)}`, { cause: err });
-    }
+    const engineOptions = this.hooks.engineOptions();
+    const begun = beginRendition(r.id, engineOptions, r.swarm, content, {}, null, signal === null, this.hooks.spareWorker(engineOptions));
     const swarm = new Swarm(begun.engine, content, { signal, options: o, seeding: false });
     const active: Active = { swarm, chunkSize: content.chunkSize, pending: new Set(), peers: 0, init: null };
     this.active.set(rendition, active);
@@ -335,7 +330,7 @@ export class LiveDelivery {
       if (this.active.get(rendition) !== active) return;
       this.hooks.engineFailed(err);
       this.active.delete(rendition);
-      const e = err instanceof PpsppError ? err : new PpsppError('wasm-load-failed', messageOf(err));
+      const e = renditionFailure(r.id, err);
       for (const p of [...active.pending]) p.settle({ error: e });
       active.swarm.close();
     });

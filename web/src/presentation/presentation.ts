@@ -11,13 +11,14 @@ import { Emitter } from '../emitter.js';
 import { PpsppError, messageOf } from '../errors.js';
 import type { HttpOriginSettings } from '../http-origin.js';
 import { type PresentationOptions, type ResolvedPresentationOptions, resolvePresentationOptions } from '../options.js';
-import { type BegunEngine, SpareWorker, beginEngine } from '../engine-start.js';
+import { SpareWorker } from '../engine-start.js';
 import { signalWithOrigin } from '../peer.js';
 import { meteredConnection } from '../player.js';
 import { type P2pUnavailable, Swarm, type SwarmStats } from '../swarm.js';
 import { loadWasm, parseUriLoaded } from '../wasm.js';
 import { Goodput } from './goodput.js';
 import { LiveDelivery, type LiveSegmentRef } from './live-delivery.js';
+import { beginRendition, renditionFailure } from './rendition-engine.js';
 import type { LiveManifest } from './live-manifest.js';
 import { type Manifest, type Rendition, SegmentIndex, type SegmentRef, loadManifest, renditionUri } from './manifest.js';
 
@@ -258,13 +259,8 @@ export class Presentation extends Emitter<PresentationEvents> {
       this.reportP2p(webRtcUnsupported());
     }
     const window = Math.max(16, Math.ceil((4 << 20) / r.chunkSize));
-    let begun: BegunEngine;
     const engineOptions = this.engineThread();
-    try {
-      begun = beginEngine(engineOptions, uri, content, { vodWindow: window, maxHeldBytes: o.maxMemoryBytes }, origin, signal === null, this.spare.take(engineOptions));
-    } catch (err) {
-      throw new PpsppError('bad-manifest', `rendition ${r.id}: ${messageOf(err)}`, { cause: err });
-    }
+    const begun = beginRendition(r.id, engineOptions, uri, content, { vodWindow: window, maxHeldBytes: o.maxMemoryBytes }, origin, signal === null, this.spare.take(engineOptions));
     const swarm = new Swarm(begun.engine, content, { signal, options: o, seeding: false, origin });
     const active: Active = { swarm, pending: new Set() };
     this.active.set(rendition, active);
@@ -309,7 +305,7 @@ export class Presentation extends Emitter<PresentationEvents> {
   private engineFailed(rendition: number, active: Active, id: string, err: unknown): void {
     if (this.active.get(rendition) !== active) return;
     this.noteEngineFailure(err);
-    const e = err instanceof PpsppError && err.code === 'wasm-load-failed' ? err : new PpsppError('bad-manifest', `rendition ${id}: ${messageOf(err)}`, { cause: err });
+    const e = renditionFailure(id, err);
     this.active.delete(rendition);
     for (const p of [...active.pending]) p.resolve({ error: e });
     active.swarm.close();
