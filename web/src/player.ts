@@ -189,7 +189,13 @@ export class Player extends Emitter<PlayerEvents> {
       this.feeding = live;
     } else {
       const { readAheadBytes, readAheadSeconds, httpReadAheadSeconds } = options;
-      this.feeding = new VodFeed(swarm, video, sink, { content: this.content, readAheadBytes, readAheadSeconds, httpReadAheadSeconds });
+      this.feeding = new VodFeed(swarm, video, sink, {
+        content: this.content,
+        readAheadBytes,
+        readAheadSeconds,
+        httpReadAheadSeconds,
+        secondsPlayed: () => this.mediaSecondsPlayed,
+      });
     }
     this.upload = options.upload;
     this.applyUpload();

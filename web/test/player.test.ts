@@ -266,18 +266,23 @@ describe('Player with an HTTP origin (fake fetch) and no signaling server', () =
     const { uri, http, restore } = publishOnFakeOrigin(media.file, CHUNK);
     world.undoAfter(restore);
     const sent = (): number => http.served.get(FAKE_ORIGIN.url) ?? 0;
-    // 12 s buffered ahead: the window is open to its full 20 s (it opens with the buffer).
+    // 12 s buffered ahead, played to 5 s: the window is open to its full 20 s (it opens
+    // by 2 s per second played, from 10 s).
     const a = await attach(uri, { httpOrigin, readAheadSeconds: 20, httpReadAheadSeconds: 0 }, (v) => (v.ranges = [[0, 12]]));
     const ahead = (seconds: number): number => media.clusters[seconds]!.offset;
-    await until(() => sent() >= ahead(20) - 2 * CHUNK, '20 s fetched');
+    const playTo = (end: number): void => {
+      for (let t = a.video.currentTime + 1; t <= end; t++) {
+        a.video.currentTime = t;
+        a.video.ranges = [[0, t + 12]];
+        a.video.dispatchEvent(new Event('timeupdate'));
+      }
+    };
+    playTo(5);
+    await until(() => sent() >= ahead(25) - 2 * CHUNK, '25 s fetched');
     await new Promise((r) => setTimeout(r, 300));
-    expect(sent(), 'nothing much beyond 20 s').toBeLessThan(ahead(21) + 2 * CHUNK);
+    expect(sent(), 'nothing much beyond 25 s').toBeLessThan(ahead(26) + 2 * CHUNK);
     // Played to 30 s: fetched to 50 s.
-    for (let t = 1; t <= 30; t++) {
-      a.video.currentTime = t;
-      a.video.ranges = [[0, t + 12]];
-      a.video.dispatchEvent(new Event('timeupdate'));
-    }
+    playTo(30);
     await until(() => sent() >= ahead(50) - 2 * CHUNK, '50 s fetched');
     await new Promise((r) => setTimeout(r, 300));
     expect(sent()).toBeLessThan(ahead(51) + 2 * CHUNK);
@@ -287,7 +292,7 @@ describe('Player with an HTTP origin (fake fetch) and no signaling server', () =
     expect(a.log.error).toEqual([]);
   });
 
-  it('the read-ahead opens with the buffer: 10 s before anything is buffered', async () => {
+  it('the read-ahead opens as the page plays: 10 s before anything is played, 2 s more per second played', async () => {
     const media = syntheticWebm(60, 100_000);
     const { uri, http, restore } = publishOnFakeOrigin(media.file, CHUNK);
     world.undoAfter(restore);
@@ -297,12 +302,20 @@ describe('Player with an HTTP origin (fake fetch) and no signaling server', () =
     await until(() => sent() >= ahead(10) - 2 * CHUNK, '10 s fetched');
     await new Promise((r) => setTimeout(r, 300));
     expect(sent()).toBeLessThan(ahead(11) + 2 * CHUNK);
-    // 14 s buffered: 28 s, within the 30 s default.
+    // 14 s buffered, nothing played: still 10 s.
     a.video.ranges = [[0, 14]];
     a.video.dispatchEvent(new Event('timeupdate'));
-    await until(() => sent() >= ahead(28) - 2 * CHUNK, '28 s fetched');
     await new Promise((r) => setTimeout(r, 300));
-    expect(sent()).toBeLessThan(ahead(29) + 2 * CHUNK);
+    expect(sent()).toBeLessThan(ahead(11) + 2 * CHUNK);
+    // Played to 4 s, 14 s buffered ahead: 18 s ahead, to 22 s.
+    for (let t = 1; t <= 4; t++) {
+      a.video.currentTime = t;
+      a.video.ranges = [[0, t + 14]];
+      a.video.dispatchEvent(new Event('timeupdate'));
+    }
+    await until(() => sent() >= ahead(22) - 2 * CHUNK, '22 s fetched');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(sent()).toBeLessThan(ahead(23) + 2 * CHUNK);
   });
 
   it('httpReadAheadSeconds: alone, the page asks the origin for that much ahead', async () => {
@@ -310,12 +323,18 @@ describe('Player with an HTTP origin (fake fetch) and no signaling server', () =
     const { uri, http, restore } = publishOnFakeOrigin(media.file, CHUNK);
     world.undoAfter(restore);
     const sent = (): number => http.served.get(FAKE_ORIGIN.url) ?? 0;
-    // Media buffered ahead: playback does not wait (it would be served whatever it waits for).
-    await attach(uri, { httpOrigin, httpReadAheadSeconds: 12 }, (v) => (v.ranges = [[0, 8]]));
+    // Media buffered ahead: playback does not wait (it would be served whatever it waits
+    // for). Played to 2 s, the read-ahead window (14 s) holds the origin's 12.
+    const a = await attach(uri, { httpOrigin, httpReadAheadSeconds: 12 }, (v) => (v.ranges = [[0, 8]]));
+    for (let t = 1; t <= 2; t++) {
+      a.video.currentTime = t;
+      a.video.ranges = [[0, t + 8]];
+      a.video.dispatchEvent(new Event('timeupdate'));
+    }
     const ahead = (seconds: number): number => media.clusters[seconds]!.offset;
-    await until(() => sent() >= ahead(12) - 2 * CHUNK, '12 s fetched');
+    await until(() => sent() >= ahead(14) - 2 * CHUNK, '12 s fetched ahead of 2 s');
     await new Promise((r) => setTimeout(r, 300));
-    expect(sent()).toBeLessThan(ahead(13) + 2 * CHUNK);
+    expect(sent()).toBeLessThan(ahead(15) + 2 * CHUNK);
   });
 
   it('an error emitted while attach() was pending reaches a listener added after it resolved', async () => {

@@ -37,6 +37,8 @@ export interface VodFeedOptions {
   readAheadSeconds: number;
   /** Seconds ahead the HTTP origin is asked for (`httpReadAheadSeconds`). */
   httpReadAheadSeconds: number;
+  /** Seconds of media played so far (seeks not counted): the read-ahead opens with them. */
+  secondsPlayed(): number;
 }
 
 /** Bytes looked at for whole segments in one go (MediaSource parses faster in large
@@ -46,8 +48,10 @@ const APPEND_STEP = 1 << 20;
 export const MAX_AHEAD_SECONDS = 60;
 /** Seconds buffered ahead below which playback starves: see `followPlayback`. */
 const STARVING_SECONDS = 1;
-/** Seconds of read-ahead before the buffer holds any: the window opens from there as it fills. */
+/** Seconds of read-ahead before anything is played: the window opens from there. */
 const READ_AHEAD_START_SECONDS = 10;
+/** Seconds the read-ahead window opens by per second played. */
+const READ_AHEAD_OPENING = 2;
 /** The read-ahead bound never cuts a page's fetching below this many bytes ahead (a segment or two). */
 const MIN_READ_AHEAD_BYTES = 1 << 20;
 /** What is read from a segment's start to find its end in its headers (a moof is a few KiB). */
@@ -255,10 +259,13 @@ export class VodFeed implements Feed {
       // In chunks, at least MIN_READ_AHEAD_BYTES; -1 (0 seconds): no bound.
       const chunks = (seconds: number): number =>
         seconds > 0 ? Math.ceil(Math.max(MIN_READ_AHEAD_BYTES, seconds * rate) / chunkSize) : -1;
-      // The window opens as the buffer fills (twice what is buffered, READ_AHEAD_START_SECONDS
-      // at first): a page starting next to others does not pull its whole read-ahead at once
-      // while its first frame and theirs need the link and the CPU.
-      const opened = Math.max(READ_AHEAD_START_SECONDS, 2 * bufferedAhead(this.video));
+      // The window opens as the page plays (READ_AHEAD_START_SECONDS at first, then
+      // READ_AHEAD_OPENING seconds per second played), and after a seek as the buffer
+      // fills again (twice what is buffered): a page does not pull its whole read-ahead at
+      // once while its first frame, and those of the pages that start beside it (on the same
+      // link, or the same machine), need the link and the CPU.
+      const byPlay = READ_AHEAD_START_SECONDS + READ_AHEAD_OPENING * this.options.secondsPlayed();
+      const opened = Math.max(READ_AHEAD_START_SECONDS, Math.min(byPlay, 2 * bufferedAhead(this.video)));
       const { readAheadSeconds, httpReadAheadSeconds } = this.options;
       const ahead = readAheadSeconds > 0 ? Math.min(readAheadSeconds, opened) : 0;
       this.chunks.setReadAhead(chunks(ahead), chunks(httpReadAheadSeconds));

@@ -45,7 +45,10 @@ class FakeFile implements VodChunks {
   setWaitingFor(): void {}
 }
 
-function setup(media: ReturnType<typeof syntheticMp4>): { file: FakeFile; video: FakeVideoElement; sink: FakeMediaSink; feed: VodFeed } {
+function setup(
+  media: ReturnType<typeof syntheticMp4>,
+  secondsPlayed: () => number = () => 0,
+): { file: FakeFile; video: FakeVideoElement; sink: FakeMediaSink; feed: VodFeed } {
   const file = new FakeFile(media.file);
   const video = new FakeVideoElement();
   const sink = new FakeMediaSink();
@@ -54,6 +57,7 @@ function setup(media: ReturnType<typeof syntheticMp4>): { file: FakeFile; video:
     readAheadBytes: 2 << 20,
     readAheadSeconds: 30,
     httpReadAheadSeconds: 0,
+    secondsPlayed,
   });
   return { file, video, sink, feed };
 }
@@ -95,6 +99,37 @@ describe('VodFeed', () => {
     feed.feed();
     await sink.drain();
     expect(sink.endOfStreamCalls).toBe(2);
+  });
+
+  it('the read-ahead opens by 2 s per second played from 10 s, to readAheadSeconds; after a seek, with the buffer', () => {
+    // 60 s at 200 kB/s: each second is 200 kB, above the 1 MiB floor from 6 s on.
+    const media = syntheticMp4(60, 200_000);
+    let played = 0;
+    const { file, video, sink, feed } = setup(media, () => played);
+    file.verify(0, media.fragments[1]!.offset);
+    feedAll(feed, sink);
+    const rate = (media.file.length - media.initLength) / 60;
+    const seconds = (): number => Math.round((file.readAheads.at(-1)![0] * CHUNK) / rate);
+    const at = (t: number, buffered: number, p: number): number => {
+      played = p;
+      video.currentTime = t;
+      video.ranges = [[0, t + buffered]];
+      feed.feed();
+      return seconds();
+    };
+    // 14 s buffered, nothing played: 10 s, not twice the buffer.
+    expect(at(0, 14, 0)).toBe(10);
+    expect(at(3, 14, 3)).toBe(16);
+    expect(at(8, 20, 8)).toBe(26);
+    expect(at(20, 25, 20)).toBe(30);
+    // A seek far ahead: 2 s buffered there, the window opens again with the buffer.
+    video.currentTime = 45;
+    video.ranges = [[0, 30], [45, 47]];
+    feed.feed();
+    expect(seconds()).toBe(10);
+    video.ranges = [[0, 30], [45, 52]];
+    feed.feed();
+    expect(seconds()).toBe(14);
   });
 
   it('a seek outside the buffer points the engine back from the estimate and appends on from the fragment there', () => {
