@@ -2,11 +2,8 @@
  * A rendition's engine, begun as a player's is (engine-start.ts), for on-demand and live
  * presentations alike; and what its failure is to the rendition's loads.
  */
-import { type BegunEngine, type EngineExtra, beginEngine } from '../engine-start.js';
+import { type BegunEngine, beginEngine } from '../engine-start.js';
 import { PpsppError, messageOf } from '../errors.js';
-import type { HttpOriginSettings } from '../http-origin.js';
-import type { ResolvedPeerOptions } from '../options.js';
-import type { ContentInfo } from '../wasm.js';
 
 /**
  * Why a rendition's engine could not be made: its Worker's failure as it is
@@ -19,18 +16,9 @@ export function renditionFailure(id: string, err: unknown): PpsppError {
 }
 
 /** Begins the engine of rendition `id` (see `beginEngine`); a URI it refuses throws `bad-manifest`. */
-export function beginRendition(
-  id: string,
-  options: ResolvedPeerOptions,
-  uri: string,
-  content: ContentInfo,
-  extra: EngineExtra,
-  origin: HttpOriginSettings | null,
-  originOnly: boolean,
-  worker: Worker | null,
-): BegunEngine {
+export function beginRendition(id: string, ...args: Parameters<typeof beginEngine>): BegunEngine {
   try {
-    return beginEngine(options, uri, content, extra, origin, originOnly, worker);
+    return beginEngine(...args);
   } catch (err) {
     throw renditionFailure(id, err);
   }
