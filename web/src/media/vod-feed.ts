@@ -6,6 +6,7 @@
  */
 import type { Feed, MediaSink } from './feed.js';
 import { type InitInfo, findSegmentStart, firstSegmentEnd, parseInit, segmentStartTime, wholeSegmentsLength } from './container.js';
+import { SegmentPlaces } from './segment-places.js';
 import { type VideoLike, bufferedAhead } from './stall-watch.js';
 import { completeChildrenEnd, openClusterHead } from './webm.js';
 import { PpsppError } from '../errors.js';
@@ -72,12 +73,20 @@ interface Seek {
 export class VodFeed implements Feed {
   private info: InitInfo | null = null;
   private appendPos = 0;
-  /** Verified bytes run from `appendPos` to here without a whole segment in them (a
-   * segment larger than the read-ahead window): the engine fetches on from here. */
-  private segmentWait: number | null = null;
+  /**
+   * A segment larger than the engine's window (its read-ahead, or `maxMemoryBytes`): the
+   * bytes of it verified so far, from `appendPos`, copied here. The engine fetches on from
+   * their end, and may let go of them (they are behind its playhead): the page keeps them
+   * until the segment is whole and appended.
+   */
+  private segmentStart: Uint8Array | null = null;
   /** A WebM Cluster appended in part (as an unknown-size Cluster): where it ends. */
   private openCluster: { end: number } | null = null;
   private seek: Seek | null = null;
+  /** The chunk the engine's window starts at, as last set: it moves back only for a seek. */
+  private playhead = 0;
+  /** Where the segments appended start, by media time: where playback is in the file. */
+  private readonly places = new SegmentPlaces();
   private ended = false;
   private closed = false;
 
@@ -105,9 +114,11 @@ export class VodFeed implements Feed {
       // Nothing to append yet: where playback waits moved on with what was verified.
       if (!next) this.followPlayback();
       if (next) {
+        const time = this.info ? segmentStartTime(this.info, next.bytes) : null;
+        if (time !== null) this.places.add(time, this.appendPos);
         this.sink.append(next.bytes);
         this.appendPos = next.to;
-        this.segmentWait = null;
+        this.segmentStart = null;
         this.followPlayback();
         this.sink.scheduleFeed();
       }
@@ -187,18 +198,18 @@ export class VodFeed implements Feed {
     const info = this.info;
     if (!info) return null;
     const from = this.appendPos;
-    const verified = this.chunks.verifiedEnd(from);
+    const verified = this.verifiedEnd(from);
     if (this.openCluster) {
       const limit = this.openCluster.end;
-      const bytes = this.chunks.read(from, Math.min(verified, limit));
+      const bytes = this.read(from, Math.min(verified, limit));
       const end = verified >= limit ? bytes.length : completeChildrenEnd(bytes, 0, bytes.length);
       if (verified >= limit) this.openCluster = null;
       return end > 0 ? { bytes: bytes.subarray(0, end), to: from + end } : null;
     }
     const whole = this.wholeSegmentsEnd();
-    if (whole > from) return { bytes: this.chunks.read(from, whole), to: whole };
+    if (whole > from) return { bytes: this.read(from, whole), to: whole };
     if (info.kind !== 'webm' || from < info.initLength || verified <= from) return null;
-    const bytes = this.chunks.read(from, Math.min(verified, from + APPEND_STEP));
+    const bytes = this.read(from, Math.min(verified, from + APPEND_STEP));
     const open = openClusterHead(bytes);
     if (!open || open.clusterEnd === null) return null;
     this.openCluster = { end: from + open.clusterEnd };
@@ -212,40 +223,48 @@ export class VodFeed implements Feed {
   /**
    * Where the verified bytes after `appendPos` stop being whole media segments (the init
    * segment first, alone). At the end of the content the rest is whole by definition.
-   * With no whole segment yet while the verified run already fills half the read-ahead
-   * window, the engine is told to fetch on from its end.
+   * With no whole segment yet while the verified run reaches the end of the engine's
+   * window (or half the read-ahead bytes), the page keeps a copy of it and the engine is
+   * told to fetch on from its end (`segmentStart`).
    */
   private wholeSegmentsEnd(): number {
     const info = this.info;
     if (!info) return this.appendPos;
     if (this.appendPos === 0) return info.initLength;
     const { length, chunkSize } = this.options.content;
-    const verified = this.chunks.verifiedEnd(this.appendPos);
+    const verified = this.verifiedEnd(this.appendPos);
     if (verified >= length) return length;
     let end = Math.min(verified, this.appendPos + APPEND_STEP);
-    let whole = wholeSegmentsLength(info, this.chunks.read(this.appendPos, end));
+    let whole = wholeSegmentsLength(info, this.read(this.appendPos, end));
     if (whole === 0 && end < verified) {
       end = verified;
-      whole = wholeSegmentsLength(info, this.chunks.read(this.appendPos, end));
+      whole = wholeSegmentsLength(info, this.read(this.appendPos, end));
     }
-    if (whole === 0 && verified - this.appendPos >= this.options.readAheadBytes / 2) {
-      this.segmentWait = verified;
-      this.chunks.setPlayhead(Math.floor(verified / chunkSize));
+    const kept = this.appendPos + (this.segmentStart?.length ?? 0);
+    // The window starts at the segment and ends inside it (else it moves on with playback
+    // and takes the segment in time), or half the read-ahead bytes are in without its end.
+    const windowTooShort = this.playhead >= Math.floor(this.appendPos / chunkSize) && verified >= this.chunks.wantedEnd();
+    const stuck = windowTooShort || verified - this.appendPos >= this.options.readAheadBytes / 2;
+    if (whole === 0 && verified > kept && stuck) {
+      this.segmentStart = this.read(this.appendPos, verified).slice();
+      this.setPlayhead(Math.floor(verified / chunkSize));
     }
     return this.appendPos + whole;
   }
 
   /**
    * Moves the engine's VoD window to what playback needs next: the byte position of the
-   * current time (proportional estimate; no sooner than what is still to be appended).
+   * current time (estimated: `playingByte`; no sooner than what is still to be appended).
    * Following the append position instead would make everything "due" as fast as it
    * arrives, and seeders would be asked for all of it.
    *
    * While playback starves (less than {@link STARVING_SECONDS} buffered ahead: before the
-   * first frame, or a stall coming), the engine is also told where it waits: the first
-   * chunk not verified after what was appended. An HTTP origin serves those chunks if no
-   * peer holds them, however far the estimate is (a first keyframe larger than the due
-   * span, say).
+   * first frame, or a stall coming), the window starts where appends stopped, and the
+   * engine is also told where it waits: the first chunk not verified after what was
+   * appended. An HTTP origin serves those chunks if no peer holds them, however far the
+   * estimate is (a first keyframe larger than the due span, say); and under
+   * `maxMemoryBytes` they are within the window, so the engine keeps them (beyond it, it
+   * would let go of them first, and playback would wait for them for ever).
    */
   private followPlayback(): void {
     const info = this.info;
@@ -253,8 +272,9 @@ export class VodFeed implements Feed {
     const { chunkSize } = this.options.content;
     const t = this.video.currentTime;
     const rate = this.bytesPerSecond();
-    const playing = this.byteAt(t) ?? (rate === null ? null : info.initLength + Math.floor(t * rate));
-    const at = playing === null ? this.appendPos : Math.min(this.appendPos, playing);
+    const buffered = bufferedAhead(this.video);
+    const starving = buffered < STARVING_SECONDS;
+    const at = starving ? this.appendPos : Math.min(this.appendPos, this.playingByte(info, t, rate));
     if (rate !== null) {
       // In chunks, at least MIN_READ_AHEAD_BYTES; -1 (0 seconds): no bound.
       const chunks = (seconds: number): number =>
@@ -265,14 +285,53 @@ export class VodFeed implements Feed {
       // once while its first frame, and those of the pages that start beside it (on the same
       // link, or the same machine), need the link and the CPU.
       const byPlay = READ_AHEAD_START_SECONDS + READ_AHEAD_OPENING * this.options.secondsPlayed();
-      const opened = Math.max(READ_AHEAD_START_SECONDS, Math.min(byPlay, 2 * bufferedAhead(this.video)));
+      const opened = Math.max(READ_AHEAD_START_SECONDS, Math.min(byPlay, 2 * buffered));
       const { readAheadSeconds, httpReadAheadSeconds } = this.options;
       const ahead = readAheadSeconds > 0 ? Math.min(readAheadSeconds, opened) : 0;
       this.chunks.setReadAhead(chunks(ahead), chunks(httpReadAheadSeconds));
     }
-    this.chunks.setPlayhead(Math.floor(Math.max(at, this.segmentWait ?? 0) / chunkSize));
-    const starving = bufferedAhead(this.video) < STARVING_SECONDS;
+    // A segment larger than the window: the engine fetches on from what the page copied.
+    const copied = this.segmentStart ? this.appendPos + this.segmentStart.length : 0;
+    // Never back, short of a seek: what the window left behind was appended, and moving
+    // back over it would have the engine fetch again what it let go of.
+    this.setPlayhead(Math.max(this.playhead, Math.floor(Math.max(at, copied) / chunkSize)));
     this.chunks.setWaitingFor(starving ? this.waitingChunks(info) : null);
+  }
+
+  /** Points the engine's window at `chunk` (its start). */
+  private setPlayhead(chunk: number): void {
+    this.playhead = chunk;
+    this.chunks.setPlayhead(chunk);
+  }
+
+  /** Where the verified bytes from `offset` end, with the page's copy of `segmentStart`. */
+  private verifiedEnd(offset: number): number {
+    const kept = this.appendPos + (this.segmentStart?.length ?? 0);
+    return this.chunks.verifiedEnd(offset >= this.appendPos && offset < kept ? kept : offset);
+  }
+
+  /** Verified bytes `start..end`, with the page's copy of `segmentStart`. */
+  private read(start: number, end: number): Uint8Array {
+    const copy = this.segmentStart;
+    const kept = this.appendPos + (copy?.length ?? 0);
+    if (!copy || start < this.appendPos || start >= kept) return this.chunks.read(start, end);
+    const head = copy.subarray(start - this.appendPos, Math.min(end, kept) - this.appendPos);
+    if (end <= kept) return head;
+    const rest = this.chunks.read(kept, end);
+    const bytes = new Uint8Array(head.length + rest.length);
+    bytes.set(head);
+    bytes.set(rest, head.length);
+    return bytes;
+  }
+
+  /**
+   * Where in the file media time `t` is: from where the segments appended around it
+   * start, else in proportion to the duration (or to the rate so far).
+   */
+  private playingByte(info: InitInfo, t: number, rate: number | null): number {
+    const known = this.places.byteAt(t, rate);
+    if (known !== null) return known;
+    return this.byteAt(t) ?? (rate === null ? this.appendPos : info.initLength + Math.floor(t * rate));
   }
 
   /**
@@ -283,10 +342,10 @@ export class VodFeed implements Feed {
    */
   private waitingChunks(info: InitInfo): { start: number; end: number } {
     const { chunkSize, length } = this.options.content;
-    const verified = this.chunks.verifiedEnd(this.appendPos);
+    const verified = this.verifiedEnd(this.appendPos);
     const start = Math.floor(verified / chunkSize);
     // Headers are small: what is verified from the segment's start holds them, if any does.
-    const head = this.chunks.read(this.appendPos, Math.min(verified, this.appendPos + SEGMENT_HEAD_BYTES));
+    const head = this.read(this.appendPos, Math.min(verified, this.appendPos + SEGMENT_HEAD_BYTES));
     let segmentEnd: number | null;
     try {
       segmentEnd = firstSegmentEnd(info, head);
@@ -341,8 +400,9 @@ export class VodFeed implements Feed {
     // Chunk-aligned so that the probe is whole chunks the picker fetches first.
     seek.start = Math.floor(start / chunkSize) * chunkSize;
     this.seek = seek;
+    this.segmentStart = null;
     this.ended = false;
-    this.chunks.setPlayhead(Math.floor(seek.start / chunkSize));
+    this.setPlayhead(Math.floor(seek.start / chunkSize));
     this.sink.scheduleFeed();
   }
 
@@ -383,7 +443,7 @@ export class VodFeed implements Feed {
     this.seek = null;
     this.sink.reset();
     this.appendPos = seek.start + at;
-    this.segmentWait = null;
+    this.segmentStart = null;
     this.openCluster = null;
     // The engine fetches on from the segment found (its window may end inside it).
     this.followPlayback();

@@ -15,8 +15,9 @@ export interface SyntheticMp4 {
   durationSeconds: number;
 }
 
-/** `seconds` fragments of about `fragmentBytes` each. */
-export function syntheticMp4(seconds: number, fragmentBytes: number): SyntheticMp4 {
+/** `seconds` fragments of about `fragmentBytes` each (or as many as it says for each second). */
+export function syntheticMp4(seconds: number, fragmentBytes: number | ((second: number) => number)): SyntheticMp4 {
+  const bytesAt = typeof fragmentBytes === 'number' ? () => fragmentBytes : fragmentBytes;
   const init = concat(
     box('ftyp', text('iso5'), be(512, 4), text('iso5iso6mp41')),
     box(
@@ -35,7 +36,7 @@ export function syntheticMp4(seconds: number, fragmentBytes: number): SyntheticM
       box('traf', fullbox('tfhd', 0, be(1, 4)), fullbox('tfdt', 0, be(s * 90000, 4))),
       box('traf', fullbox('tfhd', 0, be(2, 4)), fullbox('tfdt', 0, be(s * 48000, 4))),
     );
-    fragments.push(concat(moof, box('mdat', randomBytes(fragmentBytes, 7000 + s))));
+    fragments.push(concat(moof, box('mdat', randomBytes(bytesAt(s), 7000 + s))));
   }
   const file = concat(init, ...fragments);
   const offsets: { offset: number; time: number }[] = [];

@@ -19,7 +19,14 @@ class FakeFile implements VodChunks {
   readonly verified = new Set<number>();
   readonly playheads: number[] = [];
   readonly readAheads: [number, number][] = [];
+  readonly waits: ({ start: number; end: number } | null)[] = [];
+  /** The engine's window in bytes from its playhead (`maxMemoryBytes`); null: the whole file. */
+  window: number | null = null;
   constructor(readonly file: Uint8Array) {}
+  /** The engine let go of bytes `from..to` (their chunks). */
+  letGo(from: number, to: number): void {
+    for (let c = Math.floor(from / CHUNK); c * CHUNK < to; c++) this.verified.delete(c);
+  }
   /** Bytes `from..to` (their chunks) came and were verified. */
   verify(from: number, to: number): void {
     for (let c = Math.floor(from / CHUNK); c * CHUNK < Math.min(to, this.file.length); c++) this.verified.add(c);
@@ -30,7 +37,8 @@ class FakeFile implements VodChunks {
     return Math.max(offset, Math.min(this.file.length, c * CHUNK));
   }
   wantedEnd(): number {
-    return this.file.length;
+    const from = (this.playheads.at(-1) ?? 0) * CHUNK;
+    return this.window === null ? this.file.length : Math.min(this.file.length, from + this.window);
   }
   read(start: number, end: number): Uint8Array {
     if (this.verifiedEnd(start) < end) throw new Error(`bytes ${start}..${end} are not all verified`);
@@ -42,7 +50,9 @@ class FakeFile implements VodChunks {
   setReadAhead(chunks: number, fromHttp: number): void {
     this.readAheads.push([chunks, fromHttp]);
   }
-  setWaitingFor(): void {}
+  setWaitingFor(chunks: { start: number; end: number } | null): void {
+    this.waits.push(chunks);
+  }
 }
 
 function setup(
@@ -130,6 +140,62 @@ describe('VodFeed', () => {
     video.ranges = [[0, 30], [45, 52]];
     feed.feed();
     expect(seconds()).toBe(14);
+  });
+
+  it('the window starts where playback is in the file, and where appends stopped while playback starves', () => {
+    // A dense opening: 20 s of 300 kB, then 40 s of 100 kB. In proportion to the duration,
+    // 15 s would be at 2.5 MB; it is at 4.5 MB.
+    const media = syntheticMp4(60, (s) => (s < 20 ? 300_000 : 100_000));
+    const { file, video, sink, feed } = setup(media);
+    const twentieth = media.fragments[20]!.offset;
+    file.verify(0, twentieth + 50_000);
+    video.currentTime = 0;
+    video.ranges = [[0, 20]];
+    feedAll(feed, sink);
+    expect(sink.appends.reduce((n, a) => n + a.length, 0)).toBe(twentieth);
+    const playhead = (): number => file.playheads.at(-1)! * CHUNK;
+    // 5 s buffered: at 15 s, where the fragment of 15 s starts (the appends said where).
+    video.currentTime = 15;
+    feed.onTimeUpdate();
+    expect(playhead()).toBe(Math.floor(media.fragments[15]!.offset / CHUNK) * CHUNK);
+    video.currentTime = 15.5;
+    feed.onTimeUpdate();
+    expect(playhead()).toBe(Math.floor((media.fragments[15]!.offset + 150_000) / CHUNK) * CHUNK);
+    expect(file.waits.at(-1)).toBeNull();
+    // Half a second left: the window starts at the append end, and waits there.
+    video.currentTime = 19.5;
+    feed.onTimeUpdate();
+    expect(playhead()).toBe(Math.floor(twentieth / CHUNK) * CHUNK);
+    expect(file.waits.at(-1)?.start).toBe(Math.ceil((twentieth + 50_000) / CHUNK));
+    // Fed again, 3 s ahead: the window does not go back over what was appended (the
+    // engine would fetch again what it let go of there).
+    video.ranges = [[0, 22.5]];
+    feed.onTimeUpdate();
+    expect(file.waits.at(-1)).toBeNull();
+    expect(playhead()).toBe(Math.floor(twentieth / CHUNK) * CHUNK);
+  });
+
+  it('a fragment larger than the engine\'s window: the page keeps its start while the engine fetches the rest', () => {
+    // A first fragment of 300 kB in a window of 200 kB (a small maxMemoryBytes).
+    const media = syntheticMp4(10, (s) => (s === 0 ? 300_000 : 50_000));
+    const { file, sink, feed } = setup(media);
+    file.window = 200_000;
+    const [first, second] = [media.fragments[0]!.offset, media.fragments[1]!.offset];
+    file.verify(0, first);
+    feedAll(feed, sink);
+    // The engine fetched to its window's end; nothing whole yet.
+    const windowEnd = file.wantedEnd();
+    expect(windowEnd).toBeLessThan(second);
+    file.verify(first, windowEnd);
+    feedAll(feed, sink);
+    expect(sink.appends).toHaveLength(1);
+    // The engine fetches on from there, and lets go of what is now behind its playhead.
+    expect(file.playheads.at(-1)! * CHUNK).toBeGreaterThanOrEqual(windowEnd - CHUNK);
+    file.letGo(first, file.playheads.at(-1)! * CHUNK);
+    file.verify(file.playheads.at(-1)! * CHUNK, second + 1000);
+    feedAll(feed, sink);
+    expect(sink.appends).toHaveLength(2);
+    expect(sink.appends[1]).toEqual(media.file.subarray(first, second));
   });
 
   it('a seek outside the buffer points the engine back from the estimate and appends on from the fragment there', () => {
