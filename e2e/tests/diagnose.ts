@@ -105,6 +105,8 @@ export class PageWatch {
             chunkCount: stats.chunkCount,
             bytesFromSeeders: stats.bytesFromSeeders,
             bytesFromPeers: stats.bytesFromPeers,
+            bytesFromHttp: stats.bytesFromHttp,
+            chunksEvicted: stats.chunksEvicted,
           },
         });
       })
@@ -136,6 +138,18 @@ export async function reportIfFailed(info: TestInfo, watches: PageWatch[], procs
   console.log(text);
 }
 
+/** The spec file's reports: {@link reportPagesNow} writes them before pages close. */
+const OPEN_REPORTS = new Set<FailureReport>();
+
+/**
+ * Reports the running test's pages now, while they are open: a hook that closes the
+ * browser contexts calls this first (afterEach hooks run in the order they were declared,
+ * and a page closed says nothing of where it stopped).
+ */
+export async function reportPagesNow(info: TestInfo): Promise<void> {
+  for (const r of OPEN_REPORTS) await r.report(info);
+}
+
 /**
  * The pages and servers of a spec file's running test, reported ({@link reportIfFailed})
  * after it; create one at the top of the file.
@@ -145,11 +159,17 @@ export class FailureReport {
   private procs: Record<string, Proc> = {};
 
   constructor() {
-    test.afterEach(async ({}, info) => {
-      await reportIfFailed(info, this.watches, this.procs);
-      this.watches = [];
-      this.procs = {};
-    });
+    OPEN_REPORTS.add(this);
+    test.afterEach(async ({}, info) => this.report(info));
+  }
+
+  /** Reports the running test's pages and servers if it failed, once; then forgets them. */
+  async report(info: TestInfo): Promise<void> {
+    const [watches, procs] = [this.watches, this.procs];
+    if (watches.length === 0 && Object.keys(procs).length === 0) return;
+    this.watches = [];
+    this.procs = {};
+    await reportIfFailed(info, watches, procs);
   }
 
   /** Watches a page under `label` (numbered): pass to `openPages`, which calls it before the page loads. */

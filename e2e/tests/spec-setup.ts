@@ -4,6 +4,7 @@
  * contexts closed and what it started stopped, the last started first.
  */
 import { test } from '@playwright/test';
+import { reportPagesNow } from './diagnose.js';
 import { startWebWith } from './swarm.js';
 
 export interface SpecSetup {
@@ -25,7 +26,8 @@ export function webForSpec(prepare: () => unknown = () => {}, mounts: string[] =
   test.afterAll(async () => {
     await server?.stop();
   });
-  test.afterEach(async ({ browser }) => {
+  test.afterEach(async ({ browser }, info) => {
+    await reportPagesNow(info);
     for (const context of browser.contexts()) await context.close();
     for (const stop of stops.splice(0).reverse()) await stop();
   });
