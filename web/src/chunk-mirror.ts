@@ -9,6 +9,9 @@ export class ChunkMirror {
   /** The engine's verified ranges, flat. */
   private have: readonly number[] = [];
   private haveCount = 0;
+  /** Chunks `from..to` are all here (as the last `firstMissing` found; none went since):
+   * a walk from within them goes on from `to`, not chunk by chunk over a whole window. */
+  private run: { from: number; to: number } | null = null;
 
   constructor(
     private readonly chunkSize: number,
@@ -29,6 +32,7 @@ export class ChunkMirror {
     this.haveCount = count;
     if (shrank || this.chunks.size > count) {
       for (const c of this.chunks.keys()) if (!this.holds(c)) this.chunks.delete(c);
+      this.run = null;
     }
   }
 
@@ -52,8 +56,11 @@ export class ChunkMirror {
 
   /** The first chunk from `chunk` on whose bytes are not here. */
   firstMissing(chunk: number): number {
-    let c = chunk;
+    const run = this.run;
+    const within = run !== null && run.from <= chunk && chunk <= run.to;
+    let c = within ? run.to : chunk;
     while (this.chunks.has(c)) c += 1;
+    this.run = { from: within ? run.from : chunk, to: c };
     return c;
   }
 
