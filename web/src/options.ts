@@ -104,7 +104,7 @@ export interface PlayerOptions extends PeerOptions {
    * alike (default 30; 0: no bound, the whole video). A viewer who leaves early costs
    * the origin and the swarm little more than what was watched; what the page holds it
    * keeps serving. Estimated from the video's average bit rate (at least 1 MiB ahead); the
-   * window opens from 10 s by 2 s per second played (after a seek, as the buffer fills).
+   * window opens from 5 s by 2 s per second played (after a seek, as the buffer fills).
    */
   readAheadSeconds?: number;
   /**

@@ -266,8 +266,8 @@ describe('Player with an HTTP origin (fake fetch) and no signaling server', () =
     const { uri, http, restore } = publishOnFakeOrigin(media.file, CHUNK);
     world.undoAfter(restore);
     const sent = (): number => http.served.get(FAKE_ORIGIN.url) ?? 0;
-    // 12 s buffered ahead, played to 5 s: the window is open to its full 20 s (it opens
-    // by 2 s per second played, from 10 s).
+    // 12 s buffered ahead, played to 8 s: the window is open to its full 20 s (it opens
+    // by 2 s per second played, from 5 s).
     const a = await attach(uri, { httpOrigin, readAheadSeconds: 20, httpReadAheadSeconds: 0 }, (v) => (v.ranges = [[0, 12]]));
     const ahead = (seconds: number): number => media.clusters[seconds]!.offset;
     const playTo = (end: number): void => {
@@ -277,10 +277,10 @@ describe('Player with an HTTP origin (fake fetch) and no signaling server', () =
         a.video.dispatchEvent(new Event('timeupdate'));
       }
     };
-    playTo(5);
-    await until(() => sent() >= ahead(25) - 2 * CHUNK, '25 s fetched');
+    playTo(8);
+    await until(() => sent() >= ahead(28) - 2 * CHUNK, '28 s fetched');
     await new Promise((r) => setTimeout(r, 300));
-    expect(sent(), 'nothing much beyond 25 s').toBeLessThan(ahead(26) + 2 * CHUNK);
+    expect(sent(), 'nothing much beyond 28 s').toBeLessThan(ahead(29) + 2 * CHUNK);
     // Played to 30 s: fetched to 50 s.
     playTo(30);
     await until(() => sent() >= ahead(50) - 2 * CHUNK, '50 s fetched');
@@ -292,30 +292,31 @@ describe('Player with an HTTP origin (fake fetch) and no signaling server', () =
     expect(a.log.error).toEqual([]);
   });
 
-  it('the read-ahead opens as the page plays: 10 s before anything is played, 2 s more per second played', async () => {
-    const media = syntheticWebm(60, 100_000);
+  it('the read-ahead opens as the page plays: 5 s before anything is played, 2 s more per second played', async () => {
+    // 30 s at 300 kB/s: 5 s is above the 1 MiB floor.
+    const media = syntheticWebm(30, 300_000);
     const { uri, http, restore } = publishOnFakeOrigin(media.file, CHUNK);
     world.undoAfter(restore);
     const sent = (): number => http.served.get(FAKE_ORIGIN.url) ?? 0;
     const a = await attach(uri, { httpOrigin, httpReadAheadSeconds: 0 }, (v) => (v.ranges = [[0, 2]]));
     const ahead = (seconds: number): number => media.clusters[seconds]!.offset;
-    await until(() => sent() >= ahead(10) - 2 * CHUNK, '10 s fetched');
+    await until(() => sent() >= ahead(5) - 2 * CHUNK, '5 s fetched');
     await new Promise((r) => setTimeout(r, 300));
-    expect(sent()).toBeLessThan(ahead(11) + 2 * CHUNK);
-    // 14 s buffered, nothing played: still 10 s.
+    expect(sent()).toBeLessThan(ahead(6) + 2 * CHUNK);
+    // 14 s buffered, nothing played: still 5 s.
     a.video.ranges = [[0, 14]];
     a.video.dispatchEvent(new Event('timeupdate'));
     await new Promise((r) => setTimeout(r, 300));
-    expect(sent()).toBeLessThan(ahead(11) + 2 * CHUNK);
-    // Played to 4 s, 14 s buffered ahead: 18 s ahead, to 22 s.
+    expect(sent()).toBeLessThan(ahead(6) + 2 * CHUNK);
+    // Played to 4 s, 14 s buffered ahead: 13 s ahead, to 17 s.
     for (let t = 1; t <= 4; t++) {
       a.video.currentTime = t;
       a.video.ranges = [[0, t + 14]];
       a.video.dispatchEvent(new Event('timeupdate'));
     }
-    await until(() => sent() >= ahead(22) - 2 * CHUNK, '22 s fetched');
+    await until(() => sent() >= ahead(17) - 2 * CHUNK, '17 s fetched');
     await new Promise((r) => setTimeout(r, 300));
-    expect(sent()).toBeLessThan(ahead(23) + 2 * CHUNK);
+    expect(sent()).toBeLessThan(ahead(18) + 2 * CHUNK);
   });
 
   it('httpReadAheadSeconds: alone, the page asks the origin for that much ahead', async () => {
@@ -324,17 +325,17 @@ describe('Player with an HTTP origin (fake fetch) and no signaling server', () =
     world.undoAfter(restore);
     const sent = (): number => http.served.get(FAKE_ORIGIN.url) ?? 0;
     // Media buffered ahead: playback does not wait (it would be served whatever it waits
-    // for). Played to 2 s, the read-ahead window (14 s) holds the origin's 12.
+    // for). Played to 4 s, the read-ahead window (13 s) holds the origin's 12.
     const a = await attach(uri, { httpOrigin, httpReadAheadSeconds: 12 }, (v) => (v.ranges = [[0, 8]]));
-    for (let t = 1; t <= 2; t++) {
+    for (let t = 1; t <= 4; t++) {
       a.video.currentTime = t;
       a.video.ranges = [[0, t + 8]];
       a.video.dispatchEvent(new Event('timeupdate'));
     }
     const ahead = (seconds: number): number => media.clusters[seconds]!.offset;
-    await until(() => sent() >= ahead(14) - 2 * CHUNK, '12 s fetched ahead of 2 s');
+    await until(() => sent() >= ahead(16) - 2 * CHUNK, '12 s fetched ahead of 4 s');
     await new Promise((r) => setTimeout(r, 300));
-    expect(sent()).toBeLessThan(ahead(15) + 2 * CHUNK);
+    expect(sent()).toBeLessThan(ahead(17) + 2 * CHUNK);
   });
 
   it('an error emitted while attach() was pending reaches a listener added after it resolved', async () => {

@@ -50,7 +50,7 @@ export const MAX_AHEAD_SECONDS = 60;
 /** Seconds buffered ahead below which playback starves: see `followPlayback`. */
 const STARVING_SECONDS = 1;
 /** Seconds of read-ahead before anything is played: the window opens from there. */
-const READ_AHEAD_START_SECONDS = 10;
+const READ_AHEAD_START_SECONDS = 5;
 /** Seconds the read-ahead window opens by per second played. */
 const READ_AHEAD_OPENING = 2;
 /** The read-ahead bound never cuts a page's fetching below this many bytes ahead (a segment or two). */

@@ -111,9 +111,9 @@ describe('VodFeed', () => {
     expect(sink.endOfStreamCalls).toBe(2);
   });
 
-  it('the read-ahead opens by 2 s per second played from 10 s, to readAheadSeconds; after a seek, with the buffer', () => {
-    // 60 s at 200 kB/s: each second is 200 kB, above the 1 MiB floor from 6 s on.
-    const media = syntheticMp4(60, 200_000);
+  it('the read-ahead opens by 2 s per second played from 5 s, to readAheadSeconds; after a seek, with the buffer', () => {
+    // 60 s at 300 kB/s: each second is 300 kB, above the 1 MiB floor from 4 s on.
+    const media = syntheticMp4(60, 300_000);
     let played = 0;
     const { file, video, sink, feed } = setup(media, () => played);
     file.verify(0, media.fragments[1]!.offset);
@@ -127,16 +127,16 @@ describe('VodFeed', () => {
       feed.feed();
       return seconds();
     };
-    // 14 s buffered, nothing played: 10 s, not twice the buffer.
-    expect(at(0, 14, 0)).toBe(10);
-    expect(at(3, 14, 3)).toBe(16);
-    expect(at(8, 20, 8)).toBe(26);
+    // 14 s buffered, nothing played: 5 s, not twice the buffer.
+    expect(at(0, 14, 0)).toBe(5);
+    expect(at(3, 14, 3)).toBe(11);
+    expect(at(8, 20, 8)).toBe(21);
     expect(at(20, 25, 20)).toBe(30);
     // A seek far ahead: 2 s buffered there, the window opens again with the buffer.
     video.currentTime = 45;
     video.ranges = [[0, 30], [45, 47]];
     feed.feed();
-    expect(seconds()).toBe(10);
+    expect(seconds()).toBe(5);
     video.ranges = [[0, 30], [45, 52]];
     feed.feed();
     expect(seconds()).toBe(14);
