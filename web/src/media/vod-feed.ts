@@ -242,10 +242,11 @@ export class VodFeed implements Feed {
     }
     const kept = this.appendPos + (this.segmentStart?.length ?? 0);
     // The window starts at the segment and ends inside it (else it moves on with playback
-    // and takes the segment in time), or half the read-ahead bytes are in without its end.
+    // and takes the segment in time), or, the first time, half the read-ahead bytes are in
+    // without its end. (Copied again only once per window: not on every chunk.)
     const windowTooShort = this.playhead >= Math.floor(this.appendPos / chunkSize) && verified >= this.chunks.wantedEnd();
-    const stuck = windowTooShort || verified - this.appendPos >= this.options.readAheadBytes / 2;
-    if (whole === 0 && verified > kept && stuck) {
+    const halfIn = this.segmentStart === null && verified - this.appendPos >= this.options.readAheadBytes / 2;
+    if (whole === 0 && verified > kept && (windowTooShort || halfIn)) {
       this.segmentStart = this.read(this.appendPos, verified).slice();
       this.setPlayhead(Math.floor(verified / chunkSize));
     }

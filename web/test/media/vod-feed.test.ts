@@ -58,13 +58,14 @@ class FakeFile implements VodChunks {
 function setup(
   media: ReturnType<typeof syntheticMp4>,
   secondsPlayed: () => number = () => 0,
+  readAheadBytes = 2 << 20,
 ): { file: FakeFile; video: FakeVideoElement; sink: FakeMediaSink; feed: VodFeed } {
   const file = new FakeFile(media.file);
   const video = new FakeVideoElement();
   const sink = new FakeMediaSink();
   const feed = new VodFeed(file, video, sink, {
     content: { length: media.file.length, chunkSize: CHUNK },
-    readAheadBytes: 2 << 20,
+    readAheadBytes,
     readAheadSeconds: 30,
     httpReadAheadSeconds: 0,
     secondsPlayed,
@@ -195,6 +196,26 @@ describe('VodFeed', () => {
     file.verify(file.playheads.at(-1)! * CHUNK, second + 1000);
     feedAll(feed, sink);
     expect(sink.appends).toHaveLength(2);
+    expect(sink.appends[1]).toEqual(media.file.subarray(first, second));
+  });
+
+  it('a fragment larger than half the read-ahead bytes: the engine fetches on from what came, copied once', () => {
+    // A first fragment of 300 kB; readAheadBytes 200 kB; no memory bound.
+    const media = syntheticMp4(10, (s) => (s === 0 ? 300_000 : 20_000));
+    const { file, sink, feed } = setup(media, () => 0, 200_000);
+    const [first, second] = [media.fragments[0]!.offset, media.fragments[1]!.offset];
+    file.verify(0, first + 120_000);
+    feedAll(feed, sink);
+    const moved = file.playheads.at(-1)!;
+    expect(moved * CHUNK).toBeGreaterThanOrEqual(first + 120_000 - CHUNK);
+    // More comes, a little at a time: the window stays where it went (the page's copy too).
+    for (let at = first + 120_000; at < second; at += 10_000) {
+      file.verify(at, at + 10_000);
+      feedAll(feed, sink);
+      if (sink.appends.length === 1) expect(file.playheads.at(-1)).toBe(moved);
+    }
+    file.verify(second, second + 1000);
+    feedAll(feed, sink);
     expect(sink.appends[1]).toEqual(media.file.subarray(first, second));
   });
 
