@@ -240,13 +240,12 @@ export class VodFeed implements Feed {
       end = verified;
       whole = wholeSegmentsLength(info, this.read(this.appendPos, end));
     }
-    const kept = this.appendPos + (this.segmentStart?.length ?? 0);
     // The window starts at the segment and ends inside it (else it moves on with playback
     // and takes the segment in time), or, the first time, half the read-ahead bytes are in
     // without its end. (Copied again only once per window: not on every chunk.)
     const windowTooShort = this.playhead >= Math.floor(this.appendPos / chunkSize) && verified >= this.chunks.wantedEnd();
     const halfIn = this.segmentStart === null && verified - this.appendPos >= this.options.readAheadBytes / 2;
-    if (whole === 0 && verified > kept && (windowTooShort || halfIn)) {
+    if (whole === 0 && verified > this.copyEnd() && (windowTooShort || halfIn)) {
       this.segmentStart = this.read(this.appendPos, verified).slice();
       this.setPlayhead(Math.floor(verified / chunkSize));
     }
@@ -292,7 +291,7 @@ export class VodFeed implements Feed {
       this.chunks.setReadAhead(chunks(ahead), chunks(httpReadAheadSeconds));
     }
     // A segment larger than the window: the engine fetches on from what the page copied.
-    const copied = this.segmentStart ? this.appendPos + this.segmentStart.length : 0;
+    const copied = this.segmentStart ? this.copyEnd() : 0;
     // Never back, short of a seek: what the window left behind was appended, and moving
     // back over it would have the engine fetch again what it let go of.
     this.setPlayhead(Math.max(this.playhead, Math.floor(Math.max(at, copied) / chunkSize)));
@@ -305,16 +304,21 @@ export class VodFeed implements Feed {
     this.chunks.setPlayhead(chunk);
   }
 
+  /** Where the page's copy of `segmentStart` ends (`appendPos` without one). */
+  private copyEnd(): number {
+    return this.appendPos + (this.segmentStart?.length ?? 0);
+  }
+
   /** Where the verified bytes from `offset` end, with the page's copy of `segmentStart`. */
   private verifiedEnd(offset: number): number {
-    const kept = this.appendPos + (this.segmentStart?.length ?? 0);
+    const kept = this.copyEnd();
     return this.chunks.verifiedEnd(offset >= this.appendPos && offset < kept ? kept : offset);
   }
 
   /** Verified bytes `start..end`, with the page's copy of `segmentStart`. */
   private read(start: number, end: number): Uint8Array {
     const copy = this.segmentStart;
-    const kept = this.appendPos + (copy?.length ?? 0);
+    const kept = this.copyEnd();
     if (!copy || start < this.appendPos || start >= kept) return this.chunks.read(start, end);
     const head = copy.subarray(start - this.appendPos, Math.min(end, kept) - this.appendPos);
     if (end <= kept) return head;
