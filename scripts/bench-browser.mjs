@@ -16,7 +16,8 @@
 // Writes target/bench/browser.json. Run inside scripts/netns.sh (loopback only).
 //   node scripts/bench-browser.mjs [--smoke] [--out FILE] [--only goodput,verify,swarm,live]
 // Where the CPU went: a profiled PPSPP fetch at the default chunk size (the share of each
-// page's main thread in each part) and, in the swarm's first run, the CPU of every thread.
+// page's main thread, and of its engine's Worker, in each part) and, in the swarm's first
+// run, the CPU of every thread.
 // Diagnostics: BENCH_DEBUG=1 (sender/receiver state), BENCH_PROFILE=1 (the profiled fetch's
 // costliest functions, and a CPU profile of the first swarm page), BENCH_CHUNK_SIZES, BENCH_SEED_OPTIONS, BENCH_RUNS,
 // BENCH_GOODPUT_MIB (page → page content, default 32), BENCH_LIVE_PAGES, BENCH_LIVE_UNCHOKED,
@@ -31,7 +32,16 @@ import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { CpuPerMb, profileShares, profileStart, profileStop, threadCpuBetween, threadCpuSnapshot } from './bench-cpu.mjs';
+import {
+  CpuPerMb,
+  profileShares,
+  profileStart,
+  profileStop,
+  threadCpuBetween,
+  threadCpuSnapshot,
+  workerProfileStart,
+  workerProfileStop,
+} from './bench-cpu.mjs';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const smoke = process.argv.includes('--smoke');
@@ -273,18 +283,33 @@ try {
       ppsppCpu.add(cpuBefore, got.ms / 1000, got.bytes);
     }
     if (cs === DEFAULT_CHUNK) {
-      // What each page's main thread did in one more fetch, profiled (the sampling slows
-      // it, so it is not one of the timed runs).
+      // What each page's main thread and its engine's Worker did in one more fetch,
+      // profiled (the sampling slows it, so it is not one of the timed runs). The fetcher
+      // is kept until its Worker's profile is taken: a freed engine's Worker ends.
       const uri = await sender.evaluate(([s, b, c, o]) => window.ppsppSeed(s, b, c, o), [signalUrl, GOODPUT_BYTES, cs, SEED_OPTIONS]);
       const profiling = [await profileStart(sender), await profileStart(receiver)];
-      const got = await receiver.evaluate((u) => window.ppsppFetch(u), uri);
+      const workerProfiling = [await workerProfileStart(sender), await workerProfileStart(receiver)];
+      const got = await receiver.evaluate((u) => window.ppsppFetch(u, { keep: true }), uri);
       const [sent, received] = [await profileStop(profiling[0]), await profileStop(profiling[1])];
+      const [sentWorker, receivedWorker] = [await workerProfileStop(workerProfiling[0]), await workerProfileStop(workerProfiling[1])];
+      await receiver.evaluate(() => window.ppsppClose());
       if (got.bytes !== GOODPUT_BYTES) throw new Error(`fetched ${got.bytes} bytes`);
+      if (sentWorker.workers === 0 || receivedWorker.workers === 0) throw new Error('an engine\'s Worker was not profiled');
       logProfile(sent, 'sender');
+      logProfile(sentWorker.functions, 'sender\'s engine Worker');
       logProfile(received, 'receiver');
-      result.goodput_profile = { chunk_size: cs, mbps: got.bytes / got.ms / 1000, sender: profileShares(sent), receiver: profileShares(received) };
+      logProfile(receivedWorker.functions, 'receiver\'s engine Worker');
+      result.goodput_profile = {
+        chunk_size: cs,
+        mbps: got.bytes / got.ms / 1000,
+        sender: profileShares(sent),
+        sender_worker: profileShares(sentWorker.functions),
+        receiver: profileShares(received),
+        receiver_worker: profileShares(receivedWorker.functions),
+      };
       const shares = (s) => `idle ${(100 * s.idle).toFixed(0)} %, browser ${(100 * s.browser).toFixed(0)} %, hashing ${(100 * s.wasm_hash).toFixed(0)} %, allocator ${(100 * s.wasm_alloc).toFixed(0)} %, engine ${(100 * s.wasm_engine).toFixed(0)} %, send ${(100 * s.channel_send).toFixed(0)} %, JS ${(100 * s.js).toFixed(0)} %`;
-      log(`  profiled PPSPP fetch: sender ${shares(result.goodput_profile.sender)}; receiver ${shares(result.goodput_profile.receiver)}`);
+      const gp = result.goodput_profile;
+      log(`  profiled PPSPP fetch: sender ${shares(gp.sender)}; its Worker ${shares(gp.sender_worker)}; receiver ${shares(gp.receiver)}; its Worker ${shares(gp.receiver_worker)}`);
     }
     const rawS = stats(raw);
     const ppsppS = stats(ppspp);

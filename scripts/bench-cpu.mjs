@@ -1,6 +1,7 @@
-// Where the CPU went, for `make bench` (scripts/bench-browser.mjs): a page's CPU profile
-// (CDP) summed into the shares BENCHMARKS.md discusses, and the CPU of every thread of the
-// browser and of our processes from /proc, summed by process type and thread name.
+// Where the CPU went, for `make bench` (scripts/bench-browser.mjs): CPU profiles of a page's
+// main thread and of its Workers (CDP) summed into the shares BENCHMARKS.md discusses, and
+// the CPU of every thread of the browser and of our processes from /proc, summed by
+// process type and thread name.
 import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 
@@ -19,12 +20,101 @@ export async function profileStart(p) {
 export async function profileStop(cdp) {
   const { profile } = await cdp.send('Profiler.stop');
   await cdp.detach();
-  const byId = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
+  return selfTimes([profile]);
+}
+
+/** How long a Worker may take to answer one DevTools command while profiled. */
+const WORKER_CALL_MS = 10_000;
+
+/**
+ * Starts sampling every 200 µs in each dedicated Worker of `p`: those running now and
+ * those it starts while profiled, each held at its start until its profile runs. The
+ * workers' DevTools sessions go through the page's (`Target.sendMessageToTarget`), as
+ * Playwright opens CDP sessions on pages only.
+ */
+export async function workerProfileStart(p) {
+  const cdp = await p.context().newCDPSession(p);
+  const sessions = new Map();
+  const waiting = new Map();
+  let nextId = 1;
+  const call = (sessionId, method, params = {}) =>
+    new Promise((resolve, reject) => {
+      const id = nextId++;
+      const key = `${sessionId}/${id}`;
+      const timer = setTimeout(() => {
+        waiting.delete(key);
+        reject(new Error(`the Worker did not answer ${method} within ${WORKER_CALL_MS / 1000} s`));
+      }, WORKER_CALL_MS);
+      waiting.set(key, { sessionId, resolve, reject, timer });
+      cdp.send('Target.sendMessageToTarget', { sessionId, message: JSON.stringify({ id, method, params }) }).catch(reject);
+    });
+  const settle = (key, f) => {
+    const w = waiting.get(key);
+    if (!w) return;
+    waiting.delete(key);
+    clearTimeout(w.timer);
+    f(w);
+  };
+  cdp.on('Target.receivedMessageFromTarget', ({ sessionId, message }) => {
+    const m = JSON.parse(message);
+    if (m.id === undefined) return;
+    settle(`${sessionId}/${m.id}`, (w) => (m.error ? w.reject(new Error(m.error.message)) : w.resolve(m.result)));
+  });
+  cdp.on('Target.detachedFromTarget', ({ sessionId }) => {
+    const s = sessions.get(sessionId);
+    if (s) s.gone = true;
+    for (const [key, w] of waiting) if (w.sessionId === sessionId) settle(key, (x) => x.reject(new Error('the Worker ended')));
+  });
+  cdp.on('Target.attachedToTarget', ({ sessionId, targetInfo, waitingForDebugger }) => {
+    if (targetInfo.type !== 'worker') return;
+    const s = { url: targetInfo.url, gone: false };
+    s.started = (async () => {
+      try {
+        await call(sessionId, 'Profiler.enable');
+        await call(sessionId, 'Profiler.setSamplingInterval', { interval: 200 });
+        await call(sessionId, 'Profiler.start');
+      } finally {
+        if (waitingForDebugger) await call(sessionId, 'Runtime.runIfWaitingForDebugger').catch(() => {});
+      }
+    })();
+    s.started.catch(() => {});
+    sessions.set(sessionId, s);
+  });
+  await cdp.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: false });
+  return { cdp, sessions, call };
+}
+
+/**
+ * Stops the Workers' profiles of {@link workerProfileStart}; returns the self time (ms) of
+ * each function summed over them, largest first, and how many Workers were profiled
+ * (those that ended before the stop are lost: keep them running until then).
+ */
+export async function workerProfileStop({ cdp, sessions, call }) {
+  const profiles = [];
+  for (const [sessionId, s] of sessions) {
+    if (s.gone) continue;
+    try {
+      await s.started;
+      profiles.push((await call(sessionId, 'Profiler.stop')).profile);
+    } catch {
+      // Ended while profiled: nothing to add.
+    }
+  }
+  await cdp.send('Target.setAutoAttach', { autoAttach: false, waitForDebuggerOnStart: false, flatten: false }).catch(() => {});
+  await cdp.detach();
+  return { functions: selfTimes(profiles), workers: profiles.length };
+}
+
+/** The self time (ms) of each function over `profiles`, largest first. */
+function selfTimes(profiles) {
   const self = new Map();
-  for (let i = 0; i < profile.samples.length; i++) {
-    const f = byId.get(profile.samples[i]);
-    const key = JSON.stringify([f.functionName, f.url.split('/').pop(), f.lineNumber]);
-    self.set(key, (self.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000);
+  for (const profile of profiles) {
+    const byId = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
+    for (let i = 0; i < profile.samples.length; i++) {
+      const f = byId.get(profile.samples[i]);
+      const key = JSON.stringify([f.functionName, f.url.split('/').pop(), f.lineNumber]);
+      self.set(key, (self.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000);
+    }
   }
   return [...self.entries()]
     .map(([key, ms]) => {
@@ -35,10 +125,10 @@ export async function profileStop(cdp) {
 }
 
 /**
- * The share of the sampled time in each part of a page's main thread: idle; the browser's
- * own work (`(program)`: event dispatch, IPC); garbage collection; the Wasm engine's
- * hashing, its allocator and the rest of it; `RTCDataChannel.send`; the package's
- * JavaScript and the Wasm bindings; other browser APIs.
+ * The share of the sampled time in each part of a page's thread (its main thread or a
+ * Worker): idle; the browser's own work (`(program)`: event dispatch, IPC); garbage
+ * collection; the Wasm engine's hashing, its allocator and the rest of it;
+ * `RTCDataChannel.send`; the package's JavaScript and the Wasm bindings; other browser APIs.
  */
 export function profileShares(functions) {
   const shares = { idle: 0, browser: 0, gc: 0, wasm_hash: 0, wasm_alloc: 0, wasm_engine: 0, channel_send: 0, js: 0, other: 0 };
@@ -61,7 +151,8 @@ function partOf(name, file) {
     if (/^(js-to-wasm|wasm-to-js)/.test(name)) return 'js';
     return 'wasm_engine';
   }
-  if (name === 'send' && file === '') return 'channel_send';
+  // In a Worker the profile puts `RTCDataChannel.send` in the package's function that calls it.
+  if ((name === 'send' && file === '') || name === 'transmit') return 'channel_send';
   if (/\.m?js$/.test(file) || /^(js-to-wasm|wasm-to-js)/.test(name)) return 'js';
   return 'other';
 }

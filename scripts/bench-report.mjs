@@ -44,7 +44,7 @@ const best = goodput.reduce((a, g) => (!a || med(g.ppspp_mbps) > med(a.ppspp_mbp
 // The package's default chunk size: the browser goodput target is taken there.
 const atDefault = goodput.find((g) => g.cs === 8192) ?? best;
 const gp = browser.goodput_profile;
-/** A profiled page's main thread: the share our code took (engine, bindings, sends). */
+/** A profiled thread (a page's main thread or Worker): the share our code took (engine, bindings, sends). */
 const ourShare = (s) => (s ? s.wasm_hash + s.wasm_alloc + s.wasm_engine + s.js + s.channel_send : null);
 const cpu = browser.swarm?.cpu_by_thread;
 const verifyKeys = Object.keys(browser.verify_wasm ?? {});
@@ -68,6 +68,8 @@ const summary = {
   goodput_receiver_idle_share: gp?.receiver?.idle ?? null,
   goodput_receiver_our_share: ourShare(gp?.receiver),
   goodput_sender_idle_share: gp?.sender?.idle ?? null,
+  goodput_receiver_worker_idle_share: gp?.receiver_worker?.idle ?? null,
+  goodput_receiver_worker_our_share: ourShare(gp?.receiver_worker),
   goodput_raw_cpu_s_per_mb: atDefault?.raw_cpu?.cpu_s_per_mb ?? null,
   goodput_ppspp_cpu_s_per_mb: atDefault?.ppspp_cpu?.cpu_s_per_mb ?? null,
   goodput_ppspp_cores_busy: atDefault?.ppspp_cpu?.cores_busy ?? null,
@@ -194,11 +196,12 @@ if (et) {
 }
 if (gp) {
   const pc = (x) => `${f(100 * x, 0)} %`;
-  lines.push(`Where each page's main thread went in one more PPSPP fetch at ${gp.chunk_size / 1024} KiB (${f(gp.mbps)} MB/s while profiled; CDP CPU profile, self time, a sample every 200 µs):`, '');
-  lines.push('| page | idle | the browser\'s own work | garbage collection | hashing (Wasm) | allocator (Wasm) | rest of the engine (Wasm) | `RTCDataChannel.send` | JavaScript and bindings | other browser APIs |', '|---|---|---|---|---|---|---|---|---|---|');
-  for (const who of ['sender', 'receiver']) {
-    const s = gp[who];
-    lines.push(`| ${who} | ${pc(s.idle)} | ${pc(s.browser)} | ${pc(s.gc)} | ${pc(s.wasm_hash)} | ${pc(s.wasm_alloc)} | ${pc(s.wasm_engine)} | ${pc(s.channel_send)} | ${pc(s.js)} | ${pc(s.other)} |`);
+  lines.push(`Where each page's main thread and its engine's Worker went in one more PPSPP fetch at ${gp.chunk_size / 1024} KiB (${f(gp.mbps)} MB/s while profiled; CDP CPU profiles, self time, a sample every 200 µs):`, '');
+  lines.push('| page, thread | idle | the browser\'s own work | garbage collection | hashing (Wasm) | allocator (Wasm) | rest of the engine (Wasm) | `RTCDataChannel.send` | JavaScript and bindings | other browser APIs |', '|---|---|---|---|---|---|---|---|---|---|');
+  const threads = [['sender', 'sender, main thread'], ['sender_worker', 'sender, engine\'s Worker'], ['receiver', 'receiver, main thread'], ['receiver_worker', 'receiver, engine\'s Worker']];
+  for (const [key, who] of threads) {
+    const s = gp[key];
+    if (s) lines.push(`| ${who} | ${pc(s.idle)} | ${pc(s.browser)} | ${pc(s.gc)} | ${pc(s.wasm_hash)} | ${pc(s.wasm_alloc)} | ${pc(s.wasm_engine)} | ${pc(s.channel_send)} | ${pc(s.js)} | ${pc(s.other)} |`);
   }
   lines.push('');
 }
