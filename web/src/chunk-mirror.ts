@@ -18,9 +18,16 @@ export class ChunkMirror {
     private readonly length: number,
   ) {}
 
-  /** A chunk's bytes, verified by the engine. */
-  add(chunk: number, data: Uint8Array): void {
-    this.chunks.set(chunk, data);
+  /**
+   * Verified bytes of the chunks from `first` on, one after another (each of the chunk
+   * size, the last maybe shorter). Each chunk keeps a view of them: the buffer goes when
+   * the last of its chunks does (the engine lets go of chunks in runs too, behind the
+   * playhead).
+   */
+  add(first: number, data: Uint8Array): void {
+    for (let at = 0, chunk = first; at < data.length; at += this.chunkSize, chunk += 1) {
+      this.chunks.set(chunk, data.subarray(at, Math.min(at + this.chunkSize, data.length)));
+    }
   }
 
   /** The engine's verified ranges now; chunks it let go of are dropped. */

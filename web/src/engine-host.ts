@@ -1,18 +1,22 @@
 /**
  * The engine's side of a swarm in a dedicated Worker: the `EngineLoop` (engine, loop, HTTP
- * origin, saved chunks) driven by the page's messages (engine-protocol.ts). Each turn of
- * the loop becomes one message to the page: the engine's events, the bytes of the chunks
- * verified, and the state the page reads synchronously, when it changed.
+ * origin, saved chunks) driven by the page's messages (engine-protocol.ts). What the
+ * loop's turns produce goes to the page in one message (turns close together share
+ * one): the engine's events, the bytes of the chunks verified, and the state the page
+ * reads synchronously, when it changed.
  */
 import { ChannelSender, type SendCounts } from './channel-sender.js';
 import { EngineLoop, type EngineLoopHooks, type EngineLoopStats } from './engine-loop.js';
-import type { EngineState, FromEngine, Port, ToEngine } from './engine-protocol.js';
+import type { ChunkBytes, EngineState, FromEngine, Port, ToEngine } from './engine-protocol.js';
 import { messageOf } from './errors.js';
 import { makeEngine } from './engine-make.js';
-import { type EngineEvent, type WasmPeer, loadWasm, parseUriLoaded } from './wasm.js';
+import { type ContentInfo, type EngineEvent, type WasmPeer, loadWasm, parseUriLoaded } from './wasm.js';
 
 /** The figures go to the page this often (and when the content completes). */
 const STATS_EVERY_MS = 100;
+
+/** A turn's results wait at most this long to go to the page with the next turns'. */
+const POST_EVERY_MS = 2;
 
 function sameRanges(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
@@ -21,10 +25,15 @@ function sameRanges(a: readonly number[], b: readonly number[]): boolean {
 export class EngineHost {
   private engine: WasmPeer | null = null;
   private loop: EngineLoop | null = null;
+  private content: ContentInfo | null = null;
   private events: { event: EngineEvent; bytes: number }[] = [];
-  private chunks: { chunk: number; data: Uint8Array }[] = [];
+  /** Chunks verified since the last message: their bytes go to the page with the next. */
+  private verified: number[] = [];
   private state: EngineState | null = null;
   private statsAt = -Infinity;
+  /** When the last turn's message went, and the timer of one that waits. */
+  private postedAt = -Infinity;
+  private postTimer: ReturnType<typeof setTimeout> | null = null;
   /** Data channels transferred here, by peer, and what was sent and dropped on them. */
   private readonly channels = new Map<number, { channel: RTCDataChannel; sender: ChannelSender }>();
   private readonly counts: SendCounts = { sent: 0, dropped: 0 };
@@ -107,6 +116,8 @@ export class EngineHost {
         this.endTurn(true);
         break;
       case 'free':
+        if (this.postTimer !== null) clearTimeout(this.postTimer);
+        this.postTimer = null;
         for (const peer of [...this.channels.keys()]) this.closeChannel(peer);
         this.loop = null;
         this.engine = null;
@@ -168,6 +179,7 @@ export class EngineHost {
     }
     this.engine = engine;
     this.loop = loop;
+    this.content = content;
     const state = this.snapshot();
     this.state = state;
     this.statsAt = performance.now();
@@ -222,9 +234,47 @@ export class EngineHost {
   private onEvent(event: EngineEvent, bytes: number): void {
     this.events.push({ event, bytes });
     if (event.type === 'chunk-verified' || event.type === 'origin-chunk' || event.type === 'chunk-restored') {
-      const data = this.engine?.readChunk(event.chunk);
-      if (data) this.chunks.push({ chunk: event.chunk, data });
+      this.verified.push(event.chunk);
     }
+  }
+
+  /**
+   * The bytes of the chunks verified since the last message, read out of the engine a
+   * run of consecutive chunks at a time: one copy out of Wasm and one buffer transferred
+   * per run, not per chunk (BENCHMARKS.md, "What holds browser goodput"). A live
+   * stream's chunks, whose lengths differ, go one at a time.
+   */
+  private takeChunks(): ChunkBytes[] {
+    const engine = this.engine;
+    const content = this.content;
+    const verified = this.verified;
+    this.verified = [];
+    if (!engine || !content || verified.length === 0) return [];
+    const out: ChunkBytes[] = [];
+    const one = (chunk: number): void => {
+      const data = engine.readChunk(chunk);
+      if (data) out.push({ first: chunk, data });
+    };
+    if (content.live) {
+      for (const chunk of verified) one(chunk);
+      return out;
+    }
+    const chunks = Uint32Array.from(verified).sort();
+    for (let i = 0; i < chunks.length; ) {
+      const first = chunks[i] as number;
+      let last = first;
+      let j = i + 1;
+      for (; j < chunks.length && (chunks[j] as number) <= last + 1; j++) last = chunks[j] as number;
+      i = j;
+      // A chunk let go of within the turn (a bound on held bytes): those that are left, one by one.
+      if (engine.firstMissing(first) <= last) {
+        for (let c = first; c <= last; c++) one(c);
+        continue;
+      }
+      const end = Math.min((last + 1) * content.chunkSize, content.length);
+      out.push({ first, data: engine.read(first * content.chunkSize, end) });
+    }
+    return out;
   }
 
   private snapshot(): EngineState {
@@ -239,8 +289,21 @@ export class EngineHost {
     };
   }
 
-  /** Sends what the turn produced: events, chunks, the state if it changed, figures now and then. */
+  /**
+   * A turn ended: what it produced goes to the page now, or, within
+   * {@link POST_EVERY_MS} of the last message, with the next turns': a fast fetch ends
+   * a turn every datagram or two, and each message costs the Worker its own work.
+   */
   private endTurn(final: boolean): void {
+    const since = performance.now() - this.postedAt;
+    if (final || since >= POST_EVERY_MS) this.postTurn(final);
+    else this.postTimer ??= setTimeout(() => this.postTurn(false), POST_EVERY_MS - since);
+  }
+
+  /** Sends what the turns since the last message produced: events, chunks, the state if it changed, figures now and then. */
+  private postTurn(final: boolean): void {
+    if (this.postTimer !== null) clearTimeout(this.postTimer);
+    this.postTimer = null;
     const loop = this.loop;
     if (!loop) return;
     const now = performance.now();
@@ -256,14 +319,14 @@ export class EngineHost {
       prev.hasHttpOrigin !== next.hasHttpOrigin;
     // Figures cost a walk of every channel: every 100 ms, and when the content completes.
     const statsDue = final || now - this.statsAt >= STATS_EVERY_MS || (prev !== null && prev.complete !== next.complete);
-    if (!changed && !statsDue && this.events.length === 0 && this.chunks.length === 0) return;
+    if (!changed && !statsDue && this.events.length === 0 && this.verified.length === 0) return;
     this.state = next;
     const stats: EngineLoopStats | null = statsDue ? loop.stats() : null;
     if (statsDue) this.statsAt = now;
     const events = this.events;
-    const chunks = this.chunks;
+    const chunks = this.takeChunks();
     this.events = [];
-    this.chunks = [];
+    this.postedAt = now;
     this.post(
       { t: 'turn', events, chunks, state: changed ? next : null, stats, dropped: this.counts.dropped },
       chunks.map((c) => c.data.buffer),

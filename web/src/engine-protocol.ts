@@ -70,6 +70,15 @@ export interface EngineState {
   hasHttpOrigin: boolean;
 }
 
+/**
+ * Verified chunks from `first` on, one after another: each of the content's chunk size
+ * but the last, which may be shorter (the content's last chunk, or a live chunk).
+ */
+export interface ChunkBytes {
+  first: number;
+  data: Uint8Array;
+}
+
 /** The Worker → the page. */
 export type FromEngine =
   | { t: 'ready'; uri: string; content: ContentInfo; state: EngineState; stats: EngineLoopStats }
@@ -81,7 +90,7 @@ export type FromEngine =
       /** The engine's events of one turn, in order, each with the bytes of its chunk. */
       events: { event: EngineEvent; bytes: number }[];
       /** Verified chunks' bytes, for the page's reads. */
-      chunks: { chunk: number; data: Uint8Array }[];
+      chunks: ChunkBytes[];
       /** The state, when it changed in the turn. */
       state: EngineState | null;
       /** The figures, now and then. */

@@ -234,7 +234,7 @@ export class WorkerEngine {
 
   private turn(m: Extract<FromEngine, { t: 'turn' }>): void {
     // Bytes first: a chunk-verified event may be read at once.
-    for (const { chunk, data } of m.chunks) this.mirror.add(chunk, data);
+    for (const { first, data } of m.chunks) this.mirror.add(first, data);
     if (m.state) {
       this.state = m.state;
       this.mirror.setHave(m.state.have);
