@@ -82,12 +82,10 @@ test-web: web
 	npx tsc -p e2e/tsconfig.json
 	cd web && npx vitest run
 
-# Playwright swarm tests with Debian's Chromium, in a network namespace of loopback only.
+# Playwright swarm tests with Debian's Chromium, in a network namespace of loopback only, in
+# two groups: those that mostly wait two files at a time, then the rest (scripts/test-e2e.sh).
 test-e2e: web web-poison native
-	rm -f target/e2e/failures.log target/e2e/failed-tests.txt
-	cd e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 ../scripts/netns.sh npx playwright test || \
-	  { [ ! -s ../target/e2e/failures.log ] || { echo '--- what the failed tests saw (target/e2e/failures.log) ---'; tail -c 8000 ../target/e2e/failures.log; }; \
-	    [ ! -s ../target/e2e/failed-tests.txt ] || { echo '--- failed e2e tests (target/e2e/failed-tests.txt) ---'; tail -n 30 ../target/e2e/failed-tests.txt; }; exit 1; }
+	scripts/test-e2e.sh
 
 fuzz:
 	@scripts/setup.sh fuzz

@@ -8,18 +8,36 @@ import { defineConfig } from '@playwright/test';
 // camera/microphone permission is what unlocks host candidates.
 export const CHROMIUM_ARGS: string[] = JSON.parse(readFileSync(new URL('./chromium-args.json', import.meta.url), 'utf8'));
 
+/**
+ * Specs that need the machine to themselves: they measure first frames and stalls of pages
+ * starting together, bytes the origin sends a busy swarm, a main thread kept busy, or they
+ * use the emulated internet's fixed addresses.
+ */
+const ALONE = /[\\/](first-frame|wan|deploy|engine-worker|origin|swarm)\.spec\.ts$/;
+
+/**
+ * `make test-e2e` (scripts/test-e2e.sh) runs the suite in two groups: `E2E_GROUP=shared`,
+ * the specs whose pages mostly wait on media time (a video playing, a live edge, a throttled
+ * line), two files at a time; then `E2E_GROUP=alone`, one test at a time. Unset: every
+ * spec, one test at a time.
+ */
+const GROUP = process.env.E2E_GROUP ?? '';
+if (!['', 'shared', 'alone'].includes(GROUP)) throw new Error(`E2E_GROUP must be shared or alone, not ${GROUP}`);
+const SUFFIX = GROUP === '' ? '' : `-${GROUP}`;
+
 export default defineConfig({
   testDir: './tests',
-  // Each test runs a whole swarm (signaling, a native seeder, several pages): one at a time
-  // on a 2-core machine, each bounded in time.
-  workers: 1,
+  ...(GROUP === 'alone' ? { testMatch: ALONE } : GROUP === 'shared' ? { testIgnore: ALONE } : {}),
+  // Each test runs a whole swarm (signaling, a native seeder, several pages), each bounded in
+  // time; on a 2-core machine at most two files at once, and only those that mostly wait.
+  workers: GROUP === 'shared' ? 2 : 1,
   fullyParallel: false,
   timeout: 120_000,
   expect: { timeout: 30_000 },
   retries: 0,
   // short-failures: each failed test's title and first error lines, printed last by `make test-e2e`.
-  reporter: [['list'], ['./tests/short-failures.ts'], ...(process.env.CI ? [['html', { open: 'never', outputFolder: '../target/e2e/report' }] as const] : [])],
-  outputDir: '../target/e2e/results',
+  reporter: [['list'], ['./tests/short-failures.ts'], ...(process.env.CI ? [['html', { open: 'never', outputFolder: `../target/e2e/report${SUFFIX}` }] as const] : [])],
+  outputDir: `../target/e2e/results${SUFFIX}`,
   globalSetup: './tests/global-setup.ts',
   use: {
     headless: true,
