@@ -9,17 +9,11 @@ import { defineConfig } from '@playwright/test';
 export const CHROMIUM_ARGS: string[] = JSON.parse(readFileSync(new URL('./chromium-args.json', import.meta.url), 'utf8'));
 
 /**
- * Specs that need the machine to themselves: they measure first frames and stalls of pages
- * starting together, bytes the origin sends a busy swarm, a main thread kept busy, or they
- * use the emulated internet's fixed addresses.
- */
-const ALONE = /[\\/](first-frame|wan|deploy|engine-worker|origin|swarm)\.spec\.ts$/;
-
-/**
  * `make test-e2e` (scripts/test-e2e.sh) runs the suite in two groups: `E2E_GROUP=shared`,
- * the specs whose pages mostly wait on media time (a video playing, a live edge, a throttled
- * line), two files at a time; then `E2E_GROUP=alone`, one test at a time. Unset: every
- * spec, one test at a time.
+ * the tests whose pages mostly wait on media time (a video playing, a live edge, a throttled
+ * line), two spec files at a time; then `E2E_GROUP=alone`, the tests tagged `@alone`
+ * (`ALONE` in tests/spec-setup.ts: they need the machine to themselves), one at a time.
+ * Unset: every test, one at a time.
  */
 const GROUP = process.env.E2E_GROUP ?? '';
 if (!['', 'shared', 'alone'].includes(GROUP)) throw new Error(`E2E_GROUP must be shared or alone, not ${GROUP}`);
@@ -27,9 +21,9 @@ const SUFFIX = GROUP === '' ? '' : `-${GROUP}`;
 
 export default defineConfig({
   testDir: './tests',
-  ...(GROUP === 'alone' ? { testMatch: ALONE } : GROUP === 'shared' ? { testIgnore: ALONE } : {}),
+  ...(GROUP === 'alone' ? { grep: /@alone/ } : GROUP === 'shared' ? { grepInvert: /@alone/ } : {}),
   // Each test runs a whole swarm (signaling, a native seeder, several pages), each bounded in
-  // time; on a 2-core machine at most two files at once, and only those that mostly wait.
+  // time; on a 2-core machine at most two spec files at once, and only tests that mostly wait.
   workers: GROUP === 'shared' ? 2 : 1,
   fullyParallel: false,
   timeout: 120_000,

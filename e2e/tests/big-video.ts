@@ -90,7 +90,7 @@ export function makeRepeatedWebm(source: string, out: string, minBytes: number):
   const tracksBytes = src.subarray(tracks.start, tracks.end);
   const segmentSize = infoBytes.length + tracksBytes.length + clusterBytes * copies;
 
-  const tmp = `${out}.tmp`;
+  const tmp = `${out}.${process.pid}.tmp`;
   const fd = openSync(tmp, 'w');
   let written = 0;
   const put = (b: Uint8Array): void => {

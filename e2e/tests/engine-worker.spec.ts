@@ -6,6 +6,7 @@
 import { expect, test } from '@playwright/test';
 import { type FirefoxPage, openFirefoxPage } from './firefox.js';
 import { type Swarm, VIDEO_SHA256, completeHash, expectLoopback, expectPlayedPast, openPages, pageStats, startSwarm, startWeb } from './swarm.js';
+import { ALONE } from './spec-setup.js';
 
 let web: { url: string; stop(): Promise<void> };
 let swarm: Swarm | null = null;
@@ -34,7 +35,7 @@ test.afterEach(async ({ browser }) => {
   swarm = null;
 });
 
-test('with the engine in a Worker, three pages play the exact file and feed each other, one with its main thread busy 50 ms in 100', async ({ browser }) => {
+test('with the engine in a Worker, three pages play the exact file and feed each other, one with its main thread busy 50 ms in 100', ALONE, async ({ browser }) => {
   // The seeder's upload is limited: the pages must serve each other.
   swarm = await startSwarm({ uploadLimit: 400_000 });
   const idle = await openPages(browser, web.url, swarm.uri, 2, '&engine=worker');
@@ -58,7 +59,7 @@ test('with the engine in a Worker, three pages play the exact file and feed each
   expect(stats.every((s) => s.chunksRejected === 0)).toBe(true);
 });
 
-test('a Firefox page with the engine in a Worker plays beside Chromium pages, the channels it made and those made to it transferred to its Worker', async ({ browser }) => {
+test('a Firefox page with the engine in a Worker plays beside Chromium pages, the channels it made and those made to it transferred to its Worker', ALONE, async ({ browser }) => {
   swarm = await startSwarm({ uploadLimit: 400_000 });
   // First in the room: Firefox makes the channel to the seeder; the pages after it make theirs to it.
   const page = await openFirefoxPage(`${web.url}/e2e/player.html?uri=${encodeURIComponent(swarm.uri)}&engine=worker`);

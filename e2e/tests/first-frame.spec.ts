@@ -9,7 +9,7 @@
 import { expect, test } from '@playwright/test';
 import { FailureReport } from './diagnose.js';
 import { playTogether } from './first-frame.js';
-import { webForSpec } from './spec-setup.js';
+import { ALONE, webForSpec } from './spec-setup.js';
 import { VIDEO_HD_MP4, VIDEO_HD_WEBM, makeHdVideos } from './swarm.js';
 
 const { web, stops } = webForSpec(makeHdVideos);
@@ -22,7 +22,7 @@ const NO_STALL_OVER_MS = 4000;
 for (const [name, file] of [['fragmented MP4 (H.264)', VIDEO_HD_MP4], ['WebM (VP9)', VIDEO_HD_WEBM]] as const) {
   for (const pages of [3, 6]) {
     for (const seeder of [false, true]) {
-      test(`${name}, 720p: ${pages} pages from a web server${seeder ? ' and a seeder' : ''} start together and play; none waits on a stalled exchange`, async ({ browser }) => {
+      test(`${name}, 720p: ${pages} pages from a web server${seeder ? ' and a seeder' : ''} start together and play; none waits on a stalled exchange`, ALONE, async ({ browser }) => {
         test.setTimeout(120_000);
         const all = await playTogether(browser, web(), stops, report, { file, pages, seeder });
         const message = `per page: ${JSON.stringify(all)}`;

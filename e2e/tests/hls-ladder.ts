@@ -23,20 +23,28 @@ export const LADDER_ENCODING = [
 ];
 
 /**
- * Makes a presentation in `dir` once: ffmpeg with `ffmpegArgs` in a fresh temporary folder,
- * then `ppspp <kind> prepare <source>` there, then the folder moved into place (so a run
- * cut short leaves nothing that looks made). Skipped when `dir` holds the manifest.
+ * Makes a presentation in `dir` once: ffmpeg with `ffmpegArgs` in a fresh temporary folder
+ * of this process, then `ppspp <kind> prepare <source>` there, then the folder moved into
+ * place (so a run cut short leaves nothing that looks made). Skipped when `dir` holds the
+ * manifest; when another test worker moved its copy into place first, that one stays (its
+ * files may be served already).
  */
 export function makePresentationOnce(dir: string, ffmpegArgs: string[], kind: 'hls' | 'dash', source: string): void {
   const manifest = source.replace(/\.[^.]+$/, '.ppspp.json');
   if (existsSync(join(dir, manifest))) return;
-  const tmp = `${dir}.tmp`;
+  const tmp = `${dir}.${process.pid}.tmp`;
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
   execFileSync('ffmpeg', ffmpegArgs, { cwd: tmp });
   execFileSync(join(BIN, 'ppspp'), [kind, 'prepare', source], { cwd: tmp, stdio: 'ignore' });
-  rmSync(dir, { recursive: true, force: true });
-  renameSync(tmp, dir);
+  // A folder without the manifest is what an older layout left.
+  if (!existsSync(join(dir, manifest))) rmSync(dir, { recursive: true, force: true });
+  try {
+    renameSync(tmp, dir);
+  } catch (err) {
+    if (!existsSync(join(dir, manifest))) throw err;
+    rmSync(tmp, { recursive: true, force: true });
+  }
 }
 
 export function makeLadder(): void {

@@ -8,8 +8,8 @@ import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeRepeatedWebm } from './big-video.js';
 import { FailureReport } from './diagnose.js';
-import { webForSpec } from './spec-setup.js';
-import { type OriginServer, serveOnOrigin } from './origin.js';
+import { ALONE, webForSpec } from './spec-setup.js';
+import { type OriginServer, serveOnOrigin, treeFileOf } from './origin.js';
 import {
   BIN, ROOT, VIDEO_ORIGIN, VIDEO_ORIGIN_LONG, completeHash, expectPlayedPast, makeOriginVideos, openPages, run, sha256,
   startSignal, startWebWith,
@@ -40,7 +40,7 @@ function t<T>(page: Page, f: (t: Record<string, unknown>) => T): Promise<T> {
   return page.evaluate(`(${f.toString()})(window.__t)`) as Promise<T>;
 }
 
-test('six pages play from a static web server and each other; the server sends at most 1.3× the video', async ({ browser }) => {
+test('six pages play from a static web server and each other; the server sends at most 1.3× the video', ALONE, async ({ browser }) => {
   // The pages play the 60 s video to its end: nobody fetches what playback does not need
   // yet and no peer holds.
   test.setTimeout(240_000);
@@ -169,14 +169,14 @@ test('within maxMemoryBytes a page plays and seeks an 11 MB video holding at mos
   expect(await t(page!, (x) => x.errors)).toEqual([]);
 });
 
-test('a 1 GiB video plays and seeks with the page holding at most its bound and its memory far below the video', async ({ browser }) => {
+test('a 1 GiB video plays and seeks with the page holding at most its bound and its memory far below the video', ALONE, async ({ browser }) => {
   test.setTimeout(240_000);
   // 95 minutes: the 60 s video's Clusters repeated (no encoding), served from disk.
   const big = join(ROOT, 'target', 'e2e', 'video-1gib.webm');
   const made = makeRepeatedWebm(VIDEO_ORIGIN_LONG, big, 1 << 30);
   stops.push(async () => {
     rmSync(big, { force: true });
-    rmSync(big.replace(/webm$/, 'tree'), { force: true });
+    rmSync(treeFileOf(big), { force: true });
   });
   const served = await serveOnOrigin(big, 'from-disk');
   stops.push(() => served.server.stop());

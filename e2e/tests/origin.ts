@@ -3,7 +3,7 @@
  * answered with 206 as any web server or CDN does, CORS for pages of another origin (or
  * not, to test its refusal), and a count of the bytes it sent per file.
  */
-import { createReadStream, readFileSync, statSync } from 'node:fs';
+import { createReadStream, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { basename, join } from 'node:path';
@@ -115,6 +115,16 @@ export async function startOriginServer(files: Map<string, Uint8Array | string>,
 }
 
 /**
+ * Where `serveOnOrigin` writes `file`'s tree file: a folder per test worker, since two
+ * workers may serve the same file at once.
+ */
+export function treeFileOf(file: string): string {
+  const dir = join(ROOT, 'target', 'e2e', `trees-${process.env.TEST_PARALLEL_INDEX ?? 0}`);
+  mkdirSync(dir, { recursive: true });
+  return join(dir, `${basename(file).replace(/\.[^.]*$/, '')}.tree`);
+}
+
+/**
  * `file`'s bytes as `/v.webm` (`served` in their place, or read from disk as requests
  * come) on a new origin server, with its
  * tree file beside it under the name `ppspp root --http` gives it; `uri(signal?)` writes
@@ -127,8 +137,8 @@ export async function serveOnOrigin(
 ): Promise<{ server: OriginServer; uri: (signal?: string) => Promise<string> }> {
   const files = new Map<string, Uint8Array | string>();
   const server = await startOriginServer(files, opts);
-  const name = `${basename(file).replace(/\.[^.]*$/, '')}.tree`;
-  const tree = join(ROOT, 'target', 'e2e', name);
+  const tree = treeFileOf(file);
+  const name = basename(tree);
   return {
     server,
     uri: async (signal) => {

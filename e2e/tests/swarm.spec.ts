@@ -8,6 +8,7 @@ import {
   type Swarm, VIDEO, VIDEO_LONG_GOP, VIDEO_MP4, VIDEO_MP4_SECONDS, VIDEO_SECONDS, VIDEO_SHA256, completeHash, expectLoopback,
   expectPlayedPast, makeLongGopVideo, openPages, pageStats, sha256, startSwarm, startWeb,
 } from './swarm.js';
+import { ALONE } from './spec-setup.js';
 
 let web: { url: string; stop(): Promise<void> };
 let swarm: Swarm | null = null;
@@ -25,7 +26,7 @@ test.afterEach(async ({ browser }) => {
   swarm = null;
 });
 
-test('six pages play, receive the exact file and feed each other', async ({ browser }) => {
+test('six pages play, receive the exact file and feed each other', ALONE, async ({ browser }) => {
   // The seeder's upload is limited (an origin with little bandwidth): the pages must help.
   swarm = await startSwarm({ uploadLimit: 400_000 });
   const pages = await openPages(browser, web.url, swarm.uri, 6);
@@ -39,7 +40,7 @@ test('six pages play, receive the exact file and feed each other', async ({ brow
   expect(seeder.bytes_up, 'the seeder uploaded less than the pages downloaded').toBeLessThan(downloaded);
 });
 
-test('a page joining after the others finished gets most of its data from pages', async ({ browser }) => {
+test('a page joining after the others finished gets most of its data from pages', ALONE, async ({ browser }) => {
   swarm = await startSwarm({ uploadLimit: 400_000 });
   const early = await openPages(browser, web.url, swarm.uri, 3);
   for (const page of early) await completeHash(page);
@@ -63,7 +64,7 @@ test('a page joining after the others finished gets most of its data from pages'
   expect(stats.bytesFromPeers).toBeGreaterThan(stats.bytesFromSeeders);
 });
 
-test('a seek to 80 % plays from there within 5 s', async ({ browser }) => {
+test('a seek to 80 % plays from there within 5 s', ALONE, async ({ browser }) => {
   swarm = await startSwarm({ uploadLimit: 400_000 });
   const [page] = await openPages(browser, web.url, swarm.uri, 1);
   await expectPlayedPast(page!, 1);
@@ -109,7 +110,7 @@ test('honest pages reject a poisoning page, append nothing corrupt and finish', 
   }
 });
 
-test('pages complete after the seeder is killed once they hold everything together', async ({ browser }) => {
+test('pages complete after the seeder is killed once they hold everything together', ALONE, async ({ browser }) => {
   swarm = await startSwarm({ uploadLimit: 600_000 });
   // Slow pages, so that together they hold everything well before each holds everything.
   const pages = await openPages(browser, web.url, swarm.uri, 4, '&download=150000');
@@ -130,7 +131,7 @@ test('pages complete after the seeder is killed once they hold everything togeth
   for (const page of pages) expect(await completeHash(page)).toBe(expected);
 });
 
-test('a starved page reports its stalls; a playhead stopped with media buffered is an error', async ({ browser }) => {
+test('a starved page reports its stalls; a playhead stopped with media buffered is an error', ALONE, async ({ browser }) => {
   swarm = await startSwarm();
   // Fetching at two thirds of the video's rate, playback catches up with the download.
   const rate = Math.floor((LENGTH() / VIDEO_SECONDS) * 0.66);

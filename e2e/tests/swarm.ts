@@ -38,9 +38,9 @@ export async function makeVideo(): Promise<void> {
       '-t', String(VIDEO_MP4_SECONDS),
       '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-g', '25', '-keyint_min', '25',
       '-c:a', 'aac', '-b:a', '64k',
-      '-movflags', 'frag_keyframe+empty_moov+default_base_moof', '-f', 'mp4', `${VIDEO_MP4}.tmp`,
+      '-movflags', 'frag_keyframe+empty_moov+default_base_moof', '-f', 'mp4', `${VIDEO_MP4}.${process.pid}.tmp`,
     ]);
-    execFileSync('mv', [`${VIDEO_MP4}.tmp`, VIDEO_MP4]);
+    execFileSync('mv', [`${VIDEO_MP4}.${process.pid}.tmp`, VIDEO_MP4]);
   }
   if (existsSync(VIDEO) && statSync(VIDEO).size > 0) return;
   execFileSync('ffmpeg', [
@@ -50,9 +50,9 @@ export async function makeVideo(): Promise<void> {
     '-t', String(VIDEO_SECONDS),
     '-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8', '-b:v', '500k', '-g', '25', '-keyint_min', '25',
     '-c:a', 'libopus', '-b:a', '48k',
-    '-f', 'webm', `${VIDEO}.tmp`,
+    '-f', 'webm', `${VIDEO}.${process.pid}.tmp`,
   ]);
-  execFileSync('mv', [`${VIDEO}.tmp`, VIDEO]);
+  execFileSync('mv', [`${VIDEO}.${process.pid}.tmp`, VIDEO]);
 }
 
 /** 20 s of VP9 + Opus at about 1.6 Mbit/s (a common web video rate; about 4 MB), a
@@ -74,9 +74,9 @@ export function makeOriginVideos(): void {
       '-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8',
       '-b:v', '1600k', '-minrate', '1600k', '-maxrate', '1600k', '-g', '25', '-keyint_min', '25',
       '-c:a', 'libopus', '-b:a', '48k',
-      '-f', 'webm', `${file}.tmp`,
+      '-f', 'webm', `${file}.${process.pid}.tmp`,
     ]);
-    execFileSync('mv', [`${file}.tmp`, file]);
+    execFileSync('mv', [`${file}.${process.pid}.tmp`, file]);
   }
 }
 
@@ -110,8 +110,8 @@ export function makeHdVideos(): void {
   for (const [file, codec] of encodings) {
     if (existsSync(file) && statSync(file).size > 0) continue;
     mkdirSync(dirname(file), { recursive: true });
-    execFileSync('ffmpeg', ['-y', '-loglevel', 'error', ...source, ...codec, `${file}.tmp`]);
-    execFileSync('mv', [`${file}.tmp`, file]);
+    execFileSync('ffmpeg', ['-y', '-loglevel', 'error', ...source, ...codec, `${file}.${process.pid}.tmp`]);
+    execFileSync('mv', [`${file}.${process.pid}.tmp`, file]);
   }
 }
 
@@ -130,9 +130,9 @@ export function makeLongGopVideo(): void {
     '-c:a', 'libopus', '-b:a', '48k',
     // The WebM muxer would otherwise start a Cluster every 5 s, keyframe or not.
     '-cluster_time_limit', '20000', '-cluster_size_limit', '10000000',
-    '-f', 'webm', `${VIDEO_LONG_GOP}.tmp`,
+    '-f', 'webm', `${VIDEO_LONG_GOP}.${process.pid}.tmp`,
   ]);
-  execFileSync('mv', [`${VIDEO_LONG_GOP}.tmp`, VIDEO_LONG_GOP]);
+  execFileSync('mv', [`${VIDEO_LONG_GOP}.${process.pid}.tmp`, VIDEO_LONG_GOP]);
 }
 
 export function sha256(bytes: Uint8Array): string {

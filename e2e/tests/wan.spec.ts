@@ -10,6 +10,7 @@ import type { Page } from '@playwright/test';
 import { VIDEO, VIDEO_SECONDS, expectPlayedPast, makeVideo, pageStats } from './swarm.js';
 import { PUBLIC_IP, TURN_SECRET, startStun, startTurn } from './wan.js';
 import { type WanRun, expect, test } from './wan-fixture.js';
+import { ALONE } from './spec-setup.js';
 
 /** The test player for `uri` on the swarm's web server, with `query` added. */
 function player(web: string, uri: string, query = ''): string {
@@ -25,7 +26,7 @@ async function playerPage(run: WanRun, home: number, url: string, label?: string
 
 const STUN_ONLY = `&ice=${encodeURIComponent(JSON.stringify([{ urls: `stun:${PUBLIC_IP}:3478` }]))}`;
 
-test.describe('across NATs', () => {
+test.describe('across NATs', ALONE, () => {
   test('two pages in two homes play from each other over a server-reflexive pair', async ({ run }) => {
     test.setTimeout(180_000);
     await makeVideo();
