@@ -9,9 +9,9 @@ import { startWebWith } from './swarm.js';
 
 /**
  * The tag of tests that need the machine to themselves: they measure time or the bytes a
- * swarm moves against load, read every renderer's memory, or use the emulated internet's
- * fixed addresses. `make test-e2e` runs them one at a time after the others, which run two
- * spec files at a time (playwright.config.ts).
+ * swarm moves against load, read every renderer's memory, or play in the emulated
+ * internet (homes behind NAT on lossy links). `make test-e2e` runs them one at a time after
+ * the others, which run two spec files at a time (playwright.config.ts).
  */
 export const ALONE = { tag: '@alone' };
 

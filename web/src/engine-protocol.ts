@@ -87,7 +87,7 @@ export type FromEngine =
   | { t: 'send'; peer: number; data: Uint8Array }
   | {
       t: 'turn';
-      /** The engine's events of one turn, in order, each with the bytes of its chunk. */
+      /** The engine's events of the turns since the last message, in order, each with the bytes of its chunk. */
       events: { event: EngineEvent; bytes: number }[];
       /** Verified chunks' bytes, for the page's reads. */
       chunks: ChunkBytes[];
