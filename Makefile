@@ -11,7 +11,7 @@ ifeq ($(CI),true)
 export CARGO_INCREMENTAL := 0
 endif
 
-.PHONY: help setup setup-pack test lint test-rust test-wasm test-fuzz-build web web-poison web-bench native test-web test-e2e fuzz bench bench-smoke bench-criterion experiments demo clean
+.PHONY: help setup setup-pack test lint test-rust test-fuzz-build web web-poison web-bench native test-web test-e2e fuzz bench bench-smoke bench-criterion experiments demo clean
 
 help:
 	@echo "make test    install what is missing, then run every test (what CI runs)"
@@ -19,7 +19,7 @@ help:
 	@echo "             native UDP, swarm of pages, binmap, simulated LEDBAT, signaling and seeder scale, swarm across"
 	@echo "             the emulated internet and native WebRTC stacks compared (both root)"
 	@echo "             -> target/bench/summary.json, BENCHMARKS.md"
-	@echo "make bench-smoke  the same in seconds with tiny sizes (part of make test)"
+	@echo "make bench-smoke  the same once with tiny sizes, in minutes (part of make test)"
 	@echo "make experiments  run every simulator experiment (docs/EXPERIMENTS.md) into target/sim/"
 	@echo "make fuzz    fuzz FUZZ_TARGET (default $(FUZZ_TARGET), the datagram decoder; signal_message:"
 	@echo "             the signaling server's JSON messages) for FUZZ_SECONDS (default $(FUZZ_SECONDS)) seconds"
@@ -37,7 +37,7 @@ setup:
 setup-pack:
 	@scripts/setup.sh pack
 
-test: setup lint test-rust test-wasm test-fuzz-build test-web test-e2e bench-smoke
+test: setup lint test-rust test-fuzz-build test-web test-e2e bench-smoke
 	@echo "make test: all checks passed"
 
 lint:
@@ -50,17 +50,15 @@ lint:
 test-rust:
 	CARGO=$(CARGO) scripts/test-rust.sh
 
-# The core must build for the browser.
-test-wasm:
-	$(CARGO) build -p ppspp --target wasm32-unknown-unknown --locked
-
-# The fuzz targets must compile on stable even where cargo-fuzz/nightly are absent.
+# The fuzz targets must compile on stable even where cargo-fuzz/nightly are absent. A check
+# (no code generated): `make fuzz` builds them with cargo-fuzz's own flags anyway.
 test-fuzz-build:
-	$(CARGO) build --manifest-path crates/ppspp/fuzz/Cargo.toml --locked
-	$(CARGO) build --manifest-path signaling/fuzz/Cargo.toml --locked
+	$(CARGO) check --manifest-path crates/ppspp/fuzz/Cargo.toml --locked
+	$(CARGO) check --manifest-path signaling/fuzz/Cargo.toml --locked
 
 # The npm package: the engine in Wasm (wasm-pack), the TypeScript (tsc) in web/dist, the
-# engine's Worker bundled into one script (rolldown).
+# engine's Worker bundled into one script (rolldown). It is also `make test`'s check that
+# the core builds for wasm32.
 web:
 	cd web && node scripts/build-wasm.mjs && npx tsc -p tsconfig.json && node scripts/bundle-worker.mjs
 

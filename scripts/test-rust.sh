@@ -6,8 +6,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 cargo=${CARGO:-cargo}
 # The same flags in scripts/bench-native.mjs (TEST_BUILD) and crates/ppspp-cli/tests/wan.rs
-# (signal_bin), so that their builds find this one fresh.
-features=(--workspace --locked --features ppspp-cli/webrtc-rs)
+# (signal_bin), so that their builds find this one fresh. `ppspp-wasm/bench` builds the
+# verification benchmark's example, which the bench smoke runs.
+features=(--workspace --locked --features ppspp-cli/webrtc-rs,ppspp-wasm/bench)
 
 "$cargo" test "${features[@]}" --no-run || exit 1
 

@@ -36,7 +36,7 @@ fn signal_bin() -> PathBuf {
         "--workspace",
         "--locked",
         "--features",
-        "ppspp-cli/webrtc-rs",
+        "ppspp-cli/webrtc-rs,ppspp-wasm/bench",
     ];
     workspace_bin(&test_build, "ppspp-signal")
 }
