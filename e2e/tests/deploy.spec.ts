@@ -16,7 +16,6 @@ import type { Page } from '@playwright/test';
 import { BIN, ROOT, VIDEO, VIDEO_SECONDS, makeVideo } from './swarm.js';
 import { PUBLIC_IP, waitStunAnswers } from './wan.js';
 import { expect, test } from './wan-fixture.js';
-import { ALONE } from './spec-setup.js';
 
 const DOCS = join(ROOT, 'docs', 'deploy');
 const HOST = 'video.example.com';
@@ -81,7 +80,7 @@ function execStart(unit: string, env: Record<string, string>): string[] {
     }));
 }
 
-test.describe('docs/DEPLOY.md', ALONE, () => {
+test.describe('docs/DEPLOY.md', () => {
   test('followed on the emulated internet: pages in two homes play from the seeder and from each other', async ({ run }) => {
     test.setTimeout(180_000);
     await makeVideo();

@@ -13,7 +13,7 @@ import { type FirefoxPage, openFirefoxPage } from './firefox.js';
 import { ladderFiles } from './hls-ladder.js';
 import { type OriginServer, type Throttle, startOriginServer } from './origin.js';
 import { openWatchedPage, playedPast } from './player-pages.js';
-import { webForSpec } from './spec-setup.js';
+import { ALONE, webForSpec } from './spec-setup.js';
 import { type Evaluable, sha256, startSignal } from './swarm.js';
 
 const report = new FailureReport();
@@ -117,7 +117,8 @@ async function loadingHeight(page: Page): Promise<number> {
   return [240, 480, 720][stream] ?? -1;
 }
 
-test('a throttled line: Shaka switches down, and back up once it clears, without a stall over 1 s', async ({ browser }) => {
+// Stalls timed while the line is throttled: the machine to itself.
+test('a throttled line: Shaka switches down, and back up once it clears, without a stall over 1 s', ALONE, async ({ browser }) => {
   test.setTimeout(180_000);
   const throttle: Throttle = { bytesPerSecond: 0 };
   const server = await startOriginServer(ladderFiles('/dash', DASH_LADDER), { throttle });

@@ -9,9 +9,10 @@ import { startWebWith } from './swarm.js';
 
 /**
  * The tag of tests that need the machine to themselves: they measure time or the bytes a
- * swarm moves against load, read every renderer's memory, or play in the emulated
- * internet (homes behind NAT on lossy links). `make test-e2e` runs them one at a time after
- * the others, which run two spec files at a time (playwright.config.ts).
+ * swarm moves against load, read every renderer's memory, or time stalls on the emulated
+ * internet's lossy paths. `make test-e2e` runs them one at a time after the others, which
+ * run two spec files at a time (playwright.config.ts); two emulated internets at once are
+ * fine, each being namespaces of its own.
  */
 export const ALONE = { tag: '@alone' };
 
