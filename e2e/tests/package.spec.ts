@@ -11,6 +11,7 @@ import { LADDER, ladderFiles, makeLadder } from './hls-ladder.js';
 import { livePageUrl, startLiveRun } from './live-packager.js';
 import { startOriginServer } from './origin.js';
 import { ROOT, type Swarm, expectPlayedPast, startSwarm } from './swarm.js';
+import { ALONE } from './spec-setup.js';
 import { startWebWith } from './swarm.js';
 
 const APP = join(ROOT, 'target', 'e2e', 'vite-app');
@@ -36,6 +37,8 @@ function buildApp(): void {
   execFileSync(process.execPath, [join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--base', './', '--logLevel', 'warn'], { cwd: APP, stdio: 'inherit' });
 }
 
+// npm pack rebuilds web/ in place, the files every other spec's pages load: the tests that
+// need it run alone (a page loading the Wasm module meanwhile got a truncated file).
 test.beforeAll(() => {
   test.setTimeout(240_000);
   buildApp();
@@ -43,7 +46,7 @@ test.beforeAll(() => {
   makeDashLadder();
 });
 
-test('the packed npm package plays in a Vite-built page, with the engine on the main thread and in its Worker', async ({ browser }) => {
+test('the packed npm package plays in a Vite-built page, with the engine on the main thread and in its Worker', ALONE, async ({ browser }) => {
   test.setTimeout(180_000);
   const web = await startWebWith([`/app/=${join(APP, 'dist')}`]);
   try {
@@ -63,7 +66,7 @@ test('the packed npm package plays in a Vite-built page, with the engine on the 
   }
 });
 
-test('the packed package\'s player integrations bundle with Vite: hls.js, Shaka Player and Video.js play the ladder', async ({ browser }) => {
+test('the packed package\'s player integrations bundle with Vite: hls.js, Shaka Player and Video.js play the ladder', ALONE, async ({ browser }) => {
   test.setTimeout(180_000);
   const web = await startWebWith([`/app/=${join(APP, 'dist')}`]);
   const files = new Map([...ladderFiles('/hls', LADDER), ...ladderFiles('/dash', DASH_LADDER)]);
@@ -95,7 +98,7 @@ test('the packed package\'s player integrations bundle with Vite: hls.js, Shaka 
   }
 });
 
-test('the packed package plays a live HLS stream with hls.js as web/README.md says, from the web server and each other', async ({ browser }) => {
+test('the packed package plays a live HLS stream with hls.js as web/README.md says, from the web server and each other', ALONE, async ({ browser }) => {
   test.setTimeout(150_000);
   const web = await startWebWith([`/app/=${join(APP, 'dist')}`]);
   const stops: (() => Promise<void>)[] = [() => web.stop()];

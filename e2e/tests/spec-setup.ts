@@ -9,8 +9,8 @@ import { startWebWith } from './swarm.js';
 
 /**
  * The tag of tests that need the machine to themselves: they measure time or the bytes a
- * swarm moves against load, read every renderer's memory, or time stalls on the emulated
- * internet's lossy paths. `make test-e2e` runs them one at a time after the others, which
+ * swarm moves against load, read every renderer's memory, time stalls, or rebuild the
+ * package the other pages load (`npm pack`). `make test-e2e` runs them one at a time after the others, which
  * run two spec files at a time (playwright.config.ts); two emulated internets at once are
  * fine, each being namespaces of its own.
  */
