@@ -484,6 +484,60 @@ fn content_that_comes_before_its_hashes_waits_for_them() {
     assert_eq!(nodes[0].store().bytes(), &data[..]);
 }
 
+/// Chunks that came before their hashes (parked, then verified once the hashes came) and
+/// were let go of under the memory bound are asked of the origin again after a seek back.
+#[test]
+fn chunks_parked_for_their_hashes_come_again_after_being_let_go_of() {
+    let data = content(400 * CS);
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha256, CS, &data).unwrap();
+    let mut server = Server::new(&data, tree_file(&tree, 6));
+    let config = EngineConfig {
+        seed: 2,
+        picker: PickerKind::Vod { window: 16 },
+        max_held_bytes: Some(32 * CS as u64),
+        ..EngineConfig::default()
+    };
+    let mut nodes = vec![leecher_with(&tree, config)];
+    nodes[0].enable_http_origin(origin_config(), Time::ZERO);
+    // The tree file is slow: the first chunks come before their hashes.
+    let now = Time::ZERO;
+    let reqs: Vec<OriginRequest> =
+        std::iter::from_fn(|| nodes[0].poll_origin_request(now)).collect();
+    assert_eq!(reqs[0].file, OriginFile::Tree);
+    for r in reqs.iter().skip(1).chain(reqs.iter().take(1)) {
+        let file = match r.file {
+            OriginFile::Tree => &server.tree,
+            OriginFile::Content => &server.content,
+        };
+        let end = (r.range.end as usize).min(file.len());
+        nodes[0].handle_origin_response(now, r.id, &file[r.range.start as usize..end]);
+    }
+    assert!(
+        nodes[0].have().has_chunk(0),
+        "verified once the hashes came"
+    );
+    let mut net = Net::new(Duration::from_millis(5), 0, 1);
+    // Played on past the bound: the first chunks are let go of.
+    for (i, at) in (200..300).step_by(16).enumerate() {
+        nodes[0].set_playhead(at);
+        let until = Time::from_millis(500 * (i as u64 + 1));
+        run_alone(&mut nodes, &mut net, &mut server, until);
+    }
+    assert!(
+        held(&nodes[0]).iter().all(|r| r.start >= 200),
+        "{:?}",
+        held(&nodes[0])
+    );
+    // A seek back: they come from the origin again.
+    nodes[0].set_playhead(0);
+    run_alone(&mut nodes, &mut net, &mut server, Time::from_millis(6_000));
+    assert_eq!(
+        held(&nodes[0]).first(),
+        Some(&(0..24)),
+        "the window from 0 again"
+    );
+}
+
 /// A file leecher of `tree` with `server` as its only source (HTTP-only), run until it
 /// completes or `limit`.
 fn fetch_alone(tree: &MerkleTree, server: &mut Server, limit: Time) -> Node {

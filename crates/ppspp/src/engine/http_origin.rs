@@ -272,9 +272,6 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
                 for (i, c) in run.enumerate() {
                     let start = i * cs;
                     let end = (start + cs).min(bytes.len());
-                    if let Some(o) = self.origin.as_deref_mut() {
-                        o.requests.fetched(c);
-                    }
                     self.take_origin_chunk(c, &bytes[start..end]);
                 }
             }
@@ -346,12 +343,19 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         }
     }
 
-    /// One chunk from the origin: verified, then kept and announced; or parked until its
-    /// hashes come; or, if it fails, reported and wanted from peers.
+    /// One chunk from the origin (just come, or parked until its hashes came): verified,
+    /// then kept and announced; or parked until its hashes come; or, if it fails, reported
+    /// and wanted from peers.
     fn take_origin_chunk(&mut self, chunk: u64, data: &[u8]) {
         let Some(bin) = Bin::chunk(chunk) else {
             return;
         };
+        // Not being fetched any more, whatever comes of it: a chunk still marked so is
+        // never asked of the origin again once let go of (a seek back under the memory
+        // bound). Parking marks it again.
+        if let Some(o) = self.origin.as_deref_mut() {
+            o.requests.fetched(chunk);
+        }
         if self.have.is_filled(bin) {
             self.stats.bytes_duplicate += data.len() as u64;
             return;
