@@ -1,7 +1,7 @@
 //! Bin numbers: every `bins` vector of `tests/vectors/ppspp-vectors.json`, read from the
 //! file, and properties against a naive model where a bin is the chunk range it covers.
 
-mod common;
+use crate::common;
 
 use ppspp::Bin;
 use proptest::prelude::*;

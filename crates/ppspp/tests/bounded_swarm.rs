@@ -2,11 +2,11 @@
 //! origin, pages joining one after another, each playhead at its append position, waits
 //! while starving, then every page seeking back into chunks its peers let go of long ago.
 //! Their HAVEs stand (RFC 7574 has no way to take one back), so requests to them expire.
-//! `cargo test --test bounded_swarm -- --nocapture` prints the page steps stalled and a
-//! hash of every datagram sent, which compares the behaviour of two builds on the paths a
-//! page drives.
+//! `cargo test -p ppspp --test integration bounded_swarm:: -- --nocapture` prints the page
+//! steps stalled and a hash of every datagram sent, which compares the behaviour of two
+//! builds on the paths a page drives.
 
-mod common;
+use crate::common;
 use common::engines::leecher_with;
 use common::virtual_net::VirtualNet;
 use ppspp::engine::{CloseReason, Engine, EngineConfig, Event, Misbehaviour, PickerKind};

@@ -1,7 +1,7 @@
 //! Wire codec: published vectors, a real libswift session, round trips in every chunk
 //! addressing method, truncation, size limits and random input.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};

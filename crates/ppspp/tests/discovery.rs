@@ -1,7 +1,7 @@
 //! Learning chunk size and content length from peers, knowing only the root: a
 //! [`Discovery`] against real seeder engines over a tiny deterministic network.
 
-mod common;
+use crate::common;
 
 use common::virtual_net::{VirtualNet, poll};
 use ppspp::engine::{

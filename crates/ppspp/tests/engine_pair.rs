@@ -1,7 +1,7 @@
 //! Two real engines over a tiny deterministic network (fixed delay, seeded loss): the
 //! engine's own behaviour, before the full simulator gets involved.
 
-mod common;
+use crate::common;
 
 use common::engines::{events, info, leecher_with};
 use common::virtual_net::{VirtualNet as Net, poll};

@@ -3,7 +3,7 @@
 //! without its hashes, a full disk, our own address, PEX pointing at our LAN) and must stay
 //! fixed. Time is simulated, so every test is deterministic and bounded.
 
-mod common;
+use crate::common;
 
 use common::engines::events;
 use common::virtual_net::{VirtualNet, poll};

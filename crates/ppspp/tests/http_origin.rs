@@ -1,7 +1,7 @@
 //! The engine with an HTTP origin: a content file and its tree file served by Range
 //! requests with a fixed latency, alone or next to peers on the virtual network.
 
-mod common;
+use crate::common;
 
 use common::engines::{events, leecher_with};
 use common::virtual_net::VirtualNet as Net;

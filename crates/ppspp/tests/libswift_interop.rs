@@ -5,7 +5,7 @@
 //! channel ID rewritten to the one our engine chose: our engine must accept libswift's
 //! handshake answer, its HAVEs, its peak and uncle hashes, and verify every chunk.
 
-mod common;
+use crate::common;
 
 use common::virtual_net::poll;
 

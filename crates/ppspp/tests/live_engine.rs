@@ -2,7 +2,7 @@
 //! All, every chunk), viewers tuning in at the edge and relaying, the discard window, and
 //! peers that forge. Time is simulated, so every test is deterministic and bounded.
 
-mod common;
+use crate::common;
 
 use common::engines::events;
 use common::virtual_net::{Rewrite, VirtualNet};

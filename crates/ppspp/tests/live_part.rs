@@ -4,7 +4,7 @@
 //! viewer checks a segment against them and its signed record, keeps it, and relays it to
 //! a peer that never saw the server. Whatever the server changes is refused.
 
-mod common;
+use crate::common;
 
 use common::virtual_net::VirtualNet;
 use ppspp::engine::{Engine, EngineConfig, Event, LiveInfo, LiveParams, LivePartError};

@@ -3,7 +3,7 @@
 //! again from peers that saw it announced. (Peers that ask for what went: the unit tests
 //! of `engine/memory_bound.rs`.)
 
-mod common;
+use crate::common;
 
 use common::engines::{sparse_leecher, sparse_seeder};
 use common::virtual_net::VirtualNet as Net;

@@ -1,6 +1,6 @@
 //! Known-answer Merkle roots, peaks and nodes from `tests/vectors/ppspp-vectors.json`.
 
-mod common;
+use crate::common;
 
 use ppspp::Bin;
 use ppspp::merkle::{Hash, HashAlgorithm, MerkleTree, VerifyingTree};

@@ -1,6 +1,6 @@
 //! Receiver-side verification: uncles from the sender's tree, pruning, rejections, peaks.
 
-mod common;
+use crate::common;
 
 use ppspp::Bin;
 use ppspp::merkle::{Hash, HashAlgorithm, MerkleError, MerkleTree, VerifyError, VerifyingTree};

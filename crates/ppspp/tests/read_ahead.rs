@@ -2,7 +2,7 @@
 //! (`Engine::set_read_ahead`): nothing beyond is asked of peers, the window moves with
 //! the playhead, and what was fetched stays held and served.
 
-mod common;
+use crate::common;
 
 use common::engines::{sparse_leecher, sparse_seeder};
 use common::virtual_net::VirtualNet as Net;

@@ -2,7 +2,7 @@
 //! verified against the root alone after a restart, is announced and served like any
 //! other, and a damaged copy is refused and fetched again.
 
-mod common;
+use crate::common;
 
 use common::engines::{sparse_leecher, sparse_seeder};
 use common::virtual_net::VirtualNet as Net;

@@ -2,7 +2,7 @@
 //! connection): it announces nothing and serves nothing, and a peer that meets only it
 //! gets nothing until it uploads again.
 
-mod common;
+use crate::common;
 
 use common::engines::{sparse_leecher, sparse_seeder};
 use common::virtual_net::VirtualNet as Net;

@@ -2,7 +2,7 @@
 //! show it, the URI is reported, and nobody is blamed. A peer that sends bad data for the
 //! same chunks is still refused.
 
-mod common;
+use crate::common;
 
 use common::virtual_net::VirtualNet as Net;
 use ppspp::engine::{CloseReason, ContentInfo, Engine, EngineConfig, Event};
