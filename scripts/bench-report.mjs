@@ -82,8 +82,13 @@ const summary = {
   native_to_page_seeder_cpu_s_per_mb: med(browser.native_to_page?.seeder_cpu_s_per_mb),
   native_to_page_udp_drops_per_fetch: med(browser.native_to_page?.udp_rcvbuf_drops_per_fetch) ?? null,
   native_to_page_resent_ratio: browser.native_to_page?.seeder_resent_ratio ?? null,
-  wasm_vs_native_verify_ratio: ratios.length ? ratios[Math.floor((ratios.length - 1) / 2)] : null,
-  wasm_vs_native_verify_ratio_min: ratios.length ? ratios[0] : null,
+  // The smoke run has no native software-hashing figures (bench-native.mjs).
+  ...(smoke
+    ? {}
+    : {
+        wasm_vs_native_verify_ratio: ratios.length ? ratios[Math.floor((ratios.length - 1) / 2)] : null,
+        wasm_vs_native_verify_ratio_min: ratios.length ? ratios[0] : null,
+      }),
   udp_mbps_1k: med(native.udp?.mbps_1k),
   udp_mbps_8k: med(native.udp?.mbps_8k),
   swarm_seeder_upload_ratio: med(browser.swarm?.seeder_upload_ratio) ?? null,
