@@ -1,6 +1,8 @@
-import { makeVideo } from './swarm.js';
+import { makeHdVideos, makeVideo } from './swarm.js';
 
-// The test video is made once (ffmpeg) and reused by every test.
+// Videos that several spec files use are made once here, before the workers start: made
+// by each file's own setup, two workers needing the same one at once encoded it twice.
 export default async function globalSetup(): Promise<void> {
   await makeVideo();
+  makeHdVideos();
 }

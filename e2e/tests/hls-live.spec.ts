@@ -11,7 +11,7 @@ import { type FirefoxPage, openFirefoxPage } from './firefox.js';
 import { HLS_MOUNT } from './hls-ladder.js';
 import { type LiveRun, SEGMENT_SECONDS, livePageUrl, packagerSha, playingLive, startLiveRun as startRun } from './live-packager.js';
 import { openWatchedPage } from './player-pages.js';
-import { webForSpec } from './spec-setup.js';
+import { ALONE, webForSpec } from './spec-setup.js';
 import type { Evaluable } from './swarm.js';
 
 const report = new FailureReport();
@@ -93,7 +93,7 @@ function checkVerified(r: LiveRun, s: Seen, label: string): void {
   for (const f of s.frags) expect(f.sha, `${label}'s ${f.url}`).toBe(packagerSha(r, f.url));
 }
 
-test('six pages, Chromium and Firefox, play a live HLS stream from the web server and each other, every segment the packager\'s, as close to the edge as hls.js alone', async ({ browser }) => {
+test('six pages, Chromium and Firefox, play a live HLS stream from the web server and each other, every segment the packager\'s, as close to the edge as hls.js alone', ALONE, async ({ browser }) => {
   test.setTimeout(180_000);
   // The source signs only: the first copy of each segment comes from the web server.
   const r = await startLiveRun('hls-live-swarm', 80, false);
