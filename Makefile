@@ -37,8 +37,10 @@ setup:
 setup-pack:
 	@scripts/setup.sh pack
 
-test: setup lint test-rust test-fuzz-build test-web test-e2e bench-smoke
-	@echo "make test: all checks passed"
+# lint, test-rust, test-fuzz-build and test-web, then test-e2e and bench-smoke; `make native`
+# builds alongside from the start at the lowest CPU priority (scripts/test-all.sh).
+test: setup
+	@CARGO=$(CARGO) MAKE=$(MAKE) scripts/test-all.sh
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -46,9 +48,11 @@ lint:
 	$(CARGO) clippy -p ppspp-cli --all-targets --locked -- -D warnings
 	npx --no-install eslint --max-warnings 0 web e2e
 
-# The workspace's tests; `make native` builds at the lowest priority while they run.
+# The workspace's tests. The same flags in scripts/bench-native.mjs (TEST_BUILD) and
+# crates/ppspp-cli/tests/wan.rs (signal_bin), so that their builds find this one fresh;
+# `ppspp-wasm/bench` builds the verification benchmark's example, which the bench smoke runs.
 test-rust:
-	CARGO=$(CARGO) scripts/test-rust.sh
+	$(CARGO) test --workspace --locked --features ppspp-cli/webrtc-rs,ppspp-wasm/bench
 
 # The fuzz targets must compile on stable even where cargo-fuzz/nightly are absent. A check
 # (no code generated): `make fuzz` builds them with cargo-fuzz's own flags anyway.

@@ -26,7 +26,7 @@ fn linkem() -> PathBuf {
 }
 
 /// The signaling server's binary as the workspace's test build makes it (its integration
-/// tests run it): with `make test`'s flags (scripts/test-rust.sh) this is already done.
+/// tests run it): with `make test`'s flags (the Makefile's test-rust) this is already done.
 /// `cargo build -p ppspp-signal` would build its dependencies again, their features
 /// unified without the dev-dependencies, which took this test most of a minute.
 fn signal_bin() -> PathBuf {
