@@ -199,13 +199,14 @@ async function binmap(target) {
   const quick = smoke
     ? ['--warm-up-time', '0.05', '--measurement-time', '0.1', '--sample-size', '10', '--nresamples', '1000']
     : ['--warm-up-time', '1', '--measurement-time', '2'];
-  // Smoke: the dev profile `make test` already built criterion in, and a baseline of its own
-  // so the full run's comparisons stay against full runs.
-  const profile = smoke ? ['--profile', 'dev'] : [];
+  // Smoke: the test build's profile and flags, whose dependencies (criterion among them)
+  // `make test` has built, and a baseline of its own so the full run's comparisons stay
+  // against full runs.
+  const build = smoke ? ['--profile', 'test', ...TEST_BUILD] : ['-p', 'ppspp'];
   const baseline = smoke ? ['--save-baseline', 'smoke'] : [];
-  log(`binmap: cargo bench ${profile.join(' ')} -p ppspp --bench binmap${smoke ? ' (short)' : ''}`);
+  log(`binmap: cargo bench ${build.join(' ')} --bench binmap${smoke ? ' (short)' : ''}`);
   const since = Date.now() - 1000;
-  const { stderr } = await run('cargo', ['bench', ...profile, '-p', 'ppspp', '--bench', 'binmap', '--', '--noplot', ...baseline, ...quick], {
+  const { stderr } = await run('cargo', ['bench', ...build, '--bench', 'binmap', '--', '--noplot', ...baseline, ...quick], {
     timeoutS: 3600,
     hide: /^(Benchmarking |Warning: Unable to complete|\s*$)/, // criterion's progress
   });
