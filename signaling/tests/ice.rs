@@ -359,7 +359,7 @@ impl Drop for TempFile {
 async fn binary_reads_the_secret_file_and_never_logs_it() {
     let secret = TempFile::new("secret", &format!("{SECRET}\n"));
     let ttl = 120;
-    let bin = Binary::spawn(
+    let mut bin = Binary::spawn(
         &[
             "--stun-url",
             STUN,
@@ -378,7 +378,9 @@ async fn binary_reads_the_secret_file_and_never_logs_it() {
     let m = welcome(&mut a, &swarm(5)).await;
     check_ice_servers(&m, SECRET, ttl, before, unix_now());
     a.close().await;
-    let log = bin.log.lock().expect("log").join("\n");
+    let (status, log) = bin.terminate_and_read_log();
+    assert!(status.success(), "exit status {status}");
+    let log = log.join("\n");
     assert!(log.contains("welcomes carry iceServers"), "{log}");
     assert!(!log.contains(SECRET), "the secret is in the log:\n{log}");
 }

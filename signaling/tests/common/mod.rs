@@ -317,6 +317,8 @@ pub struct Binary {
     pub banner: String,
     /// Its stderr lines so far, when started with `capture`.
     pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// Hears when the log thread reached the end of stderr (the child is gone).
+    log_ended: Option<std::sync::mpsc::Receiver<()>>,
 }
 
 impl Binary {
@@ -344,15 +346,18 @@ impl Binary {
             .spawn()
             .expect("spawn ppspp-signal");
         let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        if let Some(stderr) = child.stderr.take() {
+        let log_ended = child.stderr.take().map(|stderr| {
             let log = log.clone();
+            let (ended, log_ended) = std::sync::mpsc::channel();
             std::thread::spawn(move || {
                 for line in std::io::BufReader::new(stderr).lines() {
                     let Ok(line) = line else { break };
                     log.lock().expect("log").push(line);
                 }
+                let _ = ended.send(());
             });
-        }
+            log_ended
+        });
         let stdout = child.stdout.take().expect("stdout");
         // Read the banner on a thread so a silent binary cannot hang the test.
         let (tx, rx) = std::sync::mpsc::channel();
@@ -384,6 +389,7 @@ impl Binary {
             addr,
             banner,
             log,
+            log_ended,
         }
     }
 
@@ -408,6 +414,21 @@ impl Binary {
     /// Sends SIGTERM and waits (bounded) for the exit status.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
         self.signal(libc::SIGTERM)
+    }
+
+    /// Sends SIGTERM, waits (bounded) for the exit, and returns the exit status and every
+    /// line the binary wrote to stderr: lines read while it runs can lag behind what it
+    /// wrote, so a test of what the log holds (or never holds) reads it whole here.
+    pub fn terminate_and_read_log(&mut self) -> (std::process::ExitStatus, Vec<String>) {
+        let status = self.terminate();
+        let ended = self
+            .log_ended
+            .as_ref()
+            .expect("started without capture: no log")
+            .recv_timeout(WAIT);
+        assert!(ended.is_ok(), "the log did not end after the exit");
+        let log = self.log.lock().expect("log").clone();
+        (status, log)
     }
 
     /// Sends `sig` and waits (bounded) for the exit status.
