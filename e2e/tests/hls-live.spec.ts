@@ -25,8 +25,26 @@ function pageUrl(r: LiveRun, extra: Record<string, string> = {}): string {
   return livePageUrl(web(), r, extra);
 }
 
-function openPage(browser: Browser, r: LiveRun, label: string, extra: Record<string, string> = {}): Promise<Page> {
-  return openWatchedPage(browser, report, pageUrl(r, extra), label);
+function openPage(browser: Browser, r: LiveRun, label: string, extra: Record<string, string> = {}, prepare?: (page: Page) => Promise<void>): Promise<Page> {
+  return openWatchedPage(browser, report, pageUrl(r, extra), label, prepare);
+}
+
+/**
+ * Holds what `page` sends the run's signaling server (its join) until `release` settles:
+ * the page's socket opens, but it meets no peer before then.
+ */
+async function holdSignaling(page: Page, r: LiveRun, release: Promise<void>): Promise<void> {
+  const host = new URL(r.signal).host;
+  await page.routeWebSocket((url) => url.host === host, (ws) => {
+    const server = ws.connectToServer();
+    const held: (string | Buffer)[] = [];
+    let open = false;
+    ws.onMessage((m) => (open ? server.send(m) : held.push(m)));
+    void release.finally(() => {
+      open = true;
+      for (const m of held.splice(0)) server.send(m);
+    });
+  });
 }
 
 interface Seen {
@@ -154,10 +172,24 @@ test('a segment tampered with on the web server is refused, and hls.js gets the 
   test.setTimeout(150_000);
   // The source serves its swarms: the true copies come from it.
   const r = await startLiveRun('hls-live-tampered', 50, true);
-  // Every media segment on the web server has a byte changed; the page asks the web
-  // server at once (livePeerWait 0), so it meets them.
+  // Every media segment on the web server has a byte changed. The page asks the web server
+  // at once (livePeerWait 0) and meets its peers only once it has refused a segment from
+  // there: the source's copy, verified first, would cancel the page's request to the web
+  // server before its bytes were checked.
   r.folder.tamper = (path) => /seg_\d_\d+\.m4s$/.test(path);
-  const page = await openPage(browser, r, 'page', { livePeerWait: '0' });
+  let refused = (): void => {};
+  const released = new Promise<void>((resolve) => (refused = resolve));
+  const page = await openPage(browser, r, 'page', { livePeerWait: '0' }, (p) => holdSignaling(p, r, released));
+  try {
+    await expect
+      .poll(() => page.evaluate(() => (window as unknown as { __t: { originCorrupt: string[] } }).__t.originCorrupt.length), {
+        timeout: 30_000,
+        message: 'the page refused a tampered segment from the web server before meeting peers',
+      })
+      .toBeGreaterThan(0);
+  } finally {
+    refused();
+  }
   await playing(page, 12);
   const s = (await seen(page))!;
   console.log(`page: ${JSON.stringify(s.stats)}; origin-corrupt ${s.originCorrupt.join(' ')}`);

@@ -8,12 +8,16 @@ import { type Browser, type Page, expect } from '@playwright/test';
 import type { FailureReport } from './diagnose.js';
 import type { Evaluable } from './swarm.js';
 
-/** `url` in a new context (camera and microphone granted, for loopback ICE candidates). */
-export async function openWatchedPage(browser: Browser, report: FailureReport, url: string, label: string): Promise<Page> {
+/**
+ * `url` in a new context (camera and microphone granted, for loopback ICE candidates);
+ * `prepare` runs on the page before it loads (routes, for one).
+ */
+export async function openWatchedPage(browser: Browser, report: FailureReport, url: string, label: string, prepare?: (page: Page) => Promise<void>): Promise<Page> {
   const context = await browser.newContext({ permissions: ['camera', 'microphone'] });
   const page = await context.newPage();
   await report.watch(label)(page);
   page.on('pageerror', (e) => console.log(`${label}: ${e.message}`));
+  await prepare?.(page);
   await page.goto(url);
   return page;
 }
