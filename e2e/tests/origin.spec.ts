@@ -198,6 +198,8 @@ test('a 1 GiB video plays and seeks with the page holding at most its bound and 
   let most = 0;
   const watch = setInterval(() => void held().then((h) => (most = Math.max(most, h)), () => {}), 200);
   const seen: { js: number; wasm: number; rss: number }[] = [];
+  const seeks: string[] = [];
+  const mib = (b: number): string => (b / 2 ** 20).toFixed(1);
   const measure = async (): Promise<void> => {
     seen.push({ ...(await memory()), rss: rendererRss() });
   };
@@ -209,20 +211,26 @@ test('a 1 GiB video plays and seeks with the page holding at most its bound and 
     const period = made.seconds / Math.round(made.seconds / 60);
     for (const copy of [47, 90, 10]) {
       const at = copy * period + 20;
+      const sent = served.server.bytesSent('/v.webm');
+      const started = Date.now();
       await page!.evaluate((s) => {
         document.querySelector('video')!.currentTime = s;
       }, at);
       await expectPlayedPast(page!, at + 3, 30_000);
+      seeks.push(`${at.toFixed(0)} s: played 3 s on after ${Date.now() - started} ms, ${mib(served.server.bytesSent('/v.webm') - sent)} MiB from the server`);
       await measure();
     }
   } finally {
     clearInterval(watch);
   }
   const stats = await t(page!, (x) => (x.player as { stats(): Record<string, number> }).stats());
-  const mib = (b: number): string => (b / 2 ** 20).toFixed(1);
+  console.log(`seeks: ${seeks.join('; ')}`);
   console.log(`${mib(made.bytes)} MiB video, ${made.seconds.toFixed(0)} s; bound ${mib(bound)} MiB, held at most ${mib(most)} MiB; origin sent ${mib(served.server.bytesSent('/v.webm'))} MiB; evicted ${stats.chunksEvicted} chunks`);
   console.log(`page memory at the start and after each seek, MiB: JavaScript (measureUserAgentSpecificMemory) ${seen.map((m) => mib(m.js)).join(', ')}; Wasm ${seen.map((m) => mib(m.wasm)).join(', ')}; renderer RSS ${seen.map((m) => mib(m.rss)).join(', ')}`);
   expect(most, 'video bytes held at most').toBeLessThanOrEqual(bound);
+  // A seek fetches its probes (512 KiB each) and the media from a few seconds before its
+  // time, not a stretch of the file in front of it.
+  expect(served.server.bytesSent('/v.webm'), 'bytes from the server').toBeLessThan(2 * bound);
   for (const m of seen) {
     // Besides the bound: the code, and the verified part of the hash tree (a few hashes
     // per chunk played, which peers count on us to keep).

@@ -6,6 +6,7 @@
  */
 import type { Feed, MediaSink } from './feed.js';
 import { type InitInfo, findSegmentStart, firstSegmentEnd, parseInit, segmentStartTime, wholeSegmentsLength } from './container.js';
+import { SeekSearch, type SeekStep } from './seek-search.js';
 import { SegmentPlaces } from './segment-places.js';
 import { type VideoLike, bufferedAhead } from './stall-watch.js';
 import { completeChildrenEnd, openClusterHead } from './webm.js';
@@ -57,17 +58,13 @@ const READ_AHEAD_OPENING = 2;
 const MIN_READ_AHEAD_BYTES = 1 << 20;
 /** What is read from a segment's start to find its end in its headers (a moof is a few KiB). */
 const SEGMENT_HEAD_BYTES = 64 << 10;
-/** Bytes read around a seek estimate to find a segment start. */
+/** Bytes looked at from a seek's guess for a segment start, at first. */
 const SEEK_PROBE = 512 << 10;
 
 interface Seek {
-  target: number;
-  /** Where the probe starts (byte offset). */
-  start: number;
-  /** Bytes looked at from `start`. */
+  search: SeekSearch;
+  /** Bytes looked at from the search's start: doubled while no segment start is in them. */
   probe: number;
-  /** How far back the estimate was moved, in bytes. */
-  back: number;
 }
 
 export class VodFeed implements Feed {
@@ -391,23 +388,25 @@ export class VodFeed implements Feed {
 
   /** Finds the segment of media time `t` and appends on from there (a seek, or media the browser let go of). */
   private playFrom(info: InitInfo, t: number): void {
-    const back = Math.max(SEEK_PROBE, Math.floor((this.options.content.length - info.initLength) * 0.02));
     const rate = this.bytesPerSecond();
-    const estimate = this.byteAt(t) ?? (rate === null ? null : info.initLength + Math.floor(t * rate));
-    this.beginSeek({ target: t, start: estimate ?? info.initLength, probe: SEEK_PROBE, back });
+    // Between segments appended before, where they are; else in proportion.
+    const guess = this.places.byteAt(t, null) ?? this.byteAt(t) ?? (rate === null ? info.initLength : info.initLength + Math.floor(t * rate));
+    const search = new SeekSearch(t, guess, {
+      floor: info.initLength,
+      rate,
+      probeBytes: SEEK_PROBE,
+      align: this.options.content.chunkSize,
+    });
+    this.seek = { search, probe: SEEK_PROBE };
+    this.ended = false;
+    this.probe(search.start);
   }
 
-  private beginSeek(seek: Seek): void {
-    const info = this.info;
-    if (!info) return;
-    const { chunkSize } = this.options.content;
-    const start = Math.max(info.initLength, seek.start - seek.back);
-    // Chunk-aligned so that the probe is whole chunks the picker fetches first.
-    seek.start = Math.floor(start / chunkSize) * chunkSize;
-    this.seek = seek;
+  /** Points the engine at a seek's probe from byte `start` (chunk-aligned, so that it is whole chunks the picker fetches first). */
+  private probe(start: number): void {
+    if (this.seek) this.seek.probe = SEEK_PROBE;
     this.segmentStart = null;
-    this.ended = false;
-    this.setPlayhead(Math.floor(seek.start / chunkSize));
+    this.setPlayhead(Math.floor(start / this.options.content.chunkSize));
     this.sink.scheduleFeed();
   }
 
@@ -416,41 +415,52 @@ export class VodFeed implements Feed {
     const seek = this.seek;
     const info = this.info;
     if (!seek || !info) return true;
+    const { search } = seek;
     const { length, chunkSize } = this.options.content;
-    // No further than the engine fetches from the seek's start (under maxMemoryBytes).
+    // No further than the engine fetches from the probe's start (under maxMemoryBytes).
     const reach = Math.min(length, this.chunks.wantedEnd());
-    const want = Math.min(reach, seek.start + seek.probe);
-    const verified = this.chunks.verifiedEnd(seek.start);
+    if (reach <= search.start && search.start < length) {
+      // The engine's window always holds its playhead: this is the window from before the
+      // probe moved it (an engine in a Worker reports its own a moment later).
+      this.sink.scheduleFeed();
+      return false;
+    }
+    const want = Math.min(reach, search.start + seek.probe);
+    const verified = this.chunks.verifiedEnd(search.start);
     if (verified < want) {
       // Playback waits for the probe: an HTTP origin serves it if no peer holds it.
       this.chunks.setWaitingFor({ start: Math.floor(verified / chunkSize), end: Math.ceil(want / chunkSize) });
       return false;
     }
-    const bytes = this.chunks.read(seek.start, want);
+    const bytes = this.chunks.read(search.start, want);
     const at = findSegmentStart(info, bytes, 0);
-    if (at === null) {
-      if (want >= reach) {
-        // No segment start from the estimate to the end or as far as the engine fetches
-        // from it: look further back.
-        this.beginSeek({ ...seek, back: seek.back * 2, start: seek.start + seek.back });
-      } else {
-        seek.probe *= 2;
-        this.sink.scheduleFeed();
-      }
+    const time = at === null ? null : segmentStartTime(info, bytes.subarray(at));
+    // No segment start in the probe, or one whose headers it cuts: look at more of it.
+    const more = at === null || (time === null && bytes.length - at < SEGMENT_HEAD_BYTES);
+    if (more && want < reach) {
+      seek.probe *= 2;
+      this.sink.scheduleFeed();
       return false;
     }
-    const time = segmentStartTime(info, bytes.subarray(at));
-    if (time !== null && time > seek.target + 0.05 && seek.start > info.initLength) {
-      // The segment starts after the target: step back further and look again.
-      this.beginSeek({ ...seek, start: seek.start + seek.back, back: seek.back * 2 });
+    let step: SeekStep;
+    if (at === null) {
+      step = search.noneFound();
+    } else {
+      if (time !== null) this.places.add(time, search.start + at);
+      step = search.found(search.start + at, time);
+    }
+    if ('probe' in step) {
+      this.probe(step.probe);
       return false;
     }
     this.seek = null;
     this.sink.reset();
-    this.appendPos = seek.start + at;
+    this.appendPos = step.from;
     this.segmentStart = null;
     this.openCluster = null;
-    // The engine fetches on from the segment found (its window may end inside it).
+    // The engine fetches on from the segment found (its window may end inside it), which
+    // may lie before the last probe.
+    this.setPlayhead(Math.floor(step.from / chunkSize));
     this.followPlayback();
     return true;
   }

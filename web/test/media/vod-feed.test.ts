@@ -22,6 +22,8 @@ class FakeFile implements VodChunks {
   readonly waits: ({ start: number; end: number } | null)[] = [];
   /** The engine's window in bytes from its playhead (`maxMemoryBytes`); null: the whole file. */
   window: number | null = null;
+  /** The window is from the playhead before the last (an engine in a Worker reports a moment late). */
+  lagging = false;
   constructor(readonly file: Uint8Array) {}
   /** The engine let go of bytes `from..to` (their chunks). */
   letGo(from: number, to: number): void {
@@ -37,7 +39,7 @@ class FakeFile implements VodChunks {
     return Math.max(offset, Math.min(this.file.length, c * CHUNK));
   }
   wantedEnd(): number {
-    const from = (this.playheads.at(-1) ?? 0) * CHUNK;
+    const from = (this.playheads.at(this.lagging ? -2 : -1) ?? 0) * CHUNK;
     return this.window === null ? this.file.length : Math.min(this.file.length, from + this.window);
   }
   read(start: number, end: number): Uint8Array {
@@ -79,6 +81,12 @@ function feedAll(feed: VodFeed, sink: FakeMediaSink): void {
     before = sink.appends.length;
     feed.feed();
   }
+}
+
+/** Feeds until something is appended (a seek's search takes a feed per probe), at most 50 times. */
+function feedUntilAppended(feed: VodFeed, sink: FakeMediaSink): void {
+  const before = sink.appends.length;
+  for (let i = 0; i < 50 && sink.appends.length === before; i++) feed.feed();
 }
 
 describe('VodFeed', () => {
@@ -245,6 +253,68 @@ describe('VodFeed', () => {
     const next = sink.appends.slice(appended);
     expect(next).toHaveLength(1);
     expect(next[0]!.subarray(0, 1000)).toEqual(media.file.subarray(from.offset, from.offset + 1000));
+  });
+
+  it('a seek where the bit rate departs from the average: probes from the estimate, and appends from the fragment just before the time', () => {
+    // A still first minute (40 kB/s) and a busy second one (200 kB/s): the estimate in
+    // proportion to the duration lands seconds off in either half.
+    const media = syntheticMp4(120, (s) => (s < 60 ? 40_000 : 200_000));
+    const { file, video, sink, feed } = setup(media);
+    file.verify(0, media.file.length);
+    feed.feed();
+    feed.feed();
+    for (const target of [100.5, 40.5, 3.5]) {
+      const appended = sink.appends.length;
+      const playheads = file.playheads.length;
+      video.ranges = [];
+      video.seekTo(target);
+      feed.onSeeking();
+      feedUntilAppended(feed, sink);
+      const next = sink.appends[appended]!;
+      const from = media.fragments.find((f) => media.file.subarray(f.offset, f.offset + 1000).every((b, i) => b === next[i]))!;
+      expect(from.time, `seek to ${target}`).toBeLessThanOrEqual(target);
+      expect(target - from.time, `seek to ${target}`).toBeLessThanOrEqual(8);
+      // The engine was pointed at each probe, then at the fragment appended from, then on
+      // with the appends.
+      const pointed = file.playheads.slice(playheads);
+      const at = pointed.lastIndexOf(Math.floor(from.offset / CHUNK));
+      expect(at, `seek to ${target}: pointed at chunks ${pointed.join(', ')}`).toBeGreaterThan(0);
+      expect(at, `seek to ${target}: pointed at chunks ${pointed.join(', ')}`).toBeLessThanOrEqual(7);
+    }
+  });
+
+  it('an engine whose window is still the one from before the seek is waited for, not searched past', () => {
+    const media = syntheticMp4(60, 100_000);
+    const { file, video, sink, feed } = setup(media);
+    // Playing the start, under a 1 MiB window.
+    file.window = 1 << 20;
+    file.verify(0, 1 << 20);
+    feedAll(feed, sink);
+    const appended = sink.appends.length;
+    // A seek far ahead, to chunks the engine holds already; its window as reported is
+    // still the one from before.
+    file.verify(0, media.file.length);
+    file.lagging = true;
+    video.ranges = [[0, 10]];
+    video.seekTo(45);
+    feed.onSeeking();
+    expect(file.wantedEnd()).toBeLessThan(file.playheads.at(-1)! * CHUNK);
+    const asked = sink.feedsAsked;
+    const pointed = file.playheads.length;
+    feed.feed();
+    feed.feed();
+    // Nothing is looked at (the engine is not pointed elsewhere), and the feed asks to be
+    // called again.
+    expect(file.playheads).toHaveLength(pointed);
+    expect(sink.appends).toHaveLength(appended);
+    expect(sink.resets).toBe(0);
+    expect(sink.feedsAsked).toBeGreaterThan(asked);
+    file.lagging = false;
+    feedUntilAppended(feed, sink);
+    const next = sink.appends[appended]!;
+    const from = media.fragments.find((f) => media.file.subarray(f.offset, f.offset + 1000).every((b, i) => b === next[i]))!;
+    expect(from.time).toBeLessThanOrEqual(45);
+    expect(from.time).toBeGreaterThanOrEqual(37);
   });
 
   it('media the browser removed ahead of the playhead is appended again from the fragment there; behind it, nothing', () => {
