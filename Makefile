@@ -11,7 +11,7 @@ ifeq ($(CI),true)
 export CARGO_INCREMENTAL := 0
 endif
 
-.PHONY: help setup setup-pack test lint test-rust test-fuzz-build web web-poison web-bench native test-web test-e2e fuzz bench bench-smoke bench-criterion experiments demo clean
+.PHONY: help setup setup-pack test lint test-rust test-fuzz-build web web-poison web-bench native test-web test-e2e e2e-media fuzz bench bench-smoke bench-criterion experiments demo clean
 
 help:
 	@echo "make test    install what is missing, then run every test (what CI runs)"
@@ -29,6 +29,7 @@ help:
 	@echo "make web     build the npm package (web/: Wasm + TypeScript); make setup-pack installs what it needs"
 	@echo "make lint    cargo fmt --check, clippy -D warnings (every crate and feature), ESLint on web/ and e2e/"
 	@echo "make native  the release ppspp, ppspp-signal and link emulator (what the e2e tests and demo run)"
+	@echo "make e2e-media  the videos and ladders the e2e suite plays (target/e2e/)"
 
 setup:
 	@scripts/setup.sh web
@@ -38,7 +39,8 @@ setup-pack:
 	@scripts/setup.sh pack
 
 # lint, test-rust, test-fuzz-build and test-web, then test-e2e and bench-smoke; `make native`
-# builds alongside from the start at the lowest CPU priority (scripts/test-all.sh).
+# and then the e2e suite's media (`make e2e-media`) are made alongside from the start at the
+# lowest CPU priority (scripts/test-all.sh).
 test: setup
 	@CARGO=$(CARGO) MAKE=$(MAKE) scripts/test-all.sh
 
@@ -91,6 +93,11 @@ test-web: web
 # two groups: those that mostly wait two files at a time, then the rest (scripts/test-e2e.sh).
 test-e2e: web web-poison native
 	scripts/test-e2e.sh
+
+# The videos and ladders the e2e suite plays, made with ffmpeg under target/e2e/ (the suite's
+# global setup makes what is missing); `make test` makes them beside the Rust tests.
+e2e-media: native
+	cd e2e && E2E_GROUP=media PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npx playwright test
 
 fuzz:
 	@scripts/setup.sh fuzz

@@ -13,15 +13,17 @@ export const CHROMIUM_ARGS: string[] = JSON.parse(readFileSync(new URL('./chromi
  * the tests whose pages mostly wait on media time (a video playing, a live edge, a throttled
  * line), two spec files at a time; then `E2E_GROUP=alone`, the tests tagged `@alone`
  * (`ALONE` in tests/spec-setup.ts: they need the machine to themselves), one at a time.
- * Unset: every test, one at a time.
+ * Unset: every test, one at a time. `E2E_GROUP=media` (`make e2e-media`): only the test
+ * media made (tests/media.setup.ts), no browser.
  */
 const GROUP = process.env.E2E_GROUP ?? '';
-if (!['', 'shared', 'alone'].includes(GROUP)) throw new Error(`E2E_GROUP must be shared or alone, not ${GROUP}`);
+if (!['', 'shared', 'alone', 'media'].includes(GROUP)) throw new Error(`E2E_GROUP must be shared, alone or media, not ${GROUP}`);
 const SUFFIX = GROUP === '' ? '' : `-${GROUP}`;
 
 export default defineConfig({
   testDir: './tests',
   ...(GROUP === 'alone' ? { grep: /@alone/ } : GROUP === 'shared' ? { grepInvert: /@alone/ } : {}),
+  ...(GROUP === 'media' ? { testMatch: 'media.setup.ts' } : {}),
   // Each test runs a whole swarm (signaling, a native seeder, several pages), each bounded in
   // time; on a 2-core machine at most two spec files at once, and only tests that mostly wait
   // (three were faster, and a test of where bytes come from failed: BENCHMARKS.md, "How

@@ -1,8 +1,8 @@
-import { makeHdVideos, makeVideo } from './swarm.js';
+import { makeTestMedia } from './test-media.js';
 
-// Videos that several spec files use are made once here, before the workers start: made
-// by each file's own setup, two workers needing the same one at once encoded it twice.
+// The test media are made once here, before the workers start: made by each file's own
+// setup, two workers needing the same one at once encoded it twice, and an encode beside
+// running tests took their CPU.
 export default async function globalSetup(): Promise<void> {
-  await makeVideo();
-  makeHdVideos();
+  await makeTestMedia();
 }
