@@ -82,7 +82,14 @@ function seen(page: Page): Promise<Seen> {
   });
 }
 
-/** The page plays past 6 s from HTTP: a first frame within 1.5 s, no stall over 1 s, no error. */
+/**
+ * A first frame later than this waited for P2P: it is well under the signaling timeout
+ * (10 s by default, 6 s where a test sets it), and far over a first frame on a busy
+ * machine. How fast first frames are is `make bench`'s.
+ */
+const NO_WAIT_MS = 5_000;
+
+/** The page plays past 6 s from HTTP: a first frame with no wait for P2P, no stall over 1 s, no error. */
 async function playsFromHttp(page: Page): Promise<Seen> {
   await expectPlayedPast(page, 6, 30_000);
   const s = await seen(page);
@@ -90,7 +97,7 @@ async function playsFromHttp(page: Page): Promise<Seen> {
   expect(s.error, message).toBeNull();
   expect(s.errors, message).toEqual([]);
   expect(s.firstFrameMs, message).not.toBeNull();
-  expect(s.firstFrameMs!, message).toBeLessThan(1500);
+  expect(s.firstFrameMs!, message).toBeLessThan(NO_WAIT_MS);
   expect(s.longStalls, message).toEqual([]);
   expect(s.fromHttp, message).toBeGreaterThan(0);
   return s;
@@ -119,10 +126,12 @@ test('signaling down: plays from HTTP at once, p2p-unavailable signaling-unreach
 
 test('signaling silent (accepts, never answers): plays from HTTP; p2p-unavailable after signalingTimeoutMs', async ({ browser }) => {
   const { uri } = await published(await silentServer());
-  const [page] = await openPages(browser, web(), uri, 1, '&signalingTimeout=2000', report.watch('page'));
-  const s = await playsFromHttp(page!);
+  const [page] = await openPages(browser, web(), uri, 1, '&signalingTimeout=6000', report.watch('page'));
+  await playsFromHttp(page!);
+  await expect.poll(async () => (await seen(page!)).noP2p.length, { timeout: 15_000, message: 'p2p-unavailable after the timeout' }).toBeGreaterThan(0);
+  const s = await seen(page!);
   expect(s.noP2p.map((e) => e[1])).toEqual(['signaling-unreachable']);
-  expect(s.noP2p[0]![2]).toContain('no welcome within 2000 ms');
+  expect(s.noP2p[0]![2]).toContain('no welcome within 6000 ms');
 });
 
 test('signal=off (signal: false): HTTP only, the signaling server never hears of the page', async ({ browser }) => {
