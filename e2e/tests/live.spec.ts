@@ -146,8 +146,10 @@ test('six pages play a live stream near its edge, a late one joins at the edge, 
   try {
     const uri = await source.live.waitLine((l) => l.startsWith('ppspp://live/'));
     // Videos not displayed (player.html?hidden=1): compositing seven in software takes CPU
-    // that ffmpeg, encoding at real time, and the pages need.
-    const query = '&appends=1&liveEnd=3000&hidden=1';
+    // that ffmpeg, encoding at real time, and the pages need. The stream ends for a page
+    // 6 s after its last new signed chunk: on a busy machine a page starting beside five
+    // others once waited 3 s for its first after the edge.
+    const query = '&appends=1&liveEnd=6000&hidden=1';
     // The forger: a test-only build that corrupts every chunk it serves.
     const [forger] = await openPages(browser, web.url, uri, 1, `${query}&wasm=/wasm-poison/ppspp_wasm_bg.wasm`, report.watch('forger'));
     const honest = await openPages(browser, web.url, uri, 4, query, report.watch('honest'));

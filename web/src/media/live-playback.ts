@@ -158,14 +158,16 @@ export class LivePlayback extends Emitter<LivePlaybackEvents> implements Feed {
     else if (step.event?.type === 'caught-up') this.emit('caught-up', { latencySeconds: seconds });
   }
 
-  /** With no new signed chunk for `endAfterMs`, what is here plays out and the stream ends. */
+  /** With no new signed chunk for `endAfterMs`, what is here plays out and the stream ends (MediaSource too, once it has media). */
   private checkEnd(): void {
     if (this.ended || this.clock.now() - this.lastEdgeAtMs < this.options.endAfterMs) return;
     this.ended = true;
     this.video.playbackRate = 1;
     void this.sink.idle().then(() => {
       if (this.closed) return;
-      this.sink.endOfStream();
+      // Before an initialisation segment, Chromium fails the element on an end of stream
+      // ("endOfStream before demuxer initialization"): the stream ended with nothing to play.
+      if (this.initAppended) this.sink.endOfStream();
       this.emit('live-ended', {});
     });
   }

@@ -280,6 +280,16 @@ describe('LivePlayback ends the stream', () => {
     expect(s.events['live-ended']).toHaveLength(1);
   });
 
+  it('before its initialisation segment came: live-ended, and MediaSource not ended (that fails the element)', async () => {
+    const s = setup({ endAfterMs: 3000 });
+    s.clock.ms += 3000;
+    s.playback.onTick();
+    await s.sink.drain();
+    expect(s.sink.appends).toEqual([]);
+    expect(s.sink.endOfStreamCalls).toBe(0);
+    expect(s.events['live-ended']).toEqual([{}]);
+  });
+
   it('closed before its appends are done: the stream is neither ended nor said to be', async () => {
     const s = started({ endAfterMs: 1000 });
     s.clock.ms += 1000;
