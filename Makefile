@@ -90,7 +90,7 @@ test-web: web
 	cd web && npx vitest run
 
 # Playwright swarm tests with Debian's Chromium, in a network namespace of loopback only, in
-# two groups: those that mostly wait two files at a time, then the rest (scripts/test-e2e.sh).
+# two groups: those that mostly wait three files at a time, then the rest (scripts/test-e2e.sh).
 test-e2e: web web-poison native
 	scripts/test-e2e.sh
 

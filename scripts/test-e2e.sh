@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make test-e2e`: the Playwright suite in a network namespace of loopback only, in two
-# groups (e2e/playwright.config.ts): the tests that mostly wait on media time, two spec files
+# groups (e2e/playwright.config.ts): the tests that mostly wait on media time, three spec files
 # at a time; then those tagged @alone (they need the machine to themselves), one at a time.
 # Both groups run whatever the first gave; then what the failed tests saw and which failed,
 # printed last. Arguments go to `playwright test` (a file, --grep).
