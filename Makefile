@@ -53,8 +53,10 @@ lint:
 # The workspace's tests. The same flags in scripts/bench-native.mjs (TEST_BUILD) and
 # crates/ppspp-cli/tests/wan.rs (signal_bin), so that their builds find this one fresh;
 # `ppspp-wasm/bench` builds the verification benchmark's example, which the bench smoke runs.
+# Four tests at a time on any machine: many wait on emulated links, timers and child
+# processes (the emulated-internet tests wait on little else), not on the CPU.
 test-rust:
-	$(CARGO) test --workspace --locked --features ppspp-cli/webrtc-rs,ppspp-wasm/bench
+	$(CARGO) test --workspace --locked --features ppspp-cli/webrtc-rs,ppspp-wasm/bench -- --test-threads 4
 
 # The fuzz targets must compile on stable even where cargo-fuzz/nightly are absent. A check
 # (no code generated): `make fuzz` builds them with cargo-fuzz's own flags anyway. A check
