@@ -265,17 +265,16 @@ async function verifyOnce(soft) {
   const env = soft
     ? { RUSTFLAGS: '--cfg sha1_backend="soft" --cfg sha2_backend="soft"', CARGO_TARGET_DIR: join(root, 'target', 'soft-hash') }
     : {};
-  // The smoke run checks that figures come, not their speed: a debug build (no release
-  // build of its own), the test build's example where the hashing is as built normally.
-  const profile = smoke ? [] : ['--release'];
   let stdout;
   if (smoke && !soft) {
+    // The smoke run checks that figures come, not their speed: the test build's example (a
+    // debug build, no release build of its own), where the hashing is as built normally.
     log('verify: the test build\'s examples/verify --smoke');
     await testBuild();
     ({ stdout } = await run(join(target, 'debug', 'examples', 'verify'), ['--smoke'], { timeoutS: 600 }));
   } else {
-    log(`verify${soft ? ' (software hashing)' : ''}: cargo run ${profile.join(' ')} -p ppspp-wasm --features bench --example verify${smoke ? ' -- --smoke' : ''}`);
-    ({ stdout } = await run('cargo', ['run', ...profile, '-p', 'ppspp-wasm', '--features', 'bench', '--example', 'verify', '--', ...(smoke ? ['--smoke'] : [])], { timeoutS: 3600, env }));
+    log(`verify${soft ? ' (software hashing)' : ''}: cargo run --release -p ppspp-wasm --features bench --example verify`);
+    ({ stdout } = await run('cargo', ['run', '--release', '-p', 'ppspp-wasm', '--features', 'bench', '--example', 'verify'], { timeoutS: 3600, env }));
   }
   const line = stdout.trim().split('\n').filter((l) => l.startsWith('{')).pop();
   if (!line) throw new Error(`verify: no JSON line in its output:\n${stdout}`);
