@@ -109,12 +109,14 @@ test('three pages play the DASH ladder through Shaka from a web server and each 
   for (const [i, s] of later.entries()) expect(s.bytesFromPeers, `page ${i + 1} took bytes from peers`).toBeGreaterThan(0);
 });
 
+/** The heights of the video segments Shaka received, in order (streams 0–2 are 240p, 480p, 720p). */
+function segmentHeights(s: Seen): number[] {
+  return s.segments.filter((seg) => /chunk-stream[012]-/.test(seg.url)).map((seg) => [240, 480, 720][Number(/chunk-stream(\d)-/.exec(seg.url)![1])]!);
+}
+
 /** The height of the newest video segment Shaka received (what its ABR chose last). */
 async function loadingHeight(page: Page): Promise<number> {
-  const s = await seen(page);
-  const video = s.segments.filter((seg) => /chunk-stream[012]-/.test(seg.url)).at(-1);
-  const stream = video ? Number(/chunk-stream(\d)-/.exec(video.url)![1]) : -1;
-  return [240, 480, 720][stream] ?? -1;
+  return segmentHeights(await seen(page)).at(-1) ?? -1;
 }
 
 // Stalls timed while the line is throttled: the machine to itself.
@@ -141,12 +143,17 @@ test('a throttled line: Shaka switches down, and back up once it clears, without
   for (const seg of s.segments) expect(seg.sha, seg.url).toBe(trueSha(seg.url));
 });
 
+/** shaka.html's `height`: Shaka on the 480p video only. */
+const PINNED = { height: '480' };
+
 test('Firefox plays the DASH ladder through Shaka next to a Chromium page, taking most of its bytes from it', async ({ browser }) => {
   test.setTimeout(150_000);
   const { signal, server } = await signalAndLadder();
-  const chromium = await openShakaPage(browser, server.url, signal.url, 'chromium');
+  // Both on one rendition (PINNED): a page takes from peers what they hold of the rendition
+  // it plays, and which renditions two ABRs choose on a busy machine is theirs.
+  const chromium = await openShakaPage(browser, server.url, signal.url, 'chromium', PINNED);
   await playedPast(chromium, 6);
-  const firefox: FirefoxPage = await openFirefoxPage(shakaPageUrl(server.url, signal.url));
+  const firefox: FirefoxPage = await openFirefoxPage(shakaPageUrl(server.url, signal.url, PINNED));
   stops.push(() => firefox.close());
   await playedPast(firefox, 12);
   const s = await seen(firefox);
@@ -154,6 +161,7 @@ test('Firefox plays the DASH ladder through Shaka next to a Chromium page, takin
   expect(s.errors).toEqual([]);
   expect(critical(s)).toEqual([]);
   expect(s.segments.length).toBeGreaterThan(4);
+  expect(new Set(segmentHeights(s)), 'the rendition pinned').toEqual(new Set([480]));
   for (const seg of s.segments) expect(seg.sha, seg.url).toBe(trueSha(seg.url));
   expect(s.stats!.bytesFromPeers, `Firefox took more than half its bytes from peers: ${JSON.stringify(s.stats)}`).toBeGreaterThan(s.stats!.bytesFromHttp);
 });
