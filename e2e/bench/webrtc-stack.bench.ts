@@ -5,11 +5,13 @@
  * (scripts/wan.sh): direct (a home behind a port-preserving NAT, no added delay or loss),
  * relayed (the seeder offers only a TURN relay on coturn, the page behind the symmetric
  * NAT), and lossy (20 ms each way and 1 % loss each way on the home's path; 10 MB, as SCTP's
- * congestion control holds every stack near 0.3 MB/s there). Per fetch: the
- * page's MB/s (content ÷ the fetch's time, connection set-up included), the seeder's CPU
- * seconds (from /proc) and its upload ÷ content. The stacks alternate within each round,
- * so both see the same machine load. Writes target/bench/webrtc-stack.json (BENCH_SMOKE=1:
- * 1 MB, a quarter of it on the lossy path, one round, webrtc-stack-smoke.json).
+ * congestion control holds every stack near 0.3 MB/s there). Per fetch: the page's MB/s
+ * (content ÷ the fetch's time, connection set-up included), the seeder's CPU seconds (from
+ * /proc) and its upload ÷ content. The stacks alternate within each round, so both see the
+ * same machine load; a round's two fetches share its internet and browser, each with a
+ * seeder, servers and browser context of its own. Writes target/bench/webrtc-stack.json
+ * (BENCH_SMOKE=1: 1 MB, a quarter of it on the lossy path, one round,
+ * webrtc-stack-smoke.json).
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -63,14 +65,15 @@ interface Fetch {
   seeder_upload_ratio: number;
 }
 
-/** One fetch by a page from a seeder on `stack` over `path`. */
-async function fetchOnce(path: Path, stack: string, round: number): Promise<Fetch> {
-  const wanRun = live(new WanRun());
+/**
+ * One fetch by a page from a seeder on `stack` over `path`, in `wanRun`'s internet (built
+ * for the path, with its TURN server where the path is relayed). The seeder and its servers
+ * are stopped after the fetch, so that the next stack's fetch has the internet to itself.
+ */
+async function fetchOnce(wanRun: WanRun, path: Path, stack: string, round: number): Promise<Fetch> {
+  const seederArgs = ['--webrtc-stack', stack, ...(path.relay ? ['--relay-only'] : [])];
+  const swarm = await wanRun.swarm(content(path.size), undefined, path.relay ? {} : undefined, undefined, seederArgs);
   try {
-    const wan = wanRun.up(`s${round}${path.name[0]}${stack[0]}`, [...path.link, '--seed', String(round + 1)]);
-    if (path.relay) wanRun.keep('turn', await startTurn(wan));
-    const seederArgs = ['--webrtc-stack', stack, ...(path.relay ? ['--relay-only'] : [])];
-    const swarm = await wanRun.swarm(content(path.size), undefined, path.relay ? {} : undefined, undefined, seederArgs);
     const pid = swarm.seeder.child.pid!;
     expect(readFileSync(`/proc/${pid}/comm`, 'utf8').trim()).toBe('ppspp');
     const page = await wanRun.page(path.home, `${swarm.web}/e2e/peer.html`, { label: `${stack} ${path.name}` });
@@ -90,6 +93,7 @@ async function fetchOnce(path: Path, stack: string, round: number): Promise<Fetc
     await new Promise((r) => setTimeout(r, 1200)); // one more seeder stats line
     const last = [...swarm.seeder.lines].reverse().find((l) => l.startsWith('{'));
     const uploaded = (JSON.parse(last!) as { bytes_uploaded: number }).bytes_uploaded;
+    await page.context().close();
     const f = {
       path: path.name,
       stack,
@@ -100,6 +104,22 @@ async function fetchOnce(path: Path, stack: string, round: number): Promise<Fetc
     };
     console.log(`${path.name} ${stack} round ${round + 1}: ${f.mb_per_s.toFixed(2)} MB/s, seeder ${cpu.toFixed(2)} CPU s (${f.seeder_cpu_s_per_mb.toFixed(3)}/MB), upload ${f.seeder_upload_ratio.toFixed(3)}× content`);
     return f;
+  } finally {
+    // Stopped twice at the run's end if a check failed: a stopped process stays stopped.
+    for (const proc of Object.values(swarm.named)) await proc.stop();
+  }
+}
+
+/** Both stacks' fetches over `path` in one internet (one per round: the round seeds its losses). */
+async function fetchRound(path: Path, round: number): Promise<Fetch[]> {
+  const wanRun = live(new WanRun());
+  try {
+    const wan = wanRun.up(`s${round}${path.name[0]}`, [...path.link, '--seed', String(round + 1)]);
+    if (path.relay) wanRun.keep('turn', await startTurn(wan));
+    const order = round % 2 ? [...STACKS].reverse() : STACKS;
+    const fetches: Fetch[] = [];
+    for (const stack of order) fetches.push(await fetchOnce(wanRun, path, stack, round));
+    return fetches;
   } finally {
     await wanRun.end(test.info());
   }
@@ -119,10 +139,7 @@ test('native WebRTC stacks: seeder → one page, direct, relayed and lossy paths
   mkdirSync(join(ROOT, 'target', 'bench'), { recursive: true });
   const fetches: Fetch[] = [];
   for (const path of PATHS) {
-    for (let round = 0; round < ROUNDS; round++) {
-      const order = round % 2 ? [...STACKS].reverse() : STACKS;
-      for (const stack of order) fetches.push(await fetchOnce(path, stack, round));
-    }
+    for (let round = 0; round < ROUNDS; round++) fetches.push(...await fetchRound(path, round));
   }
   const summary: Record<string, Record<string, Record<string, ReturnType<typeof stats>>>> = {};
   for (const path of PATHS) {
