@@ -1,52 +1,31 @@
 /**
  * The package as users get it: `npm pack` in web/, installed into a fresh Vite app,
- * bundled by Vite, plays from the swarm.
+ * bundled by Vite (tests/packed-app.ts), plays from the swarm.
  */
-import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, test } from '@playwright/test';
 import { DASH_LADDER, makeDashLadder } from './dash-ladder.js';
 import { LADDER, ladderFiles, makeLadder } from './hls-ladder.js';
 import { livePageUrl, startLiveRun } from './live-packager.js';
 import { startOriginServer } from './origin.js';
-import { ROOT, type Swarm, expectPlayedPast, startSwarm } from './swarm.js';
-import { ALONE } from './spec-setup.js';
+import { APP, ensurePackedApp } from './packed-app.js';
+import { type Swarm, expectPlayedPast, startSwarm } from './swarm.js';
 import { startWebWith } from './swarm.js';
 
-const APP = join(ROOT, 'target', 'e2e', 'vite-app');
 let swarm: Swarm | null = null;
 
 test.afterEach(async () => {
   await swarm?.stop();
 });
 
-/**
- * The packed package installed into a copy of e2e/vite-app and built by Vite (both of its
- * pages); the players come from the repository's node_modules, above the app, as a site's
- * own would from its own.
- */
-function buildApp(): void {
-  rmSync(APP, { recursive: true, force: true });
-  mkdirSync(join(APP, 'node_modules', 'ppspp-web'), { recursive: true });
-  cpSync(join(ROOT, 'e2e', 'vite-app'), APP, { recursive: true });
-  // npm pack runs the package's prepack (the build) and keeps only its `files`.
-  execFileSync('npm', ['pack', '--pack-destination', APP], { cwd: join(ROOT, 'web'), stdio: ['ignore', 'ignore', 'inherit'] });
-  const tarball = readdirSync(APP).find((f) => f.endsWith('.tgz'))!;
-  execFileSync('tar', ['-xzf', join(APP, tarball), '-C', join(APP, 'node_modules', 'ppspp-web'), '--strip-components=1']);
-  execFileSync(process.execPath, [join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--base', './', '--logLevel', 'warn'], { cwd: APP, stdio: 'inherit' });
-}
-
-// npm pack rebuilds web/ in place, the files every other spec's pages load: the tests that
-// need it run alone (a page loading the Wasm module meanwhile got a truncated file).
 test.beforeAll(() => {
   test.setTimeout(240_000);
-  buildApp();
+  ensurePackedApp();
   makeLadder();
   makeDashLadder();
 });
 
-test('the packed npm package plays in a Vite-built page, with the engine on the main thread and in its Worker', ALONE, async ({ browser }) => {
+test('the packed npm package plays in a Vite-built page, with the engine on the main thread and in its Worker', async ({ browser }) => {
   test.setTimeout(180_000);
   const web = await startWebWith([`/app/=${join(APP, 'dist')}`]);
   try {
@@ -66,7 +45,7 @@ test('the packed npm package plays in a Vite-built page, with the engine on the 
   }
 });
 
-test('the packed package\'s player integrations bundle with Vite: hls.js, Shaka Player and Video.js play the ladder', ALONE, async ({ browser }) => {
+test('the packed package\'s player integrations bundle with Vite: hls.js, Shaka Player and Video.js play the ladder', async ({ browser }) => {
   test.setTimeout(180_000);
   const web = await startWebWith([`/app/=${join(APP, 'dist')}`]);
   const files = new Map([...ladderFiles('/hls', LADDER), ...ladderFiles('/dash', DASH_LADDER)]);
@@ -98,7 +77,7 @@ test('the packed package\'s player integrations bundle with Vite: hls.js, Shaka 
   }
 });
 
-test('the packed package plays a live HLS stream with hls.js as web/README.md says, from the web server and each other', ALONE, async ({ browser }) => {
+test('the packed package plays a live HLS stream with hls.js as web/README.md says, from the web server and each other', async ({ browser }) => {
   test.setTimeout(150_000);
   const web = await startWebWith([`/app/=${join(APP, 'dist')}`]);
   const stops: (() => Promise<void>)[] = [() => web.stop()];

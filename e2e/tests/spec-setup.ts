@@ -9,10 +9,10 @@ import { startWebWith } from './swarm.js';
 
 /**
  * The tag of tests that need the machine to themselves: they measure time or the bytes a
- * swarm moves against load, read every renderer's memory, time stalls, or rebuild the
- * package the other pages load (`npm pack`). `make test-e2e` runs them one at a time
- * after the others, which run three spec files at a time (playwright.config.ts); emulated
- * internets at once are fine, each being namespaces of its own.
+ * swarm moves against load, read every renderer's memory, or time stalls. `make test-e2e`
+ * runs them one at a time after the others, which run three spec files at a time
+ * (playwright.config.ts); emulated internets at once are fine, each being namespaces of
+ * their own.
  */
 export const ALONE = { tag: '@alone' };
 
