@@ -27,6 +27,10 @@ async function playerPage(run: WanRun, home: number, url: string, label?: string
 const STUN_ONLY = `&ice=${encodeURIComponent(JSON.stringify([{ urls: `stun:${PUBLIC_IP}:3478` }]))}`;
 
 test.describe('across NATs', () => {
+  // Each test builds an internet of its own, so the tests may run on any free workers at
+  // once: one after another, the file's were the shared group's last minute and a half.
+  test.describe.configure({ mode: 'parallel' });
+
   test('two pages in two homes play from each other over a server-reflexive pair', async ({ run }) => {
     test.setTimeout(180_000);
     await makeVideo();
