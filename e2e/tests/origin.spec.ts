@@ -195,18 +195,20 @@ test('a 1 GiB video plays and seeks with the page holding at most its bound and 
   const bound = 16 << 20;
   const [page] = await openPages(eager, isolated.url, await served.uri(), 1, `&memory=${bound}`, report.watch('page'));
   const held = (): Promise<number> => t(page!, (x) => (x.player as { stats(): { chunksHave: number } }).stats().chunksHave * 8192);
-  // The browser's figure for the page's JavaScript heap and DOM (it leaves out the Wasm
-  // memory, an ArrayBuffer), plus the Wasm memory, where the engine holds the video.
-  const memory = (): Promise<{ js: number; wasm: number }> =>
+  // The browser's figure for the JavaScript heaps and DOM of the page and its Workers (it
+  // leaves out Wasm memories, ArrayBuffers), plus the engine's Wasm memory, where it holds
+  // the video (from its stats: the engine runs in a Worker, out of the page's reach).
+  const memory = (): Promise<{ js: number; wasm: number; thread: string }> =>
     page!.evaluate(async () => {
       const perf = performance as unknown as { measureUserAgentSpecificMemory(): Promise<{ bytes: number }> };
       const js = (await perf.measureUserAgentSpecificMemory()).bytes;
-      const init = (await import('/wasm/ppspp_wasm.js' as string)).default as () => Promise<{ memory: WebAssembly.Memory }>;
-      return { js, wasm: (await init()).memory.buffer.byteLength };
+      const player = (window as unknown as { __t: { player: { stats(): { wasmMemoryBytes: number; engineThread: string } } } }).__t.player;
+      const stats = player.stats();
+      return { js, wasm: stats.wasmMemoryBytes, thread: stats.engineThread };
     });
   let most = 0;
   const watch = setInterval(() => void held().then((h) => (most = Math.max(most, h)), () => {}), 200);
-  const seen: { js: number; wasm: number; rss: number }[] = [];
+  const seen: { js: number; wasm: number; thread: string; rss: number }[] = [];
   const seeks: string[] = [];
   const mib = (b: number): string => (b / 2 ** 20).toFixed(1);
   const measure = async (): Promise<void> => {
@@ -241,6 +243,7 @@ test('a 1 GiB video plays and seeks with the page holding at most its bound and 
   // time, not a stretch of the file in front of it.
   expect(served.server.bytesSent('/v.webm'), 'bytes from the server').toBeLessThan(2 * bound);
   for (const m of seen) {
+    expect(m.thread, 'the engine runs in its Worker (the default)').toBe('worker');
     // Besides the bound: the code, and the verified part of the hash tree (a few hashes
     // per chunk played, which peers count on us to keep).
     expect(m.js + m.wasm, "the page's JavaScript and Wasm memory").toBeLessThan(bound + (12 << 20));

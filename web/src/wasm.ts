@@ -205,6 +205,12 @@ export interface EngineStats {
   chunksSavedCorrupt: number;
   /** Open channels to peers. */
   peers: number;
+  /**
+   * Bytes of the engine's WebAssembly memory, where it holds its chunks, wherever it runs
+   * (the page, or its Worker): it grows and never shrinks. Engines in one module (a
+   * `Presentation`'s renditions) share it, and each reports the whole.
+   */
+  wasmMemoryBytes: number;
 }
 
 /** convert.rs `stats_object`. */
@@ -228,6 +234,7 @@ export const ENGINE_STATS_FIELDS = {
   bytesRestored: 'number',
   chunksSavedCorrupt: 'number',
   peers: 'number',
+  wasmMemoryBytes: 'number',
 } as const satisfies Fields<EngineStats>;
 
 /** One channel's figures. */

@@ -148,6 +148,10 @@ describe('Wasm objects match src/wasm.ts', () => {
     seeder.closeAll();
     link.run(() => link.events.some((e) => e.type === 'peer-closed'));
     for (const peer of [seeder, fetcher]) expectShape(peer.stats(), ENGINE_STATS_FIELDS, 'stats()');
+    // The module's memory: whole 64 KiB pages, holding at least the content both engines hold.
+    const memory = (fetcher.stats() as { wasmMemoryBytes: number }).wasmMemoryBytes;
+    expect(memory % 65_536).toBe(0);
+    expect(memory).toBeGreaterThan(2 * data.length);
 
     const seen = new Set(link.events.map((e) => e.type));
     for (const type of ['peer-connected', 'chunk-verified', 'progress', 'complete', 'stats', 'peer-closed'] as const) {

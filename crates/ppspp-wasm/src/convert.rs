@@ -269,7 +269,19 @@ pub fn stats_object(s: &Stats) -> JsValue {
         ("bytesRestored", num(s.bytes_restored)),
         ("chunksSavedCorrupt", num(s.chunks_saved_corrupt)),
         ("peers", num(s.peers as u64)),
+        ("wasmMemoryBytes", num(wasm_memory_bytes())),
     ])
+}
+
+/// The module's WebAssembly memory in bytes. It grows and never shrinks, and it is where
+/// the engine holds its chunks: the page's JavaScript memory figures leave it out, and
+/// with the engine in a Worker the page cannot see it at all.
+fn wasm_memory_bytes() -> u64 {
+    #[cfg(target_arch = "wasm32")]
+    let pages = core::arch::wasm32::memory_size(0) as u64;
+    #[cfg(not(target_arch = "wasm32"))]
+    let pages = 0;
+    pages * 65_536
 }
 
 pub fn channel_stats_object(channels: &[ChannelStats<u32>]) -> JsValue {
