@@ -57,6 +57,10 @@ interface Seen {
   firstFrameMs: number | null;
   noP2p: [number, string, string][];
   peersJoined: number;
+  /**
+   * Stalls over 1 s but those of cause `decode` (media buffered, the decoder behind: on a
+   * busy machine, its CPU's): what falling back to HTTP must prevent is waiting for media.
+   */
   longStalls: string[];
   fromHttp: number;
 }
@@ -76,7 +80,7 @@ function seen(page: Page): Promise<Seen> {
       firstFrameMs: t.firstFrameMs === null ? null : Math.round(t.firstFrameMs),
       noP2p: t.noP2p,
       peersJoined: t.peersJoined,
-      longStalls: t.stalls.filter((x) => x.durationMs > 1000).map((x) => `${Math.round(x.durationMs)} ms ${x.cause} at ${x.position.toFixed(1)} s`),
+      longStalls: t.stalls.filter((x) => x.durationMs > 1000 && x.cause !== 'decode').map((x) => `${Math.round(x.durationMs)} ms ${x.cause} at ${x.position.toFixed(1)} s`),
       fromHttp: t.player?.stats().bytesFromHttp ?? 0,
     };
   });
