@@ -1,5 +1,5 @@
 import { defineConfig } from '@playwright/test';
-import { CHROMIUM_ARGS } from './playwright.config.js';
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from './playwright.config.js';
 
 // The browser benchmarks run by Playwright (`make bench`, e2e/bench/): one at a time, each
 // bounded; they write their figures under target/bench/. Pages get Debian's Chromium with
@@ -16,6 +16,6 @@ export default defineConfig({
   use: {
     headless: true,
     permissions: ['camera', 'microphone'],
-    launchOptions: { executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_ARGS },
+    launchOptions: { executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS },
   },
 });

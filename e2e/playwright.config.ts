@@ -7,6 +7,8 @@ import { defineConfig } from '@playwright/test';
 // no proxy that a CI machine's environment may name: the tests' servers are local);
 // camera/microphone permission is what unlocks host candidates.
 export const CHROMIUM_ARGS: string[] = JSON.parse(readFileSync(new URL('./chromium-args.json', import.meta.url), 'utf8'));
+/** Debian's Chromium, or the one `CHROMIUM` names. */
+export const CHROMIUM_PATH = process.env.CHROMIUM ?? '/usr/bin/chromium';
 
 /**
  * `make test-e2e` (scripts/test-e2e.sh) runs the suite in two groups: `E2E_GROUP=shared`,
@@ -39,7 +41,7 @@ export default defineConfig({
   use: {
     headless: true,
     permissions: ['camera', 'microphone'],
-    launchOptions: { executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_ARGS },
+    launchOptions: { executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS },
     trace: 'retain-on-failure',
   },
 });

@@ -6,7 +6,7 @@
 import { type Page, chromium, expect, test } from '@playwright/test';
 import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { CHROMIUM_ARGS } from '../playwright.config.js';
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../playwright.config.js';
 import { makeRepeatedWebm } from './big-video.js';
 import { FailureReport } from './diagnose.js';
 import { ALONE, webForSpec } from './spec-setup.js';
@@ -187,7 +187,7 @@ test('a 1 GiB video plays and seeks with the page holding at most its bound and 
   // Chromium answers measureUserAgentSpecificMemory at its next garbage collection (which
   // may be many seconds away) unless told to measure at once.
   const eager = await chromium.launch({
-    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    executablePath: CHROMIUM_PATH,
     headless: true,
     args: [...CHROMIUM_ARGS, '--enable-blink-features=ForceEagerMeasureMemory'],
   });

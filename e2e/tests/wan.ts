@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser } from '@playwright/test';
-import { CHROMIUM_ARGS } from '../playwright.config.js';
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../playwright.config.js';
 import { BIN, type Proc, ROOT, run } from './swarm.js';
 
 const SCRIPT = join(ROOT, 'scripts', 'wan.sh');
@@ -48,7 +48,7 @@ export function wanUp(tag: string, link: string[] = []): Wan | string {
     exec: (node, cmd, args) => run('ip', ['netns', 'exec', `${name}-${node}`, cmd, ...args]),
     async browser(home, args = []) {
       const wrapper = join(dir, `chromium-${name}-home${home}.sh`);
-      writeFileSync(wrapper, `#!/bin/sh\nexec ip netns exec ${name}-home${home} ${process.env.CHROMIUM ?? '/usr/bin/chromium'} "$@"\n`);
+      writeFileSync(wrapper, `#!/bin/sh\nexec ip netns exec ${name}-home${home} ${CHROMIUM_PATH} "$@"\n`);
       chmodSync(wrapper, 0o755);
       const b = await chromium.launch({ executablePath: wrapper, headless: true, args: [...CHROMIUM_ARGS, ...args] });
       browsers.push(b);
