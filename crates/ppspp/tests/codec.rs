@@ -646,6 +646,88 @@ fn truncated_single_messages_are_errors() {
 }
 
 #[test]
+fn data_messages_share_a_datagram_by_their_length() {
+    let c = CodecConfig::default();
+    let cs = c.chunk_size as usize;
+    let a = vec![0xA1; cs];
+    let b = vec![0xB2; 2 * cs];
+    let short = vec![0xC3; 100];
+    let msgs = [
+        Message::Data {
+            chunks: chunk32(0, 0),
+            timestamp: 5,
+            payload: &a,
+        },
+        Message::Data {
+            chunks: chunk32(1, 2),
+            timestamp: 6,
+            payload: &b,
+        },
+        Message::Data {
+            chunks: chunk32(3, 3),
+            timestamp: 7,
+            payload: &short,
+        },
+    ];
+    let bytes = encode_all(9, &msgs, &c);
+    let (_, back) = decode_all(&bytes, &c).unwrap();
+    assert_eq!(back, msgs);
+    // As libswift reads them too: a single-chunk DATA takes one chunk, then the rest
+    // is read as messages; one running past its chunks' length is taken whole.
+    let (_, lone) = decode_all(&bytes[..4 + 17 + cs + 17 + 10], &c).unwrap();
+    assert!(matches!(&lone[1], Message::Data { payload, .. } if payload.len() == 10));
+    let mut junk = bytes[..4 + 17 + cs].to_vec();
+    junk.push(0x0E);
+    assert!(matches!(
+        decode_all(&junk, &c),
+        Err(DecodeError::UnknownMessageType { code: 14, .. })
+    ));
+    // A byte range carries its own length.
+    let ranged = [
+        Message::Data {
+            chunks: ChunkSpec::Byte64 { start: 0, end: 9 },
+            timestamp: 1,
+            payload: &a[..10],
+        },
+        Message::Data {
+            chunks: ChunkSpec::Byte64 { start: 10, end: 99 },
+            timestamp: 1,
+            payload: &b[..90],
+        },
+    ];
+    let c64 = CodecConfig::with_addressing(ChunkAddressing::Byte64);
+    let bytes = encode_all(9, &ranged, &c64);
+    assert_eq!(decode_all(&bytes, &c64).unwrap().1, ranged);
+    // Specs whose length does not fit 64 bits take the rest (and fail as data later).
+    for (addressing, spec) in [
+        (
+            ChunkAddressing::Chunk64,
+            ChunkSpec::Chunk64 {
+                start: 0,
+                end: u64::MAX,
+            },
+        ),
+        (
+            ChunkAddressing::Byte64,
+            ChunkSpec::Byte64 {
+                start: 0,
+                end: u64::MAX,
+            },
+        ),
+        (ChunkAddressing::Bin64, ChunkSpec::Bin64(Bin::ALL)),
+    ] {
+        let c = CodecConfig::with_addressing(addressing);
+        let msg = [Message::Data {
+            chunks: spec,
+            timestamp: 1,
+            payload: &a[..10],
+        }];
+        let bytes = encode_all(9, &msg, &c);
+        assert_eq!(decode_all(&bytes, &c).unwrap().1, msg, "{addressing:?}");
+    }
+}
+
+#[test]
 fn oversized_datagrams_are_rejected() {
     let c = CodecConfig::default();
     let big = vec![0u8; c.max_datagram_len + 1];
@@ -656,9 +738,10 @@ fn oversized_datagrams_are_rejected() {
             max: 65_536
         }
     );
-    // The limit itself is fine when the content is: a DATA filling it up.
+    // The limit itself is fine when the content is: a DATA of 64 chunks filling it up.
     let mut ok = vec![0, 0, 0, 1, 1];
-    ok.extend_from_slice(&[0; 16]);
+    ok.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 63]);
+    ok.extend_from_slice(&[0; 8]);
     ok.resize(c.max_datagram_len, 0xAA);
     let (_, msgs) = decode_all(&ok, &c).unwrap();
     assert!(matches!(&msgs[..], [Message::Data { payload, .. }] if payload.len() == 65_536 - 21));

@@ -159,6 +159,21 @@ impl ChunkSpec {
         }
     }
 
+    /// How many bytes a DATA of this spec carries when none of its chunks is short: the
+    /// byte range's length, or its chunks times `chunk_size`. `None` when the spec covers
+    /// no chunks or the length does not fit a `u64`.
+    pub fn full_data_len(&self, chunk_size: u32) -> Option<u64> {
+        match *self {
+            ChunkSpec::Byte64 { start, end } => end.checked_sub(start)?.checked_add(1),
+            _ => {
+                let (first, last) = self.chunk_range(chunk_size)?;
+                (last - first)
+                    .checked_add(1)?
+                    .checked_mul(u64::from(chunk_size))
+            }
+        }
+    }
+
     /// The minimal aligned bins covering [`chunk_range`](Self::chunk_range), left to
     /// right (one bin for a bin spec; nothing when the range is empty).
     pub fn bins(&self, chunk_size: u32) -> ChunkSpecBins {

@@ -209,7 +209,8 @@ pub enum EncodeError {
         /// The hash function code.
         code: u8,
     },
-    /// A message after DATA, which runs to the end of its datagram.
+    /// A message after a DATA that must end its datagram (its last chunk is short), or
+    /// anything but DATA and its hashes after a DATA.
     DataNotLast,
     /// The datagram would exceed [`CodecConfig::max_datagram_len`](super::CodecConfig::max_datagram_len).
     Oversized {
@@ -246,7 +247,9 @@ impl fmt::Display for EncodeError {
             EncodeError::UnknownHashFunction { code } => {
                 write!(f, "unknown Merkle hash function {code}")
             }
-            EncodeError::DataNotLast => f.write_str("DATA must be the last message of a datagram"),
+            EncodeError::DataNotLast => f.write_str(
+                "only full-length DATA and their hashes may follow a DATA in a datagram",
+            ),
             EncodeError::Oversized { len, max } => {
                 write!(f, "datagram of {len} bytes exceeds the limit of {max}")
             }

@@ -40,7 +40,9 @@ pub enum Message<'a> {
     /// Opens a channel (or closes it, with source channel 0).
     Handshake(Handshake<'a>),
     /// `timestamp` is the sender's clock in µs (libswift: since the Unix epoch). The
-    /// payload runs to the end of the datagram, so DATA is always the last message.
+    /// payload is as long as its chunks (RFC 7574 §8.6): a DATA of full-size chunks may be
+    /// followed by more DATA (each with its INTEGRITY first), and a DATA at the end of its
+    /// datagram takes what is left, so a short last chunk goes last.
     Data {
         /// The chunks carried.
         chunks: ChunkSpec,
@@ -128,7 +130,8 @@ impl<'a> Message<'a> {
         }
     }
 
-    /// Reads one message. DATA takes everything left.
+    /// Reads one message. DATA takes its chunks' full length, or everything left when
+    /// that is less (libswift reads DATA the same way).
     pub(crate) fn read(
         r: &mut Reader<'a>,
         config: &CodecConfig,
@@ -144,11 +147,19 @@ impl<'a> Message<'a> {
                 source_channel: r.u32("handshake source channel")?,
                 options: HandshakeOptions::read(r, config)?,
             }),
-            MessageType::Data => Message::Data {
-                chunks: ChunkSpec::read(r, addressing)?,
-                timestamp: r.u64("DATA timestamp")?,
-                payload: r.rest(),
-            },
+            MessageType::Data => {
+                let chunks = ChunkSpec::read(r, addressing)?;
+                let timestamp = r.u64("DATA timestamp")?;
+                let payload = match chunks.full_data_len(config.chunk_size) {
+                    Some(full) if full < r.remaining() as u64 => r.take(full as usize, "DATA")?,
+                    _ => r.rest(),
+                };
+                Message::Data {
+                    chunks,
+                    timestamp,
+                    payload,
+                }
+            }
             MessageType::Ack => Message::Ack {
                 chunks: ChunkSpec::read(r, addressing)?,
                 delay_us: r.u64("ACK delay sample")? as i64,

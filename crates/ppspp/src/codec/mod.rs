@@ -234,7 +234,8 @@ pub fn decode_datagram<'a>(
 }
 
 /// Decodes one message from the front of `bytes` (error offsets relative to `bytes`),
-/// returning it and the number of bytes it took. DATA takes everything.
+/// returning it and the number of bytes it took. DATA takes its chunks' full length, or
+/// the rest when that is less.
 pub fn decode_message<'a>(
     bytes: &'a [u8],
     config: &CodecConfig,
@@ -287,6 +288,10 @@ pub struct DatagramBuilder {
     buf: Vec<u8>,
     start: usize,
     config: CodecConfig,
+    /// Where the first DATA starts (datagram length before it), if one was pushed: after it
+    /// only DATA and their hashes may follow.
+    first_data: Option<usize>,
+    /// The last DATA's last chunk is short: nothing may follow it.
     sealed: bool,
 }
 
@@ -310,13 +315,18 @@ impl DatagramBuilder {
             buf,
             start,
             config: *config,
+            first_data: None,
             sealed: false,
         }
     }
 
     /// Appends a message; on error the datagram is unchanged.
     pub fn push(&mut self, msg: &Message<'_>) -> Result<(), EncodeError> {
-        if self.sealed {
+        let follows_data = matches!(
+            msg,
+            Message::Data { .. } | Message::Integrity { .. } | Message::SignedIntegrity { .. }
+        );
+        if self.sealed || (self.first_data.is_some() && !follows_data) {
             return Err(EncodeError::DataNotLast);
         }
         let before = self.buf.len();
@@ -331,10 +341,23 @@ impl DatagramBuilder {
         }
         match msg {
             Message::Handshake(h) => self.config.apply_handshake(&h.options),
-            Message::Data { .. } => self.sealed = true,
+            Message::Data {
+                chunks, payload, ..
+            } => {
+                self.first_data.get_or_insert(before - self.start);
+                // A reader takes a DATA's full length when more follows, so anything after
+                // a short one would be read as its payload.
+                self.sealed =
+                    chunks.full_data_len(self.config.chunk_size) != Some(payload.len() as u64);
+            }
             _ => {}
         }
         Ok(())
+    }
+
+    /// Whether another DATA may follow: no DATA yet, or only full-length ones.
+    pub fn takes_data(&self) -> bool {
+        !self.sealed
     }
 
     /// Datagram length so far, channel ID included.
@@ -352,7 +375,11 @@ impl DatagramBuilder {
     pub fn truncate(&mut self, len: usize) {
         if len >= CHANNEL_ID_LEN && len < self.len() {
             self.buf.truncate(self.start + len);
+            // What stays after the first DATA is full-length DATA and hashes.
             self.sealed = false;
+            if self.first_data.is_some_and(|at| len <= at) {
+                self.first_data = None;
+            }
         }
     }
 
@@ -505,6 +532,60 @@ mod tests {
             Err(EncodeError::DataNotLast)
         );
         assert_eq!(out, [0xEE]);
+    }
+
+    #[test]
+    fn builder_lets_full_length_data_share_a_datagram() {
+        let c = CodecConfig {
+            chunk_size: 4,
+            ..CodecConfig::default()
+        };
+        let data = |chunk: u32, payload: &'static [u8]| Message::Data {
+            chunks: ChunkSpec::Chunk32 {
+                start: chunk,
+                end: chunk,
+            },
+            timestamp: 1,
+            payload,
+        };
+        let hash = [7u8; 20];
+        let integrity = Message::Integrity {
+            chunks: ChunkSpec::Chunk32 { start: 3, end: 3 },
+            hash: &hash,
+        };
+        let mut b = DatagramBuilder::new(3, &c);
+        b.push(&data(0, b"abcd")).unwrap();
+        // After a full DATA: its neighbours' hashes and DATA, nothing else.
+        assert_eq!(b.push(&Message::Choke), Err(EncodeError::DataNotLast));
+        b.push(&integrity).unwrap();
+        b.push(&data(2, b"efgh")).unwrap();
+        let two = b.len();
+        // A short DATA ends the datagram.
+        assert!(b.takes_data());
+        b.push(&data(4, b"ij")).unwrap();
+        assert!(!b.takes_data());
+        assert_eq!(b.push(&data(5, b"klmn")), Err(EncodeError::DataNotLast));
+        // Taking the short one back opens the datagram to DATA again, not to the rest.
+        b.truncate(two);
+        b.push(&data(4, b"klmn")).unwrap();
+        assert_eq!(b.push(&Message::Choke), Err(EncodeError::DataNotLast));
+        let bytes = b.finish();
+        let d = decode_datagram(&bytes, &c).unwrap();
+        let msgs = d.collect_messages().unwrap();
+        assert_eq!(
+            msgs,
+            [
+                data(0, b"abcd"),
+                integrity,
+                data(2, b"efgh"),
+                data(4, b"klmn")
+            ]
+        );
+        // Without any DATA left, the datagram takes control messages again.
+        let mut b = DatagramBuilder::new(3, &c);
+        b.push(&data(0, b"abcd")).unwrap();
+        b.truncate(CHANNEL_ID_LEN);
+        b.push(&Message::Choke).unwrap();
     }
 
     #[test]
