@@ -8,6 +8,7 @@ mod binmap_props;
 mod bins;
 mod bounded_swarm;
 mod codec;
+mod data_batching;
 mod discovery;
 mod engine_pair;
 mod hostile_peers;

@@ -69,6 +69,7 @@ pub use sans_io::{Connect, SansIo};
 use crate::Bin;
 use crate::avail::Availability;
 use crate::binmap::Binmap;
+use crate::codec::CodecConfig;
 use crate::merkle::{Hash, LengthCheck, MerkleTree, VerifyingTree};
 use crate::picker::Picker;
 use crate::rate_limit::TokenBucket;
@@ -115,6 +116,9 @@ pub struct Engine<A: PeerAddr, S: ChunkStore> {
     redials: redial::Redials<A>,
     /// Opening handshakes we refuse for want of room: each gets a close (bounded).
     refusals: VecDeque<(A, u32)>,
+    /// Peers whose transport takes several DATA in one datagram, up to this many bytes
+    /// ([`Engine::set_data_batching`]); kept until the transport is lost.
+    batched_to: BTreeMap<A, usize>,
     /// A store write failed: no new requests until [`Engine::resume_storing`].
     storing_paused: bool,
     /// Chunks that failed verification, checked for what they prove of the content
@@ -304,6 +308,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             own_addrs: BTreeSet::new(),
             redials: redial::Redials::new(),
             refusals: VecDeque::new(),
+            batched_to: BTreeMap::new(),
             storing_paused: false,
             length_check: LengthCheck::default(),
             events: VecDeque::new(),
@@ -458,8 +463,28 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
     /// without sending anything.
     pub fn peer_lost(&mut self, peer: &A) {
         self.redials.forget(peer);
+        self.batched_to.remove(peer);
         if let Some(id) = self.by_addr.get(peer).copied() {
             self.remove_channel(id, CloseReason::ClosedByPeer);
+        }
+    }
+
+    /// Lets DATA to `peer` share datagrams of up to `max_len` bytes (`None`: one chunk per
+    /// datagram, the default). Only for a peer that said it reads them (RFC 7574 allows
+    /// several full-size chunks in a datagram, but a reader that takes DATA to the
+    /// datagram's end does not) over a transport that carries such datagrams whole, such
+    /// as a data channel. Each batch goes while the path to the peer loses nothing: one
+    /// lost datagram then costs all its chunks. Holds for the peer's later channels too,
+    /// until [`peer_lost`](Self::peer_lost). `max_len` is capped at the codec's limit.
+    pub fn set_data_batching(&mut self, peer: &A, max_len: Option<usize>) {
+        match max_len {
+            Some(len) => {
+                let len = len.min(CodecConfig::default().max_datagram_len);
+                self.batched_to.insert(peer.clone(), len);
+            }
+            None => {
+                self.batched_to.remove(peer);
+            }
         }
     }
 
@@ -734,6 +759,10 @@ impl<A: PeerAddr, S: ChunkStore> SansIo for Engine<A, S> {
 
     fn peer_lost(&mut self, peer: &A) {
         Engine::peer_lost(self, peer);
+    }
+
+    fn set_data_batching(&mut self, peer: &A, max_len: Option<usize>) {
+        Engine::set_data_batching(self, peer, max_len);
     }
 
     fn handle_datagram(&mut self, now: Time, from: A, bytes: &[u8]) {

@@ -46,6 +46,10 @@ pub trait SansIo {
     fn connect(&mut self, peer: Self::Addr, now: Time) -> Connect;
     /// The transport to `peer` is gone (a WebRTC connection closed): forget it silently.
     fn peer_lost(&mut self, peer: &Self::Addr);
+    /// The transport to `peer` carries datagrams of several DATA up to `max_len` bytes,
+    /// and the peer said it reads them (see `Engine::set_data_batching`). Ignored by what
+    /// sends no DATA.
+    fn set_data_batching(&mut self, _peer: &Self::Addr, _max_len: Option<usize>) {}
     /// A datagram from `from`. Anything malformed or unexpected is dropped (and may end
     /// that peer's channel); nothing a peer sends makes this fail or panic.
     fn handle_datagram(&mut self, now: Time, from: Self::Addr, bytes: &[u8]);

@@ -22,6 +22,9 @@ const MAX_REQUESTS: usize = 32;
 /// Chunks in flight vouch for hashes only inside blocks of 2^this chunks (`integrity_for`).
 const LEAN_LAYERS: u32 = 4;
 
+/// The shortest DATA header: type, a 32-bit chunk spec, timestamp.
+const DATA_HEADER_LEN: usize = 1 + 4 + 8;
+
 /// Starts a datagram in the caller's buffer. Messages are refused once the datagram would
 /// pass `mtu`; only DATA may go beyond it (see [`EngineConfig::mtu`](super::EngineConfig)).
 fn begin(buf: &mut Vec<u8>, channel: u32, codec: &CodecConfig, mtu: usize) -> DatagramBuilder {
@@ -453,10 +456,39 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
 
     /// Adds INTEGRITY and DATA if the window, pacing and upload limit allow; true if it did.
     /// The chunk and its hashes may take the datagram past the MTU (a chunk is the unit of
-    /// transfer); the hashes never go without their chunk (data-atomic datagrams).
+    /// transfer); the hashes never go without their chunk (data-atomic datagrams). To a
+    /// peer that takes batches ([`Engine::set_data_batching`]) more chunks follow, each
+    /// with its hashes, as long as they are due and the path loses nothing: a batch costs
+    /// one message, one send and one receive where each chunk cost its own. Pacing spaces
+    /// the batches: a batch goes when its first chunk is due, and the next waits for all
+    /// of its chunks' intervals.
     fn push_data(&mut self, now: Time, ch: &mut Channel<A>, w: &mut DatagramBuilder) -> bool {
         let slack = self.config.pacing_granularity;
-        if ch.in_flight.len() >= ch.sending.window() || now + slack < ch.sending.next_data() {
+        if now + slack < ch.sending.next_data()
+            || !self.push_chunk(now, ch, w, ch.codec.max_datagram_len)
+        {
+            return false;
+        }
+        if let Some(&batch) = self.batched_to.get(&ch.addr)
+            && ch.path_is_clean(now)
+        {
+            let max = batch.min(ch.codec.max_datagram_len);
+            while w.len() < max && w.takes_data() && self.push_chunk(now, ch, w, max) {}
+        }
+        true
+    }
+
+    /// One chunk and its hashes if the window and upload limit allow, keeping the datagram
+    /// within `max_len` bytes.
+    fn push_chunk(
+        &mut self,
+        now: Time,
+        ch: &mut Channel<A>,
+        w: &mut DatagramBuilder,
+        max_len: usize,
+    ) -> bool {
+        let slack = self.config.pacing_granularity;
+        if ch.in_flight.len() >= ch.sending.window() {
             return false;
         }
         let Some((chunk, retransmission)) = self.next_chunk(now, ch) else {
@@ -474,6 +506,11 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         let Some(data_spec) = Bin::chunk(chunk).and_then(|b| spec(w, b)) else {
             return false;
         };
+        if w.len() + DATA_HEADER_LEN + len as usize > max_len {
+            // Certain not to fit: no need to read it.
+            self.put_back(ch, chunk, retransmission, now);
+            return false;
+        }
         self.scratch.clear();
         let mut data = std::mem::take(&mut self.scratch);
         let read = self.store.read_chunk(chunk, &mut data);
@@ -485,7 +522,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             }
             return false;
         }
-        w.set_max_len(ch.codec.max_datagram_len);
+        w.set_max_len(max_len);
         let lean = !retransmission && ch.path_is_clean(now);
         let mut hashes = std::mem::take(&mut self.hash_scratch);
         let munro = self.integrity_for(ch, chunk, lean, &mut hashes);
