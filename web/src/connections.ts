@@ -10,6 +10,7 @@
 import { ChannelSender, type SendCounts } from './channel-sender.js';
 import { PpsppError } from './errors.js';
 import { IceServerWatch } from './ice-server-watch.js';
+import { MAX_DATA_BATCH_BYTES } from './options.js';
 import type { SignalingClient } from './signaling.js';
 
 /** What connections use of signaling (an HTTP-only swarm has none: see `Swarm`). */
@@ -58,6 +59,8 @@ interface Conn {
   open: boolean;
   /** The remote says it holds all of the content from the start (a seeder). */
   remoteSeeder: boolean;
+  /** The longest message of several chunks the remote says it reads (0: one chunk each). */
+  remoteDataBatch: number;
   /** Signaling steps run one after another (candidates wait for the remote description). */
   chain: Promise<void>;
   /** Sends on `channel` once it is attached (none once the engine took it over). */
@@ -80,6 +83,13 @@ export interface ConnectionOptions {
   connectTimeoutMs: number;
   /** Say in our offers and answers that we seed (for others' offload figures). */
   seeder: () => boolean;
+  /** The longest message of several chunks we read and send (0: one chunk each). */
+  dataBatchBytes: number;
+}
+
+/** A remote's `dataBatch` (untrusted): a whole number of bytes the engine reads, else 0. */
+function dataBatchOf(value: unknown): number {
+  return typeof value === 'number' && Number.isInteger(value) && value > 0 && value <= MAX_DATA_BATCH_BYTES ? value : 0;
 }
 
 /** Whether the page has RTCPeerConnection (WebRTC's data channels). */
@@ -159,6 +169,24 @@ export class Connections {
     return this.byHandle.get(handle)?.remote ?? '';
   }
 
+  /**
+   * How long a message of several chunks to `handle` may be (0: one chunk per message):
+   * the shorter of what we and the remote said, within what its data channel carries.
+   */
+  dataBatchTo(handle: number): number {
+    const conn = this.byHandle.get(handle);
+    if (!conn) return 0;
+    const carried = conn.pc.sctp?.maxMessageSize ?? 0;
+    const batch = Math.min(this.options.dataBatchBytes, conn.remoteDataBatch, carried > 0 ? carried : Infinity);
+    return batch > 0 ? batch : 0;
+  }
+
+  /** What our offers and answers say about us besides the SDP. */
+  private aboutUs(): { seeder: boolean; dataBatch?: number } {
+    const seeder = this.options.seeder();
+    return this.options.dataBatchBytes > 0 ? { seeder, dataBatch: this.options.dataBatchBytes } : { seeder };
+  }
+
   /** True for a handle whose remote said it seeds. */
   isSeeder(handle: number): boolean {
     return this.byHandle.get(handle)?.remoteSeeder ?? false;
@@ -230,6 +258,7 @@ export class Connections {
       initiator,
       open: false,
       remoteSeeder: false,
+      remoteDataBatch: 0,
       chain: Promise.resolve(),
       sender: null,
       adopted: false,
@@ -280,7 +309,7 @@ export class Connections {
     this.step(conn, async () => {
       const offer = await conn.pc.createOffer();
       await conn.pc.setLocalDescription(offer);
-      this.signaling.send(remote, { kind: 'offer', sdp: offer.sdp, seeder: this.options.seeder() });
+      this.signaling.send(remote, { kind: 'offer', sdp: offer.sdp, ...this.aboutUs() });
     });
     return true;
   }
@@ -288,7 +317,7 @@ export class Connections {
   /** A relayed signaling message from `from` (untrusted: bad input is ignored). */
   onSignal(from: string, data: unknown): void {
     if (typeof data !== 'object' || data === null) return;
-    const msg = data as { kind?: unknown; sdp?: unknown; candidate?: unknown; seeder?: unknown };
+    const msg = data as { kind?: unknown; sdp?: unknown; candidate?: unknown; seeder?: unknown; dataBatch?: unknown };
     const existing = this.byRemote.get(from);
     if (msg.kind === 'offer' && typeof msg.sdp === 'string') {
       if (existing) {
@@ -300,6 +329,7 @@ export class Connections {
       if (!this.canCreate()) return;
       const conn = this.create(from, false);
       conn.remoteSeeder = msg.seeder === true;
+      conn.remoteDataBatch = dataBatchOf(msg.dataBatch);
       conn.pc.ondatachannel = (ev) => {
         if (ev.channel.label === CHANNEL_LABEL && !conn.channel) this.attach(conn, ev.channel);
       };
@@ -308,10 +338,11 @@ export class Connections {
         await conn.pc.setRemoteDescription({ type: 'offer', sdp });
         const answer = await conn.pc.createAnswer();
         await conn.pc.setLocalDescription(answer);
-        this.signaling.send(from, { kind: 'answer', sdp: answer.sdp, seeder: this.options.seeder() });
+        this.signaling.send(from, { kind: 'answer', sdp: answer.sdp, ...this.aboutUs() });
       });
     } else if (msg.kind === 'answer' && typeof msg.sdp === 'string' && existing?.initiator) {
       existing.remoteSeeder = msg.seeder === true;
+      existing.remoteDataBatch = dataBatchOf(msg.dataBatch);
       const sdp = msg.sdp;
       this.step(existing, () => existing.pc.setRemoteDescription({ type: 'answer', sdp }));
     } else if (msg.kind === 'candidate' && existing && typeof msg.candidate === 'object' && msg.candidate) {

@@ -71,6 +71,7 @@ export async function discoverUri(root: string, signalUrls: readonly string[], o
       iceTransportPolicy: options.iceTransportPolicy,
       connectTimeoutMs: options.connectTimeoutMs,
       seeder: () => false,
+      dataBatchBytes: options.dataBatchBytes,
     },
     {
       open: (handle, _remote, initiator) => {

@@ -80,6 +80,9 @@ export class EngineHost {
       case 'set-origin':
         loop.setOrigin(m.peer, m.on);
         break;
+      case 'data-batching':
+        loop.setDataBatching(m.peer, m.maxLen);
+        break;
       case 'peers-coming':
         loop.setPeersComing(m.on);
         loop.kick();

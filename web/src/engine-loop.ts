@@ -146,6 +146,11 @@ export class EngineLoop {
     if (!this.driver.closed) this.engine.setOrigin(peer, origin);
   }
 
+  /** Chunks to `peer` may share messages of up to `maxLen` bytes (0: one each); see `Engine::set_data_batching`. */
+  setDataBatching(peer: number, maxLen: number): void {
+    if (!this.driver.closed) this.engine.setDataBatching(peer, maxLen);
+  }
+
   /** Whether connections to peers are being set up now; given to the engine each turn. */
   setPeersComing(on: boolean): void {
     this.peersComing = on;

@@ -46,6 +46,7 @@ export type ToEngine =
   | { t: 'connect'; peer: number }
   | { t: 'peer-lost'; peer: number }
   | { t: 'set-origin'; peer: number; on: boolean }
+  | { t: 'data-batching'; peer: number; maxLen: number }
   | { t: 'peers-coming'; on: boolean }
   | { t: 'uploading'; on: boolean }
   | { t: 'read-ahead'; chunks: number; fromHttp: number }

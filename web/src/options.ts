@@ -62,6 +62,12 @@ export interface PeerOptions {
   priority?: number;
   /** A connection whose data channel is not open after this long is dropped (default 15 s). */
   connectTimeoutMs?: number;
+  /**
+   * Chunks to a peer that reads them so share one data-channel message of up to this
+   * many bytes while the path to it loses nothing (default 32768; at most 65536; 0: one
+   * chunk per message). Fewer, larger messages cost both pages less CPU per byte.
+   */
+  dataBatchBytes?: number;
   /** How often the `stats` event fires, in milliseconds (default 1000; 0 = never). */
   statsIntervalMs?: number;
   /** Where the WebAssembly module is, if not next to the package (first load only). */
@@ -190,6 +196,7 @@ export interface ResolvedPeerOptions {
   downloadLimit: number;
   priority: number;
   connectTimeoutMs: number;
+  dataBatchBytes: number;
   statsIntervalMs: number;
   wasm: string | URL | undefined;
   engineThread: 'main' | 'worker';
@@ -299,9 +306,14 @@ export function checkSignalUrl(url: string, what = 'option signal'): string {
   return url;
 }
 
+/** The default `dataBatchBytes`: four 8 KiB chunks with their hashes do not fit, three do. */
+export const DEFAULT_DATA_BATCH_BYTES = 32_768;
+/** The longest datagram the engine reads. */
+export const MAX_DATA_BATCH_BYTES = 65_536;
+
 const KNOWN_PEER = [
   'signal', 'signalingTimeoutMs', 'iceServers', 'iceTransportPolicy', 'maxConnections', 'uploadLimit', 'downloadLimit', 'priority',
-  'connectTimeoutMs', 'statsIntervalMs', 'wasm', 'engineThread', 'preferPeers', 'reportOffload',
+  'connectTimeoutMs', 'dataBatchBytes', 'statsIntervalMs', 'wasm', 'engineThread', 'preferPeers', 'reportOffload',
 ];
 const KNOWN_PLAYER = [
   ...KNOWN_PEER, 'mimeType', 'keepBehindSeconds', 'readAheadBytes', 'readAheadSeconds', 'httpReadAheadSeconds',
@@ -403,6 +415,11 @@ export function resolvePeerOptions(options: PeerOptions = {}, known = KNOWN_PEER
     downloadLimit: number(options, 'downloadLimit', 0, { min: 0 }),
     priority: number(options, 'priority', 0, { min: 0, max: 16, integer: true }),
     connectTimeoutMs: number(options, 'connectTimeoutMs', 15_000, { min: 100 }),
+    dataBatchBytes: number(options, 'dataBatchBytes', DEFAULT_DATA_BATCH_BYTES, {
+      min: 0,
+      max: MAX_DATA_BATCH_BYTES,
+      integer: true,
+    }),
     statsIntervalMs: number(options, 'statsIntervalMs', 1000, { min: 0 }),
     wasm,
     engineThread: oneOf(options, 'engineThread', ['main', 'worker'] as const, 'worker'),

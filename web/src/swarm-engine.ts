@@ -20,6 +20,8 @@ export interface SwarmEngine {
   connect(peer: number): void;
   peerLost(peer: number): void;
   setOrigin(peer: number, origin: boolean): void;
+  /** Chunks to `peer` may share messages of up to `maxLen` bytes; see `Engine::set_data_batching`. */
+  setDataBatching(peer: number, maxLen: number): void;
   setPeersComing(on: boolean): void;
   setUploading(on: boolean): void;
   setReadAhead(chunks: number, fromHttp: number): void;

@@ -250,10 +250,13 @@ export class Swarm extends Emitter<SwarmEvents> {
         iceTransportPolicy: options.iceTransportPolicy,
         connectTimeoutMs: options.connectTimeoutMs,
         seeder: () => this.seeding,
+        dataBatchBytes: options.dataBatchBytes,
       },
       {
         open: (handle, remote, initiator) => {
           if (initiator) this.loop.connect(handle);
+          const batch = this.connections.dataBatchTo(handle);
+          if (batch > 0) this.loop.setDataBatching(handle, batch);
           const seeder = this.connections.isSeeder(handle);
           if (seeder) this.seederHandles.add(handle);
           // Seeders are origins: asked for what playback needs next or nobody else has.

@@ -296,6 +296,10 @@ export class WorkerEngine {
     this.post({ t: 'set-origin', peer, on });
   }
 
+  setDataBatching(peer: number, maxLen: number): void {
+    this.post({ t: 'data-batching', peer, maxLen });
+  }
+
   /** Connections being set up, or not (see `Engine::set_peers_coming`); the Worker keeps the last. */
   setPeersComing(on: boolean): void {
     this.post({ t: 'peers-coming', on });

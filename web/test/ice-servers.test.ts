@@ -154,7 +154,7 @@ describe('Connections with the welcome’s ICE servers', () => {
       disconnected: () => {},
       error: (err) => errors.push(err),
     });
-    connections = new Connections(client, { iceServers: own, iceTransportPolicy: 'all', maxConnections: 8, connectTimeoutMs: 15_000, seeder: () => false }, handlers);
+    connections = new Connections(client, { iceServers: own, iceTransportPolicy: 'all', maxConnections: 8, connectTimeoutMs: 15_000, seeder: () => false, dataBatchBytes: 0 }, handlers);
     opened.push({ client, connections });
     const started = client.start();
     const socket = ScriptedSocket.last;

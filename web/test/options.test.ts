@@ -25,6 +25,7 @@ describe('peer options', () => {
       downloadLimit: 0,
       priority: 0,
       connectTimeoutMs: 15_000,
+      dataBatchBytes: 32_768,
       statsIntervalMs: 1000,
       wasm: undefined,
       engineThread: 'worker',
@@ -71,6 +72,8 @@ describe('peer options', () => {
     expect(badOption(() => resolvePeerOptions({ signal: ['wss://a.example.org/ws', 'ftp://b'] }))).toMatch(/ws:\/\/ or wss:\/\//);
     expect(badOption(() => resolvePeerOptions({ signal: [7] as unknown as string[] }))).toMatch(/as strings/);
     expect(badOption(() => resolvePeerOptions({ connectTimeoutMs: 5 }))).toMatch(/connectTimeoutMs/);
+    expect(badOption(() => resolvePeerOptions({ dataBatchBytes: 65_537 }))).toMatch(/dataBatchBytes.*at most 65536/);
+    expect(badOption(() => resolvePeerOptions({ dataBatchBytes: -1 }))).toMatch(/dataBatchBytes.*at least 0/);
     expect(badOption(() => resolvePeerOptions({ preferPeers: 'yes' } as never))).toMatch(/preferPeers.*true or false/);
     expect(badOption(() => resolvePeerOptions({ reportOffload: 1 } as never))).toMatch(/reportOffload.*true or false/);
     // A typo must not be silently ignored.

@@ -122,6 +122,32 @@ describe('Swarm over fake WebRTC, with the real engine', () => {
     expect(await fetch.selectedPairs()).toEqual([{ local: '127.0.0.1', remote: '127.0.0.1', localType: 'host', remoteType: 'host' }]);
   });
 
+  it('chunks share messages between pages that both read them so, and go one per message otherwise', async () => {
+    const data = randomBytes(300 * CHUNK, 11);
+    const chunks = data.length / CHUNK;
+    /** The fetcher's datagrams received, with `seederOptions` and `fetcherOptions`. */
+    const received = async (seederOptions: PeerOptions, fetcherOptions: PeerOptions): Promise<number> => {
+      const seed = seeder(data, seederOptions);
+      await seed.start();
+      const fetch = fetcher(seed.uri, fetcherOptions);
+      const complete = nextEvent(fetch, 'complete');
+      await fetch.start();
+      await complete;
+      expect(differsAt(fetch.read(0, data.length), data)).toBeNull();
+      expect(fetch.stats()).toMatchObject({ chunksVerified: chunks, chunksRejected: 0 });
+      const got = fetch.stats().datagramsReceived;
+      fetch.close();
+      seed.close();
+      return got;
+    };
+    const batched = await received({}, {});
+    expect(batched).toBeLessThan(chunks / 2);
+    // Either side may keep to one chunk per message: the seeder by its own option, the
+    // fetcher by not saying it reads batches.
+    expect(await received({ dataBatchBytes: 0 }, {})).toBeGreaterThanOrEqual(chunks);
+    expect(await received({}, { dataBatchBytes: 0 })).toBeGreaterThanOrEqual(chunks);
+  });
+
   it('a fetcher that completed serves a late one after the seeder left: all from peers, offload 1', async () => {
     const data = randomBytes(120 * CHUNK, 8);
     const seed = seeder(data);

@@ -376,6 +376,15 @@ impl WasmPeer {
         self.engine.inner.set_origin(&peer, origin);
     }
 
+    /// Chunks to `peer` may share datagrams of up to `max_len` bytes (0: one chunk per
+    /// datagram): only for a peer that said it reads them so.
+    #[wasm_bindgen(js_name = setDataBatching)]
+    pub fn set_data_batching(&mut self, peer: u32, max_len: u32) {
+        self.engine
+            .inner
+            .set_data_batching(&peer, (max_len > 0).then_some(max_len as usize));
+    }
+
     /// Congestion priority towards `peer` (0 = LEDBAT, N = N TCPs).
     #[wasm_bindgen(js_name = setPriority)]
     pub fn set_priority(&mut self, peer: u32, priority: u32) {
