@@ -325,6 +325,7 @@ pub async fn join_rtc(
     let config = crate::rtc::RtcConfig {
         relay_only: ice.relay_only,
         stack: ice.webrtc_stack,
+        data_batch_bytes: ice.data_batch_bytes as usize,
         ..crate::rtc::RtcConfig::default()
     };
     let mut t = RtcTransport::bind(SocketAddr::new(ip, 0), client, room, config)?;
@@ -865,13 +866,14 @@ fn finish(
     })?;
     let secs = started.elapsed().as_secs_f64();
     eprintln!(
-        "fetched {}: {} bytes in {:.2} s ({:.1} MB/s); {} chunks verified, {} rejected",
+        "fetched {}: {} bytes in {:.2} s ({:.1} MB/s); {} chunks verified, {} rejected; {} datagrams received",
         path.display(),
         content.content_len,
         secs,
         content.content_len as f64 / secs / 1e6,
         stats.chunks_verified,
-        stats.chunks_rejected
+        stats.chunks_rejected,
+        stats.datagrams_received
     );
     Ok(())
 }

@@ -30,6 +30,13 @@ pub struct IceArgs {
     /// kept to re-measure the choice (docs/ARCHITECTURE.md).
     #[arg(long = "webrtc-stack", value_enum, default_value_t)]
     pub webrtc_stack: crate::rtc::Stack,
+    /// Chunks to a peer that says it reads them so share one data-channel message of up
+    /// to this many bytes while the path to it loses nothing (browsers' `dataBatchBytes`);
+    /// 0: one chunk per message.
+    #[arg(long = "data-batch-bytes", value_name = "BYTES",
+          default_value_t = crate::rtc::DEFAULT_DATA_BATCH_BYTES as u32,
+          value_parser = clap::value_parser!(u32).range(0..=crate::rtc::MAX_DATA_BATCH_BYTES as i64))]
+    pub data_batch_bytes: u32,
 }
 
 /// STUN/TURN options that do not make a usable set of servers.

@@ -131,7 +131,14 @@ async fn drive<P: SansIo<Addr = Peer>>(
             while let Some(e) = rtc.as_deref_mut().and_then(RtcTransport::poll_event) {
                 progressed = true;
                 let flow = match e {
-                    RtcEvent::Open { id, initiator } => {
+                    RtcEvent::Open {
+                        id,
+                        initiator,
+                        data_batch,
+                    } => {
+                        if data_batch > 0 {
+                            p.set_data_batching(&Peer::Rtc(id), Some(data_batch));
+                        }
                         role.on_rtc(p, id, Some(initiator), clock.now())
                     }
                     RtcEvent::Data { id, data } => {

@@ -117,6 +117,7 @@ impl ListenArgs {
                 max_conns: crate::rtc::max_conns_for(max_peers),
                 relay_only: self.ice.relay_only,
                 stack: self.ice.webrtc_stack,
+                data_batch_bytes: self.ice.data_batch_bytes as usize,
             };
             let bind = self
                 .bind

@@ -132,6 +132,58 @@ fn three_fetchers_get_identical_files_over_webrtc() {
 }
 
 #[test]
+fn chunks_share_messages_to_a_fetcher_that_reads_them_so() {
+    let signal = Signal::start();
+    let dir = temp_dir("batches");
+    let data = content(2 * 1024 * 1024 + 5, 4);
+    let file = dir.join("video.webm");
+    std::fs::write(&file, &data).unwrap();
+    let seeder = spawn(&["seed", file.to_str().unwrap(), "--signal", &signal.url]);
+    let uri = seeder
+        .lines
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the seeder prints its URI");
+    let chunks = data.len().div_ceil(1024);
+    // One fetcher at a time, so every datagram it gets is the seeder's.
+    let mut got = Vec::new();
+    for (i, batch) in ["32768", "0"].into_iter().enumerate() {
+        let out = dir.join(format!("out{i}.webm"));
+        let f = ppspp()
+            .args(["fetch", &uri, "-o", out.to_str().unwrap()])
+            .args(["--data-batch-bytes", batch])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let o = finish(f, Duration::from_secs(60), &format!("fetch {i}"));
+        assert!(o.status.success(), "fetch {i}: {}", stderr(&o));
+        assert!(stderr(&o).contains("chunks verified, 0 rejected"));
+        assert_eq!(std::fs::read(&out).unwrap(), data, "fetch {i} identical");
+        got.push(datagrams_received(&stderr(&o)));
+    }
+    // 1 KiB chunks: about 30 to a message to the fetcher that said it reads them so (fewer
+    // while the young connection's path loses some), one each to the other.
+    assert!(
+        got[0] * 3 < chunks,
+        "{} datagrams for {chunks} chunks",
+        got[0]
+    );
+    assert!(got[1] >= chunks, "{} datagrams for {chunks} chunks", got[1]);
+    drop(seeder);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The datagram count of `ppspp fetch`'s summary line.
+fn datagrams_received(stderr: &str) -> usize {
+    stderr
+        .lines()
+        .find_map(|l| l.strip_suffix(" datagrams received"))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no datagram count in {stderr}"))
+}
+
+#[test]
 fn a_bare_root_hash_is_enough_over_webrtc() {
     let signal = Signal::start();
     let dir = temp_dir("bareroot");

@@ -11,6 +11,10 @@ pub struct RtcConfig {
     /// Say `"seeder": true` in offers and answers: browsers count what they get from
     /// seeders apart from what other viewers give them (offload figures).
     pub seeder: bool,
+    /// Say `"dataBatch"` with this many bytes in offers and answers, and send a peer that
+    /// said it too messages of several chunks up to the smaller of the two (0: one chunk
+    /// per message, and say nothing); see `Engine::set_data_batching`.
+    pub data_batch_bytes: usize,
     /// Offer relayed candidates only (no host candidate): reachable through TURN alone.
     pub relay_only: bool,
     /// The WebRTC implementation of new connections.
@@ -25,11 +29,27 @@ impl Default for RtcConfig {
     fn default() -> Self {
         RtcConfig {
             seeder: false,
+            data_batch_bytes: DEFAULT_DATA_BATCH_BYTES,
             relay_only: false,
             stack: Stack::default(),
             max_conns: max_conns_for(ppspp::engine::EngineConfig::default().max_peers),
         }
     }
+}
+
+/// The default [`RtcConfig::data_batch_bytes`], the browser package's too: three 8 KiB
+/// chunks with their hashes.
+pub const DEFAULT_DATA_BATCH_BYTES: usize = 32_768;
+
+/// The longest datagram the engine reads.
+pub const MAX_DATA_BATCH_BYTES: usize = 65_536;
+
+/// A remote's `dataBatch` (untrusted): a whole number of bytes the engine reads, else 0.
+pub fn data_batch_of(data: &serde_json::Value) -> usize {
+    data.get("dataBatch")
+        .and_then(serde_json::Value::as_u64)
+        .filter(|&n| n > 0 && n <= MAX_DATA_BATCH_BYTES as u64)
+        .map_or(0, |n| n as usize)
 }
 
 /// [`RtcConfig::max_conns`] for an engine that holds at most `max_peers` channels.

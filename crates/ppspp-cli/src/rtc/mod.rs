@@ -27,7 +27,7 @@ mod webrtc_rs_conn;
 use crate::gather::Gatherer;
 use crate::signal::SignalClient;
 use crate::udp::RECV_BUFFER;
-pub use config::{RtcConfig, max_conns_for};
+pub use config::{DEFAULT_DATA_BATCH_BYTES, MAX_DATA_BATCH_BYTES, RtcConfig, max_conns_for};
 pub use error::RtcError;
 use failover::Failover;
 pub use peer_conn::Stack;
@@ -48,8 +48,13 @@ const OPEN_TIMEOUT: Duration = Duration::from_secs(20);
 /// What happened to a peer connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RtcEvent {
-    /// The data channel opened; `initiator` is true when we sent the offer.
-    Open { id: u64, initiator: bool },
+    /// The data channel opened; `initiator` is true when we sent the offer. `data_batch`:
+    /// how long a message of several chunks to it may be (0: one chunk per message).
+    Open {
+        id: u64,
+        initiator: bool,
+        data_batch: usize,
+    },
     /// One message arrived on the data channel.
     Data { id: u64, data: Vec<u8> },
     /// The connection is gone (`was_open`: its channel had opened).
@@ -61,6 +66,8 @@ struct Conn {
     remote: String,
     initiator: bool,
     open: bool,
+    /// The longest message of several chunks the remote said it reads (0: none).
+    remote_data_batch: usize,
     timeout: Instant,
     created: Instant,
     dead: bool,
@@ -194,6 +201,7 @@ impl RtcTransport {
                 remote: remote.to_string(),
                 initiator,
                 open: false,
+                remote_data_batch: 0,
                 timeout: now,
                 created: now,
                 dead: false,
@@ -206,6 +214,15 @@ impl RtcTransport {
         id
     }
 
+    /// An offer or answer: the SDP and what we say of ourselves.
+    fn about_us(&self, kind: &str, sdp: &str) -> serde_json::Value {
+        let mut data = json!({"kind": kind, "sdp": sdp, "seeder": self.config.seeder});
+        if self.config.data_batch_bytes > 0 {
+            data["dataBatch"] = json!(self.config.data_batch_bytes);
+        }
+        data
+    }
+
     /// Sends an offer to `peer` (a signaling peer id) with our data channel.
     pub fn offer(&mut self, peer: &str) -> Result<u64, RtcError> {
         if let Some(&id) = self.by_remote.get(peer) {
@@ -214,10 +231,8 @@ impl RtcTransport {
         let now = Instant::now();
         let (pc, offer) = peer_conn::offer(self.config.stack, now, &self.local_candidates())?;
         let id = self.insert(peer, pc, true, now);
-        self.sig_out.push((
-            peer.to_string(),
-            json!({"kind": "offer", "sdp": offer, "seeder": self.config.seeder}),
-        ));
+        self.sig_out
+            .push((peer.to_string(), self.about_us("offer", &offer)));
         self.drain(id);
         Ok(id)
     }
@@ -442,6 +457,7 @@ impl RtcTransport {
                         self.events.push_back(RtcEvent::Open {
                             id,
                             initiator: conn.initiator,
+                            data_batch: conn.remote_data_batch.min(self.config.data_batch_bytes),
                         });
                     }
                 }
@@ -591,26 +607,35 @@ mod tests {
         })
         .await;
         eprintln!("channels open after {:?}", started.elapsed());
+        // Each said it reads batches of several chunks, and each learnt the other did.
         assert!(seen.contains(&(
             'b',
             RtcEvent::Open {
                 id: b_conn,
-                initiator: true
+                initiator: true,
+                data_batch: config::DEFAULT_DATA_BATCH_BYTES,
             }
         )));
         let a_conn = seen
             .iter()
             .find_map(|(n, e)| match e {
-                RtcEvent::Open { id, initiator } if *n == 'a' => {
+                RtcEvent::Open {
+                    id,
+                    initiator,
+                    data_batch,
+                } if *n == 'a' => {
                     assert!(!initiator);
+                    assert_eq!(*data_batch, config::DEFAULT_DATA_BATCH_BYTES);
                     Some(*id)
                 }
                 _ => None,
             })
             .unwrap();
 
-        // Both ways, several messages each; binary content and sizes up to a PPSPP datagram.
-        let msgs: Vec<Vec<u8>> = (0..20u8).map(|i| vec![i; 100 + 50 * i as usize]).collect();
+        // Both ways, several messages each; binary content and sizes up to a batch of
+        // chunks.
+        let mut msgs: Vec<Vec<u8>> = (0..20u8).map(|i| vec![i; 100 + 50 * i as usize]).collect();
+        msgs.push(vec![0xBA; config::DEFAULT_DATA_BATCH_BYTES]);
         for m in &msgs {
             assert!(b.send(b_conn, m));
             assert!(a.send(a_conn, &[m.as_slice(), b"!"].concat()));

@@ -2,10 +2,11 @@
 //! connections, peers leaving, errors. Apart because all of it is untrusted input that
 //! only ever creates, completes or gives up connections.
 
+use super::config::data_batch_of;
 use super::selected_pair::RemoteCandidate;
 use super::{RtcTransport, peer_conn};
 use ppspp_signal_protocol::{ErrorCode, ServerMessage};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::time::Instant;
 
 impl RtcTransport {
@@ -15,8 +16,8 @@ impl RtcTransport {
                 let kind = data.get("kind").and_then(Value::as_str).unwrap_or("");
                 let sdp = data.get("sdp").and_then(Value::as_str).unwrap_or("");
                 match kind {
-                    "offer" => self.on_offer(&from, sdp),
-                    "answer" => self.on_answer(&from, sdp),
+                    "offer" => self.on_offer(&from, sdp, data_batch_of(&data)),
+                    "answer" => self.on_answer(&from, sdp, data_batch_of(&data)),
                     "candidate" => self.on_candidate(&from, &data),
                     // Untrusted input: ignore what we do not understand.
                     _ => {}
@@ -55,7 +56,7 @@ impl RtcTransport {
         }
     }
 
-    fn on_offer(&mut self, from: &str, sdp: &str) {
+    fn on_offer(&mut self, from: &str, sdp: &str, data_batch: usize) {
         if self.by_remote.contains_key(from) {
             return; // no renegotiation
         }
@@ -72,15 +73,14 @@ impl RtcTransport {
         let id = self.insert(from, pc, false, now);
         if let Some(c) = self.conns.get_mut(&id) {
             RemoteCandidate::add_all(&mut c.remote_candidates, sdp);
+            c.remote_data_batch = data_batch;
         }
-        self.sig_out.push((
-            from.to_string(),
-            json!({"kind": "answer", "sdp": answer, "seeder": self.config.seeder}),
-        ));
+        let answer = self.about_us("answer", &answer);
+        self.sig_out.push((from.to_string(), answer));
         self.drain(id);
     }
 
-    fn on_answer(&mut self, from: &str, sdp: &str) {
+    fn on_answer(&mut self, from: &str, sdp: &str, data_batch: usize) {
         let Some(&id) = self.by_remote.get(from) else {
             return;
         };
@@ -90,6 +90,7 @@ impl RtcTransport {
         if conn.pc.accept_answer(sdp).is_err() {
             conn.dead = true;
         }
+        conn.remote_data_batch = data_batch;
         RemoteCandidate::add_all(&mut conn.remote_candidates, sdp);
         self.drain(id);
     }
