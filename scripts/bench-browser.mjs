@@ -19,7 +19,7 @@
 // page's main thread, and of its engine's Worker, in each part) and, in the swarm's first
 // run, the CPU of every thread.
 // Diagnostics: BENCH_DEBUG=1 (sender/receiver state), BENCH_PROFILE=1 (the profiled fetch's
-// costliest functions, and a CPU profile of the first swarm page), BENCH_CHUNK_SIZES, BENCH_SEED_OPTIONS, BENCH_RUNS,
+// costliest functions, and a CPU profile of the first swarm page), BENCH_CHUNK_SIZES, BENCH_SEED_OPTIONS, BENCH_FETCH_OPTIONS, BENCH_RUNS,
 // BENCH_GOODPUT_MIB (page → page content, default 32), BENCH_LIVE_PAGES, BENCH_LIVE_UNCHOKED,
 // BENCH_NATIVE_STACK (the native seeder's --webrtc-stack), BENCH_HIDDEN_VIDEOS=1 (the swarm
 // pages' videos not displayed: what compositing them costs the others), BENCH_ENGINE=worker
@@ -73,6 +73,8 @@ const DEFAULT_CHUNK = 8192;
 const NATIVE_BYTES = smoke ? 2 << 20 : 50_000_000;
 // Seeder options for the PPSPP goodput runs (BENCH_SEED_OPTIONS='{"priority":1}' to compare).
 const SEED_OPTIONS = JSON.parse(process.env.BENCH_SEED_OPTIONS ?? '{}');
+// And the fetching page's (BENCH_FETCH_OPTIONS='{"dataBatchBytes":0}').
+const FETCH_OPTIONS = JSON.parse(process.env.BENCH_FETCH_OPTIONS ?? '{}');
 const bin = (name) => join(root, 'target', 'release', name);
 
 function log(msg) {
@@ -177,7 +179,7 @@ async function nativeToPage(receiver, raw) {
     for (let r = 0; r < RUNS; r++) {
       const cpu0 = cpuSeconds(seeder.child.pid);
       const drops0 = udpRcvbufErrors();
-      const got = await receiver.evaluate((u) => window.ppsppFetch(u), seeder.line);
+      const got = await receiver.evaluate(([u, o]) => window.ppsppFetch(u, { options: o }), [seeder.line, FETCH_OPTIONS]);
       dropped.push(udpRcvbufErrors() - drops0);
       if (got.bytes !== NATIVE_BYTES) throw new Error(`fetched ${got.bytes} of ${NATIVE_BYTES} bytes from the native seeder`);
       if (process.env.BENCH_DEBUG) {
@@ -269,7 +271,7 @@ try {
     for (let r = 0; r < RUNS; r++) {
       const uri = await sender.evaluate(([s, b, c, o]) => window.ppsppSeed(s, b, c, o), [signalUrl, GOODPUT_BYTES, cs, SEED_OPTIONS]);
       const cpuBefore = threadCpuSnapshot(process.pid);
-      const fetching = receiver.evaluate((u) => window.ppsppFetch(u), uri);
+      const fetching = receiver.evaluate(([u, o]) => window.ppsppFetch(u, { options: o }), [uri, FETCH_OPTIONS]);
       if (process.env.BENCH_DEBUG) {
         for (let i = 0; i < 6; i++) {
           await new Promise((res) => setTimeout(res, 300));
@@ -289,7 +291,7 @@ try {
       const uri = await sender.evaluate(([s, b, c, o]) => window.ppsppSeed(s, b, c, o), [signalUrl, GOODPUT_BYTES, cs, SEED_OPTIONS]);
       const profiling = [await profileStart(sender), await profileStart(receiver)];
       const workerProfiling = [await workerProfileStart(sender), await workerProfileStart(receiver)];
-      const got = await receiver.evaluate((u) => window.ppsppFetch(u, { keep: true }), uri);
+      const got = await receiver.evaluate(([u, o]) => window.ppsppFetch(u, { keep: true, options: o }), [uri, FETCH_OPTIONS]);
       const [sent, received] = [await profileStop(profiling[0]), await profileStop(profiling[1])];
       const [sentWorker, receivedWorker] = [await workerProfileStop(workerProfiling[0]), await workerProfileStop(workerProfiling[1])];
       await receiver.evaluate(() => window.ppsppClose());
