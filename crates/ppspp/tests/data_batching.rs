@@ -4,55 +4,19 @@
 
 use crate::common;
 
+use common::engines::pair;
 use common::virtual_net::VirtualNet as Net;
 use ppspp::codec::{CodecConfig, Message, decode_datagram};
-use ppspp::engine::{ContentInfo, Engine, EngineConfig};
-use ppspp::merkle::{HashAlgorithm, MerkleTree};
-use ppspp::store::MemoryStore;
+use ppspp::engine::EngineConfig;
 use ppspp::time::Time;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
-type Node = Engine<u32, MemoryStore>;
-
 const CS: usize = 1024;
 
 fn content(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 11 + i / 997) as u8).collect()
-}
-
-/// A seeder (node 0) and a leecher (node 1) of `data` in 1 KiB chunks.
-fn pair(data: &[u8]) -> Vec<Node> {
-    let tree = MerkleTree::from_content(HashAlgorithm::Sha1, CS, data).unwrap();
-    let seeder = Engine::new_seeder(
-        EngineConfig {
-            seed: 1,
-            ..EngineConfig::default()
-        },
-        &tree,
-        MemoryStore::with_content(data.to_vec(), CS),
-        Time::ZERO,
-    )
-    .unwrap();
-    let info = ContentInfo {
-        root: tree.root(),
-        hash: HashAlgorithm::Sha1,
-        chunk_size: CS as u32,
-        content_len: data.len() as u64,
-    };
-    let mut leecher = Engine::new(
-        EngineConfig {
-            seed: 2,
-            ..EngineConfig::default()
-        },
-        info,
-        MemoryStore::new(data.len(), CS),
-        Time::ZERO,
-    )
-    .unwrap();
-    leecher.connect(0, Time::ZERO);
-    vec![seeder, leecher]
 }
 
 /// What the seeder's datagrams held: (length, DATA messages) of each with DATA.
@@ -85,7 +49,7 @@ fn watch(net: &mut Net) -> Seen {
 
 /// Runs the pair until the leecher holds everything; returns what the seeder sent.
 fn fetch(data: &[u8], batch: Option<usize>, loss_per_mille: u64) -> Vec<(usize, usize)> {
-    let mut nodes = pair(data);
+    let mut nodes = pair(data, CS, EngineConfig::default());
     nodes[0].set_data_batching(&1, batch);
     let mut net = Net::new(Duration::from_millis(5), loss_per_mille, 7);
     let seen = watch(&mut net);

@@ -3,10 +3,10 @@
 
 use crate::common;
 
-use common::engines::{events, info, leecher_with};
+use common::engines::{events, info, leecher_with, pair};
 use common::virtual_net::{VirtualNet as Net, poll};
 use ppspp::codec::Message;
-use ppspp::engine::{Connect, ContentInfo, Engine, EngineConfig, Event};
+use ppspp::engine::{Connect, Engine, EngineConfig, Event};
 use ppspp::merkle::{HashAlgorithm, MerkleTree};
 use ppspp::store::MemoryStore;
 use ppspp::time::Time;
@@ -57,35 +57,6 @@ fn leecher(tree: &MerkleTree, seed: u64) -> Node {
             ..EngineConfig::default()
         },
     )
-}
-
-fn pair(data: &[u8], chunk_size: usize, config: EngineConfig) -> Vec<Node> {
-    let tree = MerkleTree::from_content(HashAlgorithm::Sha1, chunk_size, data).unwrap();
-    let seeder = Engine::new_seeder(
-        EngineConfig {
-            seed: 1,
-            ..config.clone()
-        },
-        &tree,
-        MemoryStore::with_content(data.to_vec(), chunk_size),
-        Time::ZERO,
-    )
-    .unwrap();
-    let info = ContentInfo {
-        root: tree.root(),
-        hash: HashAlgorithm::Sha1,
-        chunk_size: chunk_size as u32,
-        content_len: data.len() as u64,
-    };
-    let mut leecher = Engine::new(
-        EngineConfig { seed: 2, ..config },
-        info,
-        MemoryStore::new(data.len(), chunk_size),
-        Time::ZERO,
-    )
-    .unwrap();
-    leecher.connect(0, Time::ZERO);
-    vec![seeder, leecher]
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Engines over in-memory stores, built from a content's Merkle tree.
 
 use ppspp::engine::{ContentInfo, Engine, EngineConfig, Event, PickerKind};
-use ppspp::merkle::MerkleTree;
+use ppspp::merkle::{HashAlgorithm, MerkleTree};
 use ppspp::store::{ChunkStore, MemoryStore, SparseStore};
 use ppspp::time::Time;
 
@@ -60,4 +60,23 @@ pub fn sparse_leecher(
     };
     let store = SparseStore::new(tree.content_len(), tree.chunk_size());
     Engine::new(config, info(tree), store, Time::ZERO).unwrap()
+}
+
+/// A seeder (node 0, RNG seed 1) and a leecher (node 1, seed 2, connecting to it) of `data`
+/// in chunks of `chunk_size`, SHA-1, both with `config`.
+pub fn pair(data: &[u8], chunk_size: usize, config: EngineConfig) -> Vec<Engine<u32, MemoryStore>> {
+    let tree = MerkleTree::from_content(HashAlgorithm::Sha1, chunk_size, data).unwrap();
+    let seeder = Engine::new_seeder(
+        EngineConfig {
+            seed: 1,
+            ..config.clone()
+        },
+        &tree,
+        MemoryStore::with_content(data.to_vec(), chunk_size),
+        Time::ZERO,
+    )
+    .unwrap();
+    let mut leecher = leecher_with(&tree, EngineConfig { seed: 2, ..config });
+    leecher.connect(0, Time::ZERO);
+    vec![seeder, leecher]
 }
