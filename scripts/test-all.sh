@@ -10,17 +10,25 @@ make=${MAKE:-make}
 cargo=${CARGO:-cargo}
 mkdir -p target
 log=target/background-build.log
+started=$(date +%s)
+rm -f target/background-build.end
 # A process group of its own (job control), to be stopped whole, but not a session of its
 # own: with the kernel's autogroups each session gets an equal share of the CPU whatever
 # its nice value, and the build would take half the machine from the lint and the tests.
 set -m
-nice -n 19 "$make" --no-print-directory e2e-media CARGO="$cargo" </dev/null >"$log" 2>&1 &
+(
+  nice -n 19 "$make" --no-print-directory e2e-media CARGO="$cargo"
+  status=$?
+  date +%s >target/background-build.end
+  exit "$status"
+) </dev/null >"$log" 2>&1 &
 build=$!
 set +m
 trap 'kill -- -"$build" 2>/dev/null' EXIT
 
 "$make" --no-print-directory lint test-rust test-fuzz-build test-web CARGO="$cargo" || exit 1
 
+checked=$(date +%s)
 wait "$build"
 built=$?
 trap - EXIT
@@ -29,7 +37,10 @@ if [ "$built" -ne 0 ]; then
   tail -n 60 "$log" >&2
   exit 1
 fi
-echo "make test: make native and make e2e-media done alongside (log: $log)"
+# When each side ended tells which of them holds `make test` before the e2e suite.
+ended=$(cat target/background-build.end 2>/dev/null || date +%s)
+echo "make test: the checks took $((checked - started)) s; make native and make e2e-media," \
+  "alongside, $((ended - started)) s (log: $log)"
 
 "$make" --no-print-directory test-e2e bench-smoke CARGO="$cargo" || exit 1
 echo "make test: all checks passed"
