@@ -4,13 +4,13 @@
  * writes them), `ppspp dash prepare` beside it. Made once with ffmpeg under target/e2e/.
  */
 import { join } from 'node:path';
-import { LADDER_ENCODING, makePresentationOnce } from './hls-ladder.js';
+import { LADDER_COPY, ladderInput, makePresentationOnce } from './hls-ladder.js';
 import { ROOT } from './swarm.js';
 
 export const DASH_LADDER = join(ROOT, 'target', 'e2e', 'dash-ladder');
 
 export function makeDashLadder(): void {
-  makePresentationOnce(DASH_LADDER, [...LADDER_ENCODING, '-f', 'dash', '-seg_duration', '2', '-use_template', '1', '-use_timeline', '1', 'manifest.mpd'], 'dash', 'manifest.mpd');
+  makePresentationOnce(DASH_LADDER, () => [...ladderInput(), ...LADDER_COPY, '-f', 'dash', '-seg_duration', '2', '-use_template', '1', '-use_timeline', '1', 'manifest.mpd'], 'dash', 'manifest.mpd');
 }
 
 /** The web server mount of Shaka Player from npm, under /vendor/shaka/ (for `webForSpec`). */
