@@ -3,9 +3,10 @@
  * answered with 206 as any web server or CDN does, CORS for pages of another origin (or
  * not, to test its refusal), and a count of the bytes it sent per file.
  */
-import { createReadStream, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, createReadStream, fstatSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { pipeline } from 'node:stream';
 import { basename, join } from 'node:path';
 import { BIN, ROOT, run } from './swarm.js';
 
@@ -66,12 +67,24 @@ export async function startOriginServer(files: Map<string, Uint8Array | string>,
     }
     asked.set(path, (asked.get(path) ?? 0) + 1);
     const file = files.get(path);
-    if (file === undefined || (req.method !== 'GET' && req.method !== 'HEAD')) {
+    // A file on disk is opened once and its length read from the open file: a live
+    // packager replaces its manifest by a rename, and a length read before the open would
+    // cut the newer, longer file short.
+    let fd: number | null = null;
+    if (typeof file === 'string') {
+      try {
+        fd = openSync(file, 'r');
+      } catch {
+        // Gone since it was listed (a live window's old segment): as if never there.
+      }
+    }
+    if (file === undefined || (typeof file === 'string' && fd === null) || (req.method !== 'GET' && req.method !== 'HEAD')) {
+      if (fd !== null) closeSync(fd);
       res.statusCode = 404;
       res.end('not found');
       return;
     }
-    const length = typeof file === 'string' ? statSync(file).size : file.length;
+    const length = fd !== null ? fstatSync(fd).size : (file as Uint8Array).length;
     res.setHeader('Accept-Ranges', 'bytes');
     res.setHeader('Content-Type', 'application/octet-stream');
     const m = /^bytes=(\d*)-(\d*)$/.exec(req.headers.range ?? '');
@@ -80,6 +93,7 @@ export async function startOriginServer(files: Map<string, Uint8Array | string>,
       start = m[1] === '' ? Math.max(0, length - Number(m[2])) : Number(m[1]);
       end = m[1] === '' || m[2] === '' ? length : Math.min(length, Number(m[2]) + 1);
       if (start >= length || start >= end) {
+        if (fd !== null) closeSync(fd);
         res.statusCode = 416;
         res.setHeader('Content-Range', `bytes */${length}`);
         res.end();
@@ -90,13 +104,23 @@ export async function startOriginServer(files: Map<string, Uint8Array | string>,
     }
     res.setHeader('Content-Length', String(end - start));
     if (req.method === 'HEAD') {
+      if (fd !== null) closeSync(fd);
       res.end();
       return;
     }
     sent.set(path, (sent.get(path) ?? 0) + end - start);
-    if (throttle) void paced(res, typeof file === 'string' ? readFileSync(file).subarray(start, end) : file.subarray(start, end));
-    else if (typeof file === 'string') createReadStream(file, { start, end: end - 1 }).pipe(res);
-    else res.end(file.subarray(start, end));
+    if (fd === null) {
+      const bytes = (file as Uint8Array).subarray(start, end);
+      if (throttle) void paced(res, bytes);
+      else res.end(bytes);
+    } else if (throttle) {
+      const bytes = readFileSync(fd).subarray(start, end);
+      closeSync(fd);
+      void paced(res, bytes);
+    } else {
+      // pipeline: a page that goes away mid-answer closes the file too.
+      pipeline(createReadStream('', { fd, start, end: end - 1 }), res, () => {});
+    }
   };
   const server = createServer(handle);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
