@@ -55,7 +55,7 @@ function hlsPageUrl(serverUrl: string, signal: string | null, extra: Record<stri
   return `${web()}/e2e/${pageName}.html?${q}`;
 }
 
-/** hls.html's `level`: hls.js on the 480p rendition only, its ABR off. */
+/** The pages' `level`: hls.js on the 480p rendition only, its ABR off. */
 const PINNED = { level: '1' };
 
 /** A page of `pageName` (hls.html: hls.js; videojs.html: Video.js over hls.js) in a browser context of its own. */
@@ -213,17 +213,19 @@ test('a lying peer is refused: its chunks fail verification, and hls.js gets the
 test('Video.js plays the ladder through ppspp-web/videojs (hls.js underneath): two pages, every segment the server\'s, the second mostly from the first', async ({ browser }) => {
   test.setTimeout(150_000);
   const { signal, server } = await signalAndLadder();
-  const first = await openHlsPage(browser, server.url, signal.url, 'videojs 0', {}, 'videojs');
+  // Both on one rendition (PINNED), as in the Firefox test.
+  const first = await openHlsPage(browser, server.url, signal.url, 'videojs 0', PINNED, 'videojs');
   await playedPast(first, 4);
   // The second page keeps 4 s ahead (as in the MPEG-TS test): with hls.js's own length it
   // asks for most of the 60 s at once, all from HTTP when its peer comes a few seconds late.
-  const second = await openHlsPage(browser, server.url, signal.url, 'videojs 1', { maxBuffer: '4' }, 'videojs');
+  const second = await openHlsPage(browser, server.url, signal.url, 'videojs 1', { ...PINNED, maxBuffer: '4' }, 'videojs');
   await playedPast(second, 20);
   for (const [i, page] of [first, second].entries()) {
     const s = await seen(page);
     const handler = await page.evaluate(() => (window as unknown as { __t: { handler: string | null } }).__t.handler);
-    console.log(`Video.js page ${i}: ${JSON.stringify(s.stats)}`);
+    console.log(`Video.js page ${i}: ${JSON.stringify(s.stats)}, levels ${[...new Set(s.frags.map((f) => f.level))].join(' ')}`);
     expect(handler, 'Video.js chose the ppspp-web source handler').toBe('ppspp-web/videojs');
+    expect(new Set(s.frags.map((f) => f.level)), 'the rendition pinned').toEqual(new Set([1]));
     expect(s.errors).toEqual([]);
     expect(s.hlsErrors.filter((e) => e.includes('fatal=true'))).toEqual([]);
     expect(s.frags.length).toBeGreaterThan(3);
