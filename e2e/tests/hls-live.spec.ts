@@ -10,7 +10,7 @@ import { FailureReport } from './diagnose.js';
 import { type FirefoxPage, openFirefoxPage } from './firefox.js';
 import { HLS_MOUNT } from './hls-ladder.js';
 import { type LiveRun, SEGMENT_SECONDS, livePageUrl, packagerSha, playingLive, startLiveRun as startRun } from './live-packager.js';
-import { openWatchedPage } from './player-pages.js';
+import { holdSignaling, openWatchedPage } from './player-pages.js';
 import { ALONE, webForSpec } from './spec-setup.js';
 import type { Evaluable } from './swarm.js';
 
@@ -27,24 +27,6 @@ function pageUrl(r: LiveRun, extra: Record<string, string> = {}): string {
 
 function openPage(browser: Browser, r: LiveRun, label: string, extra: Record<string, string> = {}, prepare?: (page: Page) => Promise<void>): Promise<Page> {
   return openWatchedPage(browser, report, pageUrl(r, extra), label, prepare);
-}
-
-/**
- * Holds what `page` sends the run's signaling server (its join) until `release` settles:
- * the page's socket opens, but it meets no peer before then.
- */
-async function holdSignaling(page: Page, r: LiveRun, release: Promise<void>): Promise<void> {
-  const host = new URL(r.signal).host;
-  await page.routeWebSocket((url) => url.host === host, (ws) => {
-    const server = ws.connectToServer();
-    const held: (string | Buffer)[] = [];
-    let open = false;
-    ws.onMessage((m) => (open ? server.send(m) : held.push(m)));
-    void release.finally(() => {
-      open = true;
-      for (const m of held.splice(0)) server.send(m);
-    });
-  });
 }
 
 interface Seen {
@@ -179,7 +161,7 @@ test('a segment tampered with on the web server is refused, and hls.js gets the 
   r.folder.tamper = (path) => /seg_\d_\d+\.m4s$/.test(path);
   let refused = (): void => {};
   const released = new Promise<void>((resolve) => (refused = resolve));
-  const page = await openPage(browser, r, 'page', { livePeerWait: '0' }, (p) => holdSignaling(p, r, released));
+  const page = await openPage(browser, r, 'page', { livePeerWait: '0' }, (p) => holdSignaling(p, r.signal, () => released));
   try {
     await expect
       .poll(() => page.evaluate(() => (window as unknown as { __t: { originCorrupt: string[] } }).__t.originCorrupt.length), {

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FailureReport } from './diagnose.js';
 import { HLS_MOUNT, LADDER, TS_LADDER, VIDEOJS_MOUNT, ladderFiles, makeLadder, makeTsLadder } from './hls-ladder.js';
-import { openWatchedPage, playedPast } from './player-pages.js';
+import { holdSignaling, openWatchedPage, playedPast } from './player-pages.js';
 import { ALONE, webForSpec } from './spec-setup.js';
 import { type OriginServer, type Throttle, startOriginServer } from './origin.js';
 import { type FirefoxPage, openFirefoxPage } from './firefox.js';
@@ -232,6 +232,36 @@ test('Video.js plays the ladder through ppspp-web/videojs (hls.js underneath): t
     for (const f of s.frags) expect(f.sha, f.url).toBe(trueSha(f.url, f.range));
     if (i === 1) expect(s.stats.bytesFromPeers, `the second page took most of its bytes from the first: ${JSON.stringify(s.stats)}`).toBeGreaterThan(s.stats.bytesFromHttp);
   }
+});
+
+test('a page whose first peer comes late takes from it what hls.js buffers ahead; without its video element, from HTTP', async ({ browser }) => {
+  test.setTimeout(150_000);
+  const { signal, server } = await signalAndLadder();
+  // Both later pages on the first page's rendition (PINNED), with hls.js's own 30 s buffer.
+  const first = await openHlsPage(browser, server.url, signal.url, 'first', PINNED);
+  await playedPast(first, 4);
+  // Each later page meets its peers 1.5 s after its signaling socket opens: by then hls.js
+  // has asked for most of 30 s. Given the video element, a segment asked for with more
+  // than 6 s buffered ahead waits for them; without it, every one comes from HTTP.
+  const lateBy = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 1_500));
+  const stats: Record<string, Record<string, number>> = {};
+  for (const [label, extra] of [['late', PINNED], ['late, no video element', { ...PINNED, noMedia: '1' }]] as const) {
+    const page = await openWatchedPage(browser, report, hlsPageUrl(server.url, signal.url, extra), label, (p) => holdSignaling(p, signal.url, lateBy));
+    await playedPast(page, 12);
+    const s = await seen(page);
+    console.log(`${label}: ${JSON.stringify(s.stats)}, levels ${[...new Set(s.frags.map((f) => f.level))].join(' ')}`);
+    expect(s.errors).toEqual([]);
+    expect(s.hlsErrors.filter((e) => e.includes('fatal=true'))).toEqual([]);
+    for (const f of s.frags) expect(f.sha, f.url).toBe(trueSha(f.url, f.range));
+    const stallsMs = await page.evaluate(() => (window as unknown as { __t: { stallsMs: number[] } }).__t.stallsMs);
+    expect(stallsMs.filter((ms) => ms > 1000), `${label}: stalls over 1 s (waiting for peers keeps a reserve)`).toEqual([]);
+    stats[label] = s.stats;
+    await page.context().close();
+  }
+  const late = stats['late']!;
+  const control = stats['late, no video element']!;
+  expect(late.bytesFromPeers, `given the video element, the late page took most of its bytes from the first: ${JSON.stringify(late)}`).toBeGreaterThan(late.bytesFromHttp);
+  expect(control.bytesFromHttp, `without it, most came from HTTP before the peer did: ${JSON.stringify(control)}`).toBeGreaterThan(control.bytesFromPeers);
 });
 
 test('MPEG-TS renditions: hls.js transmuxes segments that came verified from peers; two pages, every segment the server\'s', async ({ browser }) => {

@@ -1,8 +1,9 @@
 /**
- * What the player-integration specs (hls.spec.ts, shaka.spec.ts) share: opening a test page
- * in a browser context of its own, watched for the failure report, and waiting until its
- * video has played past a time. The pages keep what the tests check in `window.__t`, with
- * `error` set when the page's own script failed.
+ * What the player-integration specs (hls.spec.ts, shaka.spec.ts, hls-live.spec.ts) share:
+ * opening a test page in a browser context of its own, watched for the failure report,
+ * holding back its signaling, and waiting until its video has played past a time. The
+ * pages keep what the tests check in `window.__t`, with `error` set when the page's own
+ * script failed.
  */
 import { type Browser, type Page, expect } from '@playwright/test';
 import type { FailureReport } from './diagnose.js';
@@ -20,6 +21,25 @@ export async function openWatchedPage(browser: Browser, report: FailureReport, u
   await prepare?.(page);
   await page.goto(url);
   return page;
+}
+
+/**
+ * Holds what `page` sends the signaling server at `signalUrl` (its join) until the promise
+ * `release` gives (called once the socket opens) settles: the page's socket opens, but it
+ * meets no peer before then.
+ */
+export async function holdSignaling(page: Page, signalUrl: string, release: () => Promise<void>): Promise<void> {
+  const host = new URL(signalUrl).host;
+  await page.routeWebSocket((url) => url.host === host, (ws) => {
+    const server = ws.connectToServer();
+    const held: (string | Buffer)[] = [];
+    let open = false;
+    ws.onMessage((m) => (open ? server.send(m) : held.push(m)));
+    void release().finally(() => {
+      open = true;
+      for (const m of held.splice(0)) server.send(m);
+    });
+  });
 }
 
 /** Waits (up to 60 s) until the page's video plays past `seconds`; fails at once with the page's own error. */

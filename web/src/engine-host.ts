@@ -97,7 +97,7 @@ export class EngineHost {
         loop.setPlayhead(m.chunk);
         break;
       case 'waiting-for':
-        loop.setWaitingFor(m.start, m.end);
+        loop.setWaitingFor(m.start, m.end, m.slackMs);
         break;
       case 'open-saved':
         this.answer(m.id, loop.openSaved(m.quotaBytes));

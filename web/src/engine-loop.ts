@@ -174,10 +174,10 @@ export class EngineLoop {
     this.driver.kick();
   }
 
-  /** Playback waits for chunks `start..end` (`start` -1: it does not). */
-  setWaitingFor(start: number, end: number): void {
+  /** Playback waits for chunks `start..end` (`start` -1: it does not), and may wait for peers for `slackMs` (-1 or 0: may not). */
+  setWaitingFor(start: number, end: number, slackMs: number): void {
     if (this.driver.closed) return;
-    this.engine.setWaitingFor(start, end);
+    this.engine.setWaitingFor(start, end, slackMs, performance.now());
     this.driver.kick();
   }
 

@@ -51,7 +51,7 @@ export type ToEngine =
   | { t: 'uploading'; on: boolean }
   | { t: 'read-ahead'; chunks: number; fromHttp: number }
   | { t: 'playhead'; chunk: number }
-  | { t: 'waiting-for'; start: number; end: number }
+  | { t: 'waiting-for'; start: number; end: number; slackMs: number }
   | { t: 'open-saved'; id: number; quotaBytes: number }
   | { t: 'check-live-part'; id: number; record: Record<string, unknown> }
   | { t: 'handle-live-part'; id: number; record: Record<string, unknown>; data: Uint8Array }

@@ -26,7 +26,7 @@ export interface SwarmEngine {
   setUploading(on: boolean): void;
   setReadAhead(chunks: number, fromHttp: number): void;
   setPlayhead(chunk: number): void;
-  setWaitingFor(start: number, end: number): void;
+  setWaitingFor(start: number, end: number, slackMs: number): void;
   openSaved(quotaBytes: number): Promise<void>;
   checkLivePart(record: Record<string, unknown>): Promise<void>;
   handleLivePart(record: Record<string, unknown>, data: Uint8Array): Promise<number>;

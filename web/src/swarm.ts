@@ -511,6 +511,11 @@ export class Swarm extends Emitter<SwarmEvents> {
     }
   }
 
+  /** Milliseconds the HTTP origin has held back what playback waited for, for peers still connecting (`EngineStats.originHeldMs`). */
+  originHeldMs(): number {
+    return this.finalStats ? this.finalStats.originHeldMs : this.loop.stats().engine.originHeldMs;
+  }
+
   /** Current figures (rates are those of the last stats interval). */
   stats(): SwarmStats {
     if (this.finalStats) return this.finalStats;
@@ -659,11 +664,12 @@ export class Swarm extends Emitter<SwarmEvents> {
 
   /**
    * Playback waits for chunks `start..end` (null: it does not wait; `end` up to `start`:
-   * where its segment ends is not known); see `Engine::set_waiting_for`.
+   * where its segment ends is not known), and may wait for peers for `slackMs` (null or 0:
+   * may not); see `Engine::set_waiting_for` and `Engine::set_waiting_slack`.
    */
-  setWaitingFor(chunks: { start: number; end: number } | null): void {
+  setWaitingFor(chunks: { start: number; end: number } | null, slackMs: number | null = null): void {
     if (this.closed) return;
-    this.loop.setWaitingFor(chunks?.start ?? -1, chunks?.end ?? 0);
+    this.loop.setWaitingFor(chunks?.start ?? -1, chunks?.end ?? 0, slackMs ?? -1);
   }
 
   /** The selected ICE pair of each open connection (tests prove traffic stays on loopback). */

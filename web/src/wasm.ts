@@ -195,6 +195,12 @@ export interface EngineStats {
   originRequests: number;
   /** Chunks from the HTTP origin that failed verification. */
   chunksOriginCorrupt: number;
+  /**
+   * Milliseconds the HTTP origin held back what playback waited for, for peers still
+   * connecting (a `Presentation` whose player holds media ahead): loads that took this
+   * long on purpose.
+   */
+  originHeldMs: number;
   /** Chunks let go of to stay within the memory bound (`maxMemoryBytes`). */
   chunksEvicted: number;
   /** Chunks read back from the page's saved copies (`storage: 'opfs'`); not downloaded. */
@@ -229,6 +235,7 @@ export const ENGINE_STATS_FIELDS = {
   httpBytesReceived: 'number',
   originRequests: 'number',
   chunksOriginCorrupt: 'number',
+  originHeldMs: 'number',
   chunksEvicted: 'number',
   chunksRestored: 'number',
   bytesRestored: 'number',

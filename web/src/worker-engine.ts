@@ -317,8 +317,8 @@ export class WorkerEngine {
     this.post({ t: 'playhead', chunk });
   }
 
-  setWaitingFor(start: number, end: number): void {
-    this.post({ t: 'waiting-for', start, end });
+  setWaitingFor(start: number, end: number, slackMs: number): void {
+    this.post({ t: 'waiting-for', start, end, slackMs });
   }
 
   openSaved(quotaBytes: number): Promise<void> {

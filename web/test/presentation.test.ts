@@ -108,6 +108,17 @@ describe('Presentation, HTTP only', () => {
     expect(await p.load(p.find(`${BASE}hi/seg1.m4s`)!, { timeoutMs: 300 })).toEqual({ timedOut: true });
   });
 
+  it('given a video element with media ahead, an HTTP-only page still loads at once: nobody to wait for', async () => {
+    const { data, cuts } = publish();
+    const p = await presentation();
+    const media = { currentTime: 0, playbackRate: 1, buffered: { length: 1, start: () => 0, end: () => 20 } };
+    p.attachMedia(media as unknown as HTMLMediaElement);
+    const seg1 = await p.load(p.find(`${BASE}hi/seg1.m4s`)!, { timeoutMs: 3000 });
+    expect('bytes' in seg1 && differsAt(seg1.bytes, data.subarray(cuts[2]!, cuts[3]!))).toBeNull();
+    expect('bytes' in seg1 && seg1.ms, 'not held for peers').toBeLessThan(1000);
+    expect(p.stats().goodputBps, 'a load nothing held back is a sample').toBeGreaterThan(0);
+  });
+
   it('a closed presentation settles pending loads with closed', async () => {
     const { http } = publish();
     const p = await presentation();

@@ -45,8 +45,18 @@ function fakeHls(supported = true): { Hls: HlsClass; made: { config: Partial<Hls
   return { Hls: FakeHls as unknown as HlsClass, made };
 }
 
-const presentation = { find: () => null, load: () => Promise.resolve({ aborted: true }) } as unknown as Presentation;
-const tech = { el: () => ({ id: 'video' }) as unknown as Element };
+/** The element the presentation was given last (`attachMedia`), null once taken back. */
+let attached: unknown = null;
+const presentation = {
+  find: () => null,
+  load: () => Promise.resolve({ aborted: true }),
+  attachMedia: (m: unknown) => (attached = m),
+  detachMedia: (m: unknown) => {
+    if (attached === m) attached = null;
+  },
+} as unknown as Presentation;
+const element = { id: 'video' } as unknown as Element;
+const tech = { el: () => element };
 
 describe('registerVideojsHls', () => {
   it('goes first for HLS sources, by type or by extension, and leaves the rest to the handlers behind it', () => {
@@ -75,8 +85,10 @@ describe('registerVideojsHls', () => {
     expect(typeof made[0]!.config.fLoader).toBe('function');
     expect(made[0]!.calls).toEqual(['attach video', 'load /v/master.m3u8']);
     expect(seen).toEqual(['/v/master.m3u8']);
+    expect(attached, 'the presentation sees the tech\'s video element').toBe(element);
     played.dispose();
     expect(made[0]!.calls.at(-1)).toBe('destroy');
+    expect(attached, 'and forgets it on dispose').toBeNull();
   });
 
   it('where hls.js cannot play (no MediaSource), HLS is left to the handlers behind it', () => {

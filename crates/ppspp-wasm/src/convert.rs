@@ -264,6 +264,7 @@ pub fn stats_object(s: &Stats) -> JsValue {
         ("httpBytesReceived", num(s.bytes_from_origin)),
         ("originRequests", num(s.origin_requests)),
         ("chunksOriginCorrupt", num(s.chunks_origin_corrupt)),
+        ("originHeldMs", num(s.origin_held_ms)),
         ("chunksEvicted", num(s.chunks_evicted)),
         ("chunksRestored", num(s.chunks_restored)),
         ("bytesRestored", num(s.bytes_restored)),

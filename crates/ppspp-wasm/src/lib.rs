@@ -362,11 +362,15 @@ impl WasmPeer {
 
     /// Playback waits for chunks `start..end` (`start` -1: it does not wait; `end` up to
     /// `start`: the segment's end is not known): an HTTP origin serves them, and at least
-    /// the due span's worth from `start`, if no peer holds them.
+    /// the due span's worth from `start`, if no peer holds them. They may wait for peers for
+    /// `slack_ms` (-1 or 0: they may not): see `Engine::set_waiting_slack`.
     #[wasm_bindgen(js_name = setWaitingFor)]
-    pub fn set_waiting_for(&mut self, start: f64, end: f64) {
+    pub fn set_waiting_for(&mut self, start: f64, end: f64, slack_ms: f64, now_ms: f64) {
         let chunks = (start >= 0.0).then(|| start as u64..end.max(0.0) as u64);
+        let slack = (slack_ms >= 0.0)
+            .then(|| core::time::Duration::from_micros((slack_ms * 1000.0) as u64));
         self.engine.inner.set_waiting_for(chunks);
+        self.engine.inner.set_waiting_slack(slack, to_time(now_ms));
     }
 
     /// Marks `peer` as an origin: asked only for chunks due for playback or that no other

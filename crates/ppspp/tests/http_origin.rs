@@ -434,6 +434,39 @@ fn what_playback_waits_for_comes_from_the_origin_after_the_waiting_deadline() {
     );
 }
 
+/// The same with slack: what playback waits for, if it may wait for peers, waits for a
+/// connected seeder that holds it until `peer_deadline`, as a due chunk does.
+#[test]
+fn with_slack_what_playback_waits_for_waits_for_a_connected_peer_until_the_peer_deadline() {
+    let config = HttpOriginConfig {
+        head_bytes: 0,
+        peer_deadline: Duration::from_millis(1_500),
+        waiting_deadline: Duration::from_millis(300),
+        ..HttpOriginConfig::default()
+    };
+    let (mut server, mut nodes, mut net) = next_to_a_seeder_that_delivers_nothing(config);
+    let start = net.now;
+    nodes[0].set_playhead(200);
+    nodes[0].set_waiting_for(Some(200..210));
+    nodes[0].set_waiting_slack(Some(Duration::from_secs(10)), start);
+    let held =
+        |n: &[Node]| (200..210).all(|c| n[0].have().is_filled(ppspp::Bin::chunk(c).unwrap()));
+    let end = run(
+        &mut nodes,
+        &mut net,
+        &mut server,
+        0,
+        Time::from_millis(5_000),
+        held,
+    );
+    assert!(held(&nodes), "the segment still missing at {end:?}");
+    let took = end.saturating_since(start);
+    assert!(
+        took >= Duration::from_millis(1_500),
+        "not before the peer deadline: {took:?}"
+    );
+}
+
 #[test]
 fn content_that_comes_before_its_hashes_waits_for_them() {
     let data = content(200 * CS + 1);
@@ -786,6 +819,34 @@ fn while_connections_are_being_set_up_the_page_is_not_alone() {
     assert_eq!(have(&nodes[0]), 8);
     run_alone(&mut nodes, &mut net, &mut server, now + alone_after * 2);
     assert_eq!(have(&nodes[0]), 256, "alone: the whole window");
+}
+
+/// A page whose player asks for a segment (chunks 100..120) and may wait `slack` for it,
+/// peers still connecting.
+fn waiting_with_slack(slack: Duration) -> (Vec<Node>, Server, Net) {
+    let (mut nodes, server, net, _) = video_with_origin();
+    nodes[0].set_peers_coming(true);
+    nodes[0].set_playhead(100);
+    nodes[0].set_waiting_for(Some(100..120));
+    nodes[0].set_waiting_slack(Some(slack), Time::ZERO);
+    (nodes, server, net)
+}
+
+#[test]
+fn playback_with_media_ahead_waits_for_connecting_peers_until_its_slack_is_spent() {
+    let (mut nodes, mut server, mut net) = waiting_with_slack(Duration::from_secs(3));
+    run_alone(&mut nodes, &mut net, &mut server, Time::from_millis(2_900));
+    assert_eq!(
+        held(&nodes[0]),
+        vec![0..4],
+        "the head only while peers may come"
+    );
+    run_alone(&mut nodes, &mut net, &mut server, Time::from_millis(3_500));
+    assert_eq!(held(&nodes[0]), vec![0..4, 100..120], "the slack spent");
+    // With no slack, the segment comes at once.
+    let (mut nodes, mut server, mut net) = waiting_with_slack(Duration::ZERO);
+    run_alone(&mut nodes, &mut net, &mut server, Time::from_millis(500));
+    assert_eq!(held(&nodes[0]), vec![0..4, 100..120]);
 }
 
 #[test]

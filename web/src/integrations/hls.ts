@@ -5,6 +5,8 @@
  * hls.js's own loader. hls.js keeps choosing renditions as it does (its ABR, its buffer);
  * the load times it reads are at least what the network would take (`reportedMs`), so
  * segments read ahead from peers do not push its ABR beyond what the network delivers.
+ * Give the presentation the video element too (`attachMedia`): segments hls.js asks for
+ * far ahead of playback may then wait for peers still connecting.
  *
  * ```ts
  * import Hls from 'hls.js';
@@ -14,6 +16,7 @@
  * const hls = new Hls({ fLoader: hlsFragmentLoader(presentation) });
  * hls.loadSource('/video/master.m3u8');
  * hls.attachMedia(video);
+ * presentation.attachMedia(video);
  * ```
  */
 import type { FragmentLoaderContext, HlsConfig, Loader, LoaderCallbacks, LoaderConfiguration, LoaderContext, LoaderStats } from 'hls.js';
@@ -87,8 +90,9 @@ export function hlsFragmentLoader(presentation: Presentation): new (config: HlsC
           const now = performance.now();
           if ('bytes' in outcome) {
             // hls.js's ABR takes end - start as the download's time: a segment peers had
-            // delivered ahead of time is reported at the network's rate, not as instant.
-            stats.loading.start = Math.min(stats.loading.start, now - outcome.reportedMs);
+            // delivered ahead of time is reported at the network's rate, not as instant,
+            // and one that waited for peers on purpose without its wait.
+            stats.loading.start = now - outcome.reportedMs;
             stats.loading.first = stats.loading.start;
             stats.loading.end = now;
             stats.loaded = stats.total = outcome.bytes.length;

@@ -5,7 +5,9 @@
  * segments the manifest does not name) to Shaka's own HTTP plugin. Shaka keeps choosing
  * renditions as it does (its ABR, its buffer); the download times it reads are at least
  * what the network would take (`reportedMs`), so segments read ahead from peers do not
- * push its ABR beyond what the network delivers.
+ * push its ABR beyond what the network delivers. Give the presentation the video element
+ * too (`attachMedia`): segments Shaka asks for far ahead of playback may then wait for
+ * peers still connecting.
  *
  * Shaka's scheme plugins belong to the page, not to one player: register one presentation
  * at a time, and unregister (which puts Shaka's own HTTP plugin back) once its players
@@ -19,6 +21,7 @@
  * const unregister = registerShakaScheme(shaka, presentation);
  * const player = new shaka.Player();
  * await player.attach(video);
+ * presentation.attachMedia(video);
  * await player.load('/video/manifest.mpd');
  * // when done: await player.destroy(); unregister(); presentation.close();
  * ```

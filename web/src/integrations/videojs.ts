@@ -101,9 +101,17 @@ export function registerVideojsHls(
     handleSource: (source, t) => {
       const hls = new HlsClass({ ...options.hlsConfig, fLoader });
       options.onHls?.(hls, source);
-      hls.attachMedia(t.el() as HTMLMediaElement);
+      const media = t.el() as HTMLMediaElement;
+      hls.attachMedia(media);
+      // Segments asked for far ahead of playback may wait for peers still connecting.
+      presentation.attachMedia(media);
       hls.loadSource(source.src);
-      return { dispose: () => hls.destroy() };
+      return {
+        dispose: () => {
+          hls.destroy();
+          presentation.detachMedia(media);
+        },
+      };
     },
   };
   tech.registerSourceHandler(handler, 0);

@@ -14,6 +14,7 @@ import { type PresentationOptions, type ResolvedPresentationOptions, resolvePres
 import { SpareWorker } from '../engine-start.js';
 import { signalWithOrigin } from '../peer.js';
 import { meteredConnection } from '../player.js';
+import { bufferedAhead } from '../media/stall-watch.js';
 import { type P2pUnavailable, Swarm, type SwarmStats } from '../swarm.js';
 import { loadWasm, parseUriLoaded } from '../wasm.js';
 import { Goodput } from './goodput.js';
@@ -73,11 +74,21 @@ export interface PresentationEvents {
   error: PpsppError & { rendition?: number };
 }
 
+/**
+ * Of the media a player holds ahead when it asks for a segment, what a segment no peer has
+ * yet never waits for peers still connecting: it then comes from the web server with this
+ * much left to play. hls.js abandons a load it expects to outlast the buffer left (and the
+ * next segment's fetch needs time too), so the wait ends well before that.
+ */
+const STALL_RESERVE_MS = 6_000;
+
 /** How a segment load ended, for the player integration. */
 export type LoadOutcome =
   /**
    * `ms`: how long it took; `reportedMs`: how long to tell the player's ABR, at least the
-   * bytes at the network's measured rate (see goodput.ts).
+   * bytes at the network's measured rate (see goodput.ts); the time the web server was held
+   * back for peers still connecting (the player held media enough) is left out, as it says
+   * nothing of the network.
    */
   | { bytes: Uint8Array; ms: number; reportedMs: number }
   | { aborted: true }
@@ -91,6 +102,10 @@ interface Pending {
   startedAt: number;
   /** The segment's bytes not yet verified when it was asked for. */
   missingAtStart: number;
+  /** Until when (`performance.now()`) it may wait for peers, its player holding media enough (null: it may not). */
+  patientUntil: number | null;
+  /** The swarm's `originHeldMs` when it was asked for. */
+  heldAtStart: number;
 }
 
 interface Active {
@@ -118,6 +133,8 @@ export class Presentation extends Emitter<PresentationEvents> {
   private workerFailed = false;
   /** A Worker started ahead for the next rendition's engine. */
   private readonly spare = new SpareWorker();
+  /** The element the player plays into ({@link attachMedia}), if the page said. */
+  private media: HTMLMediaElement | null = null;
 
   private constructor(
     manifest: Manifest | LiveManifest,
@@ -165,6 +182,31 @@ export class Presentation extends Emitter<PresentationEvents> {
   }
 
   /**
+   * The element the player plays into (null: none). With it, a segment asked for while the
+   * player holds more than a few seconds of media ahead may wait for peers still
+   * connecting rather than come from the web server at once, so a page whose first peer
+   * comes late takes from it what its player buffers ahead. hls.js and Shaka do not tell
+   * their loaders, so pass the element you attach them to; `ppspp-web/videojs` passes its
+   * own.
+   */
+  attachMedia(media: HTMLMediaElement | null): void {
+    this.media = media;
+  }
+
+  /** Forgets `media` if it is the element attached (a player that played into it is gone). */
+  detachMedia(media: HTMLMediaElement): void {
+    if (this.media === media) this.media = null;
+  }
+
+  /** How long a segment asked for now may wait for peers (0: not at all). */
+  private slackMs(): number {
+    const media = this.media;
+    if (!media) return 0;
+    const rate = Math.max(1, Math.abs(media.playbackRate) || 1);
+    return Math.max(0, (bufferedAhead(media) * 1000) / rate - STALL_RESERVE_MS);
+  }
+
+  /**
    * Where a request for `url` (bytes `rangeStart..rangeEnd`, end exclusive) lies, or null
    * if no rendition holds it. Live: a segment the manifest names, or one in the directory
    * and with the extension of its segments, which the manifest is read again for.
@@ -197,11 +239,15 @@ export class Presentation extends Emitter<PresentationEvents> {
     return new Promise<LoadOutcome>((resolve) => {
       let timer: ReturnType<typeof setTimeout> | null = null;
       const onAbort = (): void => settle({ aborted: true });
+      const startedAt = performance.now();
+      const slack = this.slackMs();
       const p: Pending = {
         ref,
         onProgress: opts.onProgress,
-        startedAt: performance.now(),
+        startedAt,
         missingAtStart: ref.end - Math.min(ref.end, active.swarm.verifiedEnd(ref.start)),
+        patientUntil: slack > 0 ? startedAt + slack : null,
+        heldAtStart: active.swarm.originHeldMs(),
         resolve: (o) => settle(o),
       };
       const settle = (o: LoadOutcome): void => {
@@ -325,11 +371,14 @@ export class Presentation extends Emitter<PresentationEvents> {
   private aimPending(rendition: number, active: Active): void {
     let first: Pending | null = null;
     for (const p of active.pending) if (!first || p.ref.start < first.ref.start) first = p;
-    if (first) this.aim({ ...first.ref, rendition }, active);
+    if (first) this.aim({ ...first.ref, rendition }, first.patientUntil, active);
   }
 
-  /** Points the rendition's swarm at `ref`: playback needs it now, the next segments soon. */
-  private aim(ref: SegmentRef, active: Active): void {
+  /**
+   * Points the rendition's swarm at `ref`: playback needs it now (or, `patientUntil`, by
+   * then), the next segments soon.
+   */
+  private aim(ref: SegmentRef, patientUntil: number | null, active: Active): void {
     const r = this.vodRendition(ref.rendition);
     if (!r) return;
     const cs = r.chunkSize;
@@ -340,7 +389,8 @@ export class Presentation extends Emitter<PresentationEvents> {
     swarm.setPlayhead(first);
     swarm.setReadAhead(segmentChunks * (1 + this.options.readAheadSegments), segmentChunks);
     const missing = Math.floor(swarm.verifiedEnd(ref.start) / cs);
-    if (missing < end) swarm.setWaitingFor({ start: missing, end });
+    const slackMs = patientUntil === null ? null : Math.max(0, patientUntil - performance.now());
+    if (missing < end) swarm.setWaitingFor({ start: missing, end }, slackMs);
     // Other renditions of the same kind are not being played: they fetch nothing more
     // (and serve what they hold).
     for (const [i, other] of this.active) {
@@ -364,8 +414,10 @@ export class Presentation extends Emitter<PresentationEvents> {
           continue;
         }
         this.segments.set(rendition, (this.segments.get(rendition) ?? 0) + 1);
-        this.goodput.sample(p.missingAtStart, ms);
-        p.resolve({ bytes, ms, reportedMs: this.goodput.reportedMs(bytes.length, ms) });
+        // Time the web server was held back for peers still connecting is not the network's.
+        const networkMs = Math.max(0, ms - (active.swarm.originHeldMs() - p.heldAtStart));
+        this.goodput.sample(p.missingAtStart, networkMs);
+        p.resolve({ bytes, ms, reportedMs: this.goodput.reportedMs(bytes.length, networkMs) });
         this.emit('segment-loaded', { rendition, start: p.ref.start, end: p.ref.end, ms });
       } else {
         p.onProgress?.(Math.max(0, verified - p.ref.start));

@@ -207,6 +207,10 @@ pub struct Stats {
     pub origin_requests: u64,
     /// Chunks from the HTTP origin that failed verification.
     pub chunks_origin_corrupt: u64,
+    /// Milliseconds the HTTP origin held back what playback waited for, for peers still
+    /// connecting ([`Engine::set_waiting_slack`](super::Engine::set_waiting_slack)): a
+    /// player's loads that took this long on purpose, which says nothing of the network.
+    pub origin_held_ms: u64,
     /// Chunks let go of to stay within `EngineConfig::max_held_bytes`.
     pub chunks_evicted: u64,
     /// Chunks read back from saved copies (not counted as downloaded or verified).

@@ -13,6 +13,10 @@
 //!   shorter, for what playback waits for); a connected page waits its turn (a few tens of
 //!   ms, drawn per run of chunks) before asking for a due chunk nobody holds, so pages
 //!   playing in step do not each fetch it (`ORIGIN_TURNS`);
+//! - where playback waits but may wait for peers a while ([`Engine::set_waiting_slack`]: a
+//!   player asking for a segment far ahead), what it waits for is fetched as due chunks
+//!   are, and nothing but the head while peers are still connecting, until that slack is
+//!   spent;
 //! - once no peer has been connected for `alone_after` (an HTTP-only page: from the start),
 //!   the picker's whole urgent span instead of the due span. Connections the adapter is
 //!   still setting up ([`Engine::set_peers_coming`]) count as peers here: a slow ICE
@@ -51,6 +55,7 @@ use crate::merkle::tree_file::TreeFileHeader;
 use crate::store::ChunkStore;
 use crate::time::Time;
 use core::ops::Range;
+use core::time::Duration;
 use due::{Swarm, Take};
 use origin::Playback;
 use requests::Wanted;
@@ -82,7 +87,24 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
         // The picker asks peers only for what is just ahead while playback waits.
         self.picker.set_waiting(chunks.is_some());
         if let Some(o) = self.origin.as_deref_mut() {
+            o.patient_until = None;
             o.waiting_for = chunks;
+        }
+    }
+
+    /// What playback waits for ([`set_waiting_for`](Self::set_waiting_for)) may wait for
+    /// peers for `slack` from `now` (`None` or zero: it may not): a player that asks for a
+    /// segment while it holds seconds of media ahead, less what it keeps in reserve. Until
+    /// then those chunks are fetched as due chunks are, not at once: while peers are still
+    /// connecting (none connected, the page not alone) the origin serves nothing but the
+    /// head, and once one is connected a peer that holds a chunk gets `peer_deadline` and
+    /// a chunk nobody holds goes to the origin after the page's turn. A page whose first
+    /// peer comes a few seconds late then takes from it what its player asks for ahead,
+    /// rather than everything it buffers from HTTP. Set it after each `set_waiting_for`
+    /// (which clears it).
+    pub fn set_waiting_slack(&mut self, slack: Option<Duration>, now: Time) {
+        if let Some(o) = self.origin.as_deref_mut() {
+            o.patient_until = slack.filter(|s| !s.is_zero()).map(|s| now + s);
         }
     }
 
@@ -183,9 +205,15 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             playhead: self.held.playhead(),
             chunk_count: self.chunk_count,
             chunk_size: self.content.chunk_size,
+            patient: self
+                .origin
+                .as_deref()
+                .and_then(|o| o.patient_until)
+                .is_some_and(|t| now < t),
         };
         let origin = self.origin.as_deref_mut()?;
         let plan = origin.plan(&playback);
+        origin.note_hold(now, &plan);
         let have = &self.have;
         origin.due.note(
             now,

@@ -618,6 +618,7 @@ impl<A: PeerAddr, S: ChunkStore> Engine<A, S> {
             chunk_count: self.live_edge().unwrap_or(self.chunk_count),
             peers: self.channels.len(),
             half_open: self.half_open.len(),
+            origin_held_ms: self.origin.as_deref().map_or(0, |o| o.held_ms()),
             ..self.stats.clone()
         }
     }

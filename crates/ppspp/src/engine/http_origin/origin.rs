@@ -14,6 +14,7 @@ use crate::merkle::VerifyingTree;
 use crate::merkle::tree_file::{TreeFileError, TreeFileHeader};
 use crate::time::Time;
 use core::ops::Range;
+use core::time::Duration;
 
 /// Chunks looked at per search for chunks no peer holds, so a poll stays cheap.
 const SCAN_LIMIT: u64 = 4096;
@@ -29,6 +30,9 @@ pub(super) struct Playback {
     pub playhead: u64,
     pub chunk_count: u64,
     pub chunk_size: u32,
+    /// Playback holds media enough to wait for peers still connecting
+    /// ([`HttpOrigin::patient_until`]).
+    pub patient: bool,
 }
 
 /// Which chunks the origin may serve now, and under which rule.
@@ -43,17 +47,28 @@ pub(super) struct Plan {
     pub span: Option<Range<u64>>,
     /// No peer yet, but they may still come: nothing beyond what playback needs.
     pub connecting: bool,
+    /// Playback can wait: what it waits for is due, not waited for.
+    pub patient: bool,
     /// Chunks per request at most.
     pub max_run: u64,
 }
 
 impl Plan {
+    /// Nothing but the head goes: playback can wait for the peers still connecting.
+    pub(super) fn holds(&self) -> bool {
+        self.connecting && self.patient
+    }
+
     /// The rule `chunk` falls under, if any.
     pub(super) fn rule(&self, chunk: u64) -> Option<Take> {
         if chunk < self.head {
             Some(Take::Head)
         } else if self.waiting.as_ref().is_some_and(|w| w.contains(&chunk)) {
-            Some(Take::Waiting)
+            Some(if self.patient {
+                Take::Due
+            } else {
+                Take::Waiting
+            })
         } else {
             match &self.span {
                 Some(s) if s.contains(&chunk) => Some(Take::Due),
@@ -82,6 +97,15 @@ pub(in crate::engine) struct HttpOrigin {
     pub(super) waiting_for: Option<Range<u64>>,
     /// Chunks asked of the origin at most ahead of the playhead.
     pub(super) read_ahead: Option<u64>,
+    /// Until when what playback waits for may wait for peers
+    /// ([`Engine::set_waiting_slack`](super::super::Engine::set_waiting_slack)): till then it
+    /// waits for peers still connecting, and once one is connected it is due rather than
+    /// waited for.
+    pub(super) patient_until: Option<Time>,
+    /// Time spent holding back for peers still connecting ([`Plan::holds`]), up to the
+    /// last poll, and the poll of the hold going on.
+    held: Duration,
+    holding_since: Option<Time>,
 }
 
 impl HttpOrigin {
@@ -98,8 +122,26 @@ impl HttpOrigin {
             polled_at: now,
             waiting_for: None,
             read_ahead: None,
+            patient_until: None,
+            held: Duration::ZERO,
+            holding_since: None,
             config,
         }
+    }
+
+    /// Whether `plan`, made at `now`, holds back for peers: the time it does is counted.
+    pub(super) fn note_hold(&mut self, now: Time, plan: &Plan) {
+        if let Some(t) = self.holding_since.take() {
+            self.held += now.saturating_since(t);
+        }
+        if plan.holds() {
+            self.holding_since = Some(now);
+        }
+    }
+
+    /// Milliseconds held back for peers still connecting, up to the last poll.
+    pub(in crate::engine) fn held_ms(&self) -> u64 {
+        u64::try_from(self.held.as_millis()).unwrap_or(u64::MAX)
     }
 
     /// A poll at `now`, with a peer `connected` or not: deadlines up to it are no reason
@@ -170,6 +212,18 @@ impl HttpOrigin {
         let max_run = (self.config.max_request_bytes / cs).max(1);
         let head = self.config.head_bytes.div_ceil(cs).min(n);
         let connecting = !playback.alone && !self.presence.connected();
+        // Playback can wait for the peers still connecting: nothing but the head until one
+        // is connected, the page is alone, or the wait is over.
+        if connecting && playback.patient {
+            return Plan {
+                head,
+                waiting: None,
+                span: None,
+                connecting,
+                patient: true,
+                max_run,
+            };
+        }
         let span = match playback.alone {
             true => playback.urgent.clone(),
             false => playback.due.clone(),
@@ -198,6 +252,7 @@ impl HttpOrigin {
             waiting,
             span,
             connecting,
+            patient: playback.patient,
             max_run,
         }
     }
@@ -301,8 +356,8 @@ impl HttpOrigin {
     }
 
     /// When the origin wants a poll again without anything else happening: a retry's time,
-    /// the moment the page counts as alone, a due chunk's deadline or turn, or a request's
-    /// chunks to share with peers.
+    /// the moment the page counts as alone, a due chunk's deadline or turn, a request's
+    /// chunks to share with peers, or the end of playback's patience with no peer yet.
     pub(in crate::engine) fn wake_at(&self) -> Option<Time> {
         if self.backoff.is_disabled() {
             return None;
@@ -313,11 +368,13 @@ impl HttpOrigin {
             .due
             .next_deadline(self.presence.connected(), self.polled_at);
         let share = self.requests.next_share_at(self.config.origin_deadline);
+        let patience = self.patient_until.filter(|_| !self.presence.connected());
         [
             self.backoff.retry_at(),
             self.presence.alone_at(),
             overdue,
             share,
+            patience,
         ]
         .into_iter()
         .flatten()
@@ -330,7 +387,6 @@ impl HttpOrigin {
 mod tests {
     use super::*;
     use crate::merkle::{Hash, HashAlgorithm};
-    use core::time::Duration;
 
     fn at(ms: u64) -> Time {
         Time::ZERO + Duration::from_millis(ms)
@@ -355,6 +411,7 @@ mod tests {
             playhead: 100,
             chunk_count: 1000,
             chunk_size: 1024,
+            patient: false,
         }
     }
 
@@ -396,6 +453,48 @@ mod tests {
             ..whole_file
         });
         assert_eq!(alone.rule(500), Some(Take::Unheld));
+    }
+
+    #[test]
+    fn patient_playback_waits_for_connecting_peers_then_takes_what_it_waits_for_as_due() {
+        let mut o = origin();
+        o.waiting_for = Some(130..132);
+        let patient = Playback {
+            patient: true,
+            ..playback(false)
+        };
+        let plan = o.plan(&patient);
+        assert!(plan.holds());
+        assert_eq!((plan.span.clone(), plan.waiting.clone()), (None, None));
+        assert_eq!(plan.rule(2), Some(Take::Head));
+        assert_eq!(plan.rule(105), None);
+        assert_eq!(plan.rule(130), None);
+        // Alone, nobody is coming: as impatient playback.
+        let alone = o.plan(&Playback {
+            alone: true,
+            ..patient.clone()
+        });
+        assert_eq!(alone.rule(130), Some(Take::Due));
+        assert_eq!(alone.rule(150), Some(Take::Due));
+        o.note_hold(at(0), &plan);
+        o.note_hold(at(500), &plan);
+        o.observe(at(0), true);
+        let plan = o.plan(&patient);
+        assert!(!plan.holds());
+        o.note_hold(at(800), &plan);
+        o.note_hold(at(900), &plan);
+        assert_eq!(
+            o.held_ms(),
+            800,
+            "held from the first poll to the one after it ended"
+        );
+        assert_eq!(plan.span, Some(100..110));
+        assert_eq!(
+            plan.rule(130),
+            Some(Take::Due),
+            "connected: due, not waited for"
+        );
+        assert_eq!(o.plan(&playback(false)).rule(130), Some(Take::Waiting));
     }
 
     #[test]
@@ -463,6 +562,9 @@ mod tests {
         let mut o = origin();
         o.observe(at(0), false);
         assert_eq!(o.wake_at(), Some(at(3_000)), "alone after three seconds");
+        o.patient_until = Some(at(2_000));
+        assert_eq!(o.wake_at(), Some(at(2_000)), "playback's patience ends");
+        o.patient_until = None;
         let c = content();
         o.ask_chunks(at(100), 10..12, &c);
         o.observe(at(100), true);
