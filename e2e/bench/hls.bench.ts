@@ -1,9 +1,12 @@
 /**
  * HLS through hls.js, plain against over PPSPP (`hlsFragmentLoader`): the 60 s ladder of
  * tests/hls-ladder.ts (240p/480p/720p) on a static web server, 8 Chromium pages opened a
- * second apart, each playing 20 s with hls.js's defaults (30 s of buffer). Per mode: the
+ * second apart, each playing 20 s with hls.js's defaults (30 s of buffer). Over PPSPP the
+ * presentation is given the video element (`attachMedia`), and once more without it
+ * (`ppspp_no_media`: every segment fetched as if playback waited for it). Per mode: the
  * web server's bytes ÷ the bytes of the fragments hls.js loaded, first frames, time spent rebuffering, the renditions
- * played. Writes target/bench/hls.json (BENCH_SMOKE=1: 2 pages for 4 s, hls-smoke.json).
+ * played. Writes target/bench/hls.json (BENCH_SMOKE=1: 2 pages for 4 s, plain and over
+ * PPSPP only, hls-smoke.json).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -51,8 +54,9 @@ const median = (xs: number[]): number => {
 test('HLS: plain hls.js against hls.js over PPSPP', async ({ browser }) => {
   test.setTimeout(300_000);
   const result: Record<string, unknown> = { smoke: SMOKE, date: new Date().toISOString(), pages: PAGES, play_seconds: PLAY_SECONDS };
-  for (const mode of ['plain', 'ppspp'] as const) {
-    const signal = mode === 'ppspp' ? await startSignal() : null;
+  const modes = SMOKE ? (['plain', 'ppspp'] as const) : (['plain', 'ppspp', 'ppspp_no_media'] as const);
+  for (const mode of modes) {
+    const signal = mode === 'plain' ? null : await startSignal();
     const server = await startOriginServer(ladderFiles('/hls'));
     const pages: Page[] = [];
     try {
@@ -62,6 +66,7 @@ test('HLS: plain hls.js against hls.js over PPSPP', async ({ browser }) => {
         const q = new URLSearchParams({ manifest: `${server.url}/hls/master.ppspp.json`, master: `${server.url}/hls/master.m3u8`, hidden: '1' });
         if (signal) q.set('signal', signal.url);
         else q.set('plain', '1');
+        if (mode === 'ppspp_no_media') q.set('noMedia', '1');
         await page.goto(`${web()}/e2e/hls.html?${q}`);
         pages.push(page);
         await new Promise((r) => setTimeout(r, 1000));
