@@ -397,6 +397,29 @@ fn a_due_chunk_a_peer_does_not_deliver_in_time_comes_from_the_origin() {
     assert!(end >= Time::from_millis(300), "too early: {end:?}");
 }
 
+/// How long a page takes to hold `segment`, where playback waits for it (and may wait for
+/// peers `slack`), next to a seeder that holds it but delivers nothing; run up to `limit`.
+fn time_to_get_a_waited_for_segment(
+    config: HttpOriginConfig,
+    segment: std::ops::Range<u64>,
+    slack: Option<Duration>,
+    limit: Time,
+) -> Duration {
+    let (mut server, mut nodes, mut net) = next_to_a_seeder_that_delivers_nothing(config);
+    let start = net.now;
+    nodes[0].set_playhead(segment.start);
+    nodes[0].set_waiting_for(Some(segment.clone()));
+    nodes[0].set_waiting_slack(slack, start);
+    let held = |n: &[Node]| {
+        segment
+            .clone()
+            .all(|c| n[0].have().is_filled(ppspp::Bin::chunk(c).unwrap()))
+    };
+    let end = run(&mut nodes, &mut net, &mut server, 0, limit, held);
+    assert!(held(&nodes), "the segment still missing at {end:?}");
+    end.saturating_since(start)
+}
+
 /// Where playback waits (no first frame yet), a segment a connected seeder holds but does
 /// not deliver comes from the origin after the shorter `waiting_deadline`, whole, long
 /// before `peer_deadline`.
@@ -408,22 +431,7 @@ fn what_playback_waits_for_comes_from_the_origin_after_the_waiting_deadline() {
         waiting_deadline: Duration::from_millis(300),
         ..HttpOriginConfig::default()
     };
-    let (mut server, mut nodes, mut net) = next_to_a_seeder_that_delivers_nothing(config);
-    let start = net.now;
-    nodes[0].set_playhead(200);
-    nodes[0].set_waiting_for(Some(200..260));
-    let held =
-        |n: &[Node]| (200..260).all(|c| n[0].have().is_filled(ppspp::Bin::chunk(c).unwrap()));
-    let end = run(
-        &mut nodes,
-        &mut net,
-        &mut server,
-        0,
-        Time::from_millis(3_000),
-        held,
-    );
-    assert!(held(&nodes), "the segment still missing at {end:?}");
-    let took = end.saturating_since(start);
+    let took = time_to_get_a_waited_for_segment(config, 200..260, None, Time::from_millis(3_000));
     assert!(
         took >= Duration::from_millis(300),
         "not before the deadline: {took:?}"
@@ -444,23 +452,8 @@ fn with_slack_what_playback_waits_for_waits_for_a_connected_peer_until_the_peer_
         waiting_deadline: Duration::from_millis(300),
         ..HttpOriginConfig::default()
     };
-    let (mut server, mut nodes, mut net) = next_to_a_seeder_that_delivers_nothing(config);
-    let start = net.now;
-    nodes[0].set_playhead(200);
-    nodes[0].set_waiting_for(Some(200..210));
-    nodes[0].set_waiting_slack(Some(Duration::from_secs(10)), start);
-    let held =
-        |n: &[Node]| (200..210).all(|c| n[0].have().is_filled(ppspp::Bin::chunk(c).unwrap()));
-    let end = run(
-        &mut nodes,
-        &mut net,
-        &mut server,
-        0,
-        Time::from_millis(5_000),
-        held,
-    );
-    assert!(held(&nodes), "the segment still missing at {end:?}");
-    let took = end.saturating_since(start);
+    let slack = Some(Duration::from_secs(10));
+    let took = time_to_get_a_waited_for_segment(config, 200..210, slack, Time::from_millis(5_000));
     assert!(
         took >= Duration::from_millis(1_500),
         "not before the peer deadline: {took:?}"
