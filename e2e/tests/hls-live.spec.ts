@@ -9,7 +9,7 @@ import { type Browser, type Page, expect, test } from '@playwright/test';
 import { FailureReport } from './diagnose.js';
 import { type FirefoxPage, openFirefoxPage } from './firefox.js';
 import { HLS_MOUNT } from './hls-ladder.js';
-import { type LiveRun, SEGMENT_SECONDS, livePageUrl, packagerSha, playingLive, startLiveRun as startRun } from './live-packager.js';
+import { type LiveRun, SEGMENT_SECONDS, livePageUrl, packagerSha, playingLive, startLiveRun as startRun, streamHasSegments } from './live-packager.js';
 import { holdSignaling, openWatchedPage } from './player-pages.js';
 import { ALONE, webForSpec } from './spec-setup.js';
 import type { Evaluable } from './swarm.js';
@@ -97,6 +97,9 @@ test('six pages, Chromium and Firefox, play a live HLS stream from the web serve
   test.setTimeout(180_000);
   // The source signs only: the first copy of each segment comes from the web server.
   const r = await startLiveRun('hls-live-swarm', 80, false);
+  // The first page joins a stream already running, as the plain pages do, rather than at
+  // its very edge.
+  await streamHasSegments(r, 4);
   const pages: Evaluable[] = [await openPage(browser, r, 'page 0')];
   await playing(pages[0]!, 4);
   // hls.js alone over HTTP, two pages joining with the later pages: the latency to match.

@@ -134,6 +134,22 @@ export function livePageUrl(web: string, r: LiveRun, extra: Record<string, strin
 }
 
 
+/**
+ * Waits (up to 30 s) until the HLS run's first rendition lists `count` segments. hls.js
+ * joins a live stream `liveSyncDurationCount` (3) segments behind its end, or at its start
+ * when the playlist is shorter: a page that opens on a stream only a segment old plays
+ * right at the edge, where any late segment is a stall, as no viewer of a running stream
+ * does.
+ */
+export async function streamHasSegments(r: LiveRun, count: number): Promise<void> {
+  const playlist = join(r.dir, 'stream_0.m3u8');
+  const listed = (): number => (existsSync(playlist) ? readFileSync(playlist, 'utf8').split('\n').filter((l) => l.startsWith('#EXTINF')).length : 0);
+  for (const until = Date.now() + 30_000; listed() < count; ) {
+    if (Date.now() > until) throw new Error(`${playlist} did not list ${count} segments within 30 s (it lists ${listed()})`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
 /** The SHA-256 of the packager's file for `url` (served under /live/; written once, never changed). */
 export function packagerSha(r: LiveRun, url: string): string {
   return sha256(new Uint8Array(readFileSync(join(r.dir, new URL(url).pathname.replace(/^\/live\//, '')))));
