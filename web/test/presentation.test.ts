@@ -2,7 +2,7 @@
  * A Presentation with the real engine, HTTP only, over a fake web server holding a
  * rendition's parts, its tree file and the manifest.
  */
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Presentation } from '../src/presentation/presentation.js';
 import { resolvePeerOptions } from '../src/options.js';
 import { engineOptions } from '../src/engine-start.js';
@@ -127,5 +127,25 @@ describe('Presentation, HTTP only', () => {
     p.close();
     const o = await pending;
     expect('error' in o && o.error.code).toBe('closed');
+  });
+
+  it('starts the first engine\'s Worker as it loads, before the player asks for a segment, and ends it on close', async () => {
+    publish();
+    const made: { terminated: boolean }[] = [];
+    vi.stubGlobal('Worker', class {
+      terminated = false;
+      constructor() {
+        made.push(this);
+      }
+      terminate(): void {
+        this.terminated = true;
+      }
+    });
+    undo.push(() => vi.unstubAllGlobals());
+    const p = await presentation();
+    expect(made).toHaveLength(1);
+    p.close();
+    expect(made[0]!.terminated).toBe(true);
+    expect(made, 'none started after it').toHaveLength(1);
   });
 });

@@ -163,6 +163,8 @@ export class Presentation extends Emitter<PresentationEvents> {
       this.index = new SegmentIndex(manifest);
       this.live = null;
     }
+    // The first rendition's Worker loads its scripts while the player reads its playlists.
+    this.prepareSpare();
   }
 
   /**
