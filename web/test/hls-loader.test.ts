@@ -1,6 +1,6 @@
 /** The hls.js fragment loader (src/integrations/hls.ts) against a fake presentation. */
 import type { FragmentLoaderContext, HlsConfig, LoaderCallbacks, LoaderConfiguration, LoaderStats } from 'hls.js';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { PpsppError } from '../src/errors.js';
 import { hlsFragmentLoader } from '../src/integrations/hls.js';
 import type { LoadOutcome, Presentation } from '../src/presentation/presentation.js';
@@ -114,5 +114,89 @@ describe('hlsFragmentLoader', () => {
     expect(loaded).toEqual(['https://cdn.example/key.bin', 'abort']);
     // hls.js's loader fills in the stats hls.js holds.
     expect(loader.stats).toBe(held);
+  });
+});
+
+describe('hlsFragmentLoader given the presentation\'s promise', () => {
+  afterEach(() => vi.useRealTimers());
+
+  /** hls.js's own loader, recording what it was asked for. */
+  function defaultLoader(loaded: string[]): HlsConfig {
+    class Default {
+      stats = {} as LoaderStats;
+      context = null;
+      load(ctx: FragmentLoaderContext): void { loaded.push(ctx.url); }
+      abort(): void {}
+      destroy(): void {}
+    }
+    return { loader: Default } as unknown as HlsConfig;
+  }
+
+  it('a segment asked for while it loads waits for it, then comes from it; the next at once', async () => {
+    const { presentation, asked } = fakePresentation();
+    let resolve: (p: Presentation) => void = () => {};
+    const Loader = hlsFragmentLoader(new Promise<Presentation>((r) => (resolve = r)));
+    const loaded: string[] = [];
+    const r = recorder();
+    new Loader(defaultLoader(loaded)).load(context('https://cdn.example/v1/seg001.m4s'), CONFIG, r.callbacks);
+    await new Promise((done) => setTimeout(done, 10));
+    expect(asked).toHaveLength(0);
+    resolve(presentation);
+    await new Promise((done) => setTimeout(done, 0));
+    expect(asked).toHaveLength(1);
+    asked[0]!.settle({ bytes: new Uint8Array([7]), ms: 1, reportedMs: 50 });
+    await new Promise((done) => setTimeout(done, 0));
+    expect(r.calls).toEqual(['success']);
+    new Loader(defaultLoader(loaded)).load(context('https://cdn.example/v1/seg002.m4s'), CONFIG, r.callbacks);
+    expect(asked, 'loaded: asked at once').toHaveLength(2);
+    expect(loaded, 'nothing from the web server').toEqual([]);
+  });
+
+  it('a presentation that fails to load: its segments fail as network errors saying why, none from the web server', async () => {
+    const Loader = hlsFragmentLoader(Promise.reject(new PpsppError('manifest-unreachable', 'no manifest')));
+    const loaded: string[] = [];
+    const r = recorder();
+    new Loader(defaultLoader(loaded)).load(context('https://cdn.example/v1/seg001.m4s'), CONFIG, r.callbacks);
+    await new Promise((done) => setTimeout(done, 0));
+    new Loader(defaultLoader(loaded)).load(context('https://cdn.example/v1/seg002.m4s'), CONFIG, r.callbacks);
+    expect(r.calls).toEqual(['error ppspp: the presentation did not load: no manifest', 'error ppspp: the presentation did not load: no manifest']);
+    expect(loaded).toEqual([]);
+  });
+
+  it('not loaded within the segment\'s timeout: that load times out; the next, once it has loaded, comes from it', async () => {
+    vi.useFakeTimers();
+    const { presentation, asked } = fakePresentation();
+    let resolve: (p: Presentation) => void = () => {};
+    const Loader = hlsFragmentLoader(new Promise<Presentation>((r) => (resolve = r)));
+    const loaded: string[] = [];
+    const r = recorder();
+    new Loader(defaultLoader(loaded)).load(context('https://cdn.example/v1/seg001.m4s'), CONFIG, r.callbacks);
+    await vi.advanceTimersByTimeAsync(11_999);
+    expect(r.calls).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(r.calls).toEqual(['timeout']);
+    resolve(presentation);
+    await vi.advanceTimersByTimeAsync(0);
+    new Loader(defaultLoader(loaded)).load(context('https://cdn.example/v1/seg001.m4s'), CONFIG, r.callbacks);
+    expect(asked).toHaveLength(1);
+    expect(loaded).toEqual([]);
+  });
+
+  it('aborted while it waits: hls.js hears the abort once, and nothing is loaded after', async () => {
+    const { presentation, asked } = fakePresentation();
+    let resolve: (p: Presentation) => void = () => {};
+    const Loader = hlsFragmentLoader(new Promise<Presentation>((r) => (resolve = r)));
+    const loaded: string[] = [];
+    const r = recorder();
+    const loader = new Loader(defaultLoader(loaded));
+    loader.load(context('https://cdn.example/v1/seg001.m4s'), CONFIG, r.callbacks);
+    loader.abort();
+    loader.abort();
+    resolve(presentation);
+    await new Promise((done) => setTimeout(done, 0));
+    expect(r.calls).toEqual(['abort']);
+    expect(loader.stats.aborted).toBe(true);
+    expect(asked).toHaveLength(0);
+    expect(loaded).toEqual([]);
   });
 });

@@ -79,7 +79,7 @@ function fakePresentation(): { presentation: Presentation; asked: Asked[]; found
 }
 
 /** Registers the plugin (unregistered after the test) and hands back the plugin Shaka was given. */
-function register(presentation: Presentation): { plugin: ShakaSchemePlugin; unregister: () => void; registered: MockInstance<Shaka['net']['NetworkingEngine']['registerScheme']> } {
+function register(presentation: Presentation | Promise<Presentation>): { plugin: ShakaSchemePlugin; unregister: () => void; registered: MockInstance<Shaka['net']['NetworkingEngine']['registerScheme']> } {
   const registered = vi.spyOn(shaka.net.NetworkingEngine, 'registerScheme');
   const unregister = registerShakaScheme(shaka, presentation);
   undo.push(unregister);
@@ -296,5 +296,50 @@ describe('registerShakaScheme', () => {
     const response = await net.request(SEGMENT(), segmentRequest(`${base}/video/v1/seg009.m4s`)).promise;
     expect(new TextDecoder().decode(response.data as ArrayBuffer)).toBe('web server: /video/v1/seg009.m4s');
     expect(asked).toHaveLength(0);
+  });
+});
+
+describe('registerShakaScheme given the presentation\'s promise', () => {
+  it('a segment asked for while it loads waits for it, then comes from it', async () => {
+    const { presentation, asked } = fakePresentation();
+    let resolve: (p: Presentation) => void = () => {};
+    register(new Promise<Presentation>((r) => (resolve = r)));
+    const { net } = engine();
+    const pending = net.request(SEGMENT(), segmentRequest(`${base}/video/v1/seg001.m4s`));
+    await new Promise((done) => setTimeout(done, 10));
+    expect(asked).toHaveLength(0);
+    resolve(presentation);
+    await vi.waitFor(() => expect(asked).toHaveLength(1));
+    asked[0]!.settle({ bytes: new Uint8Array([1, 2]), ms: 1, reportedMs: 30 });
+    const response = await pending.promise;
+    expect([...new Uint8Array(response.data as ArrayBuffer)]).toEqual([1, 2]);
+    expect(served, 'nothing from the web server').toEqual([]);
+  });
+
+  it('while it loads the MPD goes to the web server at once; once it fails, segments fail as network errors, none from the web server', async () => {
+    let reject: (err: unknown) => void = () => {};
+    register(new Promise<Presentation>((_, r) => (reject = r)));
+    const { net } = engine();
+    const mpd = await net.request(shaka.net.NetworkingEngine.RequestType.MANIFEST, segmentRequest(`${base}/video/manifest.mpd`)).promise;
+    expect(new TextDecoder().decode(mpd.data as ArrayBuffer)).toBe('web server: /video/manifest.mpd');
+    reject(new PpsppError('manifest-unreachable', 'no manifest'));
+    const err = await rejection(net.request(SEGMENT(), segmentRequest(`${base}/video/v1/seg001.m4s`)).promise);
+    expect([err.category, err.code]).toEqual([shaka.util.Error.Category.NETWORK, shaka.util.Error.Code.HTTP_ERROR]);
+    expect(String(err.data[1])).toMatch(/no manifest/);
+    await net.request(shaka.net.NetworkingEngine.RequestType.MANIFEST, segmentRequest(`${base}/video/manifest.mpd`)).promise;
+    expect(served.map((s) => s.url)).toEqual(['/video/manifest.mpd', '/video/manifest.mpd']);
+  });
+
+  it('aborted while it waits: OPERATION_ABORTED at once, and nothing asked after', async () => {
+    const { presentation, asked } = fakePresentation();
+    let resolve: (p: Presentation) => void = () => {};
+    const { plugin } = register(new Promise<Presentation>((r) => (resolve = r)));
+    const { op } = callPlugin(plugin, segmentRequest(`${base}/video/v1/seg001.m4s`));
+    await op.abort();
+    expect((await rejection(op.promise)).code).toBe(shaka.util.Error.Code.OPERATION_ABORTED);
+    resolve(presentation);
+    await new Promise((done) => setTimeout(done, 10));
+    expect(asked).toHaveLength(0);
+    expect(served).toEqual([]);
   });
 });

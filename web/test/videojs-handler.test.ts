@@ -91,6 +91,24 @@ describe('registerVideojsHls', () => {
     expect(attached, 'and forgets it on dispose').toBeNull();
   });
 
+  it('given the presentation\'s promise: hls.js starts at once, the element goes to the presentation once it loads, unless disposed', async () => {
+    const { videojs, handlers } = fakeVideojs();
+    const { Hls, made } = fakeHls();
+    let resolve: (p: Presentation) => void = () => {};
+    registerVideojsHls(videojs, Hls, new Promise<Presentation>((r) => (resolve = r)));
+    attached = null;
+    const played = handlers[0]!.handleSource({ src: '/v/master.m3u8', type: 'application/x-mpegURL' }, tech);
+    const gone = handlers[0]!.handleSource({ src: '/v/other.m3u8', type: 'application/x-mpegURL' }, { el: () => ({ id: 'gone' }) as unknown as Element });
+    gone.dispose();
+    expect(made.map((m) => m.calls[1])).toEqual(['load /v/master.m3u8', 'load /v/other.m3u8']);
+    expect(attached).toBeNull();
+    resolve(presentation);
+    await new Promise((done) => setTimeout(done, 0));
+    expect(attached, 'the playing tech\'s element, not the disposed one\'s').toBe(element);
+    played.dispose();
+    expect(attached).toBeNull();
+  });
+
   it('where hls.js cannot play (no MediaSource), HLS is left to the handlers behind it', () => {
     const { videojs, handlers } = fakeVideojs();
     registerVideojsHls(videojs, fakeHls(false).Hls, presentation);

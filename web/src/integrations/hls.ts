@@ -8,20 +8,29 @@
  * Give the presentation the video element too (`attachMedia`): segments hls.js asks for
  * far ahead of playback may then wait for peers still connecting.
  *
+ * The loader takes the presentation or `Presentation.load`'s promise. Given the promise,
+ * hls.js reads its playlists while the manifest and the engine load, and a segment it
+ * asks for meanwhile waits for them; if the presentation fails to load, its segments fail
+ * as network errors (nothing unverified reaches hls.js), as they would had the page
+ * awaited it: the page hears why from its promise.
+ *
  * ```ts
  * import Hls from 'hls.js';
  * import { Presentation } from 'ppspp-web';
  * import { hlsFragmentLoader } from 'ppspp-web/hls';
- * const presentation = await Presentation.load('/video/master.ppspp.json', { signal: 'wss://signal.example/' });
- * const hls = new Hls({ fLoader: hlsFragmentLoader(presentation) });
+ * const loading = Presentation.load('/video/master.ppspp.json', { signal: 'wss://signal.example/' });
+ * const hls = new Hls({ fLoader: hlsFragmentLoader(loading) });
  * hls.loadSource('/video/master.m3u8');
  * hls.attachMedia(video);
- * presentation.attachMedia(video);
+ * (await loading).attachMedia(video);
  * ```
  */
 import type { FragmentLoaderContext, HlsConfig, Loader, LoaderCallbacks, LoaderConfiguration, LoaderContext, LoaderStats } from 'hls.js';
-import type { Presentation } from '../presentation/presentation.js';
+import { messageOf } from '../errors.js';
 import { exactBuffer } from './exact-buffer.js';
+import { type PresentationSource, PresentationSlot, type SlotState } from './presentation-slot.js';
+
+export type { PresentationSource } from './presentation-slot.js';
 
 function freshStats(): LoaderStats {
   return {
@@ -44,8 +53,16 @@ function timeoutOf(config: LoaderConfiguration): number {
   return Number.isFinite(config.timeout) && config.timeout > 0 ? config.timeout : 20_000;
 }
 
-/** The `fLoader` class for hls.js's config that loads `presentation`'s segments over PPSPP. */
-export function hlsFragmentLoader(presentation: Presentation): new (config: HlsConfig) => Loader<FragmentLoaderContext> {
+/**
+ * The `fLoader` class for hls.js's config that loads the presentation's segments over
+ * PPSPP; `source` is the presentation or the promise of one.
+ */
+export function hlsFragmentLoader(source: PresentationSource): new (config: HlsConfig) => Loader<FragmentLoaderContext> {
+  return fragmentLoaderFor(new PresentationSlot(source));
+}
+
+/** {@link hlsFragmentLoader} for a slot the caller shares (the Video.js handler). */
+export function fragmentLoaderFor(slot: PresentationSlot): new (config: HlsConfig) => Loader<FragmentLoaderContext> {
   return class PpsppFragmentLoader implements Loader<FragmentLoaderContext> {
     context: FragmentLoaderContext | null = null;
     stats: LoaderStats = freshStats();
@@ -54,6 +71,8 @@ export function hlsFragmentLoader(presentation: Presentation): new (config: HlsC
     private fallback: Loader<LoaderContext> | null = null;
     private controller: AbortController | null = null;
     private callbacks: LoaderCallbacks<FragmentLoaderContext> | null = null;
+    /** Set while the load waits for the presentation to load. */
+    private waiting: object | null = null;
 
     constructor(config: HlsConfig) {
       this.hlsConfig = config;
@@ -62,10 +81,42 @@ export function hlsFragmentLoader(presentation: Presentation): new (config: HlsC
     load(context: FragmentLoaderContext, config: LoaderConfiguration, callbacks: LoaderCallbacks<FragmentLoaderContext>): void {
       this.context = context;
       this.callbacks = callbacks;
-      const ref = presentation.find(context.url, context.rangeStart, context.rangeEnd);
+      const now = slot.now();
+      if (now) {
+        this.route(now, context, config, callbacks);
+        return;
+      }
+      const waiting = (this.waiting = {});
+      void slot.within(timeoutOf(config)).then((state) => {
+        if (this.waiting !== waiting) return;
+        this.waiting = null;
+        this.route(state, context, config, callbacks);
+      });
+    }
+
+    /**
+     * Loads through the presentation what it holds and the rest through hls.js's own
+     * loader; fails the load if the presentation did not load (in time).
+     */
+    private route(
+      state: SlotState,
+      context: FragmentLoaderContext,
+      config: LoaderConfiguration,
+      callbacks: LoaderCallbacks<FragmentLoaderContext>,
+    ): void {
       // hls.js holds on to `stats` (it took the reference before calling load): fill it in,
       // never replace it.
       const stats = this.stats;
+      if ('late' in state) {
+        callbacks.onTimeout(stats, context, null);
+        return;
+      }
+      if ('failed' in state) {
+        callbacks.onError({ code: 0, text: `ppspp: the presentation did not load: ${messageOf(state.failed)}` }, context, null, stats);
+        return;
+      }
+      const presentation = state.presentation;
+      const ref = presentation.find(context.url, context.rangeStart, context.rangeEnd);
       if (ref === null) {
         const Default = this.hlsConfig.loader;
         this.fallback = new Default(this.hlsConfig);
@@ -107,6 +158,12 @@ export function hlsFragmentLoader(presentation: Presentation): new (config: HlsC
     }
 
     abort(): void {
+      if (this.waiting) {
+        this.waiting = null;
+        this.stats.aborted = true;
+        if (this.context) this.callbacks?.onAbort?.(this.stats, this.context, null);
+        return;
+      }
       if (this.fallback) {
         this.fallback.abort();
         return;
@@ -120,6 +177,7 @@ export function hlsFragmentLoader(presentation: Presentation): new (config: HlsC
     }
 
     destroy(): void {
+      this.waiting = null;
       this.fallback?.destroy();
       this.fallback = null;
       if (this.controller) {

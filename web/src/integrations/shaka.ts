@@ -13,16 +13,23 @@
  * at a time, and unregister (which puts Shaka's own HTTP plugin back) once its players
  * are destroyed. The page passes its own `shaka`; this module imports only its types.
  *
+ * The plugin takes the presentation or `Presentation.load`'s promise. Given the promise,
+ * Shaka reads its MPD or playlists while the manifest and the engine load, and a segment
+ * it asks for meanwhile waits for them; if the presentation fails to load, segments fail
+ * as network errors (nothing unverified reaches Shaka), as they would had the page
+ * awaited it: the page hears why from its promise.
+ *
  * ```ts
  * import shaka from 'shaka-player';
  * import { Presentation } from 'ppspp-web';
  * import { registerShakaScheme } from 'ppspp-web/shaka';
- * const presentation = await Presentation.load('/video/manifest.ppspp.json', { signal: 'wss://signal.example/' });
- * const unregister = registerShakaScheme(shaka, presentation);
+ * const loading = Presentation.load('/video/manifest.ppspp.json', { signal: 'wss://signal.example/' });
+ * const unregister = registerShakaScheme(shaka, loading);
  * const player = new shaka.Player();
  * await player.attach(video);
- * presentation.attachMedia(video);
  * await player.load('/video/manifest.mpd');
+ * const presentation = await loading;
+ * presentation.attachMedia(video);
  * // when done: await player.destroy(); unregister(); presentation.close();
  * ```
  */
@@ -31,6 +38,7 @@ import type { LiveSegmentRef } from '../presentation/live-delivery.js';
 import type { SegmentRef } from '../presentation/manifest.js';
 import type { Presentation } from '../presentation/presentation.js';
 import { exactBuffer } from './exact-buffer.js';
+import { type PresentationSource, PresentationSlot, type SlotState } from './presentation-slot.js';
 
 type ShakaRequest = shaka.extern.Request;
 type ShakaResponse = shaka.extern.Response;
@@ -55,13 +63,17 @@ export interface ShakaNamespace {
     NetworkingEngine: {
       registerScheme(scheme: string, plugin: ShakaSchemePlugin, priority?: number, progressSupport?: boolean): void;
       unregisterScheme(scheme: string): void;
+      RequestType: { SEGMENT: number };
       PluginPriority: { FALLBACK: number; PREFERRED: number; APPLICATION: number };
     };
     HttpFetchPlugin: { parse: ShakaSchemePlugin; isSupported(): boolean };
     HttpXHRPlugin: { parse: ShakaSchemePlugin };
   };
   util: {
-    AbortableOperation: new <T>(promise: Promise<T>, onAbort: () => Promise<unknown>) => ShakaOperation<T>;
+    AbortableOperation: {
+      new <T>(promise: Promise<T>, onAbort: () => Promise<unknown>): ShakaOperation<T>;
+      failed<T>(error: Error): ShakaOperation<T>;
+    };
     Error: {
       new (severity: number, category: number, code: number, ...data: unknown[]): Error;
       Severity: { RECOVERABLE: number };
@@ -101,26 +113,29 @@ function hasRange(headers: Record<string, string>): boolean {
 
 /**
  * Registers a scheme plugin for `http:` and `https:` with Shaka's NetworkingEngine (above
- * Shaka's own and any registered before at a lower priority) that loads `presentation`'s
- * segments over PPSPP. Returns the function that unregisters it and puts Shaka's own
- * HTTP plugins back, as Shaka registers them when it loads.
+ * Shaka's own and any registered before at a lower priority) that loads the
+ * presentation's segments over PPSPP; `source` is the presentation or the promise of one.
+ * Returns the function that unregisters it and puts Shaka's own HTTP plugins back, as
+ * Shaka registers them when it loads.
  */
-export function registerShakaScheme(shaka: ShakaNamespace, presentation: Presentation): () => void {
+export function registerShakaScheme(shaka: ShakaNamespace, source: PresentationSource): () => void {
   const { NetworkingEngine, HttpFetchPlugin, HttpXHRPlugin } = shaka.net;
   const { AbortableOperation, Error: ShakaError } = shaka.util;
   const fetchSupported = HttpFetchPlugin.isSupported();
   const httpPlugin = fetchSupported ? HttpFetchPlugin.parse : HttpXHRPlugin.parse;
+  const slot = new PresentationSlot(source);
+  // As Shaka's HTTP plugins fail: recoverable network errors, so that Shaka retries.
+  const failure = (uri: string, code: number, ...data: unknown[]): Error =>
+    new ShakaError(ShakaError.Severity.RECOVERABLE, ShakaError.Category.NETWORK, code, uri, ...data);
 
   const loadSegment = (
+    presentation: Presentation,
     uri: string,
     request: ShakaRequest,
     requestType: number,
     ref: SegmentRef | LiveSegmentRef,
     progressUpdated: shaka.extern.ProgressUpdated,
   ): ShakaOperation<ShakaResponse> => {
-    // As Shaka's HTTP plugins fail: recoverable network errors, so that Shaka retries.
-    const failure = (code: number, ...data: unknown[]): Error =>
-      new ShakaError(ShakaError.Severity.RECOVERABLE, ShakaError.Category.NETWORK, code, uri, ...data);
     const controller = new AbortController();
     // A live segment's size is known once it is found in the live manifest.
     const size = 'live' in ref ? null : ref.end - ref.start;
@@ -158,9 +173,9 @@ export function registerShakaScheme(shaka: ShakaNamespace, presentation: Present
             originalRequest: request,
           };
         }
-        if ('timedOut' in outcome) throw failure(ShakaError.Code.TIMEOUT, requestType);
-        if ('aborted' in outcome) throw failure(ShakaError.Code.OPERATION_ABORTED, requestType);
-        throw failure(ShakaError.Code.HTTP_ERROR, outcome.error, requestType);
+        if ('timedOut' in outcome) throw failure(uri, ShakaError.Code.TIMEOUT, requestType);
+        if ('aborted' in outcome) throw failure(uri, ShakaError.Code.OPERATION_ABORTED, requestType);
+        throw failure(uri, ShakaError.Code.HTTP_ERROR, outcome.error, requestType);
       });
     return new AbortableOperation(promise, () => {
       controller.abort();
@@ -173,9 +188,40 @@ export function registerShakaScheme(shaka: ShakaNamespace, presentation: Present
 
   const plugin: ShakaSchemePlugin = (uri, request, requestType, progressUpdated, headersReceived, config) => {
     const range = (request.method || 'GET').toUpperCase() === 'GET' ? requestedRange(request.headers) : null;
-    const ref = range ? presentation.find(uri, range[0], range[1]) : null;
-    if (ref === null) return httpPlugin(uri, request, requestType, progressUpdated, headersReceived, config);
-    return loadSegment(uri, request, requestType, ref, progressUpdated);
+    const http = (): ShakaOperation<ShakaResponse> => httpPlugin(uri, request, requestType, progressUpdated, headersReceived, config);
+    // Through the presentation what it holds, the rest through Shaka's own plugin; a
+    // segment fails if the presentation did not load (in time).
+    const route = (state: SlotState): ShakaOperation<ShakaResponse> => {
+      if ('late' in state) return AbortableOperation.failed(failure(uri, ShakaError.Code.TIMEOUT, requestType));
+      if ('failed' in state) return AbortableOperation.failed(failure(uri, ShakaError.Code.HTTP_ERROR, state.failed, requestType));
+      const ref = state.presentation.find(uri, range![0], range![1]);
+      return ref === null ? http() : loadSegment(state.presentation, uri, request, requestType, ref, progressUpdated);
+    };
+    if (range === null) return http();
+    const now = slot.now();
+    if (now && 'presentation' in now) return route(now);
+    // Until the presentation has loaded, what is not a segment (the MPD, playlists, keys)
+    // goes to Shaka's own plugin at once.
+    if (requestType !== NetworkingEngine.RequestType.SEGMENT) return http();
+    if (now) return route(now);
+    // The presentation still loads: the segment waits for it, at most its own timeout.
+    let inner: ShakaOperation<ShakaResponse> | null = null;
+    let aborted = false;
+    let fail: (err: Error) => void = () => {};
+    const promise = new Promise<ShakaResponse>((resolve, reject) => {
+      fail = reject;
+      void slot.within(timeoutOf(request.retryParameters)).then((state) => {
+        if (aborted) return;
+        inner = route(state);
+        inner.promise.then(resolve, reject);
+      });
+    });
+    return new AbortableOperation(promise, () => {
+      if (inner) return inner.abort();
+      aborted = true;
+      fail(failure(uri, ShakaError.Code.OPERATION_ABORTED, requestType));
+      return Promise.resolve();
+    });
   };
 
   const { APPLICATION, PREFERRED, FALLBACK } = NetworkingEngine.PluginPriority;

@@ -1,9 +1,9 @@
 /**
  * Video.js over PPSPP, through hls.js: a source handler for Video.js's Html5 tech that
- * plays HLS sources with hls.js and the presentation's fragment loader
- * ({@link hlsFragmentLoader}), so every segment comes from its rendition's swarm,
- * verified, and hls.js keeps choosing renditions with its own ABR. Video.js keeps its
- * player, skin and plugins; only the HLS engine underneath changes.
+ * plays HLS sources with hls.js and the presentation's fragment loader (`ppspp-web/hls`),
+ * so every segment comes from its rendition's swarm, verified, and hls.js keeps choosing
+ * renditions with its own ABR. Video.js keeps its player, skin and plugins; only the HLS
+ * engine underneath changes.
  *
  * Why hls.js and not Video.js's own VHS: VHS's request hooks (`xhr.onRequest`,
  * `beforeRequest`) can change a request's URL and headers but not answer it, so segments
@@ -18,16 +18,19 @@
  * import Hls from 'hls.js';
  * import { Presentation } from 'ppspp-web';
  * import { registerVideojsHls } from 'ppspp-web/videojs';
- * const presentation = await Presentation.load('/video/master.ppspp.json', { signal: 'wss://signal.example/' });
- * registerVideojsHls(videojs, Hls, presentation);
+ * const loading = Presentation.load('/video/master.ppspp.json', { signal: 'wss://signal.example/' });
+ * registerVideojsHls(videojs, Hls, loading);
  * const player = videojs('video');
  * player.src({ src: '/video/master.m3u8', type: 'application/x-mpegURL' });
  * ```
+ *
+ * It takes the presentation or, as here, `Presentation.load`'s promise: hls.js starts at
+ * once and reads its playlists while the presentation loads (see `ppspp-web/hls`).
  */
 import type Hls from 'hls.js';
 import type { HlsConfig } from 'hls.js';
-import type { Presentation } from '../presentation/presentation.js';
-import { hlsFragmentLoader } from './hls.js';
+import { fragmentLoaderFor } from './hls.js';
+import { type PresentationSource, PresentationSlot } from './presentation-slot.js';
 
 /** A source as Video.js hands it to source handlers. */
 export interface VideojsSource {
@@ -79,7 +82,8 @@ function isHls(source: VideojsSource): boolean {
 
 /**
  * Puts a source handler first on Video.js's Html5 tech that plays HLS sources through
- * hls.js (the page's `HlsClass`) with `presentation`'s segments over PPSPP. Other sources
+ * hls.js (the page's `HlsClass`) with the presentation's segments over PPSPP (`presentation`:
+ * the presentation or the promise of one). Other sources
  * (and HLS where hls.js cannot play, e.g. no MediaSource) go to the handlers behind it
  * (VHS, native playback). Returns the function that takes the handler away again (for
  * players made afterwards).
@@ -87,14 +91,15 @@ function isHls(source: VideojsSource): boolean {
 export function registerVideojsHls(
   videojs: VideojsNamespace,
   HlsClass: HlsClass,
-  presentation: Presentation,
+  presentation: PresentationSource,
   options: VideojsHlsOptions = {},
 ): () => void {
   const tech = videojs.getTech('Html5') as HandlerList | undefined;
   if (!tech || typeof tech.registerSourceHandler !== 'function') {
     throw new TypeError('registerVideojsHls: this videojs has no Html5 tech with source handlers');
   }
-  const fLoader = hlsFragmentLoader(presentation);
+  const slot = new PresentationSlot(presentation);
+  const fLoader = fragmentLoaderFor(slot);
   const handler: VideojsSourceHandler = {
     canPlayType: (type) => (HLS_TYPES.has(type.toLowerCase()) && HlsClass.isSupported() ? 'probably' : ''),
     canHandleSource: (source) => (isHls(source) && HlsClass.isSupported() ? 'probably' : ''),
@@ -104,12 +109,14 @@ export function registerVideojsHls(
       const media = t.el() as HTMLMediaElement;
       hls.attachMedia(media);
       // Segments asked for far ahead of playback may wait for peers still connecting.
-      presentation.attachMedia(media);
+      let disposed = false;
+      slot.whenLoaded((p) => disposed || p.attachMedia(media));
       hls.loadSource(source.src);
       return {
         dispose: () => {
+          disposed = true;
           hls.destroy();
-          presentation.detachMedia(media);
+          slot.loaded()?.detachMedia(media);
         },
       };
     },
