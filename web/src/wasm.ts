@@ -19,16 +19,47 @@ let loaded = false;
 /** The compiled module, once loaded: an engine's Worker instantiates it without compiling again. */
 let compiled: WebAssembly.Module | null = null;
 
+/**
+ * How long fetching the module may go without a byte arriving (the answer's headers, then
+ * each piece of its body) before it fails: a stalled server fails the load rather than
+ * leaving it waiting. A bound on the whole fetch would fail slow lines too.
+ */
+export const WASM_STALL_MS = 15_000;
+
 /** Compiles the module from where `source` says (by default next to the package's JavaScript). */
 async function compile(source?: string | URL | BufferSource | WebAssembly.Module): Promise<WebAssembly.Module> {
   if (source instanceof WebAssembly.Module) return source;
   if (source !== undefined && !(typeof source === 'string' || source instanceof URL)) return WebAssembly.compile(source);
   const url = source ?? new URL('../wasm/ppspp_wasm_bg.wasm', import.meta.url);
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`${String(url)}: HTTP ${response.status}`);
-  // Streaming needs the server's application/wasm; anything else is compiled from the bytes.
-  if (response.headers.get('content-type')?.startsWith('application/wasm')) return WebAssembly.compileStreaming(response);
-  return WebAssembly.compile(await response.arrayBuffer());
+  const controller = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const arrived = (): void => {
+    clearTimeout(timer);
+    timer = setTimeout(() => controller.abort(new Error(`${String(url)}: nothing arrived for ${WASM_STALL_MS / 1000} s`)), WASM_STALL_MS);
+  };
+  arrived();
+  try {
+    const answer = await fetch(url, { signal: controller.signal });
+    if (!answer.ok) throw new Error(`${String(url)}: HTTP ${answer.status}`);
+    arrived();
+    // Each piece of the body that arrives puts the stall's deadline off.
+    const body = answer.body?.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(piece, out) {
+          arrived();
+          out.enqueue(piece);
+        },
+      }),
+    );
+    const response = body ? new Response(body, { status: answer.status, headers: answer.headers }) : answer;
+    // Streaming needs the server's application/wasm; anything else is compiled from the bytes.
+    if (response.headers.get('content-type')?.startsWith('application/wasm')) return await WebAssembly.compileStreaming(response);
+    return await WebAssembly.compile(await response.arrayBuffer());
+  } catch (err) {
+    throw controller.signal.aborted ? controller.signal.reason : err;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**
