@@ -17,26 +17,29 @@ window.__t = t;
 try {
   const options = { signal: params.get('signal') ?? false };
   if (params.get('streamKey')) options.streamKey = params.get('streamKey');
-  const presentation = await Presentation.load(params.get('manifest'), options);
-  t.presentation = presentation;
+  // Not awaited: the player reads its playlists or MPD while the presentation loads.
+  const loading = Presentation.load(params.get('manifest'), options);
+  loading.then((presentation) => (t.presentation = presentation), () => {});
   const src = params.get('src');
   switch (params.get('player')) {
     case 'hls': {
-      const hls = new Hls({ fLoader: hlsFragmentLoader(presentation) });
+      const hls = new Hls({ fLoader: hlsFragmentLoader(loading) });
       hls.loadSource(src);
       hls.attachMedia(video);
+      (await loading).attachMedia(video);
       break;
     }
     case 'shaka': {
       shaka.polyfill.installAll();
-      registerShakaScheme(shaka, presentation);
+      registerShakaScheme(shaka, loading);
       const player = new shaka.Player();
       await player.attach(video);
       await player.load(src);
+      (await loading).attachMedia(video);
       break;
     }
     case 'videojs': {
-      registerVideojsHls(videojs, Hls, presentation);
+      registerVideojsHls(videojs, Hls, loading);
       videojs(video).src({ src, type: 'application/x-mpegURL' });
       break;
     }
