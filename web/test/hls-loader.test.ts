@@ -138,7 +138,9 @@ describe('hlsFragmentLoader given the presentation\'s promise', () => {
     const Loader = hlsFragmentLoader(new Promise<Presentation>((r) => (resolve = r)));
     const loaded: string[] = [];
     const r = recorder();
-    new Loader(defaultLoader(loaded)).load(context('https://cdn.example/v1/seg001.m4s'), CONFIG, r.callbacks);
+    const first = new Loader(defaultLoader(loaded));
+    first.load(context('https://cdn.example/v1/seg001.m4s'), CONFIG, r.callbacks);
+    expect(first.stats.loading.start, 'under way for hls.js\'s ABR').toBeGreaterThan(0);
     await new Promise((done) => setTimeout(done, 10));
     expect(asked).toHaveLength(0);
     resolve(presentation);

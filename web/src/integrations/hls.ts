@@ -86,6 +86,8 @@ export function fragmentLoaderFor(slot: PresentationSlot): new (config: HlsConfi
         this.route(now, context, config, callbacks);
         return;
       }
+      // hls.js's ABR reads a load's start while it is under way, as its own loaders set it.
+      this.stats.loading.start = performance.now();
       const waiting = (this.waiting = {});
       void slot.within(timeoutOf(config)).then((state) => {
         if (this.waiting !== waiting) return;

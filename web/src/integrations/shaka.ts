@@ -189,15 +189,15 @@ export function registerShakaScheme(shaka: ShakaNamespace, source: PresentationS
   const plugin: ShakaSchemePlugin = (uri, request, requestType, progressUpdated, headersReceived, config) => {
     const range = (request.method || 'GET').toUpperCase() === 'GET' ? requestedRange(request.headers) : null;
     const http = (): ShakaOperation<ShakaResponse> => httpPlugin(uri, request, requestType, progressUpdated, headersReceived, config);
+    if (range === null) return http();
     // Through the presentation what it holds, the rest through Shaka's own plugin; a
     // segment fails if the presentation did not load (in time).
     const route = (state: SlotState): ShakaOperation<ShakaResponse> => {
       if ('late' in state) return AbortableOperation.failed(failure(uri, ShakaError.Code.TIMEOUT, requestType));
       if ('failed' in state) return AbortableOperation.failed(failure(uri, ShakaError.Code.HTTP_ERROR, state.failed, requestType));
-      const ref = state.presentation.find(uri, range![0], range![1]);
+      const ref = state.presentation.find(uri, range[0], range[1]);
       return ref === null ? http() : loadSegment(state.presentation, uri, request, requestType, ref, progressUpdated);
     };
-    if (range === null) return http();
     const now = slot.now();
     if (now && 'presentation' in now) return route(now);
     // Until the presentation has loaded, what is not a segment (the MPD, playlists, keys)

@@ -82,11 +82,11 @@ function isHls(source: VideojsSource): boolean {
 
 /**
  * Puts a source handler first on Video.js's Html5 tech that plays HLS sources through
- * hls.js (the page's `HlsClass`) with the presentation's segments over PPSPP (`presentation`:
- * the presentation or the promise of one). Other sources
- * (and HLS where hls.js cannot play, e.g. no MediaSource) go to the handlers behind it
- * (VHS, native playback). Returns the function that takes the handler away again (for
- * players made afterwards).
+ * hls.js (the page's `HlsClass`) with the presentation's segments over PPSPP
+ * (`presentation`: the presentation or the promise of one). Other sources (and HLS where
+ * hls.js cannot play, e.g. no MediaSource) go to the handlers behind it (VHS, native
+ * playback). Returns the function that takes the handler away again (for players made
+ * afterwards).
  */
 export function registerVideojsHls(
   videojs: VideojsNamespace,
