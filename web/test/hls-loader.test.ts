@@ -47,6 +47,30 @@ function recorder(): { calls: string[]; callbacks: LoaderCallbacks<FragmentLoade
   };
 }
 
+/** hls.js's own loader for `config.loader`, recording the URLs it loads and its aborts. */
+function defaultLoader(loaded: string[]): HlsConfig {
+  class Default {
+    stats = {} as LoaderStats;
+    context = null;
+    load(ctx: FragmentLoaderContext): void { loaded.push(ctx.url); }
+    abort(): void { loaded.push('abort'); }
+    destroy(): void {}
+  }
+  return { loader: Default } as unknown as HlsConfig;
+}
+
+/**
+ * A loader class given a presentation still loading (`resolve` loads it), with what its
+ * loaders ask of the presentation and of hls.js's own loader.
+ */
+function whileLoading(): { asked: Asked[]; loaded: string[]; resolve: () => void; make: () => InstanceType<ReturnType<typeof hlsFragmentLoader>> } {
+  const { presentation, asked } = fakePresentation();
+  let resolve = (): void => {};
+  const Loader = hlsFragmentLoader(new Promise<Presentation>((r) => (resolve = () => r(presentation))));
+  const loaded: string[] = [];
+  return { asked, loaded, resolve: () => resolve(), make: () => new Loader(defaultLoader(loaded)) };
+}
+
 describe('hlsFragmentLoader', () => {
   it('a segment of the manifest: the presentation\'s verified bytes, with hls.js\'s timeout and load stats', async () => {
     const { presentation, asked } = fakePresentation();
@@ -98,15 +122,8 @@ describe('hlsFragmentLoader', () => {
   it('what the manifest does not hold goes to hls.js\'s own loader', () => {
     const { presentation, asked } = fakePresentation();
     const loaded: string[] = [];
-    class Default {
-      stats = {} as LoaderStats;
-      context = null;
-      load(ctx: FragmentLoaderContext): void { loaded.push(ctx.url); }
-      abort(): void { loaded.push('abort'); }
-      destroy(): void {}
-    }
     const Loader = hlsFragmentLoader(presentation);
-    const loader = new Loader({ loader: Default } as unknown as HlsConfig);
+    const loader = new Loader(defaultLoader(loaded));
     const held = loader.stats;
     loader.load(context('https://cdn.example/key.bin'), CONFIG, recorder().callbacks);
     loader.abort();
@@ -120,36 +137,21 @@ describe('hlsFragmentLoader', () => {
 describe('hlsFragmentLoader given the presentation\'s promise', () => {
   afterEach(() => vi.useRealTimers());
 
-  /** hls.js's own loader, recording what it was asked for. */
-  function defaultLoader(loaded: string[]): HlsConfig {
-    class Default {
-      stats = {} as LoaderStats;
-      context = null;
-      load(ctx: FragmentLoaderContext): void { loaded.push(ctx.url); }
-      abort(): void {}
-      destroy(): void {}
-    }
-    return { loader: Default } as unknown as HlsConfig;
-  }
-
   it('a segment asked for while it loads waits for it, then comes from it; the next at once', async () => {
-    const { presentation, asked } = fakePresentation();
-    let resolve: (p: Presentation) => void = () => {};
-    const Loader = hlsFragmentLoader(new Promise<Presentation>((r) => (resolve = r)));
-    const loaded: string[] = [];
+    const { asked, loaded, resolve, make } = whileLoading();
     const r = recorder();
-    const first = new Loader(defaultLoader(loaded));
+    const first = make();
     first.load(context('https://cdn.example/v1/seg001.m4s'), CONFIG, r.callbacks);
     expect(first.stats.loading.start, 'under way for hls.js\'s ABR').toBeGreaterThan(0);
     await new Promise((done) => setTimeout(done, 10));
     expect(asked).toHaveLength(0);
-    resolve(presentation);
+    resolve();
     await new Promise((done) => setTimeout(done, 0));
     expect(asked).toHaveLength(1);
     asked[0]!.settle({ bytes: new Uint8Array([7]), ms: 1, reportedMs: 50 });
     await new Promise((done) => setTimeout(done, 0));
     expect(r.calls).toEqual(['success']);
-    new Loader(defaultLoader(loaded)).load(context('https://cdn.example/v1/seg002.m4s'), CONFIG, r.callbacks);
+    make().load(context('https://cdn.example/v1/seg002.m4s'), CONFIG, r.callbacks);
     expect(asked, 'loaded: asked at once').toHaveLength(2);
     expect(loaded, 'nothing from the web server').toEqual([]);
   });
@@ -167,34 +169,28 @@ describe('hlsFragmentLoader given the presentation\'s promise', () => {
 
   it('not loaded within the segment\'s timeout: that load times out; the next, once it has loaded, comes from it', async () => {
     vi.useFakeTimers();
-    const { presentation, asked } = fakePresentation();
-    let resolve: (p: Presentation) => void = () => {};
-    const Loader = hlsFragmentLoader(new Promise<Presentation>((r) => (resolve = r)));
-    const loaded: string[] = [];
+    const { asked, loaded, resolve, make } = whileLoading();
     const r = recorder();
-    new Loader(defaultLoader(loaded)).load(context('https://cdn.example/v1/seg001.m4s'), CONFIG, r.callbacks);
+    make().load(context('https://cdn.example/v1/seg001.m4s'), CONFIG, r.callbacks);
     await vi.advanceTimersByTimeAsync(11_999);
     expect(r.calls).toEqual([]);
     await vi.advanceTimersByTimeAsync(1);
     expect(r.calls).toEqual(['timeout']);
-    resolve(presentation);
+    resolve();
     await vi.advanceTimersByTimeAsync(0);
-    new Loader(defaultLoader(loaded)).load(context('https://cdn.example/v1/seg001.m4s'), CONFIG, r.callbacks);
+    make().load(context('https://cdn.example/v1/seg001.m4s'), CONFIG, r.callbacks);
     expect(asked).toHaveLength(1);
     expect(loaded).toEqual([]);
   });
 
   it('aborted while it waits: hls.js hears the abort once, and nothing is loaded after', async () => {
-    const { presentation, asked } = fakePresentation();
-    let resolve: (p: Presentation) => void = () => {};
-    const Loader = hlsFragmentLoader(new Promise<Presentation>((r) => (resolve = r)));
-    const loaded: string[] = [];
+    const { asked, loaded, resolve, make } = whileLoading();
     const r = recorder();
-    const loader = new Loader(defaultLoader(loaded));
+    const loader = make();
     loader.load(context('https://cdn.example/v1/seg001.m4s'), CONFIG, r.callbacks);
     loader.abort();
     loader.abort();
-    resolve(presentation);
+    resolve();
     await new Promise((done) => setTimeout(done, 0));
     expect(r.calls).toEqual(['abort']);
     expect(loader.stats.aborted).toBe(true);
